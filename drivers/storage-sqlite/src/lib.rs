@@ -1,0 +1,477 @@
+//! agmsg's sqlite storage driver as a component.
+//!
+//! The store is agmsg's own `messages.db` (tables `events`, `read_cursors`, `storage_metadata` and the
+//! legacy `messages`), so a database made by agmsg's bash driver opens here and one made here keeps
+//! working for agmsg. Two additions are private to this driver and invisible to agmsg: the index
+//! `events_history` and the table `legacy_unlinked` (see [`legacy`]), which keep history and unread
+//! queries independent of the size of the store.
+//!
+//! Locking: WASI has no fcntl locks, so SQLite runs on the `unix-none` VFS and every operation, reads
+//! included, holds the host's store lock for its whole span. The connection is opened per operation in
+//! `locking_mode=EXCLUSIVE`, which is what lets SQLite use a WAL-mode database without shared memory.
+
+mod legacy;
+mod schema;
+
+use std::time::Duration;
+
+use agmsg_guest_sdk::ids::{new_id, now_utc};
+use agmsg_guest_sdk::storage::{
+    Description, DriverError, Event, EventExporter, EventImporter, Message, Pair, ReadMark, StorageDriver, StoreFile,
+    StoreLock, WatchBatch,
+};
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params};
+
+const DB_FILE: &str = "messages.db";
+/// How long an operation waits for another holder of the store lock.
+const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+#[derive(Default)]
+struct Sqlite;
+
+agmsg_guest_sdk::export_storage_driver!(Sqlite);
+
+fn db_path() -> String {
+    format!("{}/{DB_FILE}", agmsg_guest_sdk::STORE_DIR)
+}
+
+/// Map a SQLite failure to the contract's statuses: an unreadable database is `corrupt_state`.
+fn sql_error(e: rusqlite::Error) -> DriverError {
+    match e.sqlite_error_code() {
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => {
+            DriverError::corrupt(format!("sqlite: {DB_FILE} is not a usable SQLite database: {e}"))
+        }
+        _ => DriverError::runtime(format!("sqlite: {e}")),
+    }
+}
+
+/// An open store: the host lock and a connection, for the span of one operation.
+struct Session {
+    // Field order matters: the connection closes (and checkpoints) before the lock is released.
+    conn: Connection,
+    _lock: StoreLock,
+}
+
+impl Session {
+    /// Lock the store, open `messages.db` and make sure its schema (and the one-time cursor migration)
+    /// is in place.
+    fn open() -> Result<Session, DriverError> {
+        let lock = StoreLock::acquire(LOCK_WAIT)?;
+        let conn = open_connection(OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE)?;
+        schema::ensure(&conn).map_err(sql_error)?;
+        Ok(Session { conn, _lock: lock })
+    }
+
+    fn write(&mut self) -> Result<Transaction<'_>, DriverError> {
+        self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sql_error)
+    }
+}
+
+fn open_connection(flags: OpenFlags) -> Result<Connection, DriverError> {
+    let conn = Connection::open_with_flags_and_vfs(db_path(), flags | OpenFlags::SQLITE_OPEN_NO_MUTEX, c"unix-none")
+        .map_err(sql_error)?;
+    // Exclusive locking mode: no shared memory is needed for WAL, and nothing else can change the file
+    // while the host lock is held anyway. The sandbox has no /tmp, so temporary data stays in memory.
+    conn.execute_batch("PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store=MEMORY;").map_err(sql_error)?;
+    Ok(conn)
+}
+
+fn message_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Message> {
+    Ok(Message {
+        id: row.get(0)?,
+        team: row.get(1)?,
+        from: row.get(2)?,
+        to: row.get(3)?,
+        body: row.get(4)?,
+        at: row.get(5)?,
+    })
+}
+
+/// The AUTOINCREMENT high-water of `events`: agmsg's delivery cursor. It counts every event ever
+/// inserted (reads too) and never goes back, even when compaction deletes rows.
+fn high_water(conn: &Connection) -> rusqlite::Result<u64> {
+    let seq: i64 = conn.query_row("SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name='events'), 0)", [], |r| {
+        r.get(0)
+    })?;
+    Ok(u64::try_from(seq).unwrap_or(0))
+}
+
+fn parse_cursor(cursor: &str) -> Result<u64, DriverError> {
+    if cursor.is_empty() || !cursor.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(DriverError::runtime(format!("invalid cursor {cursor:?}: expected a decimal position")));
+    }
+    // A decimal beyond u64 is still a valid (if absurd) position: saturate rather than fail.
+    Ok(cursor.parse::<u64>().unwrap_or(u64::MAX))
+}
+
+fn as_sql_position(position: u64) -> i64 {
+    i64::try_from(position).unwrap_or(i64::MAX)
+}
+
+/// Insert a `message_sent`, dual-written to the legacy `messages` table and linked by `legacy_id`.
+fn insert_message(tx: &Connection, m: &Message) -> rusqlite::Result<()> {
+    tx.prepare_cached("INSERT INTO messages(team, from_agent, to_agent, body, created_at) VALUES(?1, ?2, ?3, ?4, ?5)")?
+        .execute(params![m.team, m.from, m.to, m.body, m.at])?;
+    let legacy_id = tx.last_insert_rowid();
+    tx.prepare_cached(
+        "INSERT INTO events(type, id, team, from_agent, to_agent, body, at, legacy_id) \
+         VALUES('message_sent', ?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![m.id, m.team, m.from, m.to, m.body, m.at, legacy_id])?;
+    legacy::note_linked(tx, legacy_id)
+}
+
+/// Record that `agent` read `msg_id`, once: re-marking is idempotent. A linked legacy row gets its
+/// `read_at` too (for outside readers of `messages`); a pure legacy row is never mutated.
+fn insert_read(tx: &Connection, team: &str, agent: &str, msg_id: &str, id: &str, at: &str) -> rusqlite::Result<bool> {
+    let already: bool = tx
+        .prepare_cached(
+            "SELECT EXISTS(SELECT 1 FROM events WHERE type='message_read' AND team=?1 AND agent=?2 AND msg_id=?3)",
+        )?
+        .query_row(params![team, agent, msg_id], |r| r.get(0))?;
+    if already {
+        return Ok(false);
+    }
+    tx.prepare_cached(
+        "INSERT INTO events(type, id, team, msg_id, agent, at) VALUES('message_read', ?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![id, team, msg_id, agent, at])?;
+    tx.prepare_cached(
+        "UPDATE messages SET read_at=?1 WHERE read_at IS NULL AND id IN \
+         (SELECT legacy_id FROM events WHERE type='message_sent' AND id=?2 AND team=?3 AND to_agent=?4 \
+          AND legacy_id IS NOT NULL)",
+    )?
+    .execute(params![at, msg_id, team, agent])?;
+    Ok(true)
+}
+
+/// §2.2 consume: record the exact reads, then max-merge the pair's frontier through the contiguous
+/// covered prefix that ends no later than `min(target, high-water)`. The first still-unread message
+/// addressed to the pair is a hard gap the frontier never crosses.
+fn consume(tx: &Connection, team: &str, agent: &str, target: u64, ids: &[String]) -> rusqlite::Result<()> {
+    let at = now_utc();
+    for msg_id in ids {
+        insert_read(tx, team, agent, msg_id, &new_id(), &at)?;
+    }
+    tx.prepare_cached("INSERT OR IGNORE INTO read_cursors(team, agent, local_position) VALUES(?1, ?2, 0)")?
+        .execute(params![team, agent])?;
+    let current: i64 = tx
+        .prepare_cached("SELECT local_position FROM read_cursors WHERE team=?1 AND agent=?2")?
+        .query_row(params![team, agent], |r| r.get(0))?;
+    let cap = as_sql_position(target.min(high_water(tx)?));
+    let gap: Option<i64> = tx
+        .prepare_cached(
+            "SELECT e.seq FROM events e WHERE e.type='message_sent' AND e.team=?1 AND e.to_agent=?2 \
+             AND e.seq > ?3 AND e.seq <= ?4 AND NOT EXISTS (SELECT 1 FROM events r WHERE r.type='message_read' \
+             AND r.team=?1 AND r.agent=?2 AND r.msg_id=e.id) ORDER BY e.seq LIMIT 1",
+        )?
+        .query_row(params![team, agent, current, cap], |r| r.get(0))
+        .optional()?;
+    let frontier = current.max(gap.map_or(cap, |g| g - 1));
+    tx.prepare_cached("UPDATE read_cursors SET local_position=?3 WHERE team=?1 AND agent=?2")?
+        .execute(params![team, agent, frontier])?;
+    Ok(())
+}
+
+impl StorageDriver for Sqlite {
+    fn check(&self) -> Result<(), DriverError> {
+        // SQLite is compiled into the component: there is nothing to install. Prove the engine works.
+        let conn = Connection::open_in_memory().map_err(sql_error)?;
+        conn.query_row("SELECT sqlite_version()", [], |r| r.get::<_, String>(0)).map_err(sql_error)?;
+        Ok(())
+    }
+
+    fn describe(&self) -> Description {
+        Description {
+            name: "sqlite".into(),
+            backend: format!("SQLite {} event log + legacy messages table (wasm component)", rusqlite::version()),
+            capabilities: Vec::new(),
+            store_file: Some(StoreFile { key: "db".into(), path: DB_FILE.into() }),
+        }
+    }
+
+    fn init(&self) -> Result<(), DriverError> {
+        Session::open().map(drop)
+    }
+
+    fn store_exists(&self) -> Result<bool, DriverError> {
+        let _lock = StoreLock::acquire(LOCK_WAIT)?;
+        if !std::path::Path::new(&db_path()).is_file() {
+            return Ok(false);
+        }
+        let conn = open_connection(OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+        schema::is_initialized(&conn).map_err(sql_error)
+    }
+
+    fn send(&self, team: &str, from: &str, to: &str, body: &str) -> Result<String, DriverError> {
+        let mut session = Session::open()?;
+        let message = Message {
+            id: new_id(),
+            team: team.into(),
+            from: from.into(),
+            to: to.into(),
+            body: body.into(),
+            at: now_utc(),
+        };
+        let tx = session.write()?;
+        insert_message(&tx, &message).map_err(sql_error)?;
+        tx.commit().map_err(sql_error)?;
+        Ok(message.id)
+    }
+
+    fn list_unread(&self, team: &str, agent: &str, limit: Option<u32>) -> Result<Vec<Message>, DriverError> {
+        let session = Session::open()?;
+        let conn = &session.conn;
+        let mut unread: Vec<(Message, u8, i64)> = conn
+            .prepare_cached(
+                "SELECT e.id, e.team, e.from_agent, e.to_agent, e.body, e.at, e.seq FROM events e \
+                 WHERE e.type='message_sent' AND e.team=?1 AND e.to_agent=?2 \
+                 AND e.seq > COALESCE((SELECT local_position FROM read_cursors WHERE team=?1 AND agent=?2), 0) \
+                 AND NOT EXISTS (SELECT 1 FROM events r WHERE r.type='message_read' AND r.team=?1 AND r.agent=?2 \
+                 AND r.msg_id=e.id) ORDER BY e.seq",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map(params![team, agent], |r| Ok((message_from_row(r)?, 1u8, r.get(6)?)))?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(sql_error)?;
+        unread.extend(legacy::unread(conn, team, agent).map_err(sql_error)?);
+        // agmsg's order: time, then source (legacy first), then store order. --limit keeps the oldest N.
+        unread.sort_by(|a, b| (&a.0.at, a.1, a.2).cmp(&(&b.0.at, b.1, b.2)));
+        if let Some(limit) = limit {
+            unread.truncate(limit as usize);
+        }
+        Ok(unread.into_iter().map(|(m, _, _)| m).collect())
+    }
+
+    fn mark_read_batch(&self, team: &str, agent: &str, ids: &[String]) -> Result<(), DriverError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let mut session = Session::open()?;
+        let tx = session.write()?;
+        // As agmsg does: consume up to the current tip, so marking read also advances the frontier.
+        let tip = high_water(&tx).map_err(sql_error)?;
+        consume(&tx, team, agent, tip, ids).map_err(sql_error)?;
+        tx.commit().map_err(sql_error)
+    }
+
+    fn read_cursor_get(&self, team: &str, agent: &str) -> Result<String, DriverError> {
+        let session = Session::open()?;
+        let position: Option<i64> = session
+            .conn
+            .query_row("SELECT local_position FROM read_cursors WHERE team=?1 AND agent=?2", params![team, agent], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(sql_error)?;
+        Ok(position.unwrap_or(0).to_string())
+    }
+
+    fn read_cursor_consume(&self, team: &str, agent: &str, cursor: &str, ids: &[String]) -> Result<(), DriverError> {
+        let target = parse_cursor(cursor)?;
+        let mut session = Session::open()?;
+        let tx = session.write()?;
+        consume(&tx, team, agent, target, ids).map_err(sql_error)?;
+        tx.commit().map_err(sql_error)
+    }
+
+    fn watch_tip(&self, _pairs: &[Pair]) -> Result<String, DriverError> {
+        let session = Session::open()?;
+        Ok(high_water(&session.conn).map_err(sql_error)?.to_string())
+    }
+
+    fn watch_after(&self, cursor: &str, pairs: &[Pair]) -> Result<WatchBatch, DriverError> {
+        let after = parse_cursor(cursor)?;
+        let mut session = Session::open()?;
+        // One read transaction: the messages and the trailing cursor come from one snapshot.
+        let tx = session.conn.transaction().map_err(sql_error)?;
+        let mut messages = Vec::new();
+        {
+            let mut stmt = tx
+                .prepare_cached(
+                    "SELECT e.id, e.team, e.from_agent, e.to_agent, e.body, e.at, e.seq FROM events e \
+                     WHERE e.type='message_sent' AND e.team=?1 AND e.to_agent=?2 AND e.seq > ?3 \
+                     AND NOT EXISTS (SELECT 1 FROM events r WHERE r.type='message_read' AND r.team=?1 \
+                     AND r.agent=?2 AND r.msg_id=e.id) ORDER BY e.seq",
+                )
+                .map_err(sql_error)?;
+            let mut seen = std::collections::BTreeSet::new();
+            for pair in pairs {
+                if !seen.insert((&pair.team, &pair.agent)) {
+                    continue;
+                }
+                let rows = stmt
+                    .query_map(params![pair.team, pair.agent, as_sql_position(after)], |r| {
+                        Ok((r.get::<_, i64>(6)?, message_from_row(r)?))
+                    })
+                    .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+                    .map_err(sql_error)?;
+                messages.extend(rows);
+            }
+        }
+        messages.sort_by_key(|(seq, _)| *seq);
+        // Never regress: a cursor beyond the tip comes back unchanged.
+        let tip = high_water(&tx).map_err(sql_error)?.max(after);
+        tx.finish().map_err(sql_error)?;
+        Ok(WatchBatch { messages: messages.into_iter().map(|(_, m)| m).collect(), cursor: tip.to_string() })
+    }
+
+    fn history(&self, team: &str, agent: Option<&str>, limit: Option<u32>) -> Result<Vec<Message>, DriverError> {
+        let session = Session::open()?;
+        let conn = &session.conn;
+        let sql_limit = limit.map_or(-1, i64::from);
+        // Walk the history index newest first; with a limit this touches only the tail of the log.
+        let mut rows: Vec<(Message, u8, i64)> = conn
+            .prepare_cached(
+                "SELECT id, team, from_agent, to_agent, body, at, seq FROM events INDEXED BY events_history \
+                 WHERE type='message_sent' AND team=?1 AND (?2 IS NULL OR to_agent=?2 OR from_agent=?2) \
+                 ORDER BY at DESC, seq DESC LIMIT ?3",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map(params![team, agent, sql_limit], |r| Ok((message_from_row(r)?, 1u8, r.get(6)?)))?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(sql_error)?;
+        rows.extend(legacy::history(conn, team, agent, sql_limit).map_err(sql_error)?);
+        // Most recent N by (time, source, store order), then oldest to newest.
+        rows.sort_by(|a, b| (&b.0.at, b.1, b.2).cmp(&(&a.0.at, a.1, a.2)));
+        if let Some(limit) = limit {
+            rows.truncate(limit as usize);
+        }
+        rows.reverse();
+        Ok(rows.into_iter().map(|(m, _, _)| m).collect())
+    }
+
+    fn export_events(&self) -> Result<Box<dyn EventExporter>, DriverError> {
+        let session = Session::open()?;
+        session.conn.execute_batch("BEGIN").map_err(sql_error)?;
+        Ok(Box::new(Exporter { session, after: 0 }))
+    }
+
+    fn import_events(&self) -> Result<Box<dyn EventImporter>, DriverError> {
+        let session = Session::open()?;
+        session.conn.execute_batch("BEGIN IMMEDIATE").map_err(sql_error)?;
+        Ok(Box::new(Importer { session, committed: false }))
+    }
+
+    fn compact(&self) -> Result<(), DriverError> {
+        let mut session = Session::open()?;
+        let tx = session.write()?;
+        // Keep the earliest marker of each (team, agent, msg_id); message_sent is never touched, and the
+        // AUTOINCREMENT high-water (the cursor) is unaffected by deletes.
+        tx.execute(
+            "DELETE FROM events WHERE type='message_read' AND seq NOT IN \
+             (SELECT MIN(seq) FROM events WHERE type='message_read' GROUP BY team, agent, msg_id)",
+            [],
+        )
+        .map_err(sql_error)?;
+        tx.commit().map_err(sql_error)
+    }
+}
+
+/// An export: one read transaction held across pages, under the store lock.
+struct Exporter {
+    session: Session,
+    after: i64,
+}
+
+impl EventExporter for Exporter {
+    fn next_page(&mut self, max: u32) -> Result<Vec<Event>, DriverError> {
+        let mut stmt = self
+            .session
+            .conn
+            .prepare_cached(
+                "SELECT seq, type, id, team, from_agent, to_agent, body, msg_id, agent, at FROM events \
+                 WHERE seq > ?1 AND type IN ('message_sent', 'message_read') ORDER BY seq LIMIT ?2",
+            )
+            .map_err(sql_error)?;
+        let rows = stmt
+            .query_map(params![self.after, max], |r| {
+                let seq: i64 = r.get(0)?;
+                let kind: String = r.get(1)?;
+                let event = if kind == "message_sent" {
+                    Event::MessageSent(Message {
+                        id: r.get(2)?,
+                        team: r.get::<_, Option<String>>(3)?.unwrap_or_default(),
+                        from: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
+                        to: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
+                        body: r.get::<_, Option<String>>(6)?.unwrap_or_default(),
+                        at: r.get(9)?,
+                    })
+                } else {
+                    Event::MessageRead(ReadMark {
+                        id: r.get(2)?,
+                        msg_id: r.get::<_, Option<String>>(7)?.unwrap_or_default(),
+                        team: r.get::<_, Option<String>>(3)?.unwrap_or_default(),
+                        agent: r.get::<_, Option<String>>(8)?.unwrap_or_default(),
+                        at: r.get(9)?,
+                    })
+                };
+                Ok((seq, event))
+            })
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(sql_error)?;
+        if let Some((seq, _)) = rows.last() {
+            self.after = *seq;
+        }
+        Ok(rows.into_iter().map(|(_, e)| e).collect())
+    }
+}
+
+/// An import: one write transaction held across pages, under the store lock. Dropping it without a
+/// commit rolls everything back (closing a connection with an open transaction rolls it back).
+struct Importer {
+    session: Session,
+    committed: bool,
+}
+
+impl EventImporter for Importer {
+    fn push_page(&mut self, events: Vec<Event>) -> Result<(), DriverError> {
+        if self.committed {
+            return Err(DriverError::runtime("import already committed"));
+        }
+        // Runs inside the BEGIN IMMEDIATE transaction that import_events opened.
+        import_page(&self.session.conn, events)
+    }
+
+    fn commit(&mut self) -> Result<(), DriverError> {
+        if self.committed {
+            return Ok(());
+        }
+        self.session.conn.execute_batch("COMMIT").map_err(sql_error)?;
+        self.committed = true;
+        Ok(())
+    }
+}
+
+/// Apply a page of a validated import. Already-present records are skipped, so importing the same file
+/// twice changes nothing; a message id that exists with different content is a conflict.
+fn import_page(tx: &Connection, events: Vec<Event>) -> Result<(), DriverError> {
+    for event in events {
+        match event {
+            Event::MessageSent(m) => {
+                let existing: Option<(String, String, String, String, String)> = tx
+                    .prepare_cached(
+                        "SELECT team, from_agent, to_agent, body, at FROM events WHERE type='message_sent' AND id=?1 LIMIT 1",
+                    )
+                    .and_then(|mut s| s.query_row([&m.id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))).optional())
+                    .map_err(sql_error)?;
+                match existing {
+                    None => insert_message(tx, &m).map_err(sql_error)?,
+                    Some(row) if row == (m.team.clone(), m.from.clone(), m.to.clone(), m.body.clone(), m.at.clone()) => {}
+                    Some(_) => {
+                        return Err(DriverError::runtime(format!(
+                            "import conflict: message {} already exists with different content",
+                            m.id
+                        )));
+                    }
+                }
+            }
+            Event::MessageRead(r) => {
+                insert_read(tx, &r.team, &r.agent, &r.msg_id, &r.id, &r.at).map_err(sql_error)?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,27 @@
+//! Identifiers and timestamps in the forms the contract prescribes.
+
+use std::time::SystemTime;
+
+/// A new UUIDv7 message or event id (§2.5), from the host's clock and random source.
+pub fn new_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
+/// The current time as ISO-8601 UTC with second resolution (`2026-05-30T19:00:00Z`), as agmsg writes it.
+pub fn now_utc() -> String {
+    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn shapes() {
+        let id = super::new_id();
+        assert_eq!(id.len(), 36);
+        assert_eq!(&id[14..15], "7");
+        assert!(matches!(&id[19..20], "8" | "9" | "a" | "b"));
+        let at = super::now_utc();
+        assert_eq!(at.len(), 20, "{at}");
+        assert!(at.ends_with('Z'));
+    }
+}

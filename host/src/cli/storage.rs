@@ -1,0 +1,424 @@
+//! `agmsg-host storage <op> [args]`: agmsg's argv shapes in, agmsg's framing out.
+//!
+//! Framing (spec §2.1): control ops print their status word as the last stdout line and exit with its
+//! code; record ops print only records (JSONL, or a bare id / cursor) and report failure by exit code
+//! with the message on stderr; `describe` prints `key=value` lines. Usage errors exit 2.
+
+use std::io::{self, BufWriter, Read, Write};
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use agmsg_contract::{Status, check_name, split_pair};
+
+use crate::runtime::cache::CompileCache;
+use crate::runtime::{Limits, Runtime, StorageGrants};
+use crate::storage::records::{cursor_line, event_line, message_line, parse_import};
+use crate::storage::{DriverSource, OpError, StorageDriver, driver::Pair, location};
+
+pub const LONG_HELP: &str = "Run one storage-driver op, with agmsg's argv, stdout framing and exit codes.
+
+Ops (snake_case names are accepted too; a leading <team> selects the store as agmsg passes it):
+  check                                      control: ok / missing_deps
+  describe [team]                            key=value lines
+  init [team]                                control
+  store-exists [team]                        exit 0 if a store exists, 1 if not
+  send <team> <from> <to> <body>             prints the new id
+  send --body-stdin <team> <from> <to>       the body is read from stdin, byte for byte
+  list-unread <team> <agent> [--limit N]     JSONL, oldest first (--limit: the oldest N)
+  mark-read-batch <team> <agent> <id>...     control
+  read-cursor-get <team> <agent>             prints the pair's cursor
+  read-cursor-consume <team> <agent> <cursor> [<id>...]   control
+  watch-tip <team:agent>...                  prints the current cursor
+  watch-after <cursor> <team:agent>...       JSONL, then {\"type\":\"cursor\",...}
+  history <team> [agent] [--limit N]         JSONL, oldest to newest (--limit: the newest N)
+  export [team] <file>                       writes the v1 event log to <file> atomically
+  import [team] <file>                       all-or-nothing import of a v1 event log
+  compact [team]                             control
+
+Exit codes: 0 ok, 10 missing_deps, 12 corrupt_state, 13 runtime_error, 2 usage error.";
+
+/// How an op reports its outcome.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Framing {
+    /// Status word as the last stdout line.
+    Control,
+    /// Data only on stdout; failures on stderr.
+    Record,
+}
+
+struct Usage(String);
+
+enum Op {
+    Check,
+    Describe { team: Option<String> },
+    Init,
+    StoreExists,
+    Send { team: String, from: String, to: String, body: Body },
+    ListUnread { team: String, agent: String, limit: Option<u32> },
+    MarkReadBatch { team: String, agent: String, ids: Vec<String> },
+    CursorGet { team: String, agent: String },
+    CursorConsume { team: String, agent: String, cursor: String, ids: Vec<String> },
+    WatchTip { pairs: Vec<Pair> },
+    WatchAfter { cursor: String, pairs: Vec<Pair> },
+    History { team: String, agent: Option<String>, limit: Option<u32> },
+    Export { file: PathBuf },
+    Import { file: PathBuf },
+    Compact,
+}
+
+enum Body {
+    Arg(String),
+    Stdin,
+}
+
+impl Op {
+    fn framing(&self) -> Framing {
+        match self {
+            Op::Check | Op::Init | Op::MarkReadBatch { .. } | Op::CursorConsume { .. } | Op::Compact => Framing::Control,
+            _ => Framing::Record,
+        }
+    }
+
+    /// The store-creating ops need the directory to exist before the sandbox can preopen it.
+    fn creates_store(&self) -> bool {
+        !matches!(self, Op::Check | Op::Describe { .. } | Op::StoreExists)
+    }
+}
+
+pub fn run(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Option<&str>, args: &[String]) -> ExitCode {
+    let op_name = op.unwrap_or("describe").replace('_', "-");
+    if args.first().is_some_and(|a| a == "--help" || a == "-h") {
+        println!("{LONG_HELP}");
+        return ExitCode::SUCCESS;
+    }
+    let op = match parse(&op_name, args) {
+        Ok(op) => op,
+        Err(Usage(message)) => {
+            eprintln!("agmsg-host storage {op_name}: {message}\n(see `agmsg-host storage --help`)");
+            return ExitCode::from(2);
+        }
+    };
+    let framing = op.framing();
+    match execute(store_flag, driver_flag, op) {
+        Ok(code) => code,
+        Err(e) => {
+            if framing == Framing::Control {
+                let mut out = io::stdout().lock();
+                if let Some(d) = &e.directive {
+                    let _ = writeln!(out, "AGMSG-DIRECTIVE: {}", directive_json(d, &e));
+                }
+                let _ = writeln!(out, "{}", e.status.word());
+            }
+            eprintln!("agmsg-host: {}", e.message);
+            ExitCode::from(e.status.exit_code())
+        }
+    }
+}
+
+fn directive_json(d: &crate::runtime::sandbox::bindings::storage::agmsg::storage::types::Directive, e: &OpError) -> String {
+    let _ = e;
+    serde_json::json!({ "type": d.kind, "commands": d.commands, "reason": d.reason }).to_string()
+}
+
+fn parse(op: &str, args: &[String]) -> Result<Op, Usage> {
+    let usage = |text: &str| Err(Usage(format!("usage: agmsg-host storage {op} {text}")));
+    Ok(match op {
+        "check" => match args {
+            [] => Op::Check,
+            _ => return usage(""),
+        },
+        "describe" => match args {
+            [] => Op::Describe { team: None },
+            [team] => Op::Describe { team: Some(team.clone()) },
+            _ => return usage("[team]"),
+        },
+        "init" | "store-exists" | "compact" => {
+            if args.len() > 1 {
+                return usage("[team]");
+            }
+            // The optional team is agmsg's store selector; it selects the (shared) store.
+            if let Some(team) = args.first() {
+                check_name("team", team).map_err(|e| Usage(e.to_string()))?;
+            }
+            match op {
+                "init" => Op::Init,
+                "store-exists" => Op::StoreExists,
+                _ => Op::Compact,
+            }
+        }
+        "export" | "import" => {
+            let file = match args {
+                [file] => file,
+                [team, file] => {
+                    check_name("team", team).map_err(|e| Usage(e.to_string()))?;
+                    file
+                }
+                _ => return usage("[team] <file>"),
+            };
+            let file = PathBuf::from(file);
+            if op == "export" { Op::Export { file } } else { Op::Import { file } }
+        }
+        "send" => match args {
+            [flag, team, from, to] if flag == "--body-stdin" => {
+                Op::Send { team: team.clone(), from: from.clone(), to: to.clone(), body: Body::Stdin }
+            }
+            // Everything after the third argument is the body, even if it looks like a flag.
+            [team, from, to, body] => Op::Send { team: team.clone(), from: from.clone(), to: to.clone(), body: Body::Arg(body.clone()) },
+            _ => return usage("<team> <from> <to> <body>  |  send --body-stdin <team> <from> <to>"),
+        },
+        "list-unread" => {
+            let (positional, limit) = split_limit(args)?;
+            match positional.as_slice() {
+                [team, agent] => Op::ListUnread { team: team.clone(), agent: agent.clone(), limit },
+                _ => return usage("<team> <agent> [--limit N]"),
+            }
+        }
+        "history" => {
+            let (positional, limit) = split_limit(args)?;
+            match positional.as_slice() {
+                [team] => Op::History { team: team.clone(), agent: None, limit },
+                // An empty agent means team-wide, as in agmsg.
+                [team, agent] => Op::History { team: team.clone(), agent: Some(agent.clone()).filter(|a| !a.is_empty()), limit },
+                _ => return usage("<team> [agent] [--limit N]"),
+            }
+        }
+        "mark-read-batch" => match args {
+            [team, agent, ids @ ..] => Op::MarkReadBatch { team: team.clone(), agent: agent.clone(), ids: ids.to_vec() },
+            _ => return usage("<team> <agent> <id>..."),
+        },
+        "read-cursor-get" => match args {
+            [team, agent] => Op::CursorGet { team: team.clone(), agent: agent.clone() },
+            _ => return usage("<team> <agent>"),
+        },
+        "read-cursor-consume" => match args {
+            [team, agent, cursor, ids @ ..] => {
+                Op::CursorConsume { team: team.clone(), agent: agent.clone(), cursor: cursor.clone(), ids: ids.to_vec() }
+            }
+            _ => return usage("<team> <agent> <cursor> [<id>...]"),
+        },
+        "watch-tip" => match args {
+            [] => return usage("<team:agent>..."),
+            pairs => Op::WatchTip { pairs: parse_pairs(pairs)? },
+        },
+        "watch-after" => match args {
+            [cursor, pairs @ ..] if !pairs.is_empty() => Op::WatchAfter { cursor: cursor.clone(), pairs: parse_pairs(pairs)? },
+            _ => return usage("<cursor> <team:agent>..."),
+        },
+        other => return Err(Usage(format!("unknown op '{other}'"))),
+    })
+}
+
+/// Take `--limit N` (or `--limit=N`) out of `args`; any other flag is an error.
+fn split_limit(args: &[String]) -> Result<(Vec<String>, Option<u32>), Usage> {
+    let mut positional = Vec::new();
+    let mut limit = None;
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        let value = if arg == "--limit" {
+            Some(iter.next().ok_or_else(|| Usage("--limit needs a number".into()))?.as_str())
+        } else if let Some(v) = arg.strip_prefix("--limit=") {
+            Some(v)
+        } else if arg.starts_with("--") {
+            return Err(Usage(format!("unknown flag {arg}")));
+        } else {
+            None
+        };
+        match value {
+            Some(v) => {
+                let n = v.parse::<u32>().map_err(|_| Usage(format!("--limit needs a non-negative whole number, not {v:?}")))?;
+                limit = Some(n);
+            }
+            None => positional.push(arg.clone()),
+        }
+    }
+    Ok((positional, limit))
+}
+
+/// Split `<team>:<agent>` pairs; all must name the same team.
+fn parse_pairs(args: &[String]) -> Result<Vec<Pair>, Usage> {
+    let mut pairs: Vec<Pair> = Vec::with_capacity(args.len());
+    for arg in args {
+        let (team, agent) = split_pair(arg).map_err(Usage)?;
+        if let Some(first) = pairs.first()
+            && first.team != team
+        {
+            return Err(Usage(format!("one call cannot span teams ({}, {team})", first.team)));
+        }
+        pairs.push(Pair { team: team.to_owned(), agent: agent.to_owned() });
+    }
+    Ok(pairs)
+}
+
+fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Op) -> Result<ExitCode, OpError> {
+    let store_dir = location::store_dir(store_flag)?;
+    let driver_name = location::storage_driver(driver_flag)?;
+    let source = DriverSource::resolve(&driver_name)?;
+
+    if matches!(op, Op::StoreExists) && !store_dir.is_dir() {
+        // The store directory is the driver's whole world: where it does not exist, no store does.
+        return Ok(ExitCode::from(1));
+    }
+    if op.creates_store() || matches!(op, Op::Check | Op::Describe { .. }) {
+        ensure_dir(&store_dir, op.creates_store())?;
+    }
+
+    let runtime = Runtime::new(CompileCache::from_env(), Limits::from_env().map_err(|e| OpError::runtime(format!("{e:#}")))?)
+        .map_err(|e| OpError::runtime(format!("{e:#}")))?;
+    let grants = StorageGrants { store_dir: sandbox_dir(&store_dir)? };
+    let mut driver = StorageDriver::open(&runtime, &source, grants)?;
+
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let print = |out: &mut BufWriter<io::StdoutLock<'_>>, line: &str| -> Result<(), OpError> {
+        writeln!(out, "{line}").map_err(|e| OpError::runtime(format!("cannot write to stdout: {e}")))
+    };
+
+    match op {
+        Op::Check => {
+            driver.check()?;
+            print(&mut out, Status::Ok.word())?;
+        }
+        Op::Describe { team } => {
+            let d = driver.describe()?;
+            print(&mut out, &format!("name={}", d.name))?;
+            print(&mut out, &format!("backend={}", d.backend))?;
+            print(&mut out, &format!("capabilities={}", d.capabilities.join(",")))?;
+            if let (Some(_), Some(file)) = (team, d.store_file) {
+                print(&mut out, &format!("{}={}", file.key, absolute(&store_dir).join(file.path).display()))?;
+            }
+        }
+        Op::Init => {
+            driver.init()?;
+            print(&mut out, Status::Ok.word())?;
+        }
+        Op::StoreExists => {
+            if !driver.store_exists()? {
+                return Ok(ExitCode::from(1));
+            }
+        }
+        Op::Send { team, from, to, body } => {
+            let body = match body {
+                Body::Arg(body) => body,
+                Body::Stdin => read_stdin_body()?,
+            };
+            let id = driver.send(&team, &from, &to, &body)?;
+            print(&mut out, &id)?;
+        }
+        Op::ListUnread { team, agent, limit } => {
+            for m in driver.list_unread(&team, &agent, limit)? {
+                print(&mut out, &message_line(&m))?;
+            }
+        }
+        Op::MarkReadBatch { team, agent, ids } => {
+            driver.mark_read_batch(&team, &agent, &ids)?;
+            print(&mut out, Status::Ok.word())?;
+        }
+        Op::CursorGet { team, agent } => {
+            let cursor = driver.read_cursor_get(&team, &agent)?;
+            print(&mut out, &cursor)?;
+        }
+        Op::CursorConsume { team, agent, cursor, ids } => {
+            driver.read_cursor_consume(&team, &agent, &cursor, &ids)?;
+            print(&mut out, Status::Ok.word())?;
+        }
+        Op::WatchTip { pairs } => {
+            let cursor = driver.watch_tip(&pairs)?;
+            print(&mut out, &cursor)?;
+        }
+        Op::WatchAfter { cursor, pairs } => {
+            let batch = driver.watch_after(&cursor, &pairs)?;
+            for m in &batch.messages {
+                print(&mut out, &message_line(m))?;
+            }
+            print(&mut out, &cursor_line(&batch.cursor))?;
+        }
+        Op::History { team, agent, limit } => {
+            for m in driver.history(&team, agent.as_deref(), limit)? {
+                print(&mut out, &message_line(&m))?;
+            }
+        }
+        Op::Export { file } => export(&mut driver, &file)?,
+        Op::Import { file } => {
+            let text = std::fs::read(&file).map_err(|e| OpError::runtime(format!("import failed: cannot read {}: {e}", file.display())))?;
+            let text = String::from_utf8(text).map_err(|_| OpError::runtime(format!("import failed: {} is not UTF-8", file.display())))?;
+            let events = parse_import(&text).map_err(|e| OpError::runtime(format!("import failed: {}: {e}; nothing was imported", file.display())))?;
+            driver.import_events(&events).map_err(|e| OpError { message: format!("import failed; nothing was imported: {}", e.message), ..e })?;
+        }
+        Op::Compact => {
+            driver.compact()?;
+            print(&mut out, Status::Ok.word())?;
+        }
+    }
+    out.flush().map_err(|e| OpError::runtime(format!("cannot write to stdout: {e}")))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn read_stdin_body() -> Result<String, OpError> {
+    let mut bytes = Vec::new();
+    io::stdin().read_to_end(&mut bytes).map_err(|e| OpError::runtime(format!("cannot read the body from stdin: {e}")))?;
+    String::from_utf8(bytes).map_err(|_| OpError::runtime("the body on stdin is not valid UTF-8"))
+}
+
+fn ensure_dir(dir: &Path, create: bool) -> Result<(), OpError> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    if !create {
+        // check/describe need a directory to preopen but must not create the user's store.
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| OpError::runtime(format!("cannot create the store directory {}: {e}", dir.display())))
+}
+
+/// The directory to preopen. check/describe on a store that does not exist yet get an empty private
+/// directory instead, so that they never create the user's store.
+fn sandbox_dir(store_dir: &Path) -> Result<PathBuf, OpError> {
+    if store_dir.is_dir() {
+        return Ok(store_dir.to_owned());
+    }
+    let empty = std::env::temp_dir().join(format!("agmsg-host-empty-{}", std::process::id()));
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&empty)
+        .map_err(|e| OpError::runtime(format!("cannot create {}: {e}", empty.display())))?;
+    Ok(empty)
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
+}
+
+/// Write the export to a temp file beside the target, then rename it over the target: readers never see
+/// a partial file, and a symlink at the target is replaced, never written through.
+fn export(driver: &mut StorageDriver<'_>, file: &Path) -> Result<(), OpError> {
+    let file = absolute(file);
+    let dir = file.parent().ok_or_else(|| OpError::runtime(format!("export failed: {} has no parent directory", file.display())))?;
+    if file.is_dir() {
+        return Err(OpError::runtime(format!("export failed: {} is a directory", file.display())));
+    }
+    let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
+    let io_error = |e: io::Error| OpError::runtime(format!("export failed: {}: {e}", file.display()));
+    let handle = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp).map_err(io_error)?;
+    let mut writer = BufWriter::new(handle);
+    let result = driver
+        .export_events(|page| {
+            for event in page {
+                writeln!(writer, "{}", event_line(event)).map_err(io_error)?;
+            }
+            Ok(())
+        })
+        .and_then(|()| writer.flush().map_err(io_error))
+        .and_then(|()| writer.get_ref().sync_all().map_err(io_error))
+        .and_then(|()| std::fs::rename(&tmp, &file).map_err(io_error));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}

@@ -1,0 +1,124 @@
+//! The compile cache: a component is compiled by Cranelift once, stored as a precompiled artifact, and
+//! loaded by mmap afterwards.
+//!
+//! Loading a precompiled artifact is `unsafe` in wasmtime (the bytes become executable code), so the
+//! cache only ever loads artifacts this host wrote itself, from a directory only the current user can
+//! write, under a key made of the component's sha256 and the engine's precompile-compatibility hash. An
+//! entry that fails to load is rebuilt.
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+use super::caps::log::host_log;
+
+pub struct CompileCache {
+    dir: Option<PathBuf>,
+}
+
+/// What happened when a component was loaded (reported at debug level; the tests read it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Hit,
+    Miss,
+    Rebuilt,
+}
+
+impl CompileCache {
+    /// No cache: compile in memory every time.
+    pub fn disabled() -> CompileCache {
+        CompileCache { dir: None }
+    }
+
+    /// The cache at `AGMSG_CACHE_DIR`, else `$XDG_CACHE_HOME/agmsg-host`, else `~/.cache/agmsg-host`.
+    /// A directory that is not private to this user is not used (with a warning).
+    pub fn from_env() -> CompileCache {
+        let dir = std::env::var_os("AGMSG_CACHE_DIR")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("agmsg-host")))
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("agmsg-host")));
+        match dir {
+            Some(dir) => match private_dir(&dir) {
+                Ok(()) => CompileCache { dir: Some(dir) },
+                Err(e) => {
+                    host_log::warn(&format!("compile cache disabled: {e:#}"));
+                    CompileCache::disabled()
+                }
+            },
+            None => CompileCache::disabled(),
+        }
+    }
+
+    pub fn load(&self, engine: &Engine, wasm: &[u8], sha256: &str) -> Result<Component> {
+        let Some(dir) = &self.dir else {
+            return Component::new(engine, wasm).context("compiling the driver component");
+        };
+        let path = dir.join(format!("{sha256}-{:016x}.cwasm", engine_key(engine)));
+        let mut outcome = Outcome::Miss;
+        if path.exists() {
+            // SAFETY: the file is in a directory only this user can write, named after the content hash
+            // of the component and this engine's compatibility hash, and was written by `store` below.
+            match unsafe { Component::deserialize_file(engine, &path) } {
+                Ok(component) => {
+                    host_log::debug(&format!("compile cache: hit {}", path.display()));
+                    return Ok(component);
+                }
+                Err(e) => {
+                    host_log::warn(&format!("compile cache: damaged entry {} rebuilt: {e}", path.display()));
+                    outcome = Outcome::Rebuilt;
+                }
+            }
+        }
+        let artifact = engine.precompile_component(wasm).context("compiling the driver component")?;
+        if let Err(e) = store(dir, &path, &artifact) {
+            host_log::warn(&format!("compile cache: cannot write {}: {e:#}", path.display()));
+        }
+        host_log::debug(&format!("compile cache: {} {}", if outcome == Outcome::Miss { "miss" } else { "rebuilt" }, path.display()));
+        // SAFETY: `artifact` was produced by this engine just now.
+        unsafe { Component::deserialize(engine, &artifact) }.context("loading the compiled driver component")
+    }
+}
+
+fn engine_key(engine: &Engine) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    engine.precompile_compatibility_hash().hash(&mut hasher);
+    hasher.finish()
+}
+
+/// Write atomically: a temp file in the cache directory, then rename.
+fn store(dir: &Path, path: &Path, artifact: &[u8]) -> Result<()> {
+    let tmp = dir.join(format!(".tmp-{}-{}", std::process::id(), path.file_name().unwrap().to_string_lossy()));
+    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
+    let result = file.write_all(artifact).and_then(|()| file.sync_all()).and_then(|()| std::fs::rename(&tmp, path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    Ok(result?)
+}
+
+/// Create `dir` (mode 0700) if needed, and insist that it belongs to this user and that nobody else
+/// can write to it.
+fn private_dir(dir: &Path) -> Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("cannot create {}", dir.display()))?;
+    let meta = std::fs::symlink_metadata(dir).with_context(|| format!("cannot read {}", dir.display()))?;
+    if !meta.is_dir() {
+        anyhow::bail!("{} is not a directory", dir.display());
+    }
+    let uid = rustix::process::geteuid().as_raw();
+    if meta.uid() != uid {
+        anyhow::bail!("{} belongs to uid {}, not to this user ({uid})", dir.display(), meta.uid());
+    }
+    if meta.permissions().mode() & 0o022 != 0 {
+        anyhow::bail!("{} is writable by other users (mode {:o})", dir.display(), meta.permissions().mode() & 0o777);
+    }
+    Ok(())
+}

@@ -1,0 +1,90 @@
+//! `agmsg:host/log`: a driver's log lines, prefixed with its name, on the host's stderr.
+//!
+//! The level shown is `AGMSG_LOG` (`error`, `warn`, `info`, `debug`, `trace`; default `warn`). The same
+//! routing serves the host's own diagnostics ([`host_log`]) and whatever a driver writes to its
+//! stdout/stderr, which the sandbox captures.
+
+use std::sync::OnceLock;
+
+use crate::runtime::sandbox::HostState;
+use crate::runtime::sandbox::bindings::storage::agmsg::host::log::{Host, Level};
+
+/// A driver's log line is cut at this length.
+const MAX_LINE: usize = 4096;
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub enum Severity {
+    Trace,
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+impl Severity {
+    fn name(self) -> &'static str {
+        match self {
+            Severity::Trace => "trace",
+            Severity::Debug => "debug",
+            Severity::Info => "info",
+            Severity::Warn => "warn",
+            Severity::Error => "error",
+        }
+    }
+}
+
+fn threshold() -> Severity {
+    static THRESHOLD: OnceLock<Severity> = OnceLock::new();
+    *THRESHOLD.get_or_init(|| match std::env::var("AGMSG_LOG").as_deref() {
+        Ok("trace") => Severity::Trace,
+        Ok("debug") => Severity::Debug,
+        Ok("info") => Severity::Info,
+        Ok("error") => Severity::Error,
+        _ => Severity::Warn,
+    })
+}
+
+/// Print one log line for `source` (`host` or `driver <name>`), if the level is shown.
+pub fn emit(source: &str, severity: Severity, message: &str) {
+    if severity < threshold() {
+        return;
+    }
+    let mut message = message.trim_end();
+    if message.len() > MAX_LINE {
+        let mut cut = MAX_LINE;
+        while !message.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        message = &message[..cut];
+    }
+    // Control characters from a driver must not drive the user's terminal.
+    let clean: String = message.chars().map(|c| if c.is_control() && c != '\n' { '?' } else { c }).collect();
+    for line in clean.lines() {
+        eprintln!("agmsg-host: [{source}] {}: {line}", severity.name());
+    }
+}
+
+/// The host's own diagnostics.
+pub mod host_log {
+    use super::{Severity, emit};
+
+    pub fn debug(message: &str) {
+        emit("host", Severity::Debug, message);
+    }
+    pub fn warn(message: &str) {
+        emit("host", Severity::Warn, message);
+    }
+}
+
+impl Host for HostState {
+    fn log(&mut self, level: Level, message: String) {
+        let severity = match level {
+            Level::Trace => Severity::Trace,
+            Level::Debug => Severity::Debug,
+            Level::Info => Severity::Info,
+            Level::Warn => Severity::Warn,
+            Level::Error => Severity::Error,
+        };
+        emit(&format!("driver {}", self.driver_name), severity, &message);
+    }
+}

@@ -1,0 +1,5 @@
+//! Host interfaces granted to drivers beyond WASI, one module each (its policy, state and linker
+//! additions live together).
+
+pub mod lock;
+pub mod log;

@@ -1,0 +1,52 @@
+//! The one place where a failed call into a driver (trap, timeout, memory, panic, host error) becomes
+//! an error message naming the driver and what happened.
+
+use std::fmt;
+
+use wasmtime::Trap;
+
+use super::engine::Limits;
+
+/// Why a call into a driver did not return normally.
+#[derive(Debug, Clone)]
+pub struct CallFailure {
+    pub message: String,
+}
+
+impl fmt::Display for CallFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CallFailure {}
+
+/// Explain `error` from calling `op` on driver `driver`. `memory_hit` says whether the memory limiter
+/// refused a growth; `stderr` is what the driver printed (a Rust panic message ends up there).
+pub fn explain(driver: &str, op: &str, error: &wasmtime::Error, limits: &Limits, memory_hit: bool, stderr: &str) -> CallFailure {
+    let what = if memory_hit {
+        format!("exceeded its memory limit of {} MiB", limits.memory_bytes >> 20)
+    } else {
+        match error.downcast_ref::<Trap>() {
+            Some(Trap::Interrupt) => format!("exceeded its time limit of {} ms", limits.call_timeout.as_millis()),
+            Some(Trap::StackOverflow) => "overflowed its stack (unbounded recursion?)".to_owned(),
+            Some(Trap::UnreachableCodeReached) if stderr.contains("panicked") => {
+                format!("panicked: {}", panic_message(stderr))
+            }
+            Some(trap) => format!("trapped: {trap}"),
+            None if format!("{error:#}").contains("write beyond capacity") => {
+                format!("wrote more than {} bytes to its stdout or stderr", super::sandbox::MAX_CAPTURED_OUTPUT)
+            }
+            None => format!("failed: {error:#}"),
+        }
+    };
+    CallFailure { message: format!("driver '{driver}' {what} (during {op})") }
+}
+
+/// The first line of a Rust panic report, without the location prefix noise.
+fn panic_message(stderr: &str) -> String {
+    let mut lines = stderr.lines().skip_while(|l| !l.contains("panicked"));
+    let head = lines.next().unwrap_or_default().trim();
+    let detail = lines.next().unwrap_or_default().trim();
+    if detail.is_empty() { head.to_owned() } else { format!("{head} {detail}") }
+}

@@ -1,0 +1,145 @@
+//! The one place that decides what a driver component may touch.
+//!
+//! A storage driver gets: its store directory preopened at `/store` (read-write) and nothing else of the
+//! filesystem; no environment variables and no arguments; no network (no sockets, no name lookup); its
+//! stdout and stderr captured (capped) and routed to the host log; the `agmsg:host` log and lock
+//! interfaces; and a memory cap. Everything else a component might import is absent from the linker,
+//! so such a component fails to instantiate before any of its code runs.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use wasmtime::component::{HasSelf, Linker, ResourceTable};
+use wasmtime::{Engine, ResourceLimiter, Store};
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+use super::caps::log::{Severity, emit};
+use super::engine::Limits;
+
+pub mod bindings {
+    pub mod storage {
+        wasmtime::component::bindgen!({
+            world: "agmsg:storage/storage-driver@1.0.0",
+            path: ["../wit/host", "../wit/storage"],
+            with: {
+                "agmsg:host/lock.guard": crate::runtime::caps::lock::LockGuard,
+            },
+        });
+    }
+}
+
+/// Where a storage driver's store directory appears inside the sandbox.
+pub const GUEST_STORE_DIR: &str = "/store";
+/// A driver's captured stdout and stderr are cut off (with a trap) beyond this.
+pub const MAX_CAPTURED_OUTPUT: usize = 1 << 20;
+
+/// What a storage driver is granted.
+#[derive(Clone, Debug)]
+pub struct StorageGrants {
+    /// The store directory, preopened read-write at [`GUEST_STORE_DIR`]. It must exist.
+    pub store_dir: PathBuf,
+}
+
+/// Per-instance host state.
+pub struct HostState {
+    pub driver_name: String,
+    pub grants: StorageGrants,
+    pub lock_held: bool,
+    pub table: ResourceTable,
+    pub limiter: MemoryLimiter,
+    wasi: WasiCtx,
+    stdout: MemoryOutputPipe,
+    stderr: MemoryOutputPipe,
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+impl HostState {
+    /// Route what the driver printed since the last call to the host log, and return its stderr (a
+    /// panic message, typically) for error reports.
+    pub fn drain_output(&mut self) -> String {
+        let out = take(&mut self.stdout);
+        let err = take(&mut self.stderr);
+        let source = format!("driver {}", self.driver_name);
+        if !out.is_empty() {
+            emit(&source, Severity::Info, &out);
+        }
+        if !err.is_empty() {
+            emit(&source, Severity::Warn, &err);
+        }
+        err
+    }
+}
+
+fn take(pipe: &mut MemoryOutputPipe) -> String {
+    let bytes = std::mem::replace(pipe, MemoryOutputPipe::new(0)).contents();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Caps linear memory and tables; remembers that it refused, so the failure can say which limit hit.
+pub struct MemoryLimiter {
+    pub max_bytes: usize,
+    pub hit: bool,
+}
+
+impl ResourceLimiter for MemoryLimiter {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> Result<bool> {
+        if desired > self.max_bytes {
+            self.hit = true;
+            anyhow::bail!("memory limit of {} MiB reached", self.max_bytes >> 20);
+        }
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> Result<bool> {
+        if desired > 1_000_000 {
+            self.hit = true;
+            anyhow::bail!("table limit reached");
+        }
+        Ok(true)
+    }
+}
+
+/// The linker for storage drivers: WASI (filesystem confined by the preopen, no sockets granted) plus
+/// the `agmsg:host` interfaces.
+pub fn storage_linker(engine: &Engine) -> Result<Linker<HostState>> {
+    let mut linker = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_sync(&mut linker).context("adding WASI to the linker")?;
+    bindings::storage::StorageDriver::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
+        .context("adding the agmsg host interfaces to the linker")?;
+    Ok(linker)
+}
+
+/// A fresh store for one instance of a storage driver, with exactly its grants.
+pub fn storage_store(engine: &Engine, driver_name: &str, grants: &StorageGrants, limits: &Limits) -> Result<Store<HostState>> {
+    let stdout = MemoryOutputPipe::new(MAX_CAPTURED_OUTPUT);
+    let stderr = MemoryOutputPipe::new(MAX_CAPTURED_OUTPUT);
+    let mut builder = WasiCtxBuilder::new();
+    builder
+        .stdout(stdout.clone())
+        .stderr(stderr.clone())
+        .allow_blocking_current_thread(true)
+        .allow_tcp(false)
+        .allow_udp(false)
+        .allow_ip_name_lookup(false)
+        .preopened_dir(&grants.store_dir, GUEST_STORE_DIR, FsPerms::ReadWrite)
+        .with_context(|| format!("cannot open the store directory {}", grants.store_dir.display()))?;
+    let state = HostState {
+        driver_name: driver_name.to_owned(),
+        grants: grants.clone(),
+        lock_held: false,
+        table: ResourceTable::new(),
+        limiter: MemoryLimiter { max_bytes: limits.memory_bytes, hit: false },
+        wasi: builder.build(),
+        stdout,
+        stderr,
+    };
+    let mut store = Store::new(engine, state);
+    store.limiter(|state| &mut state.limiter);
+    Ok(store)
+}

@@ -1,0 +1,56 @@
+//! Which storage driver is active, and where the store lives, as agmsg resolves them.
+
+use std::path::PathBuf;
+
+use super::OpError;
+
+/// The store directory: `--store`, else `AGMSG_STORAGE_PATH`, else `$AGMSG_HOME/db`, else agmsg's
+/// default `~/.agents/skills/agmsg/db`.
+pub fn store_dir(flag: Option<PathBuf>) -> Result<PathBuf, OpError> {
+    if let Some(dir) = flag {
+        return Ok(dir);
+    }
+    if let Some(dir) = non_empty_env("AGMSG_STORAGE_PATH") {
+        let trimmed = dir.trim_end_matches('/');
+        return Ok(PathBuf::from(if trimmed.is_empty() { "/" } else { trimmed }));
+    }
+    if let Some(home) = non_empty_env("AGMSG_HOME") {
+        return Ok(PathBuf::from(home).join("db"));
+    }
+    let home = non_empty_env("HOME")
+        .ok_or_else(|| OpError::runtime("cannot find the store: set --store, AGMSG_STORAGE_PATH or HOME"))?;
+    Ok(PathBuf::from(home).join(".agents/skills/agmsg/db"))
+}
+
+/// The agmsg config file: `${AGMSG_CONFIG:-~/.agents/agmsg/config.json}`.
+pub fn config_file() -> Option<PathBuf> {
+    non_empty_env("AGMSG_CONFIG")
+        .map(PathBuf::from)
+        .or_else(|| non_empty_env("HOME").map(|h| PathBuf::from(h).join(".agents/agmsg/config.json")))
+}
+
+/// The active storage driver: `--driver`, else `AGMSG_STORAGE_DRIVER`, else the config's `storage`
+/// key, else `sqlite`.
+pub fn storage_driver(flag: Option<String>) -> Result<String, OpError> {
+    if let Some(name) = flag.or_else(|| non_empty_env("AGMSG_STORAGE_DRIVER")) {
+        return Ok(name);
+    }
+    if let Some(path) = config_file() {
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                let config: serde_json::Value = serde_json::from_str(&text)
+                    .map_err(|e| OpError::runtime(format!("{} is not valid JSON: {e}", path.display())))?;
+                if let Some(name) = config.get("storage").and_then(|v| v.as_str()).filter(|s| !s.is_empty()) {
+                    return Ok(name.to_owned());
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(OpError::runtime(format!("cannot read {}: {e}", path.display()))),
+        }
+    }
+    Ok("sqlite".to_owned())
+}
+
+fn non_empty_env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}

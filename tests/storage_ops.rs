@@ -1,0 +1,234 @@
+//! Every storage op through the built `agmsg-host` and the bundled sqlite component: argv, framing and
+//! exit codes as agmsg's bash driver has them, on a real messages.db.
+
+mod common;
+
+use common::Env;
+use rusqlite::Connection;
+
+fn uuid7_shape(id: &str) -> bool {
+    id.len() == 36 && &id[14..15] == "7" && matches!(&id[19..20], "8" | "9" | "a" | "b")
+}
+
+#[test]
+fn check_and_describe() {
+    let env = Env::new();
+    let run = env.storage(&["check"]);
+    assert_eq!((run.code, run.lines()), (0, vec!["ok"]));
+    assert!(!env.store.exists(), "check must not create the store");
+
+    let run = env.storage(&["describe"]);
+    run.ok();
+    let lines = run.lines();
+    assert_eq!(lines[0], "name=sqlite");
+    assert!(lines[1].starts_with("backend=SQLite"));
+    assert!(lines[2].starts_with("capabilities="));
+    assert_eq!(lines.len(), 3, "no db= line without a team");
+
+    let run = env.storage(&["describe", "t"]);
+    assert_eq!(run.lines()[3], format!("db={}", env.db().display()));
+    // `storage` alone describes the active driver.
+    assert_eq!(env.run(&["storage"]).lines()[0], "name=sqlite");
+}
+
+#[test]
+fn init_and_store_exists() {
+    let env = Env::new();
+    assert_eq!(env.storage(&["store-exists"]).code, 1);
+    assert!(!env.store.exists(), "store-exists must not create a store");
+    let run = env.storage(&["init"]);
+    assert_eq!((run.code, run.stdout.as_str()), (0, "ok\n"));
+    assert_eq!(env.storage(&["store-exists"]).code, 0);
+    // agmsg's team-first shape.
+    assert_eq!(env.storage(&["init", "t"]).stdout, "ok\n");
+    assert_eq!(env.storage(&["store_exists", "t"]).code, 0);
+    // The schema is agmsg's, in agmsg's journal mode.
+    let db = Connection::open(env.db()).unwrap();
+    let mode: String = db.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+    assert_eq!(mode, "wal");
+    for table in ["events", "read_cursors", "storage_metadata", "messages"] {
+        let n: i64 = db.query_row("SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?1", [table], |r| r.get(0)).unwrap();
+        assert_eq!(n, 1, "{table}");
+    }
+}
+
+#[test]
+fn send_then_list_unread() {
+    let env = Env::new();
+    let first = env.send("t", "alice", "bob", "hi");
+    assert!(uuid7_shape(&first), "{first}");
+    let second = env.send("t", "carol", "bob", "second");
+    env.send("t", "bob", "alice", "not for bob");
+
+    let run = env.storage(&["list-unread", "t", "bob"]);
+    run.ok();
+    assert!(run.stderr.is_empty(), "{}", run.stderr);
+    let records = run.json();
+    assert_eq!(records.len(), 2);
+    assert_eq!(records[0]["id"], first.as_str());
+    assert_eq!(records[1]["id"], second.as_str());
+    // Exact key order and values.
+    let line = run.lines()[0];
+    let keys: Vec<&str> = ["type", "id", "team", "from", "to", "body", "at"].to_vec();
+    let positions: Vec<usize> = keys.iter().map(|k| line.find(&format!("\"{k}\":")).unwrap()).collect();
+    assert!(positions.windows(2).all(|w| w[0] < w[1]), "key order: {line}");
+    assert_eq!(records[0]["type"], "message_sent");
+    assert_eq!(records[0]["from"], "alice");
+    assert_eq!(records[0]["body"], "hi");
+    let at = records[0]["at"].as_str().unwrap();
+    assert!(at.len() == 20 && at.ends_with('Z') && &at[10..11] == "T", "{at}");
+
+    // --limit keeps the oldest N; snake_case op names work too.
+    let limited = env.storage(&["list_unread", "t", "bob", "--limit", "1"]).json();
+    assert_eq!(limited.len(), 1);
+    assert_eq!(limited[0]["id"], first.as_str());
+    assert_eq!(env.storage(&["list-unread", "t", "bob", "--limit=0"]).stdout, "");
+
+    // Sends are dual-written to the legacy table, linked from the event.
+    let db = Connection::open(env.db()).unwrap();
+    let linked: i64 = db
+        .query_row("SELECT count(*) FROM messages m JOIN events e ON e.legacy_id = m.id WHERE e.id = ?1 AND m.body='hi'", [&first], |r| r.get(0))
+        .unwrap();
+    assert_eq!(linked, 1);
+}
+
+#[test]
+fn bodies_round_trip_byte_for_byte() {
+    let env = Env::new();
+    let bodies = ["--leading-dashes", "trailing newline\n", "crlf\r\n", "tab\there", "quote \" and backslash \\", "日本語 ✓", "", "\n\n"];
+    for body in bodies {
+        env.send("t", "a", "b", body);
+    }
+    let got: Vec<String> = env.storage(&["list-unread", "t", "b"]).json().iter().map(|r| r["body"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(got, bodies);
+
+    // A 2 MiB body through stdin (over the argv limit).
+    let big = "x".repeat(2 << 20) + "\r\nend\n";
+    let run = env.run_stdin(&["storage", "send", "--body-stdin", "t", "a", "big"], big.as_bytes());
+    run.ok();
+    let got = env.storage(&["list-unread", "t", "big"]).json();
+    assert_eq!(got[0]["body"].as_str().unwrap(), big);
+}
+
+#[test]
+fn bad_names_are_refused_in_every_position() {
+    let env = Env::new();
+    for bad in ["", "a:b", "a/b", "a\\b", "..", "x\ny"] {
+        for args in [["send", bad, "a", "b", "hi"], ["send", "t", bad, "b", "hi"], ["send", "t", "a", bad, "hi"]] {
+            let run = env.storage(&args);
+            assert_eq!(run.code, 13, "{args:?}: {run:?}");
+            assert!(run.stdout.is_empty(), "record ops print no status word: {run:?}");
+            assert!(run.stderr.contains("invalid"), "{run:?}");
+        }
+        let run = env.storage(&["list-unread", "t", bad]);
+        assert_eq!(run.code, 13, "{run:?}");
+    }
+    assert!(!env.dir.path().join("a").exists());
+}
+
+#[test]
+fn usage_errors() {
+    let env = Env::new();
+    for args in [vec!["send", "t", "a"], vec!["list-unread", "t", "b", "--bogus"], vec!["list-unread", "t", "b", "--limit", "x"], vec!["frobnicate"]] {
+        let run = env.storage(&args);
+        assert_eq!(run.code, 2, "{args:?}: {run:?}");
+        assert!(run.stderr.contains("agmsg-host storage"), "{run:?}");
+    }
+}
+
+#[test]
+fn global_options_before_and_after_the_subcommand() {
+    let env = Env::new();
+    let other = env.dir.path().join("other");
+    let other = other.to_str().unwrap();
+    env.run(&["--store", other, "--driver", "sqlite", "storage", "send", "t", "a", "b", "one"]).ok();
+    env.run(&["storage", "--store", other, "send", "t", "a", "b", "two"]).ok();
+    let run = env.run(&["storage", "--store", other, "--driver=sqlite", "list-unread", "t", "b"]);
+    assert_eq!(run.json().len(), 2);
+    assert!(!env.store.exists());
+    let run = env.run(&["--driver", "nope", "storage", "check"]);
+    assert_eq!(run.code, 13);
+    assert!(run.stderr.contains("unknown storage driver 'nope'"), "{run:?}");
+}
+
+#[test]
+fn driver_from_environment_and_config() {
+    let env = Env::new().env("AGMSG_STORAGE_DRIVER", "nope");
+    assert!(env.storage(&["check"]).stderr.contains("'nope'"));
+    let env = Env::new();
+    let config = env.dir.path().join("config.json");
+    std::fs::write(&config, r#"{"storage":"elsewhere","delivery":{"codex":"turn"}}"#).unwrap();
+    let env = env.env("AGMSG_CONFIG", config.to_str().unwrap());
+    assert!(env.storage(&["check"]).stderr.contains("'elsewhere'"));
+}
+
+/// A messages.db made the way agmsg's bash driver makes it (WAL, its schema, a legacy row, the cursor
+/// migration done) opens and keeps working through the component.
+#[test]
+fn agmsg_made_store_keeps_working() {
+    let env = Env::new();
+    std::fs::create_dir_all(&env.store).unwrap();
+    let db = Connection::open(env.db()).unwrap();
+    db.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0)).unwrap();
+    db.execute_batch(
+        "CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, type TEXT NOT NULL, id TEXT NOT NULL,
+           team TEXT, from_agent TEXT, to_agent TEXT, body TEXT, msg_id TEXT, agent TEXT, at TEXT NOT NULL, legacy_id INTEGER);
+         CREATE INDEX events_sent ON events(type, team, to_agent, seq);
+         CREATE INDEX events_read ON events(type, team, agent, msg_id);
+         CREATE INDEX events_legacy ON events(legacy_id);
+         CREATE INDEX events_id ON events(id);
+         CREATE TABLE read_cursors (team TEXT NOT NULL, agent TEXT NOT NULL,
+           local_position INTEGER NOT NULL DEFAULT 0 CHECK(local_position >= 0), PRIMARY KEY(team, agent));
+         CREATE TABLE storage_metadata (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+         CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, team TEXT NOT NULL, from_agent TEXT NOT NULL,
+           to_agent TEXT NOT NULL, body TEXT NOT NULL,
+           created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')), read_at TEXT);
+         INSERT INTO storage_metadata VALUES('read_cursor_v1', '1');
+         PRAGMA user_version=2;
+         -- a legacy row from before the event log
+         INSERT INTO messages(team, from_agent, to_agent, body, created_at) VALUES('t', 'old', 'bob', 'legacy hello', '2026-01-01T00:00:00Z');
+         -- a message agmsg's bash driver sent (dual-written and linked)
+         INSERT INTO messages(team, from_agent, to_agent, body, created_at) VALUES('t', 'alice', 'bob', 'bash hello', '2026-02-01T00:00:00Z');
+         INSERT INTO events(type, id, team, from_agent, to_agent, body, at, legacy_id)
+           VALUES('message_sent', '01920000-0000-7000-8000-000000000001', 't', 'alice', 'bob', 'bash hello', '2026-02-01T00:00:00Z', 2);",
+    )
+    .unwrap();
+    drop(db);
+
+    let id = env.send("t", "carol", "bob", "component hello");
+    let unread = env.storage(&["list-unread", "t", "bob"]).json();
+    let bodies: Vec<&str> = unread.iter().map(|r| r["body"].as_str().unwrap()).collect();
+    assert_eq!(bodies, ["legacy hello", "bash hello", "component hello"]);
+    assert_eq!(unread[0]["id"], "1", "legacy ids are decimal strings");
+    assert_eq!(unread[1]["id"], "01920000-0000-7000-8000-000000000001");
+    assert_eq!(unread[2]["id"], id.as_str());
+
+    // Native SQLite still reads it, and the new row is in the legacy table for outside readers.
+    let db = Connection::open(env.db()).unwrap();
+    let ok: String = db.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    assert_eq!(ok, "ok");
+    let mode: String = db.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+    assert_eq!(mode, "wal");
+    let legacy: i64 = db.query_row("SELECT count(*) FROM messages WHERE body='component hello'", [], |r| r.get(0)).unwrap();
+    assert_eq!(legacy, 1);
+    let version: i64 = db.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert_eq!(version, 2, "agmsg's schema revision is left alone");
+}
+
+#[test]
+fn broken_store_fails_loudly() {
+    let env = Env::new();
+    std::fs::create_dir_all(&env.store).unwrap();
+    std::fs::write(env.db(), vec![b'z'; 8192]).unwrap();
+    let run = env.storage(&["send", "t", "a", "b", "hi"]);
+    assert_eq!(run.code, 12, "{run:?}");
+    assert!(run.stdout.is_empty());
+    assert!(run.stderr.contains("not a usable SQLite database"), "{run:?}");
+    let run = env.storage(&["list-unread", "t", "b"]);
+    assert_eq!((run.code, run.stdout.as_str()), (12, ""));
+    let run = env.storage(&["watch-tip", "t:b"]);
+    assert_eq!((run.code, run.stdout.as_str()), (12, ""), "never a tip of 0");
+    let run = env.storage(&["init"]);
+    assert_eq!((run.code, run.stdout.as_str()), (12, "corrupt_state\n"));
+    assert_eq!(std::fs::read(env.db()).unwrap(), vec![b'z'; 8192], "the file is left as it was");
+}

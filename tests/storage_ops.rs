@@ -232,3 +232,29 @@ fn broken_store_fails_loudly() {
     assert_eq!((run.code, run.stdout.as_str()), (12, "corrupt_state\n"));
     assert_eq!(std::fs::read(env.db()).unwrap(), vec![b'z'; 8192], "the file is left as it was");
 }
+
+#[test]
+fn per_team_partition() {
+    let env = Env::new();
+    let teams = env.dir.path().join("teams");
+    std::fs::create_dir_all(teams.join("solo")).unwrap();
+    std::fs::write(teams.join("solo/config.json"), r#"{"drivers":{"partition":"per-team"}}"#).unwrap();
+    std::fs::create_dir_all(teams.join("odd")).unwrap();
+    std::fs::write(teams.join("odd/config.json"), r#"{"drivers":{"partition":"sideways"}}"#).unwrap();
+    let env = env.env("AGMSG_TEAMS_DIR", teams.to_str().unwrap());
+
+    env.send("solo", "a", "b", "in the team's own store");
+    env.send("shared", "a", "b", "in the shared store");
+    assert!(env.store.join("teams/solo/messages.db").is_file());
+    assert_eq!(env.storage(&["list-unread", "solo", "b"]).json().len(), 1);
+    assert_eq!(env.storage(&["list-unread", "shared", "b"]).json().len(), 1);
+    let shared = Connection::open(env.db()).unwrap();
+    let n: i64 = shared.query_row("SELECT count(*) FROM events WHERE team='solo'", [], |r| r.get(0)).unwrap();
+    assert_eq!(n, 0);
+    let run = env.storage(&["describe", "solo"]);
+    assert!(run.stdout.contains(&format!("db={}", env.store.join("teams/solo/messages.db").display())), "{run:?}");
+    assert_eq!(env.storage(&["watch-tip", "solo:b"]).stdout.trim(), env.storage(&["watch-tip", "solo:b"]).stdout.trim());
+    let run = env.storage(&["send", "odd", "a", "b", "x"]);
+    assert_eq!(run.code, 13);
+    assert!(run.stderr.contains("unknown partition 'sideways'"), "{run:?}");
+}

@@ -52,8 +52,8 @@ struct Usage(String);
 enum Op {
     Check,
     Describe { team: Option<String> },
-    Init,
-    StoreExists,
+    Init { team: Option<String> },
+    StoreExists { team: Option<String> },
     Send { team: String, from: String, to: String, body: Body },
     ListUnread { team: String, agent: String, limit: Option<u32> },
     MarkReadBatch { team: String, agent: String, ids: Vec<String> },
@@ -62,9 +62,9 @@ enum Op {
     WatchTip { pairs: Vec<Pair> },
     WatchAfter { cursor: String, pairs: Vec<Pair> },
     History { team: String, agent: Option<String>, limit: Option<u32> },
-    Export { file: PathBuf },
-    Import { file: PathBuf },
-    Compact,
+    Export { team: Option<String>, file: PathBuf },
+    Import { team: Option<String>, file: PathBuf },
+    Compact { team: Option<String> },
 }
 
 enum Body {
@@ -75,14 +75,36 @@ enum Body {
 impl Op {
     fn framing(&self) -> Framing {
         match self {
-            Op::Check | Op::Init | Op::MarkReadBatch { .. } | Op::CursorConsume { .. } | Op::Compact => Framing::Control,
+            Op::Check | Op::Init { .. } | Op::MarkReadBatch { .. } | Op::CursorConsume { .. } | Op::Compact { .. } => {
+                Framing::Control
+            }
             _ => Framing::Record,
         }
     }
 
     /// The store-creating ops need the directory to exist before the sandbox can preopen it.
     fn creates_store(&self) -> bool {
-        !matches!(self, Op::Check | Op::Describe { .. } | Op::StoreExists)
+        !matches!(self, Op::Check | Op::Describe { .. } | Op::StoreExists { .. })
+    }
+
+    /// The team whose store the op addresses (agmsg's store selector), if any.
+    fn team(&self) -> Option<&str> {
+        match self {
+            Op::Check => None,
+            Op::Describe { team }
+            | Op::Init { team }
+            | Op::StoreExists { team }
+            | Op::Export { team, .. }
+            | Op::Import { team, .. }
+            | Op::Compact { team } => team.as_deref(),
+            Op::Send { team, .. }
+            | Op::ListUnread { team, .. }
+            | Op::MarkReadBatch { team, .. }
+            | Op::CursorGet { team, .. }
+            | Op::CursorConsume { team, .. }
+            | Op::History { team, .. } => Some(team),
+            Op::WatchTip { pairs } | Op::WatchAfter { pairs, .. } => pairs.first().map(|p| p.team.as_str()),
+        }
     }
 }
 
@@ -137,27 +159,28 @@ fn parse(op: &str, args: &[String]) -> Result<Op, Usage> {
             if args.len() > 1 {
                 return usage("[team]");
             }
-            // The optional team is agmsg's store selector; it selects the (shared) store.
-            if let Some(team) = args.first() {
+            // The optional team is agmsg's store selector (it picks the team's partition).
+            let team = args.first().cloned();
+            if let Some(team) = &team {
                 check_name("team", team).map_err(|e| Usage(e.to_string()))?;
             }
             match op {
-                "init" => Op::Init,
-                "store-exists" => Op::StoreExists,
-                _ => Op::Compact,
+                "init" => Op::Init { team },
+                "store-exists" => Op::StoreExists { team },
+                _ => Op::Compact { team },
             }
         }
         "export" | "import" => {
-            let file = match args {
-                [file] => file,
+            let (team, file) = match args {
+                [file] => (None, file),
                 [team, file] => {
                     check_name("team", team).map_err(|e| Usage(e.to_string()))?;
-                    file
+                    (Some(team.clone()), file)
                 }
                 _ => return usage("[team] <file>"),
             };
             let file = PathBuf::from(file);
-            if op == "export" { Op::Export { file } } else { Op::Import { file } }
+            if op == "export" { Op::Export { team, file } } else { Op::Import { team, file } }
         }
         "send" => match args {
             [flag, team, from, to] if flag == "--body-stdin" => {
@@ -252,10 +275,14 @@ fn parse_pairs(args: &[String]) -> Result<Vec<Pair>, Usage> {
 
 fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Op) -> Result<ExitCode, OpError> {
     let store_dir = location::store_dir(store_flag)?;
+    let store_dir = match op.team() {
+        Some(team) => location::partition_dir(&store_dir, team)?,
+        None => store_dir,
+    };
     let driver_name = location::storage_driver(driver_flag)?;
     let source = DriverSource::resolve(&driver_name)?;
 
-    if matches!(op, Op::StoreExists) && !store_dir.is_dir() {
+    if matches!(op, Op::StoreExists { .. }) && !store_dir.is_dir() {
         // The store directory is the driver's whole world: where it does not exist, no store does.
         return Ok(ExitCode::from(1));
     }
@@ -288,11 +315,11 @@ fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Op) -> 
                 print(&mut out, &format!("{}={}", file.key, absolute(&store_dir).join(file.path).display()))?;
             }
         }
-        Op::Init => {
+        Op::Init { .. } => {
             driver.init()?;
             print(&mut out, Status::Ok.word())?;
         }
-        Op::StoreExists => {
+        Op::StoreExists { .. } => {
             if !driver.store_exists()? {
                 return Ok(ExitCode::from(1));
             }
@@ -338,14 +365,14 @@ fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Op) -> 
                 print(&mut out, &message_line(&m))?;
             }
         }
-        Op::Export { file } => export(&mut driver, &file)?,
-        Op::Import { file } => {
+        Op::Export { file, .. } => export(&mut driver, &file)?,
+        Op::Import { file, .. } => {
             let text = std::fs::read(&file).map_err(|e| OpError::runtime(format!("import failed: cannot read {}: {e}", file.display())))?;
             let text = String::from_utf8(text).map_err(|_| OpError::runtime(format!("import failed: {} is not UTF-8", file.display())))?;
             let events = parse_import(&text).map_err(|e| OpError::runtime(format!("import failed: {}: {e}; nothing was imported", file.display())))?;
             driver.import_events(&events).map_err(|e| OpError { message: format!("import failed; nothing was imported: {}", e.message), ..e })?;
         }
-        Op::Compact => {
+        Op::Compact { .. } => {
             driver.compact()?;
             print(&mut out, Status::Ok.word())?;
         }

@@ -11,7 +11,8 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use wasmtime::Result;
+use wasmtime::error::Context;
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
@@ -19,14 +20,6 @@ use super::caps::log::host_log;
 
 pub struct CompileCache {
     dir: Option<PathBuf>,
-}
-
-/// What happened when a component was loaded (reported at debug level; the tests read it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Outcome {
-    Hit,
-    Miss,
-    Rebuilt,
 }
 
 impl CompileCache {
@@ -59,7 +52,8 @@ impl CompileCache {
             return Component::new(engine, wasm).context("compiling the driver component");
         };
         let path = dir.join(format!("{sha256}-{:016x}.cwasm", engine_key(engine)));
-        let mut outcome = Outcome::Miss;
+        // Cache outcomes are logged at debug level (the tests read them): hit, miss, rebuilt.
+        let mut rebuilt = false;
         if path.exists() {
             // SAFETY: the file is in a directory only this user can write, named after the content hash
             // of the component and this engine's compatibility hash, and was written by `store` below.
@@ -70,7 +64,7 @@ impl CompileCache {
                 }
                 Err(e) => {
                     host_log::warn(&format!("compile cache: damaged entry {} rebuilt: {e}", path.display()));
-                    outcome = Outcome::Rebuilt;
+                    rebuilt = true;
                 }
             }
         }
@@ -78,7 +72,7 @@ impl CompileCache {
         if let Err(e) = store(dir, &path, &artifact) {
             host_log::warn(&format!("compile cache: cannot write {}: {e:#}", path.display()));
         }
-        host_log::debug(&format!("compile cache: {} {}", if outcome == Outcome::Miss { "miss" } else { "rebuilt" }, path.display()));
+        host_log::debug(&format!("compile cache: {} {}", if rebuilt { "rebuilt" } else { "miss" }, path.display()));
         // SAFETY: `artifact` was produced by this engine just now.
         unsafe { Component::deserialize(engine, &artifact) }.context("loading the compiled driver component")
     }
@@ -111,14 +105,14 @@ fn private_dir(dir: &Path) -> Result<()> {
         .with_context(|| format!("cannot create {}", dir.display()))?;
     let meta = std::fs::symlink_metadata(dir).with_context(|| format!("cannot read {}", dir.display()))?;
     if !meta.is_dir() {
-        anyhow::bail!("{} is not a directory", dir.display());
+        wasmtime::bail!("{} is not a directory", dir.display());
     }
     let uid = rustix::process::geteuid().as_raw();
     if meta.uid() != uid {
-        anyhow::bail!("{} belongs to uid {}, not to this user ({uid})", dir.display(), meta.uid());
+        wasmtime::bail!("{} belongs to uid {}, not to this user ({uid})", dir.display(), meta.uid());
     }
     if meta.permissions().mode() & 0o022 != 0 {
-        anyhow::bail!("{} is writable by other users (mode {:o})", dir.display(), meta.permissions().mode() & 0o777);
+        wasmtime::bail!("{} is writable by other users (mode {:o})", dir.display(), meta.permissions().mode() & 0o777);
     }
     Ok(())
 }

@@ -4,7 +4,8 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use wasmtime::Result;
+use wasmtime::error::Context;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine};
 

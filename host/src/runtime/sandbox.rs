@@ -8,7 +8,8 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use wasmtime::Result;
+use wasmtime::error::Context;
 use wasmtime::component::{HasSelf, Linker, ResourceTable};
 use wasmtime::{Engine, ResourceLimiter, Store};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
@@ -91,7 +92,7 @@ impl ResourceLimiter for MemoryLimiter {
     fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> Result<bool> {
         if desired > self.max_bytes {
             self.hit = true;
-            anyhow::bail!("memory limit of {} MiB reached", self.max_bytes >> 20);
+            wasmtime::bail!("memory limit of {} MiB reached", self.max_bytes >> 20);
         }
         Ok(true)
     }
@@ -99,7 +100,7 @@ impl ResourceLimiter for MemoryLimiter {
     fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> Result<bool> {
         if desired > 1_000_000 {
             self.hit = true;
-            anyhow::bail!("table limit reached");
+            wasmtime::bail!("table limit reached");
         }
         Ok(true)
     }
@@ -143,3 +144,6 @@ pub fn storage_store(engine: &Engine, driver_name: &str, grants: &StorageGrants,
     store.limiter(|state| &mut state.limiter);
     Ok(store)
 }
+
+/// The `types` interface has no functions; its host trait is empty.
+impl bindings::storage::agmsg::storage::types::Host for HostState {}

@@ -65,7 +65,7 @@ pub struct StorageDriver<'rt> {
 impl<'rt> StorageDriver<'rt> {
     /// Load (through the compile cache) and link a driver; instances are created on first call.
     pub fn open(runtime: &'rt Runtime, source: &DriverSource, grants: StorageGrants) -> Result<Self, OpError> {
-        let load_error = |e: anyhow::Error| OpError::runtime(format!("driver '{}' cannot be loaded: {e:#}", source.name));
+        let load_error = |e: wasmtime::Error| OpError::runtime(format!("driver '{}' cannot be loaded: {e:#}", source.name));
         let component = runtime.load(&source.wasm, &source.sha256).map_err(load_error)?;
         let pre = runtime
             .storage_linker

@@ -1,6 +1,6 @@
 //! Which storage driver is active, and where the store lives, as agmsg resolves them.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::OpError;
 
@@ -20,6 +20,41 @@ pub fn store_dir(flag: Option<PathBuf>) -> Result<PathBuf, OpError> {
     let home = non_empty_env("HOME")
         .ok_or_else(|| OpError::runtime("cannot find the store: set --store, AGMSG_STORAGE_PATH or HOME"))?;
     Ok(PathBuf::from(home).join(".agents/skills/agmsg/db"))
+}
+
+/// Where agmsg keeps team registries: `AGMSG_TEAMS_DIR`, else `$AGMSG_HOME/teams`, else
+/// `~/.agents/skills/agmsg/teams` (beside agmsg's default `db/`).
+pub fn teams_dir() -> Option<PathBuf> {
+    non_empty_env("AGMSG_TEAMS_DIR")
+        .map(PathBuf::from)
+        .or_else(|| non_empty_env("AGMSG_HOME").map(|h| PathBuf::from(h).join("teams")))
+        .or_else(|| non_empty_env("HOME").map(|h| PathBuf::from(h).join(".agents/skills/agmsg/teams")))
+}
+
+/// The store directory of `team`: the shared store, unless the team's `config.json` says
+/// `{"drivers":{"partition":"per-team"}}`, which puts its store in `<store>/teams/<team>/`. An unknown
+/// partition is an error, not a fallback.
+pub fn partition_dir(store_root: &Path, team: &str) -> Result<PathBuf, OpError> {
+    agmsg_contract::check_name("team", team).map_err(|e| OpError::runtime(e.to_string()))?;
+    let Some(config) = teams_dir().map(|d| d.join(team).join("config.json")) else {
+        return Ok(store_root.to_owned());
+    };
+    let text = match std::fs::read_to_string(&config) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(store_root.to_owned()),
+        Err(e) => return Err(OpError::runtime(format!("cannot read {}: {e}", config.display()))),
+    };
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| OpError::runtime(format!("{} is not valid JSON: {e}", config.display())))?;
+    match value.pointer("/drivers/partition").map(|p| p.as_str()) {
+        None | Some(Some("shared")) => Ok(store_root.to_owned()),
+        Some(Some("per-team")) => Ok(store_root.join("teams").join(team)),
+        Some(other) => Err(OpError::runtime(format!(
+            "{}: unknown partition {} for team '{team}'",
+            config.display(),
+            other.map_or_else(|| "(not a string)".to_owned(), |s| format!("'{s}'"))
+        ))),
+    }
 }
 
 /// The agmsg config file: `${AGMSG_CONFIG:-~/.agents/agmsg/config.json}`.

@@ -30,6 +30,10 @@ pub fn explain(driver: &str, op: &str, error: &wasmtime::Error, limits: &Limits,
         match error.downcast_ref::<Trap>() {
             Some(Trap::Interrupt) => format!("exceeded its time limit of {} ms", limits.call_timeout.as_millis()),
             Some(Trap::StackOverflow) => "overflowed its stack (unbounded recursion?)".to_owned(),
+            // Rust and C keep their stack in linear memory: running off its end is an out-of-bounds access.
+            Some(Trap::MemoryOutOfBounds) => {
+                "trapped on an out-of-bounds memory access (a stack overflow from unbounded recursion, or a memory bug)".to_owned()
+            }
             Some(Trap::UnreachableCodeReached) if stderr.contains("panicked") => {
                 format!("panicked: {}", panic_message(stderr))
             }

@@ -99,7 +99,7 @@ pub fn covered_prefix_and_hard_gap(driver: &str) {
 
 pub fn frontier_is_capped_at_the_tip(driver: &str) {
     let env = env_for(driver);
-    env.send("t", "a", "bob", "1");
+    env.send("t", "a", "carol", "not addressed to bob: no gap");
     let now = tip(&env, "t:bob");
     consume(&env, "t", "bob", "999999999999", &[]);
     assert_eq!(cursor(&env, "t", "bob"), now, "never past the current tip");

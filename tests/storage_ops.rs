@@ -167,24 +167,9 @@ fn driver_from_environment_and_config() {
 #[test]
 fn agmsg_made_store_keeps_working() {
     let env = Env::new();
-    std::fs::create_dir_all(&env.store).unwrap();
-    let db = Connection::open(env.db()).unwrap();
-    db.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0)).unwrap();
+    let db = agmsg_made_store(&env);
     db.execute_batch(
-        "CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, type TEXT NOT NULL, id TEXT NOT NULL,
-           team TEXT, from_agent TEXT, to_agent TEXT, body TEXT, msg_id TEXT, agent TEXT, at TEXT NOT NULL, legacy_id INTEGER);
-         CREATE INDEX events_sent ON events(type, team, to_agent, seq);
-         CREATE INDEX events_read ON events(type, team, agent, msg_id);
-         CREATE INDEX events_legacy ON events(legacy_id);
-         CREATE INDEX events_id ON events(id);
-         CREATE TABLE read_cursors (team TEXT NOT NULL, agent TEXT NOT NULL,
-           local_position INTEGER NOT NULL DEFAULT 0 CHECK(local_position >= 0), PRIMARY KEY(team, agent));
-         CREATE TABLE storage_metadata (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-         CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, team TEXT NOT NULL, from_agent TEXT NOT NULL,
-           to_agent TEXT NOT NULL, body TEXT NOT NULL,
-           created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')), read_at TEXT);
-         INSERT INTO storage_metadata VALUES('read_cursor_v1', '1');
-         PRAGMA user_version=2;
+        "INSERT INTO storage_metadata VALUES('read_cursor_v1', '1');
          -- a legacy row from before the event log
          INSERT INTO messages(team, from_agent, to_agent, body, created_at) VALUES('t', 'old', 'bob', 'legacy hello', '2026-01-01T00:00:00Z');
          -- a message agmsg's bash driver sent (dual-written and linked)
@@ -257,4 +242,90 @@ fn per_team_partition() {
     let run = env.storage(&["send", "odd", "a", "b", "x"]);
     assert_eq!(run.code, 13);
     assert!(run.stderr.contains("unknown partition 'sideways'"), "{run:?}");
+}
+
+/// A messages.db with agmsg's bash-driver schema, in WAL mode, as agmsg creates it.
+fn agmsg_made_store(env: &Env) -> Connection {
+    std::fs::create_dir_all(&env.store).unwrap();
+    let db = Connection::open(env.db()).unwrap();
+    db.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0)).unwrap();
+    db.execute_batch(
+        "CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, type TEXT NOT NULL, id TEXT NOT NULL,
+           team TEXT, from_agent TEXT, to_agent TEXT, body TEXT, msg_id TEXT, agent TEXT, at TEXT NOT NULL, legacy_id INTEGER);
+         CREATE INDEX events_sent ON events(type, team, to_agent, seq);
+         CREATE INDEX events_read ON events(type, team, agent, msg_id);
+         CREATE INDEX events_legacy ON events(legacy_id);
+         CREATE INDEX events_id ON events(id);
+         CREATE TABLE read_cursors (team TEXT NOT NULL, agent TEXT NOT NULL,
+           local_position INTEGER NOT NULL DEFAULT 0 CHECK(local_position >= 0), PRIMARY KEY(team, agent));
+         CREATE TABLE storage_metadata (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+         CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, team TEXT NOT NULL, from_agent TEXT NOT NULL,
+           to_agent TEXT NOT NULL, body TEXT NOT NULL,
+           created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')), read_at TEXT);
+         PRAGMA user_version=2;",
+    )
+    .unwrap();
+    db
+}
+
+/// The one-time cursor migration: a store that predates the cursor has its backlog treated as consumed
+/// (no replay storm); what arrives afterwards is delivered.
+#[test]
+fn cursor_migration_consumes_the_backlog_once() {
+    let env = Env::new();
+    let db = agmsg_made_store(&env);
+    db.execute_batch(
+        "INSERT INTO messages(team, from_agent, to_agent, body, created_at) VALUES('t', 'old', 'bob', 'legacy backlog', '2026-01-01T00:00:00Z');
+         INSERT INTO messages(team, from_agent, to_agent, body, created_at) VALUES('t', 'alice', 'bob', 'event backlog', '2026-02-01T00:00:00Z');
+         INSERT INTO events(type, id, team, from_agent, to_agent, body, at, legacy_id)
+           VALUES('message_sent', '01920000-0000-7000-8000-000000000009', 't', 'alice', 'bob', 'event backlog', '2026-02-01T00:00:00Z', 2);",
+    )
+    .unwrap();
+    drop(db);
+    assert_eq!(env.storage(&["list-unread", "t", "bob"]).stdout, "", "backlog counts as consumed");
+    let tip = env.storage(&["watch-tip", "t:bob"]).stdout;
+    assert_eq!(env.storage(&["read-cursor-get", "t", "bob"]).stdout, tip);
+    let new = env.send("t", "carol", "bob", "after the migration");
+    let unread = env.storage(&["list-unread", "t", "bob"]).json();
+    assert_eq!(unread.len(), 1);
+    assert_eq!(unread[0]["id"], new.as_str());
+    // The legacy row itself is not mutated, and the migration ran once.
+    let db = Connection::open(env.db()).unwrap();
+    let read_at: Option<String> = db.query_row("SELECT read_at FROM messages WHERE id=1", [], |r| r.get(0)).unwrap();
+    assert_eq!(read_at, None);
+    let markers: i64 = db.query_row("SELECT count(*) FROM events WHERE id LIKE 'read-cursor-v1:%'", [], |r| r.get(0)).unwrap();
+    assert_eq!(markers, 1);
+}
+
+/// A fresh store starts at zero; legacy rows appear in unread and history, and marking a legacy id read
+/// hides it without mutating the row.
+#[test]
+fn legacy_rows_read_and_marked() {
+    assert_eq!(Env::new().storage(&["read-cursor-get", "t", "bob"]).stdout, "0\n", "a fresh store starts at zero");
+    let env = Env::new();
+    let db = agmsg_made_store(&env);
+    db.execute_batch(
+        "INSERT INTO storage_metadata VALUES('read_cursor_v1', '1');
+         INSERT INTO messages(team, from_agent, to_agent, body, created_at) VALUES('t', 'old', 'bob', 'legacy one', '2026-01-01T00:00:00Z');
+         INSERT INTO messages(team, from_agent, to_agent, body, created_at) VALUES('t', 'old', 'carol', 'legacy two', '2026-01-02T00:00:00Z');",
+    )
+    .unwrap();
+    drop(db);
+    let history = env.storage(&["history", "t"]).json();
+    assert_eq!(history.iter().map(|r| r["id"].as_str().unwrap()).collect::<Vec<_>>(), ["1", "2"]);
+    assert_eq!(env.storage(&["history", "t", "carol"]).json().len(), 1);
+    let unread = env.storage(&["list-unread", "t", "bob"]).json();
+    assert_eq!(unread[0]["body"], "legacy one");
+    env.storage(&["mark-read-batch", "t", "bob", "1"]).ok();
+    assert_eq!(env.storage(&["list-unread", "t", "bob"]).stdout, "");
+    assert_eq!(env.storage(&["list-unread", "t", "carol"]).json().len(), 1, "recipient-scoped");
+    let db = Connection::open(env.db()).unwrap();
+    let read_at: Option<String> = db.query_row("SELECT read_at FROM messages WHERE id=1", [], |r| r.get(0)).unwrap();
+    assert_eq!(read_at, None, "a pure legacy row is never mutated");
+    // A legacy row written later by an outside tool is found too.
+    db.execute("INSERT INTO messages(team, from_agent, to_agent, body) VALUES('t', 'tool', 'bob', 'written by sqlite3')", []).unwrap();
+    drop(db);
+    assert_eq!(env.storage(&["list-unread", "t", "bob"]).json()[0]["body"], "written by sqlite3");
+    env.send("t", "a", "bob", "and a new one");
+    assert_eq!(env.storage(&["list-unread", "t", "bob"]).json().len(), 2);
 }

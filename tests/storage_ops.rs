@@ -42,10 +42,11 @@ fn init_and_store_exists() {
     // agmsg's team-first shape.
     assert_eq!(env.storage(&["init", "t"]).stdout, "ok\n");
     assert_eq!(env.storage(&["store_exists", "t"]).code, 0);
-    // The schema is agmsg's, in agmsg's journal mode.
+    // The schema is agmsg's. A new store starts in rollback-journal mode (agmsg's own init switches it
+    // to WAL, which the component handles as well: see agmsg_made_store_keeps_working).
     let db = Connection::open(env.db()).unwrap();
     let mode: String = db.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
-    assert_eq!(mode, "wal");
+    assert_eq!(mode, "delete");
     for table in ["events", "read_cursors", "storage_metadata", "messages"] {
         let n: i64 = db.query_row("SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?1", [table], |r| r.get(0)).unwrap();
         assert_eq!(n, 1, "{table}");
@@ -249,22 +250,7 @@ fn agmsg_made_store(env: &Env) -> Connection {
     std::fs::create_dir_all(&env.store).unwrap();
     let db = Connection::open(env.db()).unwrap();
     db.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0)).unwrap();
-    db.execute_batch(
-        "CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, type TEXT NOT NULL, id TEXT NOT NULL,
-           team TEXT, from_agent TEXT, to_agent TEXT, body TEXT, msg_id TEXT, agent TEXT, at TEXT NOT NULL, legacy_id INTEGER);
-         CREATE INDEX events_sent ON events(type, team, to_agent, seq);
-         CREATE INDEX events_read ON events(type, team, agent, msg_id);
-         CREATE INDEX events_legacy ON events(legacy_id);
-         CREATE INDEX events_id ON events(id);
-         CREATE TABLE read_cursors (team TEXT NOT NULL, agent TEXT NOT NULL,
-           local_position INTEGER NOT NULL DEFAULT 0 CHECK(local_position >= 0), PRIMARY KEY(team, agent));
-         CREATE TABLE storage_metadata (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-         CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, team TEXT NOT NULL, from_agent TEXT NOT NULL,
-           to_agent TEXT NOT NULL, body TEXT NOT NULL,
-           created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')), read_at TEXT);
-         PRAGMA user_version=2;",
-    )
-    .unwrap();
+    db.execute_batch(include_str!("fixtures/agmsg-bash-schema.sql")).unwrap();
     db
 }
 

@@ -7,9 +7,13 @@
 //!
 //! Run: `cargo bench -p agmsg-host --bench storage` (release build). Prints a table with ratios.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use common::{ms, time};
 
 use agmsg_host::runtime::cache::CompileCache;
 use agmsg_host::runtime::{Limits, Runtime, StorageGrants};
@@ -18,47 +22,21 @@ use rusqlite::{Connection, params};
 
 const BIN: &str = env!("CARGO_BIN_EXE_agmsg-host");
 
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
-fn time<T>(n: usize, mut f: impl FnMut(usize) -> T) -> Duration {
-    let samples = (0..n)
-        .map(|i| {
-            let start = Instant::now();
-            std::hint::black_box(f(i));
-            start.elapsed()
-        })
-        .collect();
-    median(samples)
-}
-
 fn row(what: &str, ours: Duration, baseline: Duration, baseline_name: &str) {
     println!(
-        "{what:<44} {:>10.3} ms   {baseline_name:<22} {:>10.3} ms   ratio {:>5.2}x",
-        ours.as_secs_f64() * 1e3,
-        baseline.as_secs_f64() * 1e3,
+        "{what:<42} {:>9.3} ms   {baseline_name:<24} {:>9.3} ms   ratio {:>5.2}x",
+        ms(ours),
+        ms(baseline),
         ours.as_secs_f64() / baseline.as_secs_f64()
     );
 }
 
 /// agmsg's schema, for the native baseline.
-fn native_store(path: &Path) -> Connection {
+/// agmsg's schema in a native database with the given journal mode.
+fn native_store(path: &Path, journal_mode: &str) -> Connection {
     let db = Connection::open(path).unwrap();
-    db.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0)).unwrap();
-    db.execute_batch(
-        "CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, type TEXT NOT NULL, id TEXT NOT NULL,
-           team TEXT, from_agent TEXT, to_agent TEXT, body TEXT, msg_id TEXT, agent TEXT, at TEXT NOT NULL, legacy_id INTEGER);
-         CREATE INDEX events_sent ON events(type, team, to_agent, seq);
-         CREATE INDEX events_read ON events(type, team, agent, msg_id);
-         CREATE INDEX events_legacy ON events(legacy_id);
-         CREATE INDEX events_id ON events(id);
-         CREATE TABLE read_cursors (team TEXT NOT NULL, agent TEXT NOT NULL, local_position INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(team, agent));
-         CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, team TEXT NOT NULL, from_agent TEXT NOT NULL,
-           to_agent TEXT NOT NULL, body TEXT NOT NULL, created_at TEXT NOT NULL, read_at TEXT);",
-    )
-    .unwrap();
+    db.query_row(&format!("PRAGMA journal_mode={journal_mode}"), [], |r| r.get::<_, String>(0)).unwrap();
+    db.execute_batch(include_str!("../../tests/fixtures/agmsg-bash-schema.sql")).unwrap();
     db
 }
 
@@ -97,8 +75,8 @@ fn native_list_unread(db: &Connection) -> usize {
 }
 
 fn main() {
-    if std::env::args().any(|a| a == "--list") {
-        return; // `cargo test --benches` asks for the list of tests.
+    if common::listing_only() {
+        return;
     }
     let dir = tempfile::tempdir().unwrap();
     let cache_dir = dir.path().join("cache");
@@ -123,11 +101,16 @@ fn main() {
     let grants = StorageGrants { store_dir: component_store.clone() };
     let mut driver = StorageDriver::open(&runtime, &source, grants).unwrap();
     driver.init().unwrap();
-    let mut native = native_store(&native_dir.join("messages.db"));
+    let mut native = native_store(&native_dir.join("messages.db"), "WAL");
+    let rollback_dir = dir.path().join("native-rollback");
+    std::fs::create_dir_all(&rollback_dir).unwrap();
+    let mut native_rollback = native_store(&rollback_dir.join("messages.db"), "TRUNCATE");
     const N: usize = 300;
     let ours = time(N, |i| driver.send("t", "alice", "bob", &format!("message {i}")).unwrap());
     let base = time(N, |i| native_send(&mut native, i));
-    row("send (one transaction)", ours, base, "native rusqlite");
+    row("send (one transaction)", ours, base, "native rusqlite, WAL");
+    let base = time(N, |i| native_send(&mut native_rollback, i));
+    row("send (one transaction)", ours, base, "native, same journal");
     let ours = time(N, |_| driver.list_unread("t", "bob", None).unwrap().len());
     let base = time(N, |_| native_list_unread(&native));
     row(&format!("list-unread ({N} unread)"), ours, base, "native rusqlite");
@@ -159,7 +142,7 @@ fn main() {
             });
             row("whole process: storage send (warm cache)", ours, base, "sqlite3 CLI INSERT");
         }
-        None => println!("whole process: storage send (warm cache) {:.3} ms (sqlite3 CLI not found: no baseline)", ours.as_secs_f64() * 1e3),
+        None => println!("whole process: storage send (warm cache) {:.3} ms (sqlite3 CLI not found: no baseline)", ms(ours)),
     }
 }
 

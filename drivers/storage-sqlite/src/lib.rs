@@ -7,8 +7,8 @@
 //! queries independent of the size of the store.
 //!
 //! Locking: WASI has no fcntl locks, so SQLite runs on the `unix-none` VFS and every operation, reads
-//! included, holds the host's store lock for its whole span. The connection is opened per operation in
-//! `locking_mode=EXCLUSIVE`, which is what lets SQLite use a WAL-mode database without shared memory.
+//! included, holds the host's store lock for its whole span (see [`Session`] for how connections are
+//! kept or reopened).
 
 mod legacy;
 mod schema;
@@ -45,10 +45,21 @@ fn sql_error(e: rusqlite::Error) -> DriverError {
     }
 }
 
-/// An open store: the host lock and a connection, for the span of one operation.
+thread_local! {
+    /// A connection kept between operations (rollback-journal stores only; see [`Session`]).
+    static IDLE_CONNECTION: std::cell::RefCell<Option<Connection>> = const { std::cell::RefCell::new(None) };
+}
+
+/// An open store for the span of one operation: the host lock, and a connection.
+///
+/// A rollback-journal database keeps its connection between operations: SQLite re-validates its page
+/// cache (the file change counter) at the start of every transaction, so changes other processes made
+/// in between are seen. A WAL database cannot: without shared memory SQLite needs
+/// `locking_mode=EXCLUSIVE` for WAL and keeps the WAL index on the heap, which would go stale, so its
+/// connection is opened and closed (checkpointing) within each operation.
 struct Session {
-    // Field order matters: the connection closes (and checkpoints) before the lock is released.
-    conn: Connection,
+    conn: Option<Connection>,
+    reusable: bool,
     _lock: StoreLock,
 }
 
@@ -57,22 +68,72 @@ impl Session {
     /// is in place.
     fn open() -> Result<Session, DriverError> {
         let lock = StoreLock::acquire(LOCK_WAIT)?;
-        let conn = open_connection(OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE)?;
+        let wal = is_wal_file(&db_path());
+        let idle = if wal { None } else { IDLE_CONNECTION.with(|c| c.borrow_mut().take()) };
+        let conn = match idle {
+            Some(conn) => conn,
+            None => open_connection(OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE, wal)?,
+        };
+        // A failure here closes the connection rather than keeping one in an unknown state.
         schema::ensure(&conn).map_err(sql_error)?;
-        Ok(Session { conn, _lock: lock })
+        Ok(Session { conn: Some(conn), reusable: !wal, _lock: lock })
+    }
+
+    fn conn(&self) -> &Connection {
+        self.conn.as_ref().expect("a session holds its connection until dropped")
     }
 
     fn write(&mut self) -> Result<Transaction<'_>, DriverError> {
-        self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sql_error)
+        self.conn.as_mut().expect("connection").transaction_with_behavior(TransactionBehavior::Immediate).map_err(sql_error)
     }
 }
 
-fn open_connection(flags: OpenFlags) -> Result<Connection, DriverError> {
+impl Drop for Session {
+    fn drop(&mut self) {
+        // Runs before the lock field is dropped: the connection is parked or closed under the lock.
+        if let Some(conn) = self.conn.take()
+            && self.reusable
+            && conn.is_autocommit()
+        {
+            IDLE_CONNECTION.with(|c| *c.borrow_mut() = Some(conn));
+        }
+    }
+}
+
+/// Whether the database file is in WAL mode (header bytes 18 and 19 are 2), read before SQLite opens it.
+fn is_wal_file(path: &str) -> bool {
+    use std::io::Read;
+    let mut header = [0u8; 20];
+    std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut header)).is_ok() && header[18] == 2 && header[19] == 2
+}
+
+fn open_connection(flags: OpenFlags, wal: bool) -> Result<Connection, DriverError> {
     let conn = Connection::open_with_flags_and_vfs(db_path(), flags | OpenFlags::SQLITE_OPEN_NO_MUTEX, c"unix-none")
         .map_err(sql_error)?;
-    // Exclusive locking mode: no shared memory is needed for WAL, and nothing else can change the file
-    // while the host lock is held anyway. The sandbox has no /tmp, so temporary data stays in memory.
-    conn.execute_batch("PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store=MEMORY;").map_err(sql_error)?;
+    // The sandbox has no /tmp, so temporary data stays in memory.
+    conn.execute_batch("PRAGMA temp_store=MEMORY;").map_err(sql_error)?;
+    if !wal {
+        // Rollback journal, truncated rather than deleted after each transaction: no directory
+        // update per write. (Per connection; nothing about the file's format changes.)
+        conn.query_row("PRAGMA journal_mode=TRUNCATE", [], |r| r.get::<_, String>(0)).map_err(sql_error)?;
+    }
+    if wal {
+        // Exclusive locking mode: WAL without shared memory. Nothing else can touch the file while the
+        // host lock is held. NORMAL sync is durable across process crashes (closing checkpoints with
+        // fsync), and keeping the emptied WAL file spares every write a file creation.
+        conn.execute_batch("PRAGMA locking_mode=EXCLUSIVE; PRAGMA synchronous=NORMAL; PRAGMA journal_size_limit=0;")
+            .map_err(sql_error)?;
+        let mut persist: std::ffi::c_int = 1;
+        // SAFETY: a valid open handle, the "main" schema, and a pointer to an int, as the opcode requires.
+        unsafe {
+            rusqlite::ffi::sqlite3_file_control(
+                conn.handle(),
+                c"main".as_ptr(),
+                rusqlite::ffi::SQLITE_FCNTL_PERSIST_WAL,
+                (&raw mut persist).cast(),
+            );
+        }
+    }
     Ok(conn)
 }
 
@@ -199,7 +260,7 @@ impl StorageDriver for Sqlite {
         if !std::path::Path::new(&db_path()).is_file() {
             return Ok(false);
         }
-        let conn = open_connection(OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+        let conn = open_connection(OpenFlags::SQLITE_OPEN_READ_ONLY, is_wal_file(&db_path()))?;
         schema::is_initialized(&conn).map_err(sql_error)
     }
 
@@ -221,7 +282,7 @@ impl StorageDriver for Sqlite {
 
     fn list_unread(&self, team: &str, agent: &str, limit: Option<u32>) -> Result<Vec<Message>, DriverError> {
         let session = Session::open()?;
-        let conn = &session.conn;
+        let conn = session.conn();
         let mut unread: Vec<(Message, u8, i64)> = conn
             .prepare_cached(
                 "SELECT e.id, e.team, e.from_agent, e.to_agent, e.body, e.at, e.seq FROM events e \
@@ -259,7 +320,7 @@ impl StorageDriver for Sqlite {
     fn read_cursor_get(&self, team: &str, agent: &str) -> Result<String, DriverError> {
         let session = Session::open()?;
         let position: Option<i64> = session
-            .conn
+            .conn()
             .query_row("SELECT local_position FROM read_cursors WHERE team=?1 AND agent=?2", params![team, agent], |r| {
                 r.get(0)
             })
@@ -278,14 +339,14 @@ impl StorageDriver for Sqlite {
 
     fn watch_tip(&self, _pairs: &[Pair]) -> Result<String, DriverError> {
         let session = Session::open()?;
-        Ok(high_water(&session.conn).map_err(sql_error)?.to_string())
+        Ok(high_water(session.conn()).map_err(sql_error)?.to_string())
     }
 
     fn watch_after(&self, cursor: &str, pairs: &[Pair]) -> Result<WatchBatch, DriverError> {
         let after = parse_cursor(cursor)?;
         let mut session = Session::open()?;
         // One read transaction: the messages and the trailing cursor come from one snapshot.
-        let tx = session.conn.transaction().map_err(sql_error)?;
+        let tx = session.conn.as_mut().expect("connection").transaction().map_err(sql_error)?;
         let mut messages = Vec::new();
         {
             let mut stmt = tx
@@ -319,7 +380,7 @@ impl StorageDriver for Sqlite {
 
     fn history(&self, team: &str, agent: Option<&str>, limit: Option<u32>) -> Result<Vec<Message>, DriverError> {
         let session = Session::open()?;
-        let conn = &session.conn;
+        let conn = session.conn();
         let sql_limit = limit.map_or(-1, i64::from);
         // Walk the history index newest first; with a limit this touches only the tail of the log.
         let mut rows: Vec<(Message, u8, i64)> = conn
@@ -345,13 +406,13 @@ impl StorageDriver for Sqlite {
 
     fn export_events(&self) -> Result<Box<dyn EventExporter>, DriverError> {
         let session = Session::open()?;
-        session.conn.execute_batch("BEGIN").map_err(sql_error)?;
+        session.conn().execute_batch("BEGIN").map_err(sql_error)?;
         Ok(Box::new(Exporter { session, after: 0 }))
     }
 
     fn import_events(&self) -> Result<Box<dyn EventImporter>, DriverError> {
         let session = Session::open()?;
-        session.conn.execute_batch("BEGIN IMMEDIATE").map_err(sql_error)?;
+        session.conn().execute_batch("BEGIN IMMEDIATE").map_err(sql_error)?;
         Ok(Box::new(Importer { session, committed: false }))
     }
 
@@ -380,7 +441,7 @@ impl EventExporter for Exporter {
     fn next_page(&mut self, max: u32) -> Result<Vec<Event>, DriverError> {
         let mut stmt = self
             .session
-            .conn
+            .conn()
             .prepare_cached(
                 "SELECT seq, type, id, team, from_agent, to_agent, body, msg_id, agent, at FROM events \
                  WHERE seq > ?1 AND type IN ('message_sent', 'message_read') ORDER BY seq LIMIT ?2",
@@ -432,14 +493,14 @@ impl EventImporter for Importer {
             return Err(DriverError::runtime("import already committed"));
         }
         // Runs inside the BEGIN IMMEDIATE transaction that import_events opened.
-        import_page(&self.session.conn, events)
+        import_page(self.session.conn(), events)
     }
 
     fn commit(&mut self) -> Result<(), DriverError> {
         if self.committed {
             return Ok(());
         }
-        self.session.conn.execute_batch("COMMIT").map_err(sql_error)?;
+        self.session.conn().execute_batch("COMMIT").map_err(sql_error)?;
         self.committed = true;
         Ok(())
     }

@@ -59,11 +59,8 @@ pub fn ensure(conn: &Connection) -> rusqlite::Result<()> {
 }
 
 fn create(conn: &Connection) -> rusqlite::Result<()> {
-    // A new database gets agmsg's journal mode; this must run outside a transaction.
-    let pages: i64 = conn.query_row("PRAGMA page_count", [], |r| r.get(0))?;
-    if pages == 0 {
-        conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))?;
-    }
+    // A new database stays in rollback-journal mode, which lets a warm process keep its connection
+    // (see Session); a store agmsg put in WAL mode keeps WAL.
     conn.execute_batch("BEGIN IMMEDIATE")?;
     let result = (|| {
         conn.execute_batch(AGMSG_SCHEMA)?;

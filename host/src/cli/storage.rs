@@ -12,9 +12,11 @@ use std::process::ExitCode;
 use agmsg_contract::{Status, check_name, split_pair};
 
 use crate::runtime::cache::CompileCache;
+use crate::runtime::caps::log::host_log;
 use crate::runtime::{Limits, Runtime, StorageGrants};
 use crate::storage::records::{cursor_line, event_line, message_line, parse_import};
-use crate::storage::{DriverSource, OpError, StorageDriver, driver::Pair, location};
+use crate::storage::driver::{Directive, Pair};
+use crate::storage::{DriverSource, OpError, StorageDriver, location};
 
 pub const LONG_HELP: &str = "Run one storage-driver op, with agmsg's argv, stdout framing and exit codes.
 
@@ -122,13 +124,14 @@ pub fn run(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Option<
         }
     };
     let framing = op.framing();
+    let driver_label = driver_flag.clone().or_else(|| location::storage_driver(None).ok()).unwrap_or_default();
     match execute(store_flag, driver_flag, op) {
         Ok(code) => code,
         Err(e) => {
             if framing == Framing::Control {
                 let mut out = io::stdout().lock();
                 if let Some(d) = &e.directive {
-                    let _ = writeln!(out, "AGMSG-DIRECTIVE: {}", directive_json(d, &e));
+                    let _ = writeln!(out, "AGMSG-DIRECTIVE: {}", directive_json(d, &driver_label));
                 }
                 let _ = writeln!(out, "{}", e.status.word());
             }
@@ -138,9 +141,9 @@ pub fn run(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Option<
     }
 }
 
-fn directive_json(d: &crate::runtime::sandbox::bindings::storage::agmsg::storage::types::Directive, e: &OpError) -> String {
-    let _ = e;
-    serde_json::json!({ "type": d.kind, "commands": d.commands, "reason": d.reason }).to_string()
+/// A §1.6 directive line's JSON; the host adds the driver's name.
+fn directive_json(d: &Directive, driver: &str) -> String {
+    serde_json::json!({ "type": d.kind, "driver": driver, "commands": d.commands, "reason": d.reason }).to_string()
 }
 
 fn parse(op: &str, args: &[String]) -> Result<Op, Usage> {
@@ -286,14 +289,23 @@ fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Op) -> 
         // The store directory is the driver's whole world: where it does not exist, no store does.
         return Ok(ExitCode::from(1));
     }
-    if op.creates_store() || matches!(op, Op::Check | Op::Describe { .. }) {
-        ensure_dir(&store_dir, op.creates_store())?;
+    if op.creates_store() {
+        create_store_dir(&store_dir)?;
     }
 
+    let started = std::time::Instant::now();
     let runtime = Runtime::new(CompileCache::from_env(), Limits::from_env().map_err(|e| OpError::runtime(format!("{e:#}")))?)
         .map_err(|e| OpError::runtime(format!("{e:#}")))?;
-    let grants = StorageGrants { store_dir: sandbox_dir(&store_dir)? };
+    let (sandbox_root, _empty_dir) = sandbox_dir(&store_dir)?;
+    let grants = StorageGrants { store_dir: sandbox_root };
+    let runtime_ready = started.elapsed();
     let mut driver = StorageDriver::open(&runtime, &source, grants)?;
+    host_log::debug(&format!(
+        "timing: runtime {:.2} ms, driver loaded and linked {:.2} ms",
+        runtime_ready.as_secs_f64() * 1e3,
+        (started.elapsed() - runtime_ready).as_secs_f64() * 1e3
+    ));
+    let op_started = std::time::Instant::now();
 
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
@@ -378,6 +390,7 @@ fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Op) -> 
         }
     }
     out.flush().map_err(|e| OpError::runtime(format!("cannot write to stdout: {e}")))?;
+    host_log::debug(&format!("timing: op (with instantiation) {:.2} ms", op_started.elapsed().as_secs_f64() * 1e3));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -387,12 +400,8 @@ fn read_stdin_body() -> Result<String, OpError> {
     String::from_utf8(bytes).map_err(|_| OpError::runtime("the body on stdin is not valid UTF-8"))
 }
 
-fn ensure_dir(dir: &Path, create: bool) -> Result<(), OpError> {
+fn create_store_dir(dir: &Path) -> Result<(), OpError> {
     if dir.is_dir() {
-        return Ok(());
-    }
-    if !create {
-        // check/describe need a directory to preopen but must not create the user's store.
         return Ok(());
     }
     std::fs::DirBuilder::new()
@@ -403,18 +412,16 @@ fn ensure_dir(dir: &Path, create: bool) -> Result<(), OpError> {
 }
 
 /// The directory to preopen. check/describe on a store that does not exist yet get an empty private
-/// directory instead, so that they never create the user's store.
-fn sandbox_dir(store_dir: &Path) -> Result<PathBuf, OpError> {
+/// directory (removed afterwards) instead, so that they never create the user's store.
+fn sandbox_dir(store_dir: &Path) -> Result<(PathBuf, Option<tempfile::TempDir>), OpError> {
     if store_dir.is_dir() {
-        return Ok(store_dir.to_owned());
+        return Ok((store_dir.to_owned(), None));
     }
-    let empty = std::env::temp_dir().join(format!("agmsg-host-empty-{}", std::process::id()));
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&empty)
-        .map_err(|e| OpError::runtime(format!("cannot create {}: {e}", empty.display())))?;
-    Ok(empty)
+    let empty = tempfile::Builder::new()
+        .prefix("agmsg-host-empty-")
+        .tempdir()
+        .map_err(|e| OpError::runtime(format!("cannot create an empty sandbox directory: {e}")))?;
+    Ok((empty.path().to_owned(), Some(empty)))
 }
 
 fn absolute(path: &Path) -> PathBuf {

@@ -16,14 +16,14 @@ use crate::runtime::sandbox::bindings::storage::{StorageDriver as Bindings, Stor
 use crate::runtime::sandbox::{self, HostState, StorageGrants};
 use crate::runtime::{Runtime, failure};
 
-pub use wit::{Description, Event, Message, Pair, WatchBatch};
+pub use wit::{Description, Directive, Event, Message, Pair, WatchBatch};
 
 /// A failed operation, with the §1.4 status that goes with it.
 #[derive(Debug, Clone)]
 pub struct OpError {
     pub status: Status,
     pub message: String,
-    /// A §1.6 directive to print (`missing_deps`), as `(kind, commands, reason)`.
+    /// A §1.6 directive to print (with `missing_deps`).
     pub directive: Option<wit::Directive>,
 }
 

@@ -8,18 +8,11 @@
 //! agmsg's own bash driver) are classified on the fly. Reads therefore touch only legacy messages and
 //! the recent tail, whatever the size of the store.
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use agmsg_guest_sdk::storage::Message;
 
 const UPTO_KEY: &str = "legacy_classified_upto";
-
-/// The unlinked legacy rows: the classified set plus the unclassified tail.
-const CANDIDATES: &str = "WITH cand(id) AS ( \
-     SELECT id FROM legacy_unlinked \
-     UNION SELECT m.id FROM messages m WHERE m.id > \
-        COALESCE((SELECT CAST(value AS INTEGER) FROM storage_metadata WHERE key='legacy_classified_upto'), 0) \
-        AND NOT EXISTS (SELECT 1 FROM events l WHERE l.legacy_id = m.id))";
 
 /// Create the classification and fill it from the whole table (once per store).
 pub fn create(conn: &Connection) -> rusqlite::Result<()> {
@@ -62,25 +55,51 @@ fn message(row: &rusqlite::Row<'_>) -> rusqlite::Result<(Message, u8, i64)> {
     Ok((crate::message_from_row(row)?, 0, row.get(6)?))
 }
 
-/// Unread legacy messages for the pair: `read_at` unset and no exact read marker.
-pub fn unread(conn: &Connection, team: &str, agent: &str) -> rusqlite::Result<Vec<(Message, u8, i64)>> {
-    let sql = format!(
-        "{CANDIDATES} SELECT CAST(m.id AS TEXT), m.team, m.from_agent, m.to_agent, m.body, m.created_at, m.id \
-         FROM cand JOIN messages m ON m.id = cand.id \
-         WHERE m.team=?1 AND m.to_agent=?2 AND m.read_at IS NULL \
-         AND NOT EXISTS (SELECT 1 FROM events r WHERE r.type='message_read' AND r.team=?1 AND r.agent=?2 \
-                         AND r.msg_id=CAST(m.id AS TEXT))"
-    );
-    conn.prepare_cached(&sql)?.query_map(params![team, agent], message)?.collect()
+/// The ids of unlinked legacy rows: the classified set plus the unclassified tail. Usually empty, and
+/// small when not: legacy messages are those written before the event log or by outside tools.
+fn candidates(conn: &Connection) -> rusqlite::Result<Vec<i64>> {
+    let upto: i64 = conn
+        .prepare_cached("SELECT CAST(value AS INTEGER) FROM storage_metadata WHERE key=?1")?
+        .query_row([UPTO_KEY], |r| r.get(0))
+        .optional()?
+        .unwrap_or(0);
+    conn.prepare_cached(
+        "SELECT id FROM legacy_unlinked UNION SELECT m.id FROM messages m WHERE m.id > ?1 \
+         AND NOT EXISTS (SELECT 1 FROM events l WHERE l.legacy_id = m.id)",
+    )?
+    .query_map([upto], |r| r.get(0))?
+    .collect()
 }
 
-/// The most recent `limit` (-1: all) legacy messages of the team, or of one agent's conversations.
-pub fn history(conn: &Connection, team: &str, agent: Option<&str>, limit: i64) -> rusqlite::Result<Vec<(Message, u8, i64)>> {
-    let sql = format!(
-        "{CANDIDATES} SELECT CAST(m.id AS TEXT), m.team, m.from_agent, m.to_agent, m.body, m.created_at, m.id \
-         FROM cand JOIN messages m ON m.id = cand.id \
-         WHERE m.team=?1 AND (?2 IS NULL OR m.to_agent=?2 OR m.from_agent=?2) \
-         ORDER BY m.created_at DESC, m.id DESC LIMIT ?3"
-    );
-    conn.prepare_cached(&sql)?.query_map(params![team, agent, limit], message)?.collect()
+/// Unread legacy messages for the pair: `read_at` unset and no exact read marker.
+pub fn unread(conn: &Connection, team: &str, agent: &str) -> rusqlite::Result<Vec<(Message, u8, i64)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT CAST(m.id AS TEXT), m.team, m.from_agent, m.to_agent, m.body, m.created_at, m.id FROM messages m \
+         WHERE m.id=?3 AND m.team=?1 AND m.to_agent=?2 AND m.read_at IS NULL \
+         AND NOT EXISTS (SELECT 1 FROM events r WHERE r.type='message_read' AND r.team=?1 AND r.agent=?2 \
+                         AND r.msg_id=CAST(m.id AS TEXT))",
+    )?;
+    let mut rows = Vec::new();
+    for id in candidates(conn)? {
+        rows.extend(stmt.query_row(params![team, agent, id], message).optional()?);
+    }
+    Ok(rows)
+}
+
+/// The most recent `limit` (all when `None`) legacy messages of the team, or of one agent's
+/// conversations, newest first.
+pub fn history(conn: &Connection, team: &str, agent: Option<&str>, limit: Option<u32>) -> rusqlite::Result<Vec<(Message, u8, i64)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT CAST(m.id AS TEXT), m.team, m.from_agent, m.to_agent, m.body, m.created_at, m.id FROM messages m \
+         WHERE m.id=?3 AND m.team=?1 AND (?2 IS NULL OR m.to_agent=?2 OR m.from_agent=?2)",
+    )?;
+    let mut rows = Vec::new();
+    for id in candidates(conn)? {
+        rows.extend(stmt.query_row(params![team, agent, id], message).optional()?);
+    }
+    rows.sort_by(|a, b| (&b.0.at, b.2).cmp(&(&a.0.at, a.2)));
+    if let Some(limit) = limit {
+        rows.truncate(limit as usize);
+    }
+    Ok(rows)
 }

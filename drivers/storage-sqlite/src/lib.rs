@@ -197,12 +197,18 @@ fn insert_read(tx: &Connection, team: &str, agent: &str, msg_id: &str, id: &str,
         "INSERT INTO events(type, id, team, msg_id, agent, at) VALUES('message_read', ?1, ?2, ?3, ?4, ?5)",
     )?
     .execute(params![id, team, msg_id, agent, at])?;
-    tx.prepare_cached(
-        "UPDATE messages SET read_at=?1 WHERE read_at IS NULL AND id IN \
-         (SELECT legacy_id FROM events WHERE type='message_sent' AND id=?2 AND team=?3 AND to_agent=?4 \
-          AND legacy_id IS NOT NULL)",
-    )?
-    .execute(params![at, msg_id, team, agent])?;
+    // Look the link up by id (the planner would otherwise walk the recipient's messages in events_sent),
+    // then update by primary key.
+    let linked: Vec<i64> = tx
+        .prepare_cached(
+            "SELECT legacy_id FROM events INDEXED BY events_id WHERE type='message_sent' AND id=?1 AND team=?2 AND to_agent=?3 \
+             AND legacy_id IS NOT NULL",
+        )?
+        .query_map(params![msg_id, team, agent], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    for legacy_id in linked {
+        tx.prepare_cached("UPDATE messages SET read_at=?1 WHERE id=?2 AND read_at IS NULL")?.execute(params![at, legacy_id])?;
+    }
     Ok(true)
 }
 
@@ -394,7 +400,7 @@ impl StorageDriver for Sqlite {
                     .collect::<rusqlite::Result<Vec<_>>>()
             })
             .map_err(sql_error)?;
-        rows.extend(legacy::history(conn, team, agent, sql_limit).map_err(sql_error)?);
+        rows.extend(legacy::history(conn, team, agent, limit).map_err(sql_error)?);
         // Most recent N by (time, source, store order), then oldest to newest.
         rows.sort_by(|a, b| (&b.0.at, b.1, b.2).cmp(&(&a.0.at, a.1, a.2)));
         if let Some(limit) = limit {
@@ -512,9 +518,10 @@ fn import_page(tx: &Connection, events: Vec<Event>) -> Result<(), DriverError> {
     for event in events {
         match event {
             Event::MessageSent(m) => {
+                // By id: without the hint the planner may walk every message_sent in events_sent.
                 let existing: Option<(String, String, String, String, String)> = tx
                     .prepare_cached(
-                        "SELECT team, from_agent, to_agent, body, at FROM events WHERE type='message_sent' AND id=?1 LIMIT 1",
+                        "SELECT team, from_agent, to_agent, body, at FROM events INDEXED BY events_id WHERE type='message_sent' AND id=?1 LIMIT 1",
                     )
                     .and_then(|mut s| s.query_row([&m.id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))).optional())
                     .map_err(sql_error)?;

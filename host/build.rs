@@ -10,7 +10,10 @@ use std::process::Command;
 use sha2::{Digest, Sha256};
 
 /// (driver name, cargo package, wasm file name)
-const BUNDLED: &[(&str, &str, &str)] = &[("sqlite", "agmsg-storage-sqlite", "agmsg_storage_sqlite.wasm")];
+const BUNDLED: &[(&str, &str, &str)] = &[
+    ("sqlite", "agmsg-storage-sqlite", "agmsg_storage_sqlite.wasm"),
+    ("jsonl", "agmsg-storage-jsonl", "agmsg_storage_jsonl.wasm"),
+];
 
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());

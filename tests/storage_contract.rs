@@ -316,20 +316,27 @@ pub fn compaction_properties(driver: &str) {
     let _ = m1;
 }
 
+/// One module per driver, one test per rule: `contract_suite!([drivers...], [rules...])`.
 macro_rules! contract_suite {
-    ($module:ident, $driver:expr, [$($rule:ident),* $(,)?]) => {
-        mod $module {
+    ([$($driver:ident),* $(,)?], $rules:tt) => {
+        $( rules_for!($driver, $rules); )*
+    };
+}
+
+macro_rules! rules_for {
+    ($driver:ident, [$($rule:ident),* $(,)?]) => {
+        mod $driver {
             $(
                 #[test]
                 fn $rule() {
-                    super::$rule($driver);
+                    super::$rule(stringify!($driver));
                 }
             )*
         }
     };
 }
 
-contract_suite!(sqlite, "sqlite", [
+contract_suite!([sqlite, jsonl], [
     round_trip_and_recipient_scope,
     covered_prefix_and_hard_gap,
     frontier_is_capped_at_the_tip,

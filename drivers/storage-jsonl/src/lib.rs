@@ -1,0 +1,509 @@
+//! agmsg's jsonl storage driver as a component.
+//!
+//! Same layout as agmsg's bash driver: `events.jsonl` (one compact JSON event per line, append-only),
+//! `read-cursors.tsv` (`team<TAB>agent<TAB>position`, the last matching line wins) and the migration
+//! marker `.read-cursor-v1`. A log written by agmsg's driver opens here, and one written here stays
+//! valid for agmsg's.
+//!
+//! The delivery cursor is the ordinal of `message_sent` events (1-based), as in agmsg: compaction never
+//! removes or reorders messages, so cursors survive it. Reads go through an in-memory index that each
+//! op brings up to date by reading only the appended bytes (see [`index`]). Every op holds the host's
+//! store lock; rewrites (import, compaction, cursors) go through a temp file and a rename.
+
+mod index;
+
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+use std::time::Duration;
+
+use agmsg_guest_sdk::ids::{new_id, now_utc};
+use agmsg_guest_sdk::storage::{
+    Description, DriverError, Event, EventExporter, EventImporter, Message, Pair, ReadMark, StorageDriver, StoreFile,
+    StoreLock, WatchBatch,
+};
+use serde::Serialize;
+
+use index::{Index, io_error};
+
+const LOG_FILE: &str = "events.jsonl";
+const CURSORS_FILE: &str = "read-cursors.tsv";
+const MIGRATION_MARKER: &str = ".read-cursor-v1";
+const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+fn store_path(name: &str) -> String {
+    format!("{}/{name}", agmsg_guest_sdk::STORE_DIR)
+}
+
+#[derive(Default)]
+struct Jsonl {
+    index: RefCell<Index>,
+}
+
+agmsg_guest_sdk::export_storage_driver!(Jsonl);
+
+#[derive(Serialize)]
+struct SentLine<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    id: &'a str,
+    team: &'a str,
+    from: &'a str,
+    to: &'a str,
+    body: &'a str,
+    at: &'a str,
+}
+
+/// agmsg's jsonl key order for reads.
+#[derive(Serialize)]
+struct ReadLine<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    id: &'a str,
+    msg_id: &'a str,
+    team: &'a str,
+    agent: &'a str,
+    at: &'a str,
+}
+
+fn sent_line(m: &Message) -> String {
+    serde_json::to_string(&SentLine { kind: "message_sent", id: &m.id, team: &m.team, from: &m.from, to: &m.to, body: &m.body, at: &m.at })
+        .expect("strings serialize")
+}
+
+fn read_line(r: &ReadMark) -> String {
+    serde_json::to_string(&ReadLine { kind: "message_read", id: &r.id, msg_id: &r.msg_id, team: &r.team, agent: &r.agent, at: &r.at })
+        .expect("strings serialize")
+}
+
+fn parse_cursor(cursor: &str) -> Result<u64, DriverError> {
+    if cursor.is_empty() || !cursor.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(DriverError::runtime(format!("invalid cursor {cursor:?}: expected a decimal position")));
+    }
+    Ok(cursor.parse::<u64>().unwrap_or(u64::MAX))
+}
+
+/// Append lines to the log in one write.
+fn append(lines: &[String]) -> Result<(), DriverError> {
+    if lines.is_empty() {
+        return Ok(());
+    }
+    let mut text = String::new();
+    for line in lines {
+        text.push_str(line);
+        text.push('\n');
+    }
+    let mut file = std::fs::OpenOptions::new().append(true).create(true).open(store_path(LOG_FILE)).map_err(io_error)?;
+    file.write_all(text.as_bytes()).map_err(io_error)
+}
+
+/// Replace `name` with `content` atomically: a temp file in the store, synced, then renamed.
+fn rewrite(name: &str, content: &[u8]) -> Result<(), DriverError> {
+    let tmp = store_path(&format!("{name}.tmp.{}", new_id()));
+    let result = std::fs::File::create(&tmp)
+        .and_then(|mut f| f.write_all(content).and_then(|()| f.sync_all()))
+        .and_then(|()| std::fs::rename(&tmp, store_path(name)));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map_err(io_error)
+}
+
+/// `read-cursors.tsv`: pair -> position, in first-seen order; the last line for a pair wins.
+struct Cursors {
+    order: Vec<(String, String)>,
+    positions: HashMap<(String, String), u64>,
+}
+
+impl Cursors {
+    fn load() -> Result<Cursors, DriverError> {
+        let text = match std::fs::read_to_string(store_path(CURSORS_FILE)) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(io_error(e)),
+        };
+        let mut cursors = Cursors { order: Vec::new(), positions: HashMap::new() };
+        for (n, line) in text.lines().enumerate() {
+            if line.is_empty() {
+                continue;
+            }
+            let mut fields = line.split('\t');
+            let (Some(team), Some(agent), Some(position), None) = (fields.next(), fields.next(), fields.next(), fields.next()) else {
+                return Err(DriverError::corrupt(format!("{CURSORS_FILE} line {}: expected team<TAB>agent<TAB>position", n + 1)));
+            };
+            let position = position
+                .parse::<u64>()
+                .map_err(|_| DriverError::corrupt(format!("{CURSORS_FILE} line {}: bad position {position:?}", n + 1)))?;
+            cursors.set(team, agent, position);
+        }
+        Ok(cursors)
+    }
+
+    fn get(&self, team: &str, agent: &str) -> u64 {
+        self.positions.get(&(team.to_owned(), agent.to_owned())).copied().unwrap_or(0)
+    }
+
+    fn set(&mut self, team: &str, agent: &str, position: u64) {
+        let key = (team.to_owned(), agent.to_owned());
+        if self.positions.insert(key.clone(), position).is_none() {
+            self.order.push(key);
+        }
+    }
+
+    fn save(&self) -> Result<(), DriverError> {
+        let mut text = String::new();
+        for key in &self.order {
+            text.push_str(&format!("{}\t{}\t{}\n", key.0, key.1, self.positions[key]));
+        }
+        rewrite(CURSORS_FILE, text.as_bytes())
+    }
+}
+
+impl Jsonl {
+    /// Lock the store, create it if needed (with the one-time cursor migration), and bring the index up
+    /// to date; then run `f`.
+    fn with_store<T>(&self, f: impl FnOnce(&mut Index) -> Result<T, DriverError>) -> Result<T, DriverError> {
+        let _lock = StoreLock::acquire(LOCK_WAIT)?;
+        let mut index = self.index.borrow_mut();
+        let log_exists = std::path::Path::new(&store_path(LOG_FILE)).exists();
+        if !log_exists {
+            append_nothing()?;
+        }
+        index.refresh()?;
+        if !std::path::Path::new(&store_path(MIGRATION_MARKER)).exists() {
+            migrate(&index)?;
+        }
+        f(&mut index)
+    }
+}
+
+/// Create an empty log.
+fn append_nothing() -> Result<(), DriverError> {
+    std::fs::OpenOptions::new().append(true).create(true).open(store_path(LOG_FILE)).map(drop).map_err(io_error)
+}
+
+/// The pre-cursor backlog counts as consumed: every (team, recipient) moves to the current message
+/// count. A new store has no messages and starts at zero.
+fn migrate(index: &Index) -> Result<(), DriverError> {
+    let mut cursors = Cursors::load()?;
+    let tip = index.tip();
+    for (team, agent) in index.to_recipient.keys() {
+        let current = cursors.get(team, agent);
+        cursors.set(team, agent, current.max(tip));
+    }
+    if tip > 0 {
+        cursors.save()?;
+    }
+    std::fs::write(store_path(MIGRATION_MARKER), b"").map_err(io_error)
+}
+
+/// §2.2 consume: record the exact reads, then max-merge the frontier through the contiguous covered
+/// prefix ending no later than min(target, tip); the first still-unread message is a hard gap.
+fn consume(index: &mut Index, team: &str, agent: &str, target: u64, ids: &[String]) -> Result<(), DriverError> {
+    let at = now_utc();
+    let mut lines = Vec::new();
+    let mut seen = HashSet::new();
+    for msg_id in ids {
+        if index.is_read(team, agent, msg_id) || !seen.insert(msg_id) {
+            continue;
+        }
+        lines.push(read_line(&ReadMark { id: new_id(), msg_id: msg_id.clone(), team: team.into(), agent: agent.into(), at: at.clone() }));
+    }
+    append(&lines)?;
+    index.refresh()?;
+    let mut cursors = Cursors::load()?;
+    let current = cursors.get(team, agent);
+    let cap = target.min(index.tip());
+    let gap = index
+        .to_recipient
+        .get(&(team.to_owned(), agent.to_owned()))
+        .into_iter()
+        .flatten()
+        .map(|&i| (i as u64 + 1, &index.sent[i]))
+        .skip_while(|(position, _)| *position <= current)
+        .take_while(|(position, _)| *position <= cap)
+        .find(|(_, m)| !index.is_read(team, agent, &m.id))
+        .map(|(position, _)| position);
+    let frontier = current.max(gap.map_or(cap, |g| g - 1));
+    if frontier != current || !cursors.positions.contains_key(&(team.to_owned(), agent.to_owned())) {
+        cursors.set(team, agent, frontier);
+        cursors.save()?;
+    }
+    Ok(())
+}
+
+/// Messages at the given positions' indexes, from the first index after `after` (a delivery position).
+fn after_position<'a>(positions: &'a [usize], after: u64) -> &'a [usize] {
+    let start = positions.partition_point(|&i| (i as u64 + 1) <= after);
+    &positions[start..]
+}
+
+impl StorageDriver for Jsonl {
+    fn describe(&self) -> Description {
+        Description {
+            name: "jsonl".into(),
+            backend: "append-only JSONL event log, indexed in memory (wasm component)".into(),
+            capabilities: Vec::new(),
+            store_file: Some(StoreFile { key: "log".into(), path: LOG_FILE.into() }),
+        }
+    }
+
+    fn init(&self) -> Result<(), DriverError> {
+        self.with_store(|_| Ok(()))
+    }
+
+    fn store_exists(&self) -> Result<bool, DriverError> {
+        let _lock = StoreLock::acquire(LOCK_WAIT)?;
+        Ok(std::path::Path::new(&store_path(LOG_FILE)).is_file())
+    }
+
+    fn send(&self, team: &str, from: &str, to: &str, body: &str) -> Result<String, DriverError> {
+        self.with_store(|index| {
+            let message = Message { id: new_id(), team: team.into(), from: from.into(), to: to.into(), body: body.into(), at: now_utc() };
+            append(&[sent_line(&message)])?;
+            index.refresh()?;
+            Ok(message.id)
+        })
+    }
+
+    fn list_unread(&self, team: &str, agent: &str, limit: Option<u32>) -> Result<Vec<Message>, DriverError> {
+        self.with_store(|index| {
+            let frontier = Cursors::load()?.get(team, agent);
+            let positions = index.to_recipient.get(&(team.to_owned(), agent.to_owned())).map_or(&[][..], Vec::as_slice);
+            Ok(after_position(positions, frontier)
+                .iter()
+                .map(|&i| &index.sent[i])
+                .filter(|m| !index.is_read(team, agent, &m.id))
+                .take(limit.map_or(usize::MAX, |l| l as usize))
+                .cloned()
+                .collect())
+        })
+    }
+
+    fn mark_read_batch(&self, team: &str, agent: &str, ids: &[String]) -> Result<(), DriverError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        self.with_store(|index| {
+            let tip = index.tip();
+            consume(index, team, agent, tip, ids)
+        })
+    }
+
+    fn read_cursor_get(&self, team: &str, agent: &str) -> Result<String, DriverError> {
+        self.with_store(|_| Ok(Cursors::load()?.get(team, agent).to_string()))
+    }
+
+    fn read_cursor_consume(&self, team: &str, agent: &str, cursor: &str, ids: &[String]) -> Result<(), DriverError> {
+        let target = parse_cursor(cursor)?;
+        self.with_store(|index| consume(index, team, agent, target, ids))
+    }
+
+    fn watch_tip(&self, _pairs: &[Pair]) -> Result<String, DriverError> {
+        self.with_store(|index| Ok(index.tip().to_string()))
+    }
+
+    fn watch_after(&self, cursor: &str, pairs: &[Pair]) -> Result<WatchBatch, DriverError> {
+        let after = parse_cursor(cursor)?;
+        self.with_store(|index| {
+            let mut hits: Vec<usize> = Vec::new();
+            let mut seen = HashSet::new();
+            for pair in pairs {
+                if !seen.insert((&pair.team, &pair.agent)) {
+                    continue;
+                }
+                if let Some(positions) = index.to_recipient.get(&(pair.team.clone(), pair.agent.clone())) {
+                    hits.extend(
+                        after_position(positions, after).iter().filter(|&&i| !index.is_read(&pair.team, &pair.agent, &index.sent[i].id)),
+                    );
+                }
+            }
+            hits.sort_unstable();
+            Ok(WatchBatch {
+                messages: hits.into_iter().map(|i| index.sent[i].clone()).collect(),
+                // Never regress: a cursor beyond the tip comes back unchanged.
+                cursor: index.tip().max(after).to_string(),
+            })
+        })
+    }
+
+    fn history(&self, team: &str, agent: Option<&str>, limit: Option<u32>) -> Result<Vec<Message>, DriverError> {
+        self.with_store(|index| {
+            let positions = match agent {
+                Some(agent) => index.with_member.get(&(team.to_owned(), agent.to_owned())),
+                None => index.in_team.get(team),
+            }
+            .map_or(&[][..], Vec::as_slice);
+            let start = limit.map_or(0, |l| positions.len().saturating_sub(l as usize));
+            Ok(positions[start..].iter().map(|&i| index.sent[i].clone()).collect())
+        })
+    }
+
+    fn export_events(&self) -> Result<Box<dyn EventExporter>, DriverError> {
+        let lock = StoreLock::acquire(LOCK_WAIT)?;
+        let events = read_v1_events()?;
+        Ok(Box::new(Exporter { events: events.into_iter(), _lock: lock }))
+    }
+
+    fn import_events(&self) -> Result<Box<dyn EventImporter>, DriverError> {
+        let lock = StoreLock::acquire(LOCK_WAIT)?;
+        Ok(Box::new(Importer { staged: Vec::new(), committed: false, _lock: lock }))
+    }
+
+    fn compact(&self) -> Result<(), DriverError> {
+        self.with_store(|index| {
+            let text = std::fs::read(store_path(LOG_FILE)).map_err(io_error)?;
+            let mut kept = Vec::with_capacity(text.len());
+            let mut seen_reads = HashSet::new();
+            let mut removed = 0usize;
+            for (n, line) in text.split_inclusive(|&b| b == b'\n').enumerate() {
+                let body = line.strip_suffix(b"\n").unwrap_or(line);
+                let value: serde_json::Value = match serde_json::from_slice(body) {
+                    Ok(value) => value,
+                    Err(_) if body.iter().all(u8::is_ascii_whitespace) => continue,
+                    Err(e) => return Err(DriverError::corrupt(format!("{LOG_FILE} line {}: invalid JSON: {e}", n + 1))),
+                };
+                if value.get("type").and_then(|t| t.as_str()) == Some("message_read") {
+                    // A tuple key: ("a b", "c") and ("a", "b c") stay distinct.
+                    let key = (value.get("team").cloned(), value.get("agent").cloned(), value.get("msg_id").cloned());
+                    if !seen_reads.insert(key) {
+                        removed += 1;
+                        continue;
+                    }
+                }
+                kept.extend_from_slice(body);
+                kept.push(b'\n');
+            }
+            if removed > 0 {
+                rewrite(LOG_FILE, &kept)?;
+                index.refresh()?;
+            }
+            Ok(())
+        })
+    }
+}
+
+fn same_message(a: &Message, b: &Message) -> bool {
+    (&a.id, &a.team, &a.from, &a.to, &a.body, &a.at) == (&b.id, &b.team, &b.from, &b.to, &b.body, &b.at)
+}
+
+/// The v1 events of the log, in log order.
+fn read_v1_events() -> Result<Vec<Event>, DriverError> {
+    let text = match std::fs::read_to_string(store_path(LOG_FILE)) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io_error(e)),
+    };
+    let mut events = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let corrupt = |what: String| DriverError::corrupt(format!("{LOG_FILE} line {}: {what}", n + 1));
+        let value: serde_json::Value = serde_json::from_str(line).map_err(|e| corrupt(format!("invalid JSON: {e}")))?;
+        let field = |name: &str| value.get(name).and_then(|v| v.as_str()).map(str::to_owned).ok_or_else(|| corrupt(format!("\"{name}\" must be a string")));
+        match value.get("type").and_then(|t| t.as_str()) {
+            Some("message_sent") => events.push(Event::MessageSent(Message {
+                id: field("id")?,
+                team: field("team")?,
+                from: field("from")?,
+                to: field("to")?,
+                body: field("body")?,
+                at: field("at")?,
+            })),
+            Some("message_read") => events.push(Event::MessageRead(ReadMark {
+                id: field("id")?,
+                msg_id: field("msg_id")?,
+                team: field("team")?,
+                agent: field("agent")?,
+                at: field("at")?,
+            })),
+            _ => {}
+        }
+    }
+    Ok(events)
+}
+
+struct Exporter {
+    events: std::vec::IntoIter<Event>,
+    _lock: StoreLock,
+}
+
+impl EventExporter for Exporter {
+    fn next_page(&mut self, max: u32) -> Result<Vec<Event>, DriverError> {
+        Ok(self.events.by_ref().take(max as usize).collect())
+    }
+}
+
+/// Staged events; `commit` writes the old log plus the new lines to a temp file and renames it into
+/// place, so an import is all or nothing.
+struct Importer {
+    staged: Vec<Event>,
+    committed: bool,
+    _lock: StoreLock,
+}
+
+impl EventImporter for Importer {
+    fn push_page(&mut self, events: Vec<Event>) -> Result<(), DriverError> {
+        self.staged.extend(events);
+        Ok(())
+    }
+
+    fn commit(&mut self) -> Result<(), DriverError> {
+        if self.committed {
+            return Ok(());
+        }
+        let mut index = Index::default();
+        index.refresh()?;
+        let mut lines = Vec::new();
+        let mut new_ids: HashMap<String, Message> = HashMap::new();
+        let mut new_reads = HashSet::new();
+        for event in self.staged.drain(..) {
+            match event {
+                Event::MessageSent(m) => {
+                    let existing = index.sent_by_id.get(&m.id).map(|&i| &index.sent[i]).or_else(|| new_ids.get(&m.id));
+                    match existing {
+                        Some(old) if same_message(old, &m) => {}
+                        Some(_) => {
+                            return Err(DriverError::runtime(format!(
+                                "import conflict: message {} already exists with different content",
+                                m.id
+                            )));
+                        }
+                        None => {
+                            lines.push(sent_line(&m));
+                            new_ids.insert(m.id.clone(), m);
+                        }
+                    }
+                }
+                Event::MessageRead(r) => {
+                    let key = (r.team.clone(), r.agent.clone(), r.msg_id.clone());
+                    if !index.reads.contains(&key) && new_reads.insert(key) {
+                        lines.push(read_line(&r));
+                    }
+                }
+            }
+        }
+        if !lines.is_empty() {
+            let mut content = match std::fs::read(store_path(LOG_FILE)) {
+                Ok(content) => content,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+                Err(e) => return Err(io_error(e)),
+            };
+            if !content.is_empty() && !content.ends_with(b"\n") {
+                content.push(b'\n');
+            }
+            for line in lines {
+                content.extend_from_slice(line.as_bytes());
+                content.push(b'\n');
+            }
+            rewrite(LOG_FILE, &content)?;
+        }
+        if !std::path::Path::new(&store_path(MIGRATION_MARKER)).exists() {
+            // An import into a new store: its messages are not a pre-cursor backlog.
+            std::fs::write(store_path(MIGRATION_MARKER), b"").map_err(io_error)?;
+        }
+        self.committed = true;
+        Ok(())
+    }
+}

@@ -51,6 +51,7 @@ fn dataset(events: usize) -> Vec<Event> {
 }
 
 struct Figures {
+    send: f64,
     list_unread: f64,
     watch_after_tip: f64,
     history_team: f64,
@@ -73,13 +74,15 @@ fn measure(runtime: &Runtime, source: &DriverSource, events: usize) -> Figures {
     assert_eq!(unread.len(), UNREAD_PER_AGENT, "the frontier stops at the unread tail");
 
     let list_unread = ms(time(RUNS, |i| driver.list_unread("t", &agent(i), None).unwrap().len()));
+    // Last: sends change the store (to other team, so the read figures above are unaffected).
+    let send = ms(time(RUNS, |i| driver.send("u", &agent(i), &agent(i + 1), "a new message").unwrap()));
     let watch_after_tip = ms(time(RUNS, |i| {
         let pair = Pair { team: "t".into(), agent: agent(i) };
         driver.watch_after(&tip, &[pair]).unwrap().messages.len()
     }));
     let history_team = ms(time(RUNS, |_| driver.history("t", None, Some(20)).unwrap().len()));
     let history_agent = ms(time(RUNS, |i| driver.history("t", Some(&agent(i)), Some(20)).unwrap().len()));
-    Figures { list_unread, watch_after_tip, history_team, history_agent }
+    Figures { send, list_unread, watch_after_tip, history_team, history_agent }
 }
 
 fn main() {
@@ -89,17 +92,25 @@ fn main() {
     let cache = tempfile::tempdir().unwrap();
     unsafe { std::env::set_var("AGMSG_CACHE_DIR", cache.path()) };
     let runtime = Runtime::new(CompileCache::from_env(), Limits::from_env().unwrap()).unwrap();
-    let source = DriverSource::resolve("sqlite").unwrap();
-    println!("sqlite component at scale: {AGENTS} agents, {UNREAD_PER_AGENT} unread each, median of {RUNS} calls in one warm process\n");
-    let small = measure(&runtime, &source, 10_000);
-    let large = measure(&runtime, &source, 100_000);
-    println!("{:<32} {:>12} {:>12} {:>10}", "op", "10k events", "100k events", "100k/10k");
-    for (name, a, b) in [
-        ("list-unread (10 unread)", small.list_unread, large.list_unread),
-        ("watch-after from the tip", small.watch_after_tip, large.watch_after_tip),
-        ("history --limit 20 (team)", small.history_team, large.history_team),
-        ("history <agent> --limit 20", small.history_agent, large.history_agent),
-    ] {
-        println!("{name:<32} {a:>9.3} ms {b:>9.3} ms {:>9.2}x", b / a);
+    let drivers: Vec<String> = match std::env::var("AGMSG_BENCH_DRIVERS") {
+        Ok(list) => list.split(',').map(str::to_owned).collect(),
+        Err(_) => vec!["sqlite".into(), "jsonl".into()],
+    };
+    println!("storage components at scale: {AGENTS} agents, {UNREAD_PER_AGENT} unread each, median of {RUNS} calls in one warm process");
+    for name in drivers {
+        let source = DriverSource::resolve(&name).unwrap();
+        println!("\n{name}:");
+        let small = measure(&runtime, &source, 10_000);
+        let large = measure(&runtime, &source, 100_000);
+        println!("{:<32} {:>12} {:>12} {:>10}", "op", "10k events", "100k events", "100k/10k");
+        for (op, a, b) in [
+            ("send", small.send, large.send),
+            ("list-unread (10 unread)", small.list_unread, large.list_unread),
+            ("watch-after from the tip", small.watch_after_tip, large.watch_after_tip),
+            ("history --limit 20 (team)", small.history_team, large.history_team),
+            ("history <agent> --limit 20", small.history_agent, large.history_agent),
+        ] {
+            println!("{op:<32} {a:>9.3} ms {b:>9.3} ms {:>9.2}x", b / a);
+        }
     }
 }

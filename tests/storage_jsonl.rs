@@ -70,7 +70,7 @@ fn corrupt_line_fails_with_its_number() {
     let mut text = std::fs::read_to_string(&log).unwrap();
     text.push_str("{this is not json\n");
     std::fs::write(&log, text).unwrap();
-    for args in [vec!["list-unread", "t", "bob"], vec!["watch-tip", "t:bob"], vec!["history", "t"], vec!["send", "t", "a", "b", "x"]] {
+    for args in [vec!["list-unread", "t", "bob"], vec!["watch-tip", "t:bob"], vec!["history", "t"], vec!["watch-after", "0", "t:bob"]] {
         let run = env.storage(&args);
         assert_eq!((run.code, run.stdout.as_str()), (12, ""), "{args:?}: {run:?}");
         assert!(run.stderr.contains("events.jsonl line 2"), "{run:?}");

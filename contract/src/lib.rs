@@ -1,7 +1,8 @@
 //! Rules of the agmsg driver contract shared by the host and by drivers (through the guest SDK), so that
 //! both sides refuse exactly the same input.
 //!
-//! No dependencies: this crate compiles for the host and for `wasm32-wasip2` alike.
+//! It compiles for the host and for `wasm32-wasip2` alike; the `records` feature adds agmsg's JSONL
+//! record lines (and serde).
 
 use std::fmt;
 
@@ -92,6 +93,61 @@ pub fn is_transport_token(token: &str) -> bool {
     !token.is_empty()
         && token.len() <= MAX_TOKEN_LEN
         && token.chars().all(|c| !c.is_whitespace() && !c.is_control())
+}
+
+/// agmsg's JSONL records, with their keys in the order agmsg writes them.
+#[cfg(feature = "records")]
+pub mod records {
+    use serde::Serialize;
+
+    #[derive(Serialize)]
+    struct Sent<'a> {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        id: &'a str,
+        team: &'a str,
+        from: &'a str,
+        to: &'a str,
+        body: &'a str,
+        at: &'a str,
+    }
+
+    #[derive(Serialize)]
+    struct Read<'a> {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        id: &'a str,
+        msg_id: &'a str,
+        team: &'a str,
+        agent: &'a str,
+        at: &'a str,
+    }
+
+    #[derive(Serialize)]
+    struct Cursor<'a> {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        cursor: &'a str,
+    }
+
+    fn line(record: &impl Serialize) -> String {
+        serde_json::to_string(record).expect("records of strings always serialize")
+    }
+
+    /// `{"type":"message_sent","id",...}` with the keys in the order `type,id,team,from,to,body,at`.
+    pub fn message_sent(id: &str, team: &str, from: &str, to: &str, body: &str, at: &str) -> String {
+        line(&Sent { kind: "message_sent", id, team, from, to, body, at })
+    }
+
+    /// `{"type":"message_read",...}` in the spec's order `type,id,msg_id,team,agent,at`.
+    pub fn message_read(id: &str, msg_id: &str, team: &str, agent: &str, at: &str) -> String {
+        line(&Read { kind: "message_read", id, msg_id, team, agent, at })
+    }
+
+    /// The trailing `{"type":"cursor","cursor":"..."}` record of a watch.
+    pub fn cursor(cursor: &str) -> String {
+        line(&Cursor { kind: "cursor", cursor })
+    }
 }
 
 #[cfg(test)]

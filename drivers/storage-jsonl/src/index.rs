@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 
-use agmsg_guest_sdk::storage::{DriverError, Message};
+use agmsg_guest_sdk::storage::{DriverError, Event, Message, ReadMark};
 use serde_json::Value;
 
 use crate::{LOG_FILE, store_path};
@@ -99,36 +99,12 @@ impl Index {
     }
 
     fn apply_line(&mut self, line: &[u8]) -> Result<(), DriverError> {
-        let corrupt = |what: String| DriverError::corrupt(format!("{LOG_FILE} line {}: {what}", self.lines));
-        if line.iter().all(u8::is_ascii_whitespace) {
-            return Ok(());
-        }
-        let value: Value = serde_json::from_slice(line).map_err(|e| corrupt(format!("invalid JSON: {e}")))?;
-        let object = value.as_object().ok_or_else(|| corrupt("not a JSON object".into()))?;
-        let field = |name: &str| -> Result<String, DriverError> {
-            object
-                .get(name)
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-                .ok_or_else(|| corrupt(format!("\"{name}\" must be a string")))
-        };
-        match object.get("type").and_then(Value::as_str) {
-            Some("message_sent") => {
-                let message = Message {
-                    id: field("id")?,
-                    team: field("team")?,
-                    from: field("from")?,
-                    to: field("to")?,
-                    body: field("body")?,
-                    at: field("at")?,
-                };
-                self.add_message(message);
+        match parse_line(line, self.lines)? {
+            Some(Event::MessageSent(message)) => self.add_message(message),
+            Some(Event::MessageRead(read)) => {
+                self.reads.insert((read.team, read.agent, read.msg_id));
             }
-            Some("message_read") => {
-                self.reads.insert((field("team")?, field("agent")?, field("msg_id")?));
-            }
-            Some(_) => {} // forward compatibility: unknown event types are skipped
-            None => return Err(corrupt("no string \"type\"".into())),
+            None => {}
         }
         Ok(())
     }
@@ -144,6 +120,44 @@ impl Index {
         }
         self.sent.push(m);
     }
+}
+
+/// Parse line `number` of the log: a v1 event, or `None` for a blank line or an event type this version
+/// does not know (forward compatibility). A line that is not a JSON object with a string `type`, or a
+/// known event with a missing field, is corrupt.
+pub fn parse_line(line: &[u8], number: usize) -> Result<Option<Event>, DriverError> {
+    let corrupt = |what: String| DriverError::corrupt(format!("{LOG_FILE} line {number}: {what}"));
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    let value: Value = serde_json::from_slice(line).map_err(|e| corrupt(format!("invalid JSON: {e}")))?;
+    let object = value.as_object().ok_or_else(|| corrupt("not a JSON object".into()))?;
+    let field = |name: &str| -> Result<String, DriverError> {
+        object
+            .get(name)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| corrupt(format!("\"{name}\" must be a string")))
+    };
+    Ok(match object.get("type").and_then(Value::as_str) {
+        Some("message_sent") => Some(Event::MessageSent(Message {
+            id: field("id")?,
+            team: field("team")?,
+            from: field("from")?,
+            to: field("to")?,
+            body: field("body")?,
+            at: field("at")?,
+        })),
+        Some("message_read") => Some(Event::MessageRead(ReadMark {
+            id: field("id")?,
+            msg_id: field("msg_id")?,
+            team: field("team")?,
+            agent: field("agent")?,
+            at: field("at")?,
+        })),
+        Some(_) => None,
+        None => return Err(corrupt("no string \"type\"".into())),
+    })
 }
 
 pub fn io_error(e: std::io::Error) -> DriverError {

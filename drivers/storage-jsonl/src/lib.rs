@@ -22,9 +22,9 @@ use agmsg_guest_sdk::storage::{
     Description, DriverError, Event, EventExporter, EventImporter, Message, Pair, ReadMark, StorageDriver, StoreFile,
     StoreLock, WatchBatch,
 };
-use serde::Serialize;
+use agmsg_contract::records;
 
-use index::{Index, io_error};
+use index::{Index, io_error, parse_line};
 
 const LOG_FILE: &str = "events.jsonl";
 const CURSORS_FILE: &str = "read-cursors.tsv";
@@ -42,38 +42,12 @@ struct Jsonl {
 
 agmsg_guest_sdk::export_storage_driver!(Jsonl);
 
-#[derive(Serialize)]
-struct SentLine<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    id: &'a str,
-    team: &'a str,
-    from: &'a str,
-    to: &'a str,
-    body: &'a str,
-    at: &'a str,
-}
-
-/// agmsg's jsonl key order for reads.
-#[derive(Serialize)]
-struct ReadLine<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    id: &'a str,
-    msg_id: &'a str,
-    team: &'a str,
-    agent: &'a str,
-    at: &'a str,
-}
-
 fn sent_line(m: &Message) -> String {
-    serde_json::to_string(&SentLine { kind: "message_sent", id: &m.id, team: &m.team, from: &m.from, to: &m.to, body: &m.body, at: &m.at })
-        .expect("strings serialize")
+    records::message_sent(&m.id, &m.team, &m.from, &m.to, &m.body, &m.at)
 }
 
 fn read_line(r: &ReadMark) -> String {
-    serde_json::to_string(&ReadLine { kind: "message_read", id: &r.id, msg_id: &r.msg_id, team: &r.team, agent: &r.agent, at: &r.at })
-        .expect("strings serialize")
+    records::message_read(&r.id, &r.msg_id, &r.team, &r.agent, &r.at)
 }
 
 fn parse_cursor(cursor: &str) -> Result<u64, DriverError> {
@@ -397,37 +371,14 @@ fn same_message(a: &Message, b: &Message) -> bool {
 
 /// The v1 events of the log, in log order.
 fn read_v1_events() -> Result<Vec<Event>, DriverError> {
-    let text = match std::fs::read_to_string(store_path(LOG_FILE)) {
+    let text = match std::fs::read(store_path(LOG_FILE)) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(io_error(e)),
     };
     let mut events = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let corrupt = |what: String| DriverError::corrupt(format!("{LOG_FILE} line {}: {what}", n + 1));
-        let value: serde_json::Value = serde_json::from_str(line).map_err(|e| corrupt(format!("invalid JSON: {e}")))?;
-        let field = |name: &str| value.get(name).and_then(|v| v.as_str()).map(str::to_owned).ok_or_else(|| corrupt(format!("\"{name}\" must be a string")));
-        match value.get("type").and_then(|t| t.as_str()) {
-            Some("message_sent") => events.push(Event::MessageSent(Message {
-                id: field("id")?,
-                team: field("team")?,
-                from: field("from")?,
-                to: field("to")?,
-                body: field("body")?,
-                at: field("at")?,
-            })),
-            Some("message_read") => events.push(Event::MessageRead(ReadMark {
-                id: field("id")?,
-                msg_id: field("msg_id")?,
-                team: field("team")?,
-                agent: field("agent")?,
-                at: field("at")?,
-            })),
-            _ => {}
-        }
+    for (n, line) in text.split(|&b| b == b'\n').enumerate() {
+        events.extend(parse_line(line, n + 1)?);
     }
     Ok(events)
 }

@@ -1,68 +1,24 @@
 //! agmsg's JSONL records: the exact key order agmsg prints, and the validated parse of an import file.
 
-use serde::Serialize;
-
-use agmsg_contract::{check_name, is_transport_token};
+use agmsg_contract::{check_name, is_transport_token, records};
 
 use crate::runtime::sandbox::bindings::storage::agmsg::storage::types::{Event, Message, ReadMark};
 
-#[derive(Serialize)]
-struct SentRecord<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    id: &'a str,
-    team: &'a str,
-    from: &'a str,
-    to: &'a str,
-    body: &'a str,
-    at: &'a str,
-}
-
-/// agmsg's sqlite export order for reads.
-#[derive(Serialize)]
-struct ReadRecord<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    id: &'a str,
-    team: &'a str,
-    agent: &'a str,
-    msg_id: &'a str,
-    at: &'a str,
-}
-
-#[derive(Serialize)]
-struct CursorRecord<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    cursor: &'a str,
-}
-
-fn to_line<T: Serialize>(record: &T) -> String {
-    serde_json::to_string(record).expect("records of strings always serialize")
-}
-
 /// A `message_sent` record with the keys in the order `type,id,team,from,to,body,at`.
 pub fn message_line(m: &Message) -> String {
-    to_line(&SentRecord { kind: "message_sent", id: &m.id, team: &m.team, from: &m.from, to: &m.to, body: &m.body, at: &m.at })
+    records::message_sent(&m.id, &m.team, &m.from, &m.to, &m.body, &m.at)
 }
 
 pub fn event_line(event: &Event) -> String {
     match event {
         Event::MessageSent(m) => message_line(m),
-        Event::MessageRead(r) => to_line(&ReadRecord {
-            kind: "message_read",
-            id: &r.id,
-            team: &r.team,
-            agent: &r.agent,
-            msg_id: &r.msg_id,
-            at: &r.at,
-        }),
+        Event::MessageRead(r) => records::message_read(&r.id, &r.msg_id, &r.team, &r.agent, &r.at),
     }
 }
 
 /// The trailing record of `watch-after`.
 pub fn cursor_line(cursor: &str) -> String {
-    to_line(&CursorRecord { kind: "cursor", cursor })
+    records::cursor(cursor)
 }
 
 /// Parse and validate a whole import file before anything is applied. Unknown event types are

@@ -159,3 +159,20 @@ fn a_cache_directory_others_can_write_is_not_used() {
     assert!(run.stderr.contains("compile cache disabled") && run.stderr.contains("writable by other users"), "{run:?}");
     assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), 0);
 }
+
+#[test]
+fn missing_deps_prints_the_directive_then_the_status() {
+    let env = Env::new();
+    let driver = fixture("hostile-storage");
+    let run = env.run(&["--driver", driver.to_str().unwrap(), "storage", "check"]);
+    assert_eq!(run.code, 10, "{run:?}");
+    let lines = run.lines();
+    assert_eq!(lines.len(), 2, "{run:?}");
+    assert_eq!(lines[1], "missing_deps");
+    let directive: serde_json::Value = serde_json::from_str(lines[0].strip_prefix("AGMSG-DIRECTIVE: ").unwrap()).unwrap();
+    assert_eq!(directive["type"], "install_deps");
+    assert_eq!(directive["commands"][0], "apt-get install frobnicator");
+    assert_eq!(directive["reason"], "frobnicator not found on PATH");
+    assert!(directive["driver"].as_str().unwrap().ends_with("hostile_storage.wasm"));
+    assert!(run.stderr.contains("frobnicator not found"), "{run:?}");
+}

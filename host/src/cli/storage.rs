@@ -124,14 +124,14 @@ pub fn run(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Option<
         }
     };
     let framing = op.framing();
-    let driver_label = driver_flag.clone().or_else(|| location::storage_driver(None).ok()).unwrap_or_default();
-    match execute(store_flag, driver_flag, op) {
+    match execute(store_flag, driver_flag.clone(), op) {
         Ok(code) => code,
         Err(e) => {
             if framing == Framing::Control {
                 let mut out = io::stdout().lock();
                 if let Some(d) = &e.directive {
-                    let _ = writeln!(out, "AGMSG-DIRECTIVE: {}", directive_json(d, &driver_label));
+                    let driver = driver_flag.or_else(|| location::storage_driver(None).ok()).unwrap_or_default();
+                    let _ = writeln!(out, "AGMSG-DIRECTIVE: {}", directive_json(d, &driver));
                 }
                 let _ = writeln!(out, "{}", e.status.word());
             }

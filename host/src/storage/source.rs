@@ -48,8 +48,4 @@ impl DriverSource {
         let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "driver".into());
         Ok(DriverSource { name, sha256, wasm: Cow::Owned(wasm), path: Some(path.to_owned()) })
     }
-
-    pub fn bundled_names() -> impl Iterator<Item = &'static str> {
-        BUNDLED_STORAGE.iter().map(|d| d.name)
-    }
 }

@@ -104,7 +104,7 @@ fn main() {
     let mut native = native_store(&native_dir.join("messages.db"), "WAL");
     let rollback_dir = dir.path().join("native-rollback");
     std::fs::create_dir_all(&rollback_dir).unwrap();
-    let mut native_rollback = native_store(&rollback_dir.join("messages.db"), "TRUNCATE");
+    let mut native_rollback = native_store(&rollback_dir.join("messages.db"), "PERSIST");
     const N: usize = 300;
     let ours = time(N, |i| driver.send("t", "alice", "bob", &format!("message {i}")).unwrap());
     let base = time(N, |i| native_send(&mut native, i));

@@ -113,9 +113,10 @@ fn open_connection(flags: OpenFlags, wal: bool) -> Result<Connection, DriverErro
     // The sandbox has no /tmp, so temporary data stays in memory.
     conn.execute_batch("PRAGMA temp_store=MEMORY;").map_err(sql_error)?;
     if !wal {
-        // Rollback journal, truncated rather than deleted after each transaction: no directory
-        // update per write. (Per connection; nothing about the file's format changes.)
-        conn.query_row("PRAGMA journal_mode=TRUNCATE", [], |r| r.get::<_, String>(0)).map_err(sql_error)?;
+        // Rollback journal kept between transactions with its header zeroed (PERSIST) rather than
+        // deleted or truncated: no directory update and no truncate per write. Per connection; the
+        // file format does not change, and a zeroed journal is never "hot" for any reader.
+        conn.query_row("PRAGMA journal_mode=PERSIST", [], |r| r.get::<_, String>(0)).map_err(sql_error)?;
     }
     if wal {
         // Exclusive locking mode: WAL without shared memory. Nothing else can touch the file while the

@@ -121,3 +121,46 @@ impl ProgramWith for std::process::Command {
         cmd
     }
 }
+
+/// jsonl: processes sending, reading (which updates the sidecar index) and marking read at once, one
+/// of them SIGKILLed mid-stream. Afterwards the index answers exactly as one rebuilt from the log does.
+#[test]
+fn jsonl_index_survives_concurrent_readers_and_a_kill() {
+    let env = Env::new().env("AGMSG_STORAGE_DRIVER", "jsonl");
+    env.storage(&["init"]).ok();
+    let script = r#"for i in $(seq 1 "$2"); do
+        "$0" storage send t "w$1" "r$(( i % 3 ))" "w$1-$i" >/dev/null || exit 1
+        id=$("$0" storage list-unread t "r$(( i % 3 ))" --limit 1 | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+        if [ -n "$id" ] && [ $(( i % 2 )) = 0 ]; then "$0" storage mark-read-batch t "r$(( i % 3 ))" "$id" >/dev/null || exit 1; fi
+    done"#;
+    let spawn = |w: usize, rounds: usize| {
+        let args = ["-c", script, common::BIN, &w.to_string(), &rounds.to_string()];
+        env.cmd().program_with("bash").args(args).stdout(Stdio::null()).spawn().unwrap()
+    };
+    let workers: Vec<_> = (0..3).map(|w| spawn(w, 40)).collect();
+    // The victim would run far longer than the others: it dies mid-stream.
+    let mut victim = spawn(3, 100_000);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(victim.try_wait().unwrap().is_none(), "the victim is still running when killed");
+    unsafe_kill(victim.id() as i32);
+    let _ = victim.wait();
+    for mut worker in workers {
+        assert!(worker.wait().unwrap().success(), "a worker failed");
+    }
+
+    let answers = || {
+        let mut all = Vec::new();
+        for agent in ["r0", "r1", "r2"] {
+            all.push(env.storage(&["list-unread", "t", agent]).stdout);
+            all.push(env.storage(&["watch-after", "0", &format!("t:{agent}")]).stdout);
+            all.push(env.storage(&["history", "t", agent, "--limit", "7"]).stdout);
+        }
+        all.push(env.storage(&["history", "t"]).stdout);
+        all.push(env.storage(&["watch-tip", "t:r0"]).stdout);
+        all
+    };
+    let with_index = answers();
+    assert!(with_index.iter().all(|a| !a.is_empty()));
+    std::fs::remove_dir_all(env.store.join(".events-index")).unwrap();
+    assert_eq!(answers(), with_index, "the index after concurrent use and a kill differs from a rebuilt one");
+}

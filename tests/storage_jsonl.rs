@@ -113,3 +113,116 @@ fn waits_for_a_lock_held_elsewhere() {
     holder.wait().unwrap();
     assert_eq!(env.storage(&["list-unread", "t", "bob"]).json().len(), 2);
 }
+
+/// What the driver logged about its index in one run (`AGMSG_LOG=debug`).
+fn index_log(run: &common::Run) -> Vec<&str> {
+    run.stderr.lines().filter(|l| l.contains("jsonl index:")).collect()
+}
+
+fn sent(id: &str, from: &str, to: &str, body: &str) -> String {
+    format!(r#"{{"type":"message_sent","id":"{id}","team":"t","from":"{from}","to":"{to}","body":"{body}","at":"2026-01-01T00:00:00Z"}}"#)
+}
+
+/// A new process does not re-parse the log: the sidecar index covers it, and only lines appended since
+/// (here by hand, as agmsg's own driver would) are parsed.
+#[test]
+fn a_new_process_parses_only_what_was_appended() {
+    let env = jsonl().env("AGMSG_LOG", "debug");
+    for i in 0..50 {
+        env.send("t", "a", "bob", &format!("m{i}"));
+    }
+    let first = env.storage(&["list-unread", "t", "bob"]);
+    assert_eq!(first.ok().json().len(), 50);
+    // The first send created the store and its (empty) index; this read parses the 50 sends.
+    assert!(index_log(&first).iter().any(|l| l.contains("parsed bytes 0..")), "{:?}", first.stderr);
+
+    let again = env.storage(&["list-unread", "t", "bob"]);
+    assert_eq!(again.ok().json().len(), 50);
+    assert!(index_log(&again).is_empty(), "nothing new to parse: {:?}", again.stderr);
+
+    let log = env.store.join("events.jsonl");
+    let before = std::fs::metadata(&log).unwrap().len();
+    let mut file = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+    std::io::Write::write_all(&mut file, (sent("by-hand", "carol", "bob", "appended") + "\n").as_bytes()).unwrap();
+    let after = env.storage(&["history", "t", "--limit", "2"]);
+    let history = after.ok().json();
+    assert_eq!((history[0]["body"].as_str(), history[1]["body"].as_str()), (Some("m49"), Some("appended")));
+    let parsed = index_log(&after);
+    assert_eq!(parsed.len(), 1, "{:?}", after.stderr);
+    assert!(parsed[0].contains(&format!("parsed bytes {before}..")), "{parsed:?}");
+}
+
+/// The log is the truth: a log rewritten by someone else (agmsg renaming an agent), or an index that is
+/// deleted or damaged, gives a rebuilt index and correct answers.
+#[test]
+fn index_is_rebuilt_when_the_log_is_rewritten_or_the_index_damaged() {
+    let env = jsonl();
+    env.send("t", "a", "bob", "one");
+    env.send("t", "a", "bob", "two");
+    assert_eq!(env.storage(&["list-unread", "t", "bob"]).json().len(), 2);
+
+    // agmsg's rename_agent rewrites the log (temp + mv): bob becomes rob.
+    let log = env.store.join("events.jsonl");
+    let renamed = std::fs::read_to_string(&log).unwrap().replace(r#""to":"bob""#, r#""to":"rob""#);
+    std::fs::write(env.store.join("events.jsonl.rename.tmp"), renamed).unwrap();
+    std::fs::rename(env.store.join("events.jsonl.rename.tmp"), &log).unwrap();
+    assert_eq!(env.storage(&["list-unread", "t", "bob"]).stdout, "");
+    assert_eq!(env.storage(&["list-unread", "t", "rob"]).json().len(), 2);
+
+    let index = env.store.join(".events-index");
+    std::fs::write(index.join("meta.json"), "{not json").unwrap();
+    assert_eq!(env.storage(&["list-unread", "t", "rob"]).json().len(), 2);
+    std::fs::remove_dir_all(&index).unwrap();
+    assert_eq!(env.storage(&["history", "t"]).json().len(), 2);
+    // Records overwritten with garbage: the op fails closed, and the next one rebuilds.
+    std::fs::write(index.join("messages.bin"), vec![0xffu8; 64]).unwrap();
+    let damaged = env.storage(&["list-unread", "t", "rob"]);
+    assert_eq!(damaged.code, 12, "{damaged:?}");
+    assert!(damaged.stderr.contains("rebuilt from the log on the next op"), "{damaged:?}");
+    assert_eq!(env.storage(&["list-unread", "t", "rob"]).json().len(), 2);
+}
+
+/// Read marks apply through the index whatever their order: before their message (an import from a
+/// store that logged them so) and from a new process.
+#[test]
+fn read_marks_before_their_message_and_across_processes() {
+    let env = jsonl();
+    std::fs::create_dir_all(&env.store).unwrap();
+    std::fs::write(env.store.join(".read-cursor-v1"), "").unwrap();
+    let read = r#"{"type":"message_read","id":"r1","msg_id":"m2","team":"t","agent":"bob","at":"2026-01-01T00:00:00Z"}"#;
+    let lines = [sent("m1", "a", "bob", "first"), read.to_owned(), sent("m2", "a", "bob", "second"), sent("m3", "a", "bob", "third")];
+    std::fs::write(env.store.join("events.jsonl"), lines.join("\n") + "\n").unwrap();
+    let unread: Vec<_> = env.storage(&["list-unread", "t", "bob"]).json().iter().map(|m| m["id"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(unread, ["m1", "m3"]);
+    env.storage(&["mark-read-batch", "t", "bob", "m1"]).ok();
+    // m1 and m2 are read: the frontier moves over both and stops at m3.
+    assert_eq!(env.storage(&["read-cursor-get", "t", "bob"]).stdout, "2\n");
+    let batch = env.storage(&["watch-after", "0", "t:bob"]).json();
+    assert_eq!(batch.iter().filter_map(|m| m["id"].as_str()).collect::<Vec<_>>(), ["m3"]);
+    // Marking m1 again writes no second read line.
+    env.storage(&["mark-read-batch", "t", "bob", "m1"]).ok();
+    let log = std::fs::read_to_string(env.store.join("events.jsonl")).unwrap();
+    assert_eq!(log.matches(r#""msg_id":"m1""#).count(), 1, "{log}");
+}
+
+/// agmsg's sync records imported messages as nested `local_event`s of a `sync_pull_commit` line; they
+/// are messages like any other, with their own delivery positions.
+#[test]
+fn sync_pull_commit_events_are_messages() {
+    let env = jsonl();
+    std::fs::create_dir_all(&env.store).unwrap();
+    std::fs::write(env.store.join(".read-cursor-v1"), "").unwrap();
+    let commit = format!(
+        r#"{{"type":"sync_pull_commit","generation":2,"messages":[{{"remote_id":"x","local_event":{}}},{{"remote_id":"y","local_event":{}}}]}}"#,
+        sent("s1", "remote", "bob", "synced one"),
+        sent("s2", "remote", "carol", "synced two"),
+    );
+    let lines = [sent("m1", "a", "bob", "local"), commit, sent("m3", "a", "bob", "after")];
+    std::fs::write(env.store.join("events.jsonl"), lines.join("\n") + "\n").unwrap();
+    let bodies = |run: common::Run| run.json().iter().map(|m| m["body"].as_str().unwrap().to_owned()).collect::<Vec<_>>();
+    assert_eq!(bodies(env.storage(&["list-unread", "t", "bob"])), ["local", "synced one", "after"]);
+    assert_eq!(env.storage(&["watch-tip", "t:bob"]).stdout, "4\n");
+    assert_eq!(bodies(env.storage(&["history", "t", "carol"])), ["synced two"]);
+    env.storage(&["mark-read-batch", "t", "bob", "m1", "s1"]).ok();
+    assert_eq!(env.storage(&["read-cursor-get", "t", "bob"]).stdout, "3\n");
+}

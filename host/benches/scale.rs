@@ -1,6 +1,8 @@
-//! Does the sqlite component stay flat as the store grows? 10k vs 100k stored events across 50 agents,
-//! side by side: list-unread, watch-after from the tip, and history --limit 20, each in one warm
-//! process. The store is filled through the component's own import (one transaction).
+//! Do the storage components stay flat as the store grows? 10k vs 100k stored events across 50 agents,
+//! side by side: send, list-unread, watch-after from the tip, and history --limit 20, each in one warm
+//! process; and list-unread from a new instance each call, which is what every `agmsg-host` process
+//! does (no state but what the driver keeps in the store). The store is filled through the component's
+//! own import.
 //!
 //! Run: `cargo bench -p agmsg-host --bench scale`.
 
@@ -16,6 +18,7 @@ use common::{ms, time};
 const AGENTS: usize = 50;
 const UNREAD_PER_AGENT: usize = 10;
 const RUNS: usize = 200;
+const FRESH_RUNS: usize = 20;
 
 fn agent(i: usize) -> String {
     format!("agent{:02}", i % AGENTS)
@@ -56,6 +59,7 @@ struct Figures {
     watch_after_tip: f64,
     history_team: f64,
     history_agent: f64,
+    list_unread_fresh: f64,
 }
 
 fn measure(runtime: &Runtime, source: &DriverSource, events: usize) -> Figures {
@@ -74,6 +78,11 @@ fn measure(runtime: &Runtime, source: &DriverSource, events: usize) -> Figures {
     assert_eq!(unread.len(), UNREAD_PER_AGENT, "the frontier stops at the unread tail");
 
     let list_unread = ms(time(RUNS, |i| driver.list_unread("t", &agent(i), None).unwrap().len()));
+    let list_unread_fresh = ms(time(FRESH_RUNS, |i| {
+        let grants = StorageGrants { store_dir: dir.path().to_owned() };
+        let mut fresh = StorageDriver::open(runtime, source, grants).unwrap();
+        fresh.list_unread("t", &agent(i), None).unwrap().len()
+    }));
     // Last: sends change the store (to other team, so the read figures above are unaffected).
     let send = ms(time(RUNS, |i| driver.send("u", &agent(i), &agent(i + 1), "a new message").unwrap()));
     let watch_after_tip = ms(time(RUNS, |i| {
@@ -82,7 +91,7 @@ fn measure(runtime: &Runtime, source: &DriverSource, events: usize) -> Figures {
     }));
     let history_team = ms(time(RUNS, |_| driver.history("t", None, Some(20)).unwrap().len()));
     let history_agent = ms(time(RUNS, |i| driver.history("t", Some(&agent(i)), Some(20)).unwrap().len()));
-    Figures { send, list_unread, watch_after_tip, history_team, history_agent }
+    Figures { send, list_unread, watch_after_tip, history_team, history_agent, list_unread_fresh }
 }
 
 fn main() {
@@ -109,6 +118,7 @@ fn main() {
             ("watch-after from the tip", small.watch_after_tip, large.watch_after_tip),
             ("history --limit 20 (team)", small.history_team, large.history_team),
             ("history <agent> --limit 20", small.history_agent, large.history_agent),
+            ("list-unread, new instance", small.list_unread_fresh, large.list_unread_fresh),
         ] {
             println!("{op:<32} {a:>9.3} ms {b:>9.3} ms {:>9.2}x", b / a);
         }

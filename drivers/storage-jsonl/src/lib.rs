@@ -6,13 +6,14 @@
 //! valid for agmsg's.
 //!
 //! The delivery cursor is the ordinal of `message_sent` events (1-based), as in agmsg: compaction never
-//! removes or reorders messages, so cursors survive it. Reads go through an in-memory index that each
-//! op brings up to date by reading only the appended bytes (see [`index`]). Every op holds the host's
+//! removes or reorders messages, so cursors survive it. Reads go through a persistent index in a sidecar
+//! directory that each op brings up to date by parsing only the appended lines (see [`index`]), so no
+//! op re-parses the whole log, even in a new process. Every op holds the host's
 //! store lock; rewrites (import, compaction, cursors) go through a temp file and a rename.
 
+mod events;
 mod index;
 
-use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::time::Duration;
@@ -24,7 +25,8 @@ use agmsg_guest_sdk::storage::{
 };
 use agmsg_contract::records;
 
-use index::{Index, io_error, parse_line};
+use events::{io_error, parse_line};
+use index::Index;
 
 const LOG_FILE: &str = "events.jsonl";
 const CURSORS_FILE: &str = "read-cursors.tsv";
@@ -36,9 +38,7 @@ fn store_path(name: &str) -> String {
 }
 
 #[derive(Default)]
-struct Jsonl {
-    index: RefCell<Index>,
-}
+struct Jsonl;
 
 agmsg_guest_sdk::export_storage_driver!(Jsonl);
 
@@ -134,41 +134,39 @@ impl Cursors {
 }
 
 impl Jsonl {
-    /// Lock the store, create it if needed (with the one-time cursor migration), and bring the index up
-    /// to date; then run `f`.
+    /// Lock the store, create it if needed (with the one-time cursor migration), and open its index,
+    /// brought up to date with the log; then run `f`.
     fn with_store<T>(&self, f: impl FnOnce(&mut Index) -> Result<T, DriverError>) -> Result<T, DriverError> {
         let _lock = StoreLock::acquire(LOCK_WAIT)?;
-        let mut index = self.index.borrow_mut();
-        ensure_store(&mut index)?;
-        index.refresh()?;
-        f(&mut index)
+        ensure_store()?;
+        f(&mut Index::open()?)
     }
 }
 
 /// Create the log if it is missing and run the one-time cursor migration if it has not run. Only the
 /// migration needs the index.
-fn ensure_store(index: &mut Index) -> Result<(), DriverError> {
+fn ensure_store() -> Result<(), DriverError> {
     if !std::path::Path::new(&store_path(LOG_FILE)).exists() {
-        append_nothing()?;
+        std::fs::OpenOptions::new().append(true).create(true).open(store_path(LOG_FILE)).map_err(io_error)?;
     }
     if !std::path::Path::new(&store_path(MIGRATION_MARKER)).exists() {
-        index.refresh()?;
-        migrate(index)?;
+        migrate(&mut Index::open()?)?;
     }
     Ok(())
 }
 
-/// Create an empty log.
-fn append_nothing() -> Result<(), DriverError> {
-    std::fs::OpenOptions::new().append(true).create(true).open(store_path(LOG_FILE)).map(drop).map_err(io_error)
-}
-
 /// The pre-cursor backlog counts as consumed: every (team, recipient) moves to the current message
 /// count. A new store has no messages and starts at zero.
-fn migrate(index: &Index) -> Result<(), DriverError> {
+fn migrate(index: &mut Index) -> Result<(), DriverError> {
+    let mut recipients = HashSet::new();
+    index.scan(0, |_, record| {
+        recipients.insert((record.team, record.to));
+        true
+    })?;
     let mut cursors = Cursors::load()?;
     let tip = index.tip();
-    for (team, agent) in index.to_recipient.keys() {
+    for (team, agent) in recipients {
+        let (team, agent) = (index.name(team), index.name(agent));
         let current = cursors.get(team, agent);
         cursors.set(team, agent, current.max(tip));
     }
@@ -178,6 +176,23 @@ fn migrate(index: &Index) -> Result<(), DriverError> {
     std::fs::write(store_path(MIGRATION_MARKER), b"").map_err(io_error)
 }
 
+/// The positions (0-based indexes) from `start` of the messages to (team, agent) its recipient has not
+/// read, at most `limit` of them and none at index `end` or later.
+fn unread_to(index: &mut Index, team: &str, agent: &str, start: u64, end: u64, limit: usize) -> Result<Vec<u64>, DriverError> {
+    let (Some(team), Some(agent)) = (index.name_id(team), index.name_id(agent)) else { return Ok(Vec::new()) };
+    let mut hits = Vec::new();
+    index.scan(start, |position, record| {
+        if position >= end || hits.len() >= limit {
+            return false;
+        }
+        if record.team == team && record.to == agent && !record.is_read() {
+            hits.push(position);
+        }
+        true
+    })?;
+    Ok(hits)
+}
+
 /// §2.2 consume: record the exact reads, then max-merge the frontier through the contiguous covered
 /// prefix ending no later than min(target, tip); the first still-unread message is a hard gap.
 fn consume(index: &mut Index, team: &str, agent: &str, target: u64, ids: &[String]) -> Result<(), DriverError> {
@@ -185,7 +200,7 @@ fn consume(index: &mut Index, team: &str, agent: &str, target: u64, ids: &[Strin
     let mut lines = Vec::new();
     let mut seen = HashSet::new();
     for msg_id in ids {
-        if index.is_read(team, agent, msg_id) || !seen.insert(msg_id) {
+        if !seen.insert(msg_id) || index.is_read(team, agent, msg_id)? {
             continue;
         }
         lines.push(read_line(&ReadMark { id: new_id(), msg_id: msg_id.clone(), team: team.into(), agent: agent.into(), at: at.clone() }));
@@ -195,16 +210,8 @@ fn consume(index: &mut Index, team: &str, agent: &str, target: u64, ids: &[Strin
     let mut cursors = Cursors::load()?;
     let current = cursors.get(team, agent);
     let cap = target.min(index.tip());
-    let gap = index
-        .to_recipient
-        .get(&(team.to_owned(), agent.to_owned()))
-        .into_iter()
-        .flatten()
-        .map(|&i| (i as u64 + 1, &index.sent[i]))
-        .skip_while(|(position, _)| *position <= current)
-        .take_while(|(position, _)| *position <= cap)
-        .find(|(_, m)| !index.is_read(team, agent, &m.id))
-        .map(|(position, _)| position);
+    // Position p is index p - 1: the first unread message in (current, cap] is the gap.
+    let gap = unread_to(index, team, agent, current, cap, 1)?.first().map(|&i| i + 1);
     let frontier = current.max(gap.map_or(cap, |g| g - 1));
     if frontier != current || !cursors.positions.contains_key(&(team.to_owned(), agent.to_owned())) {
         cursors.set(team, agent, frontier);
@@ -213,17 +220,11 @@ fn consume(index: &mut Index, team: &str, agent: &str, target: u64, ids: &[Strin
     Ok(())
 }
 
-/// Messages at the given positions' indexes, from the first index after `after` (a delivery position).
-fn after_position<'a>(positions: &'a [usize], after: u64) -> &'a [usize] {
-    let start = positions.partition_point(|&i| (i as u64 + 1) <= after);
-    &positions[start..]
-}
-
 impl StorageDriver for Jsonl {
     fn describe(&self) -> Description {
         Description {
             name: "jsonl".into(),
-            backend: "append-only JSONL event log, indexed in memory (wasm component)".into(),
+            backend: "append-only JSONL event log with a persistent sidecar index (wasm component)".into(),
             capabilities: Vec::new(),
             store_file: Some(StoreFile { key: "log".into(), path: LOG_FILE.into() }),
         }
@@ -239,10 +240,10 @@ impl StorageDriver for Jsonl {
     }
 
     fn send(&self, team: &str, from: &str, to: &str, body: &str) -> Result<String, DriverError> {
-        // A send only appends: it never needs the index, so it costs the same at any log size (a warm
-        // index picks the line up incrementally on its next read).
+        // A send only appends: it never needs the index, so it costs the same at any log size (the next
+        // read picks the line up incrementally).
         let _lock = StoreLock::acquire(LOCK_WAIT)?;
-        ensure_store(&mut self.index.borrow_mut())?;
+        ensure_store()?;
         let message = Message { id: new_id(), team: team.into(), from: from.into(), to: to.into(), body: body.into(), at: now_utc() };
         append(&[sent_line(&message)])?;
         Ok(message.id)
@@ -251,14 +252,9 @@ impl StorageDriver for Jsonl {
     fn list_unread(&self, team: &str, agent: &str, limit: Option<u32>) -> Result<Vec<Message>, DriverError> {
         self.with_store(|index| {
             let frontier = Cursors::load()?.get(team, agent);
-            let positions = index.to_recipient.get(&(team.to_owned(), agent.to_owned())).map_or(&[][..], Vec::as_slice);
-            Ok(after_position(positions, frontier)
-                .iter()
-                .map(|&i| &index.sent[i])
-                .filter(|m| !index.is_read(team, agent, &m.id))
-                .take(limit.map_or(usize::MAX, |l| l as usize))
-                .cloned()
-                .collect())
+            let limit = limit.map_or(usize::MAX, |l| l as usize);
+            let positions = unread_to(index, team, agent, frontier, u64::MAX, limit)?;
+            index.messages(&positions)
         })
     }
 
@@ -288,21 +284,20 @@ impl StorageDriver for Jsonl {
     fn watch_after(&self, cursor: &str, pairs: &[Pair]) -> Result<WatchBatch, DriverError> {
         let after = parse_cursor(cursor)?;
         self.with_store(|index| {
-            let mut hits: Vec<usize> = Vec::new();
-            let mut seen = HashSet::new();
-            for pair in pairs {
-                if !seen.insert((&pair.team, &pair.agent)) {
-                    continue;
-                }
-                if let Some(positions) = index.to_recipient.get(&(pair.team.clone(), pair.agent.clone())) {
-                    hits.extend(
-                        after_position(positions, after).iter().filter(|&&i| !index.is_read(&pair.team, &pair.agent, &index.sent[i].id)),
-                    );
-                }
+            // Subscriptions naming someone no message names cannot match anything.
+            let subscribed: HashSet<(u32, u32)> =
+                pairs.iter().filter_map(|p| Some((index.name_id(&p.team)?, index.name_id(&p.agent)?))).collect();
+            let mut hits = Vec::new();
+            if !subscribed.is_empty() {
+                index.scan(after, |position, record| {
+                    if !record.is_read() && subscribed.contains(&(record.team, record.to)) {
+                        hits.push(position);
+                    }
+                    true
+                })?;
             }
-            hits.sort_unstable();
             Ok(WatchBatch {
-                messages: hits.into_iter().map(|i| index.sent[i].clone()).collect(),
+                messages: index.messages(&hits)?,
                 // Never regress: a cursor beyond the tip comes back unchanged.
                 cursor: index.tip().max(after).to_string(),
             })
@@ -311,13 +306,28 @@ impl StorageDriver for Jsonl {
 
     fn history(&self, team: &str, agent: Option<&str>, limit: Option<u32>) -> Result<Vec<Message>, DriverError> {
         self.with_store(|index| {
-            let positions = match agent {
-                Some(agent) => index.with_member.get(&(team.to_owned(), agent.to_owned())),
-                None => index.in_team.get(team),
-            }
-            .map_or(&[][..], Vec::as_slice);
-            let start = limit.map_or(0, |l| positions.len().saturating_sub(l as usize));
-            Ok(positions[start..].iter().map(|&i| index.sent[i].clone()).collect())
+            let Some(team) = index.name_id(team) else { return Ok(Vec::new()) };
+            let member = match agent {
+                Some(agent) => match index.name_id(agent) {
+                    Some(id) => Some(id),
+                    None => return Ok(Vec::new()),
+                },
+                None => None,
+            };
+            let limit = limit.map_or(usize::MAX, |l| l as usize);
+            // The last `limit` in log order: scan back from the tip.
+            let mut positions = Vec::new();
+            index.scan_back(|position, record| {
+                if positions.len() >= limit {
+                    return false;
+                }
+                if record.team == team && member.is_none_or(|m| record.from == m || record.to == m) {
+                    positions.push(position);
+                }
+                true
+            })?;
+            positions.reverse();
+            index.messages(&positions)
         })
     }
 
@@ -333,7 +343,7 @@ impl StorageDriver for Jsonl {
     }
 
     fn compact(&self) -> Result<(), DriverError> {
-        self.with_store(|index| {
+        self.with_store(|_| {
             let text = std::fs::read(store_path(LOG_FILE)).map_err(io_error)?;
             let mut kept = Vec::with_capacity(text.len());
             let mut seen_reads = HashSet::new();
@@ -358,7 +368,8 @@ impl StorageDriver for Jsonl {
             }
             if removed > 0 {
                 rewrite(LOG_FILE, &kept)?;
-                index.refresh()?;
+                // Lines moved: rebuild the index now rather than in the next op.
+                Index::open()?;
             }
             Ok(())
         })
@@ -378,7 +389,7 @@ fn read_v1_events() -> Result<Vec<Event>, DriverError> {
     };
     let mut events = Vec::new();
     for (n, line) in text.split(|&b| b == b'\n').enumerate() {
-        events.extend(parse_line(line, n + 1)?);
+        events.extend(parse_line(line, n as u64 + 1)?);
     }
     Ok(events)
 }
@@ -412,17 +423,20 @@ impl EventImporter for Importer {
         if self.committed {
             return Ok(());
         }
-        let mut index = Index::default();
-        index.refresh()?;
+        ensure_store()?;
+        let mut index = Index::open()?;
         let mut lines = Vec::new();
         let mut new_ids: HashMap<String, Message> = HashMap::new();
         let mut new_reads = HashSet::new();
         for event in self.staged.drain(..) {
             match event {
                 Event::MessageSent(m) => {
-                    let existing = index.sent_by_id.get(&m.id).map(|&i| &index.sent[i]).or_else(|| new_ids.get(&m.id));
+                    let existing = match new_ids.get(&m.id) {
+                        Some(staged) => Some(staged.clone()),
+                        None => index.message_with_id(&m.id)?,
+                    };
                     match existing {
-                        Some(old) if same_message(old, &m) => {}
+                        Some(old) if same_message(&old, &m) => {}
                         Some(_) => {
                             return Err(DriverError::runtime(format!(
                                 "import conflict: message {} already exists with different content",
@@ -437,7 +451,7 @@ impl EventImporter for Importer {
                 }
                 Event::MessageRead(r) => {
                     let key = (r.team.clone(), r.agent.clone(), r.msg_id.clone());
-                    if !index.reads.contains(&key) && new_reads.insert(key) {
+                    if !new_reads.contains(&key) && !index.is_read(&r.team, &r.agent, &r.msg_id)? && new_reads.insert(key) {
                         lines.push(read_line(&r));
                     }
                 }
@@ -457,10 +471,6 @@ impl EventImporter for Importer {
                 content.push(b'\n');
             }
             rewrite(LOG_FILE, &content)?;
-        }
-        if !std::path::Path::new(&store_path(MIGRATION_MARKER)).exists() {
-            // An import into a new store: its messages are not a pre-cursor backlog.
-            std::fs::write(store_path(MIGRATION_MARKER), b"").map_err(io_error)?;
         }
         self.committed = true;
         Ok(())

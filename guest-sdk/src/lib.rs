@@ -14,8 +14,16 @@
 //! ```
 //!
 //! What a driver may touch is exactly what the host granted: a storage driver sees its store directory at
-//! [`STORE_DIR`] and nothing else, logs through [`log`], and serializes its transactions with [`lock`].
+//! [`STORE_DIR`] and nothing else, logs through `log`, and serializes its transactions with `lock`; a
+//! terminal driver has no filesystem, reads only the environment variables its manifest declares, and
+//! runs only the programs its manifest declares, through `process`.
 
+#[cfg(all(feature = "storage", feature = "terminal"))]
+compile_error!("a driver component exports one axis: enable either the `storage` or the `terminal` feature");
+#[cfg(not(any(feature = "storage", feature = "terminal")))]
+compile_error!("enable the feature of the axis this driver exports: `storage` or `terminal`");
+
+#[cfg(feature = "storage")]
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
@@ -25,11 +33,26 @@ pub mod bindings {
     });
 }
 
+#[cfg(feature = "terminal")]
+#[doc(hidden)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        world: "agmsg:terminal/terminal-driver@1.0.0",
+        path: ["wit/host", "wit/terminal"],
+        generate_all,
+    });
+}
+
 pub mod ids;
+#[cfg(feature = "storage")]
 pub mod lock;
 pub mod log;
+#[cfg(feature = "terminal")]
+pub mod process;
 #[cfg(feature = "storage")]
 pub mod storage;
+#[cfg(feature = "terminal")]
+pub mod terminal;
 
 pub use agmsg_contract::{NameError, check_name, is_transport_token, split_pair};
 

@@ -49,7 +49,7 @@ pub trait TerminalDriver {
     fn poke(&self, id: &str, text: &str) -> Result<(), TermError>;
     /// `Gone` only when the terminal positively answered so: callers delete placement records on it.
     fn pane_state(&self, id: &str) -> Result<PanePresence, TermError>;
-    fn where_(&self, id: &str) -> Result<String, TermError>;
+    fn where_is(&self, id: &str) -> Result<String, TermError>;
     fn arrange(&self, source: &str, intent: Intent, target: &str) -> Result<ArrangeOutcome, TermError>;
     fn name(&self, id: &str, team: &str, agent: &str, mode: NamingMode) -> Result<(), TermError>;
 
@@ -153,8 +153,8 @@ impl Guest for Component {
     fn pane_state(id: String) -> Result<PanePresence, TermError> {
         with_driver(|d| d.pane_state(&id))
     }
-    fn where_(id: String) -> Result<String, TermError> {
-        with_driver(|d| d.where_(&id))
+    fn where_is(id: String) -> Result<String, TermError> {
+        with_driver(|d| d.where_is(&id))
     }
     fn arrange(source: String, intent: Intent, target: String) -> Result<ArrangeOutcome, TermError> {
         with_driver(|d| d.arrange(&source, intent, &target))

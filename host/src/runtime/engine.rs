@@ -22,15 +22,26 @@ pub struct Limits {
     pub call_timeout: Duration,
     /// Cap on a driver instance's linear memory (and tables).
     pub memory_bytes: usize,
+    /// Time limit of one program a terminal driver runs (kept below the call deadline).
+    pub process_timeout: Duration,
 }
 
 impl Limits {
     pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
     pub const DEFAULT_MEMORY_BYTES: usize = 256 << 20;
+    pub const DEFAULT_PROCESS_TIMEOUT: Duration = Duration::from_secs(10);
 
-    /// Defaults, overridden by `AGMSG_DRIVER_TIMEOUT_MS` and `AGMSG_DRIVER_MEMORY_MB`.
+    /// Defaults, overridden by `AGMSG_DRIVER_TIMEOUT_MS`, `AGMSG_DRIVER_MEMORY_MB` and
+    /// `AGMSG_PROCESS_TIMEOUT_MS`.
     pub fn from_env() -> Result<Limits> {
-        let mut limits = Limits { call_timeout: Self::DEFAULT_CALL_TIMEOUT, memory_bytes: Self::DEFAULT_MEMORY_BYTES };
+        let mut limits = Limits {
+            call_timeout: Self::DEFAULT_CALL_TIMEOUT,
+            memory_bytes: Self::DEFAULT_MEMORY_BYTES,
+            process_timeout: Self::DEFAULT_PROCESS_TIMEOUT,
+        };
+        if let Some(ms) = env_number("AGMSG_PROCESS_TIMEOUT_MS")? {
+            limits.process_timeout = Duration::from_millis(ms);
+        }
         if let Some(ms) = env_number("AGMSG_DRIVER_TIMEOUT_MS")? {
             limits.call_timeout = Duration::from_millis(ms);
         }
@@ -63,6 +74,7 @@ fn env_number(name: &str) -> Result<Option<u64>> {
 pub struct Runtime {
     pub engine: Engine,
     pub storage_linker: Linker<HostState>,
+    pub terminal_linker: Linker<HostState>,
     pub cache: CompileCache,
     pub limits: Limits,
 }
@@ -78,7 +90,8 @@ impl Runtime {
         let engine = Engine::new(&config).context("creating the wasmtime engine")?;
         start_epoch_ticker(&engine);
         let storage_linker = super::sandbox::storage_linker(&engine)?;
-        Ok(Runtime { engine, storage_linker, cache, limits })
+        let terminal_linker = super::sandbox::terminal_linker(&engine)?;
+        Ok(Runtime { engine, storage_linker, terminal_linker, cache, limits })
     }
 
     /// Load a component through the compile cache.

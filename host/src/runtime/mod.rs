@@ -5,8 +5,9 @@ pub mod cache;
 pub mod caps;
 pub mod engine;
 pub mod failure;
+pub mod instance;
 pub mod sandbox;
 
 pub use engine::{Limits, Runtime};
 pub use failure::CallFailure;
-pub use sandbox::{HostState, StorageGrants};
+pub use sandbox::{HostState, StorageGrants, TerminalGrants};

@@ -1,10 +1,16 @@
 //! The one place that decides what a driver component may touch.
 //!
-//! A storage driver gets: its store directory preopened at `/store` (read-write) and nothing else of the
-//! filesystem; no environment variables and no arguments; no network (no sockets, no name lookup); its
-//! stdout and stderr captured (capped) and routed to the host log; the `agmsg:host` log and lock
-//! interfaces; and a memory cap. Everything else a component might import is absent from the linker,
-//! so such a component fails to instantiate before any of its code runs.
+//! Every driver gets: no arguments; no network (no sockets, no name lookup); its stdout and stderr
+//! captured (capped) and routed to the host log; the `agmsg:host/log` interface; a memory cap. Beyond
+//! that, by axis:
+//! - a storage driver: its store directory preopened at `/store` (read-write) and nothing else of the
+//!   filesystem; no environment variables; the `agmsg:host/lock` interface.
+//! - a terminal driver: no filesystem at all; the environment variables its manifest declares (those
+//!   set on the host); the `agmsg:host/process` interface, limited to the programs its manifest
+//!   declares ([`ProcessGrant`]).
+//!
+//! Everything else a component might import is absent from its linker, so such a component fails to
+//! instantiate before any of its code runs.
 
 use std::path::PathBuf;
 
@@ -16,6 +22,7 @@ use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::caps::log::{Severity, emit};
+pub use super::caps::process::ProcessGrant;
 use super::engine::Limits;
 
 pub mod bindings {
@@ -25,6 +32,17 @@ pub mod bindings {
             path: ["../wit/host", "../wit/storage"],
             with: {
                 "agmsg:host/lock.guard": crate::runtime::caps::lock::LockGuard,
+            },
+        });
+    }
+
+    pub mod terminal {
+        wasmtime::component::bindgen!({
+            world: "agmsg:terminal/terminal-driver@1.0.0",
+            path: ["../wit/host", "../wit/terminal"],
+            with: {
+                // One log interface for every axis.
+                "agmsg:host/log": super::storage::agmsg::host::log,
             },
         });
     }
@@ -42,10 +60,19 @@ pub struct StorageGrants {
     pub store_dir: PathBuf,
 }
 
+/// What a terminal driver is granted: the programs and variables its manifest declares.
+#[derive(Clone, Debug)]
+pub struct TerminalGrants {
+    pub process: ProcessGrant,
+}
+
 /// Per-instance host state.
 pub struct HostState {
     pub driver_name: String,
-    pub grants: StorageGrants,
+    /// The store directory (storage drivers): what the lock locks.
+    pub store_dir: Option<PathBuf>,
+    /// The programs it may run (terminal drivers).
+    pub process: Option<ProcessGrant>,
     pub lock_held: bool,
     pub table: ResourceTable,
     pub limiter: MemoryLimiter,
@@ -116,8 +143,18 @@ pub fn storage_linker(engine: &Engine) -> Result<Linker<HostState>> {
     Ok(linker)
 }
 
-/// A fresh store for one instance of a storage driver, with exactly its grants.
-pub fn storage_store(engine: &Engine, driver_name: &str, grants: &StorageGrants, limits: &Limits) -> Result<Store<HostState>> {
+/// The linker for terminal drivers: WASI (no preopens are ever granted) plus `agmsg:host` log and
+/// process.
+pub fn terminal_linker(engine: &Engine) -> Result<Linker<HostState>> {
+    let mut linker = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_sync(&mut linker).context("adding WASI to the linker")?;
+    bindings::terminal::TerminalDriver::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
+        .context("adding the agmsg host interfaces to the linker")?;
+    Ok(linker)
+}
+
+/// WASI with what every driver gets: captured output, no network, no arguments.
+fn base_wasi() -> (WasiCtxBuilder, MemoryOutputPipe, MemoryOutputPipe) {
     let stdout = MemoryOutputPipe::new(MAX_CAPTURED_OUTPUT);
     let stderr = MemoryOutputPipe::new(MAX_CAPTURED_OUTPUT);
     let mut builder = WasiCtxBuilder::new();
@@ -127,12 +164,26 @@ pub fn storage_store(engine: &Engine, driver_name: &str, grants: &StorageGrants,
         .allow_blocking_current_thread(true)
         .allow_tcp(false)
         .allow_udp(false)
-        .allow_ip_name_lookup(false)
+        .allow_ip_name_lookup(false);
+    (builder, stdout, stderr)
+}
+
+fn new_store(engine: &Engine, state: HostState) -> Store<HostState> {
+    let mut store = Store::new(engine, state);
+    store.limiter(|state| &mut state.limiter);
+    store
+}
+
+/// A fresh store for one instance of a storage driver, with exactly its grants.
+pub fn storage_store(engine: &Engine, driver_name: &str, grants: &StorageGrants, limits: &Limits) -> Result<Store<HostState>> {
+    let (mut builder, stdout, stderr) = base_wasi();
+    builder
         .preopened_dir(&grants.store_dir, GUEST_STORE_DIR, FsPerms::ReadWrite)
         .with_context(|| format!("cannot open the store directory {}", grants.store_dir.display()))?;
     let state = HostState {
         driver_name: driver_name.to_owned(),
-        grants: grants.clone(),
+        store_dir: Some(grants.store_dir.clone()),
+        process: None,
         lock_held: false,
         table: ResourceTable::new(),
         limiter: MemoryLimiter { max_bytes: limits.memory_bytes, hit: false },
@@ -140,10 +191,32 @@ pub fn storage_store(engine: &Engine, driver_name: &str, grants: &StorageGrants,
         stdout,
         stderr,
     };
-    let mut store = Store::new(engine, state);
-    store.limiter(|state| &mut state.limiter);
-    Ok(store)
+    Ok(new_store(engine, state))
 }
 
-/// The `types` interface has no functions; its host trait is empty.
+/// A fresh store for one instance of a terminal driver, with exactly its grants.
+pub fn terminal_store(engine: &Engine, driver_name: &str, grants: &TerminalGrants, limits: &Limits) -> Result<Store<HostState>> {
+    let (mut builder, stdout, stderr) = base_wasi();
+    for (name, value) in grants.process.env() {
+        // WASI environments are strings; a variable that is not UTF-8 is not passed.
+        if let Some(value) = value.to_str() {
+            builder.env(name, value);
+        }
+    }
+    let state = HostState {
+        driver_name: driver_name.to_owned(),
+        store_dir: None,
+        process: Some(grants.process.clone()),
+        lock_held: false,
+        table: ResourceTable::new(),
+        limiter: MemoryLimiter { max_bytes: limits.memory_bytes, hit: false },
+        wasi: builder.build(),
+        stdout,
+        stderr,
+    };
+    Ok(new_store(engine, state))
+}
+
+/// The `types` interfaces have no functions; their host traits are empty.
 impl bindings::storage::agmsg::storage::types::Host for HostState {}
+impl bindings::terminal::agmsg::terminal::types::Host for HostState {}

@@ -1,8 +1,7 @@
-//! A storage driver instance and its typed calls.
+//! A storage driver and its typed calls.
 //!
-//! Every call: sets the epoch deadline, runs, routes the driver's captured output to the log, and on a
-//! trap or limit drops the instance (a poisoned instance is never entered again; the next call gets a
-//! fresh one). Driver output is checked here, in one place, before the CLI prints any of it.
+//! Calls go through [`DriverInstance`] (deadline, output routing, trap mapping, poisoned instances
+//! dropped). Driver output is checked here, in one place, before the CLI prints any of it.
 
 use std::fmt;
 
@@ -10,11 +9,13 @@ use agmsg_contract::{Status, check_name, is_transport_token};
 use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
+use crate::runtime::instance::DriverInstance;
+
 use super::source::DriverSource;
 use crate::runtime::sandbox::bindings::storage::agmsg::storage::types as wit;
 use crate::runtime::sandbox::bindings::storage::{StorageDriver as Bindings, StorageDriverPre};
 use crate::runtime::sandbox::{self, HostState, StorageGrants};
-use crate::runtime::{Runtime, failure};
+use crate::runtime::Runtime;
 
 pub use wit::{Description, Directive, Event, Message, Pair, WatchBatch};
 
@@ -52,14 +53,12 @@ impl From<wit::DriverError> for OpError {
     }
 }
 
-type Instance = (Store<HostState>, Bindings);
-
 pub struct StorageDriver<'rt> {
     runtime: &'rt Runtime,
     name: String,
     pre: StorageDriverPre<HostState>,
     grants: StorageGrants,
-    instance: Option<Instance>,
+    instance: DriverInstance<Bindings>,
 }
 
 impl<'rt> StorageDriver<'rt> {
@@ -72,41 +71,20 @@ impl<'rt> StorageDriver<'rt> {
             .instantiate_pre(&component)
             .and_then(StorageDriverPre::new)
             .map_err(load_error)?;
-        Ok(StorageDriver { runtime, name: source.name.clone(), pre, grants, instance: None })
+        Ok(StorageDriver { runtime, name: source.name.clone(), pre, grants, instance: DriverInstance::new(&source.name) })
     }
 
     pub fn name(&self) -> &str {
         &self.name
     }
 
-    /// Run one call into the driver with the deadline, output routing and failure mapping.
+    /// Run one call into the driver.
     fn call<T>(&mut self, op: &str, f: impl FnOnce(&mut Store<HostState>, &Bindings) -> wasmtime::Result<T>) -> Result<T, OpError> {
-        let limits = self.runtime.limits;
-        if self.instance.is_none() {
-            let mut store = sandbox::storage_store(&self.runtime.engine, &self.name, &self.grants, &limits)
-                .map_err(|e| OpError::runtime(format!("driver '{}': {e:#}", self.name)))?;
-            store.set_epoch_deadline(limits.deadline_ticks());
-            let bindings = self.pre.instantiate(&mut store).map_err(|e| {
-                let memory_hit = store.data().limiter.hit;
-                let stderr = store.data_mut().drain_output();
-                OpError::runtime(failure::explain(&self.name, "instantiation", &e, &limits, memory_hit, &stderr).message)
-            })?;
-            self.instance = Some((store, bindings));
-        }
-        let (store, bindings) = self.instance.as_mut().expect("instance was just created");
-        store.set_epoch_deadline(limits.deadline_ticks());
-        let result = f(store, bindings);
-        let stderr = store.data_mut().drain_output();
-        match result {
-            Ok(value) => Ok(value),
-            Err(e) => {
-                let memory_hit = store.data().limiter.hit;
-                let failure = failure::explain(&self.name, op, &e, &limits, memory_hit, &stderr);
-                // Poisoned: drop the instance (and with it any lock it held).
-                self.instance = None;
-                Err(OpError::runtime(failure.message))
-            }
-        }
+        let runtime = self.runtime;
+        let (name, grants, pre) = (&self.name, &self.grants, &self.pre);
+        self.instance
+            .call(runtime, op, || sandbox::storage_store(&runtime.engine, name, grants, &runtime.limits), |store| pre.instantiate(store), f)
+            .map_err(|failure| OpError::runtime(failure.message))
     }
 
     /// A call whose result is the driver's own `result<T, driver-error>`.
@@ -230,11 +208,6 @@ impl<'rt> StorageDriver<'rt> {
     }
 
     fn drop_resource(&mut self, resource: ResourceAny) {
-        if let Some((store, _)) = self.instance.as_mut() {
-            store.set_epoch_deadline(self.runtime.limits.deadline_ticks());
-            if resource.resource_drop(&mut *store).is_err() {
-                self.instance = None;
-            }
-        }
+        self.instance.cleanup(self.runtime, |store| resource.resource_drop(store));
     }
 }

@@ -6,15 +6,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::OpError;
-
-/// A bundled driver, embedded at build time (see build.rs).
-pub struct BundledDriver {
-    pub name: &'static str,
-    pub sha256: &'static str,
-    pub wasm: &'static [u8],
-}
-
-include!(concat!(env!("OUT_DIR"), "/bundled.rs"));
+use crate::bundled::BUNDLED_STORAGE;
 
 /// A driver component ready to load.
 pub struct DriverSource {

@@ -46,7 +46,7 @@ impl Host for HostState {
         if self.lock_held {
             return Err(LockError::AlreadyHeld);
         }
-        let dir = self.grants.store_dir.clone();
+        let dir = self.store_dir.clone().ok_or(LockError::Unavailable)?;
         let guard = lock_dir(&dir, Duration::from_millis(u64::from(timeout_ms)))?;
         let resource = self.table.push(guard).map_err(|_| LockError::Unavailable)?;
         self.lock_held = true;

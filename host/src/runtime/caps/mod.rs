@@ -3,3 +3,4 @@
 
 pub mod lock;
 pub mod log;
+pub mod process;

@@ -1,0 +1,155 @@
+//! `agmsg:host/process`: the programs a terminal driver's manifest declares, and nothing else.
+//!
+//! Each declared name is resolved to an absolute path once, when the driver is loaded, from the host's
+//! `PATH`; a call must use the declared bare name, so neither an undeclared program nor a path (even to
+//! the same file) can run. The program gets the declared environment variables only, `/` as its working
+//! directory, a time limit, and its stdout and stderr captured up to a cap.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use wait_timeout::ChildExt;
+
+use crate::runtime::caps::log::{Severity, emit};
+use crate::runtime::sandbox::HostState;
+use crate::runtime::sandbox::bindings::terminal::agmsg::host::process::{Host, Output, ProcessError};
+
+/// Captured stdout and stderr are each cut at this size (and the output marked truncated).
+pub const MAX_PROCESS_OUTPUT: usize = 4 << 20;
+/// After the program exits, how long to wait for pipes that a background child of it may hold open.
+const PIPE_GRACE: Duration = Duration::from_millis(200);
+
+/// What a driver may run, fixed when the driver is loaded.
+#[derive(Clone, Debug)]
+pub struct ProcessGrant {
+    /// Declared name -> absolute path (`None`: declared but not installed here).
+    programs: BTreeMap<String, Option<PathBuf>>,
+    /// The declared variables that are set in the host's environment, with their values.
+    env: Vec<(String, OsString)>,
+    timeout: Duration,
+}
+
+impl ProcessGrant {
+    /// Resolve the declared programs on the host's `PATH` and pick the declared variables out of the
+    /// host's environment.
+    pub fn resolve(programs: &[String], env: &[String], timeout: Duration) -> ProcessGrant {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let programs = programs.iter().map(|name| (name.clone(), find_on_path(name, &path))).collect();
+        let env = env.iter().filter_map(|name| Some((name.clone(), std::env::var_os(name)?))).collect();
+        ProcessGrant { programs, env, timeout }
+    }
+
+    /// The declared variables present on the host, which the driver also sees as its environment.
+    pub fn env(&self) -> &[(String, OsString)] {
+        &self.env
+    }
+
+    fn program(&self, name: &str) -> Result<&Path, ProcessError> {
+        if name.contains('/') {
+            return Err(ProcessError::NotAllowed(format!("programs are named, never given by path ({name:?})")));
+        }
+        match self.programs.get(name) {
+            Some(Some(path)) => Ok(path),
+            Some(None) => Err(ProcessError::NotFound(name.to_owned())),
+            None => {
+                let declared: Vec<&str> = self.programs.keys().map(String::as_str).collect();
+                Err(ProcessError::NotAllowed(format!(
+                    "{name:?} is not declared in the driver's manifest (programs={})",
+                    declared.join(" ")
+                )))
+            }
+        }
+    }
+
+    /// Run a declared program to completion (or its time limit).
+    pub fn run(&self, name: &str, args: &[String], stdin: Option<&[u8]>) -> Result<Output, ProcessError> {
+        let path = self.program(name)?;
+        let mut child = Command::new(path)
+            .args(args)
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .current_dir("/")
+            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| ProcessError::Failed(format!("cannot start {name}: {e}")))?;
+        if let (Some(mut pipe), Some(input)) = (child.stdin.take(), stdin) {
+            let input = input.to_vec();
+            // A program that does not read its stdin must not block us: write from a thread.
+            std::thread::spawn(move || {
+                let _ = pipe.write_all(&input);
+            });
+        }
+        let stdout = capture(child.stdout.take().expect("piped"));
+        let stderr = capture(child.stderr.take().expect("piped"));
+        let status = match child.wait_timeout(self.timeout) {
+            Ok(Some(status)) => status,
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(ProcessError::TimedOut(self.timeout.as_millis().min(u128::from(u32::MAX)) as u32));
+            }
+            Err(e) => return Err(ProcessError::Failed(format!("waiting for {name}: {e}"))),
+        };
+        let grace = Instant::now() + PIPE_GRACE;
+        let (stdout, out_cut) = stdout.recv_timeout(grace.saturating_duration_since(Instant::now())).unwrap_or_default();
+        let (stderr, err_cut) = stderr.recv_timeout(grace.saturating_duration_since(Instant::now())).unwrap_or_default();
+        Ok(Output { status: status.code(), stdout, stderr, truncated: out_cut || err_cut })
+    }
+}
+
+/// Read a pipe to its end on a thread, keeping at most [`MAX_PROCESS_OUTPUT`] bytes.
+fn capture(mut pipe: impl Read + Send + 'static) -> mpsc::Receiver<(Vec<u8>, bool)> {
+    let (send, receive) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        let mut cut = false;
+        let mut buf = [0u8; 64 << 10];
+        loop {
+            match pipe.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    let room = MAX_PROCESS_OUTPUT - kept.len();
+                    kept.extend_from_slice(&buf[..n.min(room)]);
+                    cut |= n > room;
+                }
+            }
+        }
+        let _ = send.send((kept, cut));
+    });
+    receive
+}
+
+fn find_on_path(name: &str, path: &std::ffi::OsStr) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::split_paths(path).filter(|dir| dir.is_absolute()).map(|dir| dir.join(name)).find(|candidate| {
+        std::fs::metadata(candidate).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}
+
+impl Host for HostState {
+    fn run(&mut self, program: String, args: Vec<String>, stdin: Option<Vec<u8>>) -> Result<Output, ProcessError> {
+        let started = Instant::now();
+        let result = match &self.process {
+            Some(grant) => grant.run(&program, &args, stdin.as_deref()),
+            None => Err(ProcessError::NotAllowed("this driver may not run programs".into())),
+        };
+        let outcome = match &result {
+            Ok(output) => format!("exit {:?}", output.status),
+            Err(e) => format!("refused or failed: {e:?}"),
+        };
+        let source = format!("driver {}", self.driver_name);
+        emit(&source, Severity::Debug, &format!("ran {program} {args:?}: {outcome} in {:?}", started.elapsed()));
+        result
+    }
+
+    fn available(&mut self, program: String) -> bool {
+        self.process.as_ref().is_some_and(|grant| grant.program(&program).is_ok())
+    }
+}

@@ -1,0 +1,72 @@
+//! The one way to call into a driver instance, whatever its axis.
+//!
+//! Every call: sets the epoch deadline, runs, routes the driver's captured output to the log, and on a
+//! trap or limit drops the instance, so a poisoned instance is never entered again (the next call gets
+//! a fresh one, and dropping the store releases whatever the instance held, such as the store lock).
+
+use wasmtime::Store;
+
+use super::sandbox::HostState;
+use super::{CallFailure, Runtime, failure};
+
+/// A driver's instance (created on first call) and the bindings of its world.
+pub struct DriverInstance<B> {
+    name: String,
+    live: Option<(Store<HostState>, B)>,
+}
+
+impl<B> DriverInstance<B> {
+    pub fn new(name: &str) -> Self {
+        DriverInstance { name: name.to_owned(), live: None }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Call `f` on the live instance, creating it first with `new_store` and `instantiate` if needed.
+    pub fn call<T>(
+        &mut self,
+        runtime: &Runtime,
+        op: &str,
+        new_store: impl FnOnce() -> wasmtime::Result<Store<HostState>>,
+        instantiate: impl FnOnce(&mut Store<HostState>) -> wasmtime::Result<B>,
+        f: impl FnOnce(&mut Store<HostState>, &B) -> wasmtime::Result<T>,
+    ) -> Result<T, CallFailure> {
+        let limits = runtime.limits;
+        if self.live.is_none() {
+            let mut store = new_store().map_err(|e| CallFailure { message: format!("driver '{}': {e:#}", self.name) })?;
+            store.set_epoch_deadline(limits.deadline_ticks());
+            let bindings = instantiate(&mut store).map_err(|e| {
+                let memory_hit = store.data().limiter.hit;
+                let stderr = store.data_mut().drain_output();
+                failure::explain(&self.name, "instantiation", &e, &limits, memory_hit, &stderr)
+            })?;
+            self.live = Some((store, bindings));
+        }
+        let (store, bindings) = self.live.as_mut().expect("instance was just created");
+        store.set_epoch_deadline(limits.deadline_ticks());
+        let result = f(store, bindings);
+        let stderr = store.data_mut().drain_output();
+        match result {
+            Ok(value) => Ok(value),
+            Err(e) => {
+                let memory_hit = store.data().limiter.hit;
+                let failure = failure::explain(&self.name, op, &e, &limits, memory_hit, &stderr);
+                self.live = None;
+                Err(failure)
+            }
+        }
+    }
+
+    /// Run `f` on the live instance, if there is one, under a fresh deadline; drop the instance if it
+    /// fails (cleanup such as dropping a resource).
+    pub fn cleanup(&mut self, runtime: &Runtime, f: impl FnOnce(&mut Store<HostState>) -> wasmtime::Result<()>) {
+        if let Some((store, _)) = self.live.as_mut() {
+            store.set_epoch_deadline(runtime.limits.deadline_ticks());
+            if f(store).is_err() {
+                self.live = None;
+            }
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! A terminal driver and its typed calls.
+//!
+//! Calls go through [`DriverInstance`] (deadline, output routing, trap mapping, poisoned instances
+//! dropped). A driver that traps could not be asked: that is [`FailKind::Unreachable`], never an answer
+//! such as `gone`. What a driver returns for the CLI to print on one line is checked here.
+
+use std::fmt;
+
+use wasmtime::Store;
+
+use super::manifest::TerminalManifest;
+use super::source::TerminalSource;
+use crate::runtime::instance::DriverInstance;
+use crate::runtime::sandbox::bindings::terminal::agmsg::terminal::types as wit;
+use crate::runtime::sandbox::bindings::terminal::{TerminalDriver as Bindings, TerminalDriverPre};
+use crate::runtime::sandbox::{self, HostState, ProcessGrant, TerminalGrants};
+use crate::runtime::Runtime;
+
+pub use wit::{Answer, ArrangeOutcome, Description, Detection, Intent, NamingMode, PanePresence, SpawnTarget};
+
+/// The §2.3 failure classes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailKind {
+    /// 10: the terminal is unreachable or could not be asked (including a driver that trapped).
+    Unreachable,
+    /// 12: the terminal answered, but the operation failed.
+    Failed,
+    /// 13: no path: unsupported here, a malformed or foreign id, an op the driver does not implement.
+    Unsupported,
+    /// 10, from `check`: something the driver needs is not installed.
+    MissingDeps,
+}
+
+impl FailKind {
+    pub fn exit_code(self) -> i32 {
+        match self {
+            FailKind::Unreachable | FailKind::MissingDeps => 10,
+            FailKind::Failed => 12,
+            FailKind::Unsupported => 13,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct TermFailure {
+    pub kind: FailKind,
+    pub message: String,
+}
+
+impl TermFailure {
+    pub fn new(kind: FailKind, message: impl Into<String>) -> TermFailure {
+        TermFailure { kind, message: message.into() }
+    }
+}
+
+impl fmt::Display for TermFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for TermFailure {}
+
+impl From<wit::TermError> for TermFailure {
+    fn from(e: wit::TermError) -> TermFailure {
+        match e {
+            wit::TermError::Unreachable(m) => TermFailure::new(FailKind::Unreachable, m),
+            wit::TermError::Failed(m) => TermFailure::new(FailKind::Failed, m),
+            wit::TermError::Unsupported(m) => TermFailure::new(FailKind::Unsupported, m),
+            wit::TermError::MissingDeps(m) => TermFailure::new(FailKind::MissingDeps, m),
+        }
+    }
+}
+
+pub struct TerminalDriver<'rt> {
+    runtime: &'rt Runtime,
+    manifest: TerminalManifest,
+    pre: TerminalDriverPre<HostState>,
+    grants: TerminalGrants,
+    instance: DriverInstance<Bindings>,
+}
+
+type Call<T> = Result<T, TermFailure>;
+
+impl<'rt> TerminalDriver<'rt> {
+    /// Load (through the compile cache) and link a driver, and resolve the programs its manifest
+    /// declares; instances are created on first call.
+    pub fn open(runtime: &'rt Runtime, source: &TerminalSource) -> Call<Self> {
+        let name = &source.manifest.name;
+        let load_error = |e: wasmtime::Error| TermFailure::new(FailKind::Unreachable, format!("driver '{name}' cannot be loaded: {e:#}"));
+        let component = runtime.load(&source.wasm, &source.sha256).map_err(load_error)?;
+        let pre = runtime.terminal_linker.instantiate_pre(&component).and_then(TerminalDriverPre::new).map_err(load_error)?;
+        let process = ProcessGrant::resolve(&source.manifest.programs, &source.manifest.env, runtime.limits.process_timeout);
+        Ok(TerminalDriver {
+            runtime,
+            manifest: source.manifest.clone(),
+            pre,
+            grants: TerminalGrants { process },
+            instance: DriverInstance::new(name),
+        })
+    }
+
+    pub fn manifest(&self) -> &TerminalManifest {
+        &self.manifest
+    }
+
+    pub fn name(&self) -> &str {
+        &self.manifest.name
+    }
+
+    fn call<T>(&mut self, op: &str, f: impl FnOnce(&mut Store<HostState>, &Bindings) -> wasmtime::Result<T>) -> Call<T> {
+        let runtime = self.runtime;
+        let (name, grants, pre) = (&self.manifest.name, &self.grants, &self.pre);
+        self.instance
+            .call(runtime, op, || sandbox::terminal_store(&runtime.engine, name, grants, &runtime.limits), |store| pre.instantiate(store), f)
+            .map_err(|failure| TermFailure::new(FailKind::Unreachable, failure.message))
+    }
+
+    fn op<T>(&mut self, op: &str, f: impl FnOnce(&mut Store<HostState>, &Bindings) -> wasmtime::Result<Result<T, wit::TermError>>) -> Call<T> {
+        self.call(op, f)?.map_err(TermFailure::from)
+    }
+
+    /// A value the CLI prints as (part of) one line: no line breaks or other control characters but tab.
+    fn line(&self, what: &str, value: String) -> Call<String> {
+        if value.chars().any(|c| c.is_control() && c != '\t') {
+            return Err(TermFailure::new(FailKind::Unreachable, format!("driver '{}' returned a malformed {what}: {value:?}", self.name())));
+        }
+        Ok(value)
+    }
+
+    fn lines(&self, what: &str, values: Vec<String>) -> Call<Vec<String>> {
+        values.into_iter().map(|v| self.line(what, v)).collect()
+    }
+
+    pub fn check(&mut self) -> Call<()> {
+        self.op("check", |s, b| b.agmsg_terminal_driver().call_check(s))
+    }
+
+    pub fn describe(&mut self) -> Call<Description> {
+        let d = self.call("describe", |s, b| b.agmsg_terminal_driver().call_describe(s))?;
+        self.line("backend", d.backend.clone())?;
+        for (key, value) in &d.hints {
+            self.line("hint", format!("{key}={value}"))?;
+        }
+        Ok(d)
+    }
+
+    pub fn detect(&mut self, session_id: &str) -> Call<Detection> {
+        match self.call("detect", |s, b| b.agmsg_terminal_driver().call_detect(s, session_id))? {
+            Detection::Resolved(id) => Ok(Detection::Resolved(self.line("id", id)?)),
+            other => Ok(other),
+        }
+    }
+
+    pub fn spawn(&mut self, name: &str, project: &str, target: SpawnTarget, boot: &[String]) -> Call<String> {
+        let id = self.op("spawn", |s, b| b.agmsg_terminal_driver().call_spawn(s, name, project, target, boot))?;
+        self.line("id", id)
+    }
+
+    pub fn despawn(&mut self, id: &str) -> Call<()> {
+        self.op("despawn", |s, b| b.agmsg_terminal_driver().call_despawn(s, id))
+    }
+
+    /// The pane's text, verbatim.
+    pub fn peek(&mut self, id: &str, lines: Option<u32>) -> Call<String> {
+        self.op("peek", |s, b| b.agmsg_terminal_driver().call_peek(s, id, lines))
+    }
+
+    pub fn poke(&mut self, id: &str, text: &str) -> Call<()> {
+        self.op("poke", |s, b| b.agmsg_terminal_driver().call_poke(s, id, text))
+    }
+
+    pub fn pane_state(&mut self, id: &str) -> Call<PanePresence> {
+        self.op("pane-state", |s, b| b.agmsg_terminal_driver().call_pane_state(s, id))
+    }
+
+    pub fn where_is(&mut self, id: &str) -> Call<String> {
+        let container = self.op("where", |s, b| b.agmsg_terminal_driver().call_where_is(s, id))?;
+        self.line("container", container)
+    }
+
+    pub fn arrange(&mut self, source: &str, intent: Intent, target: &str) -> Call<ArrangeOutcome> {
+        self.op("arrange", |s, b| b.agmsg_terminal_driver().call_arrange(s, source, intent, target))
+    }
+
+    pub fn name_pane(&mut self, id: &str, team: &str, agent: &str, mode: NamingMode) -> Call<()> {
+        self.op("name", |s, b| b.agmsg_terminal_driver().call_name(s, id, team, agent, mode))
+    }
+
+    pub fn capability(&mut self, capability: &str, id: Option<&str>) -> Call<Answer> {
+        self.op("capability", |s, b| b.agmsg_terminal_driver().call_capability(s, capability, id))
+    }
+
+    pub fn team_observe(&mut self, id: &str) -> Call<String> {
+        let facts = self.op("team-observe", |s, b| b.agmsg_terminal_driver().call_team_observe(s, id))?;
+        self.line("observation", facts)
+    }
+
+    pub fn team_input_ready(&mut self, id: &str, expected: &str) -> Call<Answer> {
+        self.op("team-input-ready", |s, b| b.agmsg_terminal_driver().call_team_input_ready(s, id, expected))
+    }
+
+    pub fn find_by_label(&mut self, label: &str) -> Call<Vec<String>> {
+        let ids = self.op("find-by-label", |s, b| b.agmsg_terminal_driver().call_find_by_label(s, label))?;
+        self.lines("id", ids)
+    }
+
+    pub fn label_of(&mut self, id: &str) -> Call<String> {
+        let label = self.op("label-of", |s, b| b.agmsg_terminal_driver().call_label_of(s, id))?;
+        self.line("label", label)
+    }
+
+    pub fn id_ok(&mut self, id: &str) -> Call<bool> {
+        self.op("id-ok", |s, b| b.agmsg_terminal_driver().call_id_ok(s, id))
+    }
+
+    pub fn pane_process_observe(&mut self, id: &str) -> Call<Vec<String>> {
+        let pids = self.op("pane-process-observe", |s, b| b.agmsg_terminal_driver().call_pane_process_observe(s, id))?;
+        self.lines("pid", pids)
+    }
+
+    pub fn enumerate_panes(&mut self) -> Call<Vec<String>> {
+        let rows = self.op("enumerate-panes", |s, b| b.agmsg_terminal_driver().call_enumerate_panes(s))?;
+        self.lines("pane row", rows)
+    }
+
+    pub fn fence(&mut self, id: &str, seat_pid: Option<&str>) -> Call<String> {
+        let fence = self.op("fence", |s, b| b.agmsg_terminal_driver().call_fence(s, id, seat_pid))?;
+        self.line("fence", fence)
+    }
+
+    pub fn pane_focused(&mut self, id: &str) -> Call<bool> {
+        self.op("pane-focused", |s, b| b.agmsg_terminal_driver().call_pane_focused(s, id))
+    }
+
+    pub fn input_clear(&mut self, id: &str) -> Call<()> {
+        self.op("input-clear", |s, b| b.agmsg_terminal_driver().call_input_clear(s, id))
+    }
+
+    pub fn input_type(&mut self, id: &str, text: &str) -> Call<()> {
+        self.op("input-type", |s, b| b.agmsg_terminal_driver().call_input_type(s, id, text))
+    }
+
+    pub fn expected_label(&mut self, team: &str, agent: &str) -> Call<String> {
+        let label = self.op("expected-label", |s, b| b.agmsg_terminal_driver().call_expected_label(s, team, agent))?;
+        self.line("label", label)
+    }
+
+    pub fn instance_for_ref(&mut self, reference: &str) -> Call<String> {
+        let instance = self.op("instance-for-ref", |s, b| b.agmsg_terminal_driver().call_instance_for_ref(s, reference))?;
+        self.line("instance", instance)
+    }
+
+    pub fn id_split(&mut self, id: &str) -> Call<(String, String)> {
+        let (instance, pane) = self.op("id-split", |s, b| b.agmsg_terminal_driver().call_id_split(s, id))?;
+        Ok((self.line("instance", instance)?, self.line("pane", pane)?))
+    }
+}

@@ -1,0 +1,113 @@
+//! A terminal driver's manifest (`terminal.conf`): agmsg's read-only `key=value` file, never sourced,
+//! plus the two keys that are the driver's grants here: `programs=` (the programs it may run, by bare
+//! name) and `env=` (the environment variables it may read and pass on).
+
+use std::fmt;
+
+/// What a terminal driver declares about itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TerminalManifest {
+    pub name: String,
+    /// Lower is tried first during detection; missing or malformed is 50, as in agmsg.
+    pub priority: u32,
+    pub backend: String,
+    pub capabilities: Vec<String>,
+    pub programs: Vec<String>,
+    pub env: Vec<String>,
+}
+
+#[derive(Debug)]
+pub struct ManifestError(pub String);
+
+impl fmt::Display for ManifestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ManifestError {}
+
+pub const DEFAULT_PRIORITY: u32 = 50;
+
+/// agmsg's manifest reader: the first line `^\s*key\s*=`, its value with surrounding spaces and one
+/// pair of double quotes stripped.
+fn value<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    text.lines().find_map(|line| {
+        let (k, v) = line.split_once('=')?;
+        if k.trim() != key || k.trim_start().starts_with('#') {
+            return None;
+        }
+        let v = v.trim();
+        Some(v.strip_prefix('"').and_then(|v| v.strip_suffix('"')).unwrap_or(v))
+    })
+}
+
+fn words(text: &str, key: &str) -> Vec<String> {
+    value(text, key).map(|v| v.split_whitespace().map(str::to_owned).collect()).unwrap_or_default()
+}
+
+fn is_driver_name(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// A program is named, never given by path: letters, digits and `._+-`, not starting with a dot.
+pub fn is_program_name(s: &str) -> bool {
+    !s.is_empty() && !s.starts_with('.') && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b))
+}
+
+fn is_env_name(s: &str) -> bool {
+    let mut bytes = s.bytes();
+    bytes.next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_') && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+impl TerminalManifest {
+    pub fn parse(text: &str) -> Result<TerminalManifest, ManifestError> {
+        let name = value(text, "name").unwrap_or_default().to_owned();
+        if !is_driver_name(&name) {
+            return Err(ManifestError(format!("manifest: name must match [a-zA-Z0-9_-]+, not {name:?}")));
+        }
+        let bad = |what: &str, v: &str| ManifestError(format!("manifest of '{name}': invalid {what} {v:?}"));
+        let programs = words(text, "programs");
+        if let Some(p) = programs.iter().find(|p| !is_program_name(p)) {
+            return Err(bad("program name (programs are named, never given by path)", p));
+        }
+        let env = words(text, "env");
+        if let Some(v) = env.iter().find(|v| !is_env_name(v)) {
+            return Err(bad("environment variable name", v));
+        }
+        Ok(TerminalManifest {
+            priority: value(text, "priority").and_then(|p| p.parse().ok()).unwrap_or(DEFAULT_PRIORITY),
+            backend: value(text, "backend").unwrap_or_default().to_owned(),
+            capabilities: words(text, "capabilities"),
+            programs,
+            env,
+            name,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_agmsg_manifests_and_the_grants() {
+        let m = TerminalManifest::parse(
+            "# comment\nname=tmux\n priority = \"20\"\nbackend=tmux pane/window\nbackend=ignored\ncapabilities=spawn peek\nprograms=tmux ps\nenv=TMUX TMUX_PANE\n",
+        )
+        .unwrap();
+        assert_eq!((m.name.as_str(), m.priority, m.backend.as_str()), ("tmux", 20, "tmux pane/window"));
+        assert_eq!(m.capabilities, ["spawn", "peek"]);
+        assert_eq!((m.programs.len(), m.env.len()), (2, 2));
+        assert_eq!(TerminalManifest::parse("name=x\npriority=high").unwrap().priority, DEFAULT_PRIORITY);
+    }
+
+    #[test]
+    fn refuses_paths_and_bad_names() {
+        assert!(TerminalManifest::parse("name=x\nprograms=/usr/bin/tmux").is_err());
+        assert!(TerminalManifest::parse("name=x\nprograms=../tmux").is_err());
+        assert!(TerminalManifest::parse("name=x\nenv=A-B").is_err());
+        assert!(TerminalManifest::parse("name=a/b").is_err());
+        assert!(TerminalManifest::parse("").is_err());
+    }
+}

@@ -1,0 +1,11 @@
+//! Terminal drivers: their manifests (which are their grants), where they come from, the typed handle
+//! over a component, and the §6.3 resolvers.
+
+pub mod driver;
+pub mod manifest;
+pub mod resolve;
+pub mod source;
+
+pub use driver::{TermFailure, TerminalDriver};
+pub use manifest::TerminalManifest;
+pub use source::TerminalSource;

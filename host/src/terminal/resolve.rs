@@ -1,0 +1,124 @@
+//! Which terminal driver a session runs under (§6.3), and which driver owns a placement reference.
+//!
+//! Two resolvers with different rules. Placement (where should a new pane go?) needs presence only: the
+//! first candidate, by priority, whose `detect` says present. Naming (which pane is this session's
+//! own?) needs an id: every candidate is tried, the first real id wins, and a candidate that is present
+//! but cannot name its pane makes resolution fail loudly rather than fall back to plain.
+
+use super::driver::{Detection, FailKind, TermFailure, TerminalDriver};
+use super::source::TerminalSource;
+use crate::runtime::Runtime;
+
+/// The variable that forces a driver, for spawning and naming.
+pub const OVERRIDE_VAR: &str = "AGMSG_TERMINAL_DRIVER";
+
+/// The id plain's `detect` prints: present, with no addressable pane.
+pub const ADDRESSLESS: &str = "-";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    pub driver: String,
+    /// Empty when the driver is present but produced no id (placement only).
+    pub id: String,
+}
+
+/// What the user forced with [`OVERRIDE_VAR`], checked against the known drivers.
+pub fn override_driver<'a>(candidates: &'a [TerminalSource]) -> Result<Option<&'a TerminalSource>, TermFailure> {
+    let Some(name) = std::env::var(OVERRIDE_VAR).ok().filter(|n| !n.is_empty()) else { return Ok(None) };
+    candidates
+        .iter()
+        .find(|c| c.manifest.name == name)
+        .map(Some)
+        .ok_or_else(|| TermFailure::new(FailKind::Unsupported, format!("unknown terminal driver '{name}' ({OVERRIDE_VAR})")))
+}
+
+/// Ask one candidate; a driver that fails to answer counts as present but unresolved, so a broken
+/// driver is reported, never silently skipped.
+fn detect(runtime: &Runtime, candidate: &TerminalSource, session_id: &str) -> Detection {
+    match TerminalDriver::open(runtime, candidate).and_then(|mut d| d.detect(session_id)) {
+        Ok(detection) => detection,
+        Err(e) => Detection::Unresolved(format!("detection failed: {e}")),
+    }
+}
+
+/// §6.3 placement: the first candidate present at all, with its id if it gave one.
+pub fn resolve_placement(runtime: &Runtime, candidates: &[TerminalSource], session_id: &str) -> Result<Option<Resolved>, TermFailure> {
+    if let Some(forced) = override_driver(candidates)? {
+        let id = match detect(runtime, forced, session_id) {
+            Detection::Resolved(id) => id,
+            _ => String::new(),
+        };
+        return Ok(Some(Resolved { driver: forced.manifest.name.clone(), id }));
+    }
+    for candidate in candidates {
+        match detect(runtime, candidate, session_id) {
+            Detection::Absent => continue,
+            Detection::Unresolved(_) => return Ok(Some(Resolved { driver: candidate.manifest.name.clone(), id: String::new() })),
+            Detection::Resolved(id) => return Ok(Some(Resolved { driver: candidate.manifest.name.clone(), id })),
+        }
+    }
+    Ok(None)
+}
+
+/// §6.3 naming: the first candidate with a real id; a present-but-unresolved candidate fails the whole
+/// resolution with every reason; plain's addressless `-` only when nothing else was present.
+pub fn resolve_name(runtime: &Runtime, candidates: &[TerminalSource], session_id: &str) -> Result<Option<Resolved>, TermFailure> {
+    let cannot_name = |reasons: &[String]| {
+        TermFailure::new(
+            FailKind::Unreachable,
+            format!("under a terminal but cannot identify this pane to name it — {}", reasons.join("; ")),
+        )
+    };
+    if let Some(forced) = override_driver(candidates)? {
+        return match detect(runtime, forced, session_id) {
+            Detection::Resolved(id) => Ok(Some(Resolved { driver: forced.manifest.name.clone(), id })),
+            Detection::Unresolved(reason) => Err(cannot_name(&[format!("{}: {reason}", forced.manifest.name)])),
+            Detection::Absent => Err(cannot_name(&[format!("{}: not detected ({OVERRIDE_VAR})", forced.manifest.name)])),
+        };
+    }
+    let mut unresolved = Vec::new();
+    let mut addressless = None;
+    for candidate in candidates {
+        match detect(runtime, candidate, session_id) {
+            Detection::Absent => {}
+            Detection::Unresolved(reason) => unresolved.push(format!("{}: {reason}", candidate.manifest.name)),
+            Detection::Resolved(id) if id == ADDRESSLESS || id.is_empty() => {
+                addressless.get_or_insert_with(|| candidate.manifest.name.clone());
+            }
+            Detection::Resolved(id) => return Ok(Some(Resolved { driver: candidate.manifest.name.clone(), id })),
+        }
+    }
+    if !unresolved.is_empty() {
+        return Err(cannot_name(&unresolved));
+    }
+    Ok(addressless.map(|driver| Resolved { driver, id: ADDRESSLESS.to_owned() }))
+}
+
+/// Split a placement reference `<terminal>:<id>` whose scheme is a known driver; a legacy bare `%N` or
+/// `@N` is tmux's. Anything else is a bare id (`None`).
+pub fn split_reference<'a>(reference: &'a str, known: &[&str]) -> Option<(&'a str, &'a str)> {
+    if let Some((scheme, id)) = reference.split_once(':')
+        && known.contains(&scheme)
+    {
+        return Some((scheme, id));
+    }
+    let legacy = |sigil: char| reference.strip_prefix(sigil).is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    (legacy('%') || legacy('@')).then_some(("tmux", reference))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_reference;
+
+    #[test]
+    fn placement_references() {
+        let known = ["tmux", "plain", "herdr", "orca"];
+        assert_eq!(split_reference("tmux:/tmp/s:%3", &known), Some(("tmux", "/tmp/s:%3")));
+        assert_eq!(split_reference("plain:-", &known), Some(("plain", "-")));
+        assert_eq!(split_reference("%12", &known), Some(("tmux", "%12")));
+        assert_eq!(split_reference("@3", &known), Some(("tmux", "@3")));
+        assert_eq!(split_reference("/tmp/s:%3", &known), None);
+        assert_eq!(split_reference("%9;kill", &known), None);
+        assert_eq!(split_reference("screen:1", &known), None);
+    }
+}

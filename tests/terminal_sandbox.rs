@@ -1,0 +1,64 @@
+//! A terminal driver reaches the terminal only through what its manifest declares: the programs it may
+//! run (by name, resolved by the host), the variables it may read and pass on, and no filesystem.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::{Env, Run};
+
+/// The hostile fixture as a driver directory: its manifest and its component.
+fn hostile_driver(env: &Env) -> PathBuf {
+    let dir = env.dir.path().join("hostile-driver");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(common::fixture("hostile-terminal"), dir.join("driver.wasm")).unwrap();
+    std::fs::copy(common::workspace().join("tests/fixtures/hostile-terminal/terminal.conf"), dir.join("terminal.conf")).unwrap();
+    dir
+}
+
+fn attempt(env: &Env, driver: &PathBuf, what: &str) -> Run {
+    env.run(&["terminal", "--driver", driver.to_str().unwrap(), "peek", what])
+}
+
+#[test]
+fn only_declared_programs_run_and_only_by_name() {
+    let env = Env::new();
+    let driver = hostile_driver(&env);
+
+    let run = attempt(&env, &driver, "undeclared");
+    assert_eq!((run.code, run.stdout.as_str()), (12, ""), "{run:?}");
+    assert!(run.stderr.contains("\\\"sh\\\" is not declared") || run.stderr.contains("not declared"), "{run:?}");
+    for path in ["by-path", "relative-path"] {
+        let run = attempt(&env, &driver, path);
+        assert_eq!(run.code, 12, "{path}: {run:?}");
+        assert!(run.stderr.contains("never given by path"), "{path}: {run:?}");
+    }
+    let run = attempt(&env, &driver, "missing");
+    assert!(run.code == 12 && run.stderr.contains("NotFound"), "{run:?}");
+
+    let run = attempt(&env, &driver, "declared");
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.starts_with("ran: status Some(0): tmux "), "{run:?}");
+    assert_eq!(attempt(&env, &driver, "available").stdout, "tmux=true sh=false");
+}
+
+#[test]
+fn only_declared_variables_reach_the_driver_and_its_programs() {
+    let env = Env::new().env("AGMSG_FIXTURE_VISIBLE", "yes").env("AGMSG_FIXTURE_SECRET", "leaked");
+    let driver = hostile_driver(&env);
+    assert_eq!(attempt(&env, &driver, "environment").stdout, "AGMSG_FIXTURE_VISIBLE=yes");
+    assert_eq!(attempt(&env, &driver, "child-environment").stdout, "ran: status Some(0): AGMSG_FIXTURE_VISIBLE=yes");
+    assert_eq!(attempt(&env, &driver, "child-directory").stdout, "ran: status Some(0): /");
+    let run = attempt(&env, &driver, "filesystem");
+    assert_eq!(run.code, 12, "no filesystem at all: {run:?}");
+}
+
+#[test]
+fn a_manifest_that_names_a_path_is_refused() {
+    let env = Env::new();
+    let driver = hostile_driver(&env);
+    std::fs::write(driver.join("terminal.conf"), "name=hostile\nprograms=/bin/sh\n").unwrap();
+    let run = attempt(&env, &driver, "declared");
+    assert_eq!(run.code, 13, "{run:?}");
+    assert!(run.stderr.contains("never given by path"), "{run:?}");
+}

@@ -1,0 +1,234 @@
+//! The tmux driver against a real tmux server on a private socket, and the §6.3 resolvers.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{Env, Run};
+
+/// A tmux server of our own, on a socket in a temp dir; killed when dropped.
+pub struct TmuxServer {
+    pub dir: tempfile::TempDir,
+    pub socket: PathBuf,
+    pub pid: String,
+    /// The first pane, as `<socket>:%N`.
+    pub first_pane: String,
+}
+
+impl TmuxServer {
+    pub fn start() -> TmuxServer {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("sock");
+        let mut server = TmuxServer { socket, dir, pid: String::new(), first_pane: String::new() };
+        let status = server.tmux(&["-f", "/dev/null", "new-session", "-d", "-s", "agmsg-test", "-x", "160", "-y", "48"]).status().unwrap();
+        assert!(status.success(), "starting a tmux server");
+        server.pid = server.query(&["display-message", "-p", "-t", "agmsg-test", "#{pid}"]);
+        let pane = server.query(&["display-message", "-p", "-t", "agmsg-test", "#{pane_id}"]);
+        server.first_pane = format!("{}:{pane}", server.socket.display());
+        server
+    }
+
+    /// Raw `tmux -S <socket> ...`, with a small clean environment.
+    pub fn tmux(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new("tmux");
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", self.dir.path())
+            .env("SHELL", "/bin/sh")
+            .env("TERM", "xterm")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(args);
+        cmd
+    }
+
+    pub fn query(&self, args: &[&str]) -> String {
+        let out = self.tmux(args).output().unwrap();
+        assert!(out.status.success(), "tmux {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap().trim_end().to_owned()
+    }
+
+    /// `$TMUX` as tmux sets it inside its panes: `socket,pid,session`.
+    pub fn tmux_var(&self) -> String {
+        format!("{},{},0", self.socket.display(), self.pid)
+    }
+
+    /// An agmsg-host environment as if running inside this server's first pane.
+    pub fn inside(&self) -> Env {
+        let pane = self.first_pane.rsplit_once(':').unwrap().1.to_owned();
+        Env::new().env("TMUX", &self.tmux_var()).env("TMUX_PANE", &pane)
+    }
+}
+
+impl Drop for TmuxServer {
+    fn drop(&mut self) {
+        let _ = self.tmux(&["kill-server"]).output();
+    }
+}
+
+fn terminal(env: &Env, args: &[&str]) -> Run {
+    let mut all = vec!["terminal"];
+    all.extend_from_slice(args);
+    env.run(&all)
+}
+
+/// Peek until the pane shows `needle` (a shell takes a moment to run what was typed).
+fn wait_for_text(env: &Env, id: &str, needle: &str) -> String {
+    let started = Instant::now();
+    loop {
+        let run = terminal(env, &["peek", id]);
+        run.ok();
+        if run.stdout.contains(needle) {
+            return run.stdout;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "pane {id} never showed {needle:?}:\n{}", run.stdout);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn socket_of(id: &str) -> &str {
+    id.rsplit_once(':').unwrap().0
+}
+
+#[test]
+fn a_pane_from_spawn_to_gone() {
+    let server = TmuxServer::start();
+    let env = server.inside();
+    let sock = server.socket.display().to_string();
+    assert_eq!(terminal(&env, &["--driver", "tmux", "check"]).stdout, "ok\n");
+    assert_eq!(terminal(&env, &["--driver", "tmux", "detect", "session-1"]).stdout, format!("{}\n", server.first_pane));
+
+    // Spawn a pane running a shell, below the caller's pane.
+    let run = terminal(&env, &["--driver", "tmux", "spawn", "worker", server.dir.path().to_str().unwrap(), "pane-v", "sh"]);
+    let pane = run.ok().stdout.trim_end().to_owned();
+    assert!(pane.starts_with(&format!("{sock}:%")), "{run:?}");
+    assert_eq!(terminal(&env, &["pane-state", &format!("tmux:{pane}")]).stdout, "present\n");
+
+    // Poke a command in; its output (not just the typed text) comes back through peek.
+    assert_eq!(terminal(&env, &["--driver", "tmux", "poke", &pane, "echo agmsg-$((6*7))"]).stdout, "ok\n");
+    let text = wait_for_text(&env, &format!("tmux:{pane}"), "agmsg-42");
+    assert!(text.contains("echo agmsg-$((6*7))"), "{text}");
+    let tail = terminal(&env, &["--driver", "tmux", "peek", &pane, "--lines", "5"]);
+    assert_eq!(tail.code, 0, "{tail:?}");
+
+    // Name it and read the label back, both ways.
+    assert_eq!(terminal(&env, &["--driver", "tmux", "name", &pane, "crew", "builder"]).stdout, "ok\n");
+    assert!(terminal(&env, &["--driver", "tmux", "label-of", &pane]).stdout.contains("crew:builder"));
+    let found = terminal(&env, &["--driver", "tmux", "find-by-label", "crew:builder"]);
+    assert_eq!(found.ok().lines(), [pane.as_str()], "{found:?}");
+    let title = server.query(&["display-message", "-p", "-t", socket_free(&pane), "#{pane_title}"]);
+    assert_eq!(title, "crew:builder");
+
+    // Where: its window, socket-qualified like the id.
+    let window = server.query(&["display-message", "-p", "-t", socket_free(&pane), "#{window_id}"]);
+    assert_eq!(terminal(&env, &["--driver", "tmux", "where", &pane]).stdout, format!("{sock}:{window}\n"));
+
+    // Arrange: a second pane to the right, then placed below the first: moved, then unchanged.
+    let second = terminal(&env, &["--driver", "tmux", "spawn", "second", "/", "pane-h", "sh"]).ok().stdout.trim_end().to_owned();
+    assert_eq!(terminal(&env, &["--driver", "tmux", "arrange", &second, "place_below", &pane]).stdout, "moved\n");
+    assert_eq!(terminal(&env, &["--driver", "tmux", "arrange", &second, "place_below", &pane]).stdout, "unchanged\n");
+    let geometry = |id: &str| {
+        let g = server.query(&["display-message", "-p", "-t", socket_free(id), "#{pane_left} #{pane_top} #{pane_width} #{pane_height}"]);
+        g.split(' ').map(|n| n.parse::<u32>().unwrap()).collect::<Vec<_>>()
+    };
+    let (a, b) = (geometry(&pane), geometry(&second));
+    assert_eq!((b[0], b[2], b[1]), (a[0], a[2], a[1] + a[3] + 1), "second is right below the first");
+
+    // Despawn: gone is a positive answer from the server.
+    assert_eq!(terminal(&env, &["--driver", "tmux", "despawn", &second]).stdout, "ok\n");
+    assert_eq!(terminal(&env, &["--driver", "tmux", "despawn", &pane]).stdout, "ok\n");
+    let state = terminal(&env, &["--driver", "tmux", "pane-state", &pane]);
+    assert_eq!((state.code, state.stdout.as_str()), (0, "gone\n"));
+    assert_eq!(socket_of(&pane), sock);
+}
+
+fn socket_free(id: &str) -> &str {
+    id.rsplit_once(':').unwrap().1
+}
+
+#[test]
+fn malformed_and_hostile_ids_fail_closed() {
+    let server = TmuxServer::start();
+    let env = server.inside();
+    let marker = server.dir.path().join("pwned");
+    let hostile = format!("%0;touch {}", marker.display());
+    for args in [
+        vec!["--driver", "tmux", "peek", hostile.as_str()],
+        vec!["--driver", "tmux", "poke", "%9;kill-server", "x"],
+        vec!["--driver", "tmux", "despawn", "alice"],
+        vec!["poke", "tmux:%9;kill", "x"],
+        vec!["peek", "tmux:alice"],
+        vec!["--driver", "tmux", "pane-state", ":%3"],
+    ] {
+        let run = terminal(&env, &args);
+        assert_eq!(run.code, 13, "{args:?}: {run:?}");
+    }
+    assert!(!marker.exists());
+    assert_eq!(terminal(&env, &["pane-state", &format!("tmux:{}", server.first_pane)]).stdout, "present\n", "the server is alive");
+    // A bare id has no socket: tmux cannot be asked reliably, so the answer is unknown, never gone.
+    let bare = terminal(&env, &["--driver", "tmux", "pane-state", "%0"]);
+    assert_eq!((bare.code, bare.stdout.as_str()), (10, "unknown\n"));
+    // No socket file at all: tmux could not be asked, so unknown.
+    let missing = format!("{}:%0", server.dir.path().join("no-such-socket").display());
+    let run = terminal(&env, &["--driver", "tmux", "pane-state", &missing]);
+    assert_eq!((run.code, run.stdout.as_str()), (10, "unknown\n"), "{run:?}");
+    // A server that died (SIGKILL leaves its socket): tmux says "no server running", a positive gone.
+    let doomed = TmuxServer::start();
+    Command::new("kill").args(["-KILL", &doomed.pid]).status().unwrap();
+    let started = Instant::now();
+    while doomed.tmux(&["list-sessions"]).output().unwrap().status.success() {
+        assert!(started.elapsed() < Duration::from_secs(5));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(doomed.socket.exists(), "the killed server left its socket behind");
+    let run = terminal(&env, &["--driver", "tmux", "pane-state", &doomed.first_pane]);
+    assert_eq!((run.code, run.stdout.as_str()), (0, "gone\n"), "{run:?}");
+}
+
+#[test]
+fn resolution() {
+    let server = TmuxServer::start();
+    let outside = Env::new();
+    assert_eq!(terminal(&outside, &["resolve-name", "s"]).stdout, "plain\t-\n");
+    assert_eq!(terminal(&outside, &["resolve-placement", "s"]).stdout, "plain\t-\n");
+
+    let inside = server.inside();
+    assert_eq!(terminal(&inside, &["resolve-name", "s"]).stdout, format!("tmux\t{}\n", server.first_pane));
+    assert_eq!(terminal(&inside, &["resolve-placement", "s"]).stdout, format!("tmux\t{}\n", server.first_pane));
+
+    // Under tmux without TMUX_PANE: present but cannot name the pane, so naming fails loudly instead
+    // of falling back to plain; placement only needs presence.
+    let no_pane = Env::new().env("TMUX", &server.tmux_var());
+    let run = terminal(&no_pane, &["resolve-name", "s"]);
+    assert_eq!((run.code, run.stdout.as_str()), (10, ""), "{run:?}");
+    assert!(run.stderr.contains("cannot identify this pane") && run.stderr.contains("tmux:"), "{run:?}");
+    assert_eq!(terminal(&no_pane, &["resolve-placement", "s"]).stdout, "tmux\t\n");
+
+    let forced = server.inside().env("AGMSG_TERMINAL_DRIVER", "plain");
+    assert_eq!(terminal(&forced, &["resolve-name", "s"]).stdout, "plain\t-\n");
+    let unknown = server.inside().env("AGMSG_TERMINAL_DRIVER", "screen");
+    let run = terminal(&unknown, &["resolve-name", "s"]);
+    assert_eq!(run.code, 13, "{run:?}");
+    assert!(run.stderr.contains("unknown terminal driver 'screen' (AGMSG_TERMINAL_DRIVER)"), "{run:?}");
+}
+
+#[test]
+fn list_and_describe() {
+    let env = Env::new();
+    let run = terminal(&env, &["list", "--json"]);
+    let drivers: serde_json::Value = serde_json::from_str(&run.ok().stdout).unwrap();
+    let names: Vec<&str> = drivers.as_array().unwrap().iter().map(|d| d["name"].as_str().unwrap()).collect();
+    let (tmux, plain) = (names.iter().position(|n| *n == "tmux").unwrap(), names.iter().position(|n| *n == "plain").unwrap());
+    assert!(tmux < plain, "resolution order is by priority: {names:?}");
+    let describe = terminal(&env, &["--driver", "tmux", "describe"]);
+    for line in ["name=tmux", "priority=20", "capabilities=spawn despawn peek poke where arrange name", "intent.swap=tmux swap-pane -s SOURCE -t TARGET"] {
+        assert!(describe.stdout.lines().any(|l| l == line), "{line}: {describe:?}");
+    }
+    // Optional ops a driver does not implement are unsupported, not a failure of the driver.
+    let run = terminal(&env, &["--driver", "tmux", "enumerate-panes"]);
+    assert_eq!(run.code, 13, "{run:?}");
+    assert_eq!(terminal(&env, &["--driver", "tmux", "capability", "peek"]).code, 0);
+    assert_eq!(terminal(&env, &["--driver", "tmux", "capability", "teleport"]).code, 1);
+}

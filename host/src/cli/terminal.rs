@@ -9,6 +9,7 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use crate::runtime::cache::CompileCache;
+use crate::runtime::caps::log::host_log;
 use crate::runtime::{Limits, Runtime};
 use crate::terminal::driver::{Answer, ArrangeOutcome, Detection, FailKind, Intent, NamingMode, PanePresence, SpawnTarget};
 use crate::terminal::resolve::{self, OVERRIDE_VAR, Resolved};
@@ -162,7 +163,9 @@ fn run_op(driver_flag: Option<&str>, op: &str, args: &[String]) -> Result<ExitCo
         _ => {}
     }
 
+    let started = std::time::Instant::now();
     let runtime = runtime().framed(Shape::Record)?;
+    let runtime_ready = started.elapsed();
     // The id argument, if the op has one, picks the driver when nothing else does.
     let id_arg = match op {
         "check" | "describe" | "detect" | "spawn" | "enumerate-panes" | "expected-label" | "instance-for-ref" => None,
@@ -171,6 +174,11 @@ fn run_op(driver_flag: Option<&str>, op: &str, args: &[String]) -> Result<ExitCo
     };
     let (source, scheme) = pick_driver(&runtime, &candidates, driver_flag, id_arg.map(String::as_str)).framed(Shape::Record)?;
     let mut driver = TerminalDriver::open(&runtime, &source).framed(Shape::Record)?;
+    host_log::debug(&format!(
+        "timing: runtime {:.2} ms, driver chosen, loaded and linked {:.2} ms",
+        runtime_ready.as_secs_f64() * 1e3,
+        (started.elapsed() - runtime_ready).as_secs_f64() * 1e3
+    ));
     let known = TerminalSource::bundled_names();
     // A placement reference of this driver is passed on as its bare id.
     let id = |raw: &str| -> Result<String, Outcome> {

@@ -62,3 +62,15 @@ fn a_manifest_that_names_a_path_is_refused() {
     assert_eq!(run.code, 13, "{run:?}");
     assert!(run.stderr.contains("never given by path"), "{run:?}");
 }
+
+#[test]
+fn programs_run_under_a_time_limit_and_an_output_cap() {
+    let env = Env::new().env("AGMSG_PROCESS_TIMEOUT_MS", "300");
+    let driver = hostile_driver(&env);
+    let started = std::time::Instant::now();
+    let run = attempt(&env, &driver, "slow");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "the sleep was killed");
+    assert!(run.code == 12 && run.stderr.contains("TimedOut(300)"), "{run:?}");
+    let run = attempt(&env, &driver, "flood");
+    assert_eq!(run.stdout, format!("kept {} bytes, truncated true", 4 << 20), "{run:?}");
+}

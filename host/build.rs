@@ -22,6 +22,8 @@ const BUNDLED: &[Bundled] = &[
     Bundled { axis: "storage", name: "jsonl", package: "agmsg-storage-jsonl", dir: "drivers/storage-jsonl" },
     Bundled { axis: "terminal", name: "tmux", package: "agmsg-terminal-tmux", dir: "drivers/terminal-tmux" },
     Bundled { axis: "terminal", name: "plain", package: "agmsg-terminal-plain", dir: "drivers/terminal-plain" },
+    Bundled { axis: "terminal", name: "herdr", package: "agmsg-terminal-herdr", dir: "drivers/terminal-herdr" },
+    Bundled { axis: "terminal", name: "orca", package: "agmsg-terminal-orca", dir: "drivers/terminal-orca" },
 ];
 
 impl Bundled {

@@ -43,6 +43,8 @@ pub mod bindings {
     });
 }
 
+#[cfg(feature = "storage")]
+pub mod file_lock;
 pub mod ids;
 #[cfg(feature = "storage")]
 pub mod lock;

@@ -6,12 +6,15 @@
 //! `events_history` and the table `legacy_unlinked` (see [`legacy`]), which keep history and unread
 //! queries independent of the size of the store.
 //!
-//! Locking: WASI has no fcntl locks, so SQLite runs on the `unix-none` VFS and every operation, reads
-//! included, holds the host's store lock for its whole span (see [`Session`] for how connections are
-//! kept or reopened).
+//! Locking, two layers: every operation, reads included, holds the host's store lock (components
+//! exclude each other for its whole span; see [`Session`] for how connections are kept or reopened);
+//! and SQLite itself locks `messages.db` through the [`vfs`] shim, with the host taking real byte-range
+//! locks on SQLite's lock bytes, so native `sqlite3` processes (agmsg's scripts) and components exclude
+//! each other as two native processes do. Busy waits follow agmsg's 5000 ms.
 
 mod legacy;
 mod schema;
+mod vfs;
 
 use std::time::Duration;
 
@@ -25,6 +28,8 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Transaction,
 const DB_FILE: &str = "messages.db";
 /// How long an operation waits for another holder of the store lock.
 const LOCK_WAIT: Duration = Duration::from_secs(10);
+/// How long SQLite waits for a native process's lock on the database, as agmsg's scripts do.
+const BUSY_TIMEOUT: Duration = Duration::from_millis(5000);
 
 #[derive(Default)]
 struct Sqlite;
@@ -108,8 +113,10 @@ fn is_wal_file(path: &str) -> bool {
 }
 
 fn open_connection(flags: OpenFlags, wal: bool) -> Result<Connection, DriverError> {
-    let conn = Connection::open_with_flags_and_vfs(db_path(), flags | OpenFlags::SQLITE_OPEN_NO_MUTEX, c"unix-none")
+    vfs::register().map_err(DriverError::runtime)?;
+    let conn = Connection::open_with_flags_and_vfs(db_path(), flags | OpenFlags::SQLITE_OPEN_NO_MUTEX, vfs::VFS_NAME)
         .map_err(sql_error)?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(sql_error)?;
     // The sandbox has no /tmp, so temporary data stays in memory.
     conn.execute_batch("PRAGMA temp_store=MEMORY;").map_err(sql_error)?;
     if !wal {
@@ -119,8 +126,9 @@ fn open_connection(flags: OpenFlags, wal: bool) -> Result<Connection, DriverErro
         conn.query_row("PRAGMA journal_mode=PERSIST", [], |r| r.get::<_, String>(0)).map_err(sql_error)?;
     }
     if wal {
-        // Exclusive locking mode: WAL without shared memory. Nothing else can touch the file while the
-        // host lock is held. NORMAL sync is durable across process crashes (closing checkpoints with
+        // Exclusive locking mode: WAL without shared memory. SQLite then holds an EXCLUSIVE lock on the
+        // database (real, through the VFS) for the connection's life, which is one operation: native
+        // WAL connections hold SHARED while open, so neither side sees the other's WAL index half-made. NORMAL sync is durable across process crashes (closing checkpoints with
         // fsync), and keeping the emptied WAL file spares every write a file creation.
         conn.execute_batch("PRAGMA locking_mode=EXCLUSIVE; PRAGMA synchronous=NORMAL; PRAGMA journal_size_limit=0;")
             .map_err(sql_error)?;

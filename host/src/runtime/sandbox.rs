@@ -4,7 +4,8 @@
 //! captured (capped) and routed to the host log; the `agmsg:host/log` interface; a memory cap. Beyond
 //! that, by axis:
 //! - a storage driver: its store directory preopened at `/store` (read-write) and nothing else of the
-//!   filesystem; no environment variables; the `agmsg:host/lock` interface.
+//!   filesystem; no environment variables; the `agmsg:host/lock` and `agmsg:host/file-lock` interfaces
+//!   (byte-range locks on plain files of its own store only).
 //! - a terminal driver: no filesystem at all; the environment variables its manifest declares (those
 //!   set on the host); the `agmsg:host/process` interface, limited to the programs its manifest
 //!   declares ([`ProcessGrant`]).
@@ -23,6 +24,7 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::caps::log::{Severity, emit};
 pub use super::caps::process::ProcessGrant;
+use super::caps::file_lock::LockedFiles;
 use super::engine::Limits;
 
 pub mod bindings {
@@ -71,6 +73,8 @@ pub struct HostState {
     pub driver_name: String,
     /// The store directory (storage drivers): what the lock locks.
     pub store_dir: Option<PathBuf>,
+    /// Store files this instance holds byte-range locks on (storage drivers).
+    pub locked_files: LockedFiles,
     /// The programs it may run (terminal drivers).
     pub process: Option<ProcessGrant>,
     pub lock_held: bool,
@@ -185,6 +189,7 @@ pub fn storage_store(engine: &Engine, driver_name: &str, grants: &StorageGrants,
         store_dir: Some(grants.store_dir.clone()),
         process: None,
         lock_held: false,
+        locked_files: LockedFiles::default(),
         table: ResourceTable::new(),
         limiter: MemoryLimiter { max_bytes: limits.memory_bytes, hit: false },
         wasi: builder.build(),
@@ -208,6 +213,7 @@ pub fn terminal_store(engine: &Engine, driver_name: &str, grants: &TerminalGrant
         store_dir: None,
         process: Some(grants.process.clone()),
         lock_held: false,
+        locked_files: LockedFiles::default(),
         table: ResourceTable::new(),
         limiter: MemoryLimiter { max_bytes: limits.memory_bytes, hit: false },
         wasi: builder.build(),

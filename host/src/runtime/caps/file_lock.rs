@@ -1,0 +1,99 @@
+//! `agmsg:host/file-lock`: byte-range locks on files in a storage driver's store, taken as Linux
+//! open-file-description (OFD) locks on a descriptor the host opens.
+//!
+//! OFD locks conflict with the POSIX `fcntl` locks native SQLite takes, so a component's SQLite and a
+//! native `sqlite3` on one `messages.db` exclude each other exactly as two native processes do. Unlike
+//! POSIX locks they belong to the descriptor, not the process: nothing the guest opens or closes (its
+//! own descriptors on the same file) can drop them. The descriptors live in the instance's state, so
+//! dropping the instance (after a trap too) or the process releases every lock: none goes stale.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+
+use crate::runtime::sandbox::HostState;
+use crate::runtime::sandbox::bindings::storage::agmsg::host::file_lock::{FileLockError, Host, LockMode};
+
+/// The store files an instance has locked, by name.
+#[derive(Default)]
+pub struct LockedFiles {
+    files: HashMap<String, File>,
+}
+
+/// A plain file name in the store: no directories, no `.`/`..`, nothing empty.
+fn valid_name(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains('/') && !name.contains('\0')
+}
+
+impl HostState {
+    fn locked_file(&mut self, name: &str) -> Result<&File, FileLockError> {
+        if !valid_name(name) {
+            return Err(FileLockError::InvalidPath);
+        }
+        let store = self.store_dir.clone().ok_or(FileLockError::Unavailable)?;
+        if !self.locked_files.files.contains_key(name) {
+            // O_NOFOLLOW: a symlink the driver planted in its store is not followed out of it.
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(store.join(name))
+                .map_err(|e| if e.raw_os_error() == Some(libc::ELOOP) { FileLockError::InvalidPath } else { FileLockError::Unavailable })?;
+            self.locked_files.files.insert(name.to_owned(), file);
+        }
+        Ok(&self.locked_files.files[name])
+    }
+}
+
+fn flock(kind: i32, start: u64, len: u64) -> Result<libc::flock, FileLockError> {
+    // SAFETY: `flock` is plain data; all-zero is a valid value, and every field that matters is set.
+    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    lock.l_type = kind as _;
+    lock.l_whence = libc::SEEK_SET as _;
+    lock.l_start = i64::try_from(start).map_err(|_| FileLockError::Unavailable)?;
+    lock.l_len = i64::try_from(len).map_err(|_| FileLockError::Unavailable)?;
+    Ok(lock)
+}
+
+fn lock_type(mode: LockMode) -> i32 {
+    match mode {
+        LockMode::Read => libc::F_RDLCK,
+        LockMode::Write => libc::F_WRLCK,
+    }
+}
+
+/// `fcntl(fd, command, lock)`; `Ok(false)` when another holder's lock is in the way.
+fn fcntl(file: &File, command: i32, lock: &mut libc::flock) -> Result<bool, FileLockError> {
+    // SAFETY: a valid open descriptor and a pointer to an initialized `flock`, as the OFD commands take.
+    let rc = unsafe { libc::fcntl(file.as_raw_fd(), command, lock as *mut libc::flock) };
+    if rc == 0 {
+        return Ok(true);
+    }
+    match std::io::Error::last_os_error().raw_os_error() {
+        Some(libc::EAGAIN | libc::EACCES) => Ok(false),
+        _ => Err(FileLockError::Unavailable),
+    }
+}
+
+impl Host for HostState {
+    fn try_lock(&mut self, path: String, start: u64, len: u64, mode: LockMode) -> Result<bool, FileLockError> {
+        let mut lock = flock(lock_type(mode), start, len)?;
+        fcntl(self.locked_file(&path)?, libc::F_OFD_SETLK, &mut lock)
+    }
+
+    fn unlock(&mut self, path: String, start: u64, len: u64) -> Result<(), FileLockError> {
+        if !self.locked_files.files.contains_key(&path) {
+            return if valid_name(&path) { Ok(()) } else { Err(FileLockError::InvalidPath) };
+        }
+        let mut lock = flock(libc::F_UNLCK, start, len)?;
+        fcntl(self.locked_file(&path)?, libc::F_OFD_SETLK, &mut lock).map(drop)
+    }
+
+    fn conflicts(&mut self, path: String, start: u64, len: u64, mode: LockMode) -> Result<bool, FileLockError> {
+        let mut lock = flock(lock_type(mode), start, len)?;
+        fcntl(self.locked_file(&path)?, libc::F_OFD_GETLK, &mut lock)?;
+        // F_OFD_GETLK leaves F_UNLCK when nothing (held by another descriptor) would conflict.
+        Ok(lock.l_type != libc::F_UNLCK as libc::c_short)
+    }
+}

@@ -1,0 +1,167 @@
+//! Components and native `sqlite3` on one `messages.db` at the same time, as happens when agmsg's own
+//! scripts (native) and agmsg-host run side by side: several `agmsg-host storage send` processes, native
+//! writers and readers with agmsg's 5000 ms busy timeout, and a component writer killed mid-stream.
+//! Every acknowledged write must be there exactly once and the database intact.
+
+mod common;
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::Env;
+use rusqlite::Connection;
+
+const HOST_WRITERS: usize = 3;
+const NATIVE_WRITERS: usize = 2;
+const ROUNDS: usize = 40;
+
+fn bash(env: &Env, script: &str, args: &[&str]) -> Child {
+    let mut cmd = Command::new("bash");
+    cmd.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", env.dir.path())
+        .env("AGMSG_STORAGE_PATH", &env.store)
+        .env("AGMSG_CACHE_DIR", &env.cache)
+        .arg("-c")
+        .arg(script)
+        .arg(common::BIN)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd.spawn().unwrap()
+}
+
+/// Native writer `$1`: agmsg's bash send (dual write, one IMMEDIATE transaction), acknowledged only
+/// after sqlite3 exits 0; and a native read after each write.
+const NATIVE_WRITER: &str = r#"db="$AGMSG_STORAGE_PATH/messages.db"
+for i in $(seq 1 "$2"); do
+  id="native-$1-$i"
+  if sqlite3 -bail "$db" ".timeout 5000" "BEGIN IMMEDIATE; INSERT INTO messages(team, from_agent, to_agent, body) VALUES('t', 'native$1', 'bob', '$id'); INSERT INTO events(type, id, team, from_agent, to_agent, body, at, legacy_id) VALUES('message_sent', '$id', 't', 'native$1', 'bob', '$id', strftime('%Y-%m-%dT%H:%M:%SZ','now'), last_insert_rowid()); COMMIT;" >/dev/null; then
+    echo "$id"
+  else
+    echo "FAILED write $id" >&2
+  fi
+  sqlite3 "$db" ".timeout 5000" "SELECT count(*) FROM events WHERE type='message_sent';" >/dev/null || echo "FAILED read $i" >&2
+done"#;
+
+/// Component writer `$1`: real agmsg-host processes, as agmsg's scripts would run them.
+const HOST_WRITER: &str = r#"for i in $(seq 1 "$2"); do "$0" storage send t "host$1" bob "host-$1-$i" || echo "FAILED send $i" >&2; done"#;
+
+fn run_mixed(env: &Env) {
+    let mut children = Vec::new();
+    for w in 0..HOST_WRITERS {
+        children.push(("host", bash(env, HOST_WRITER, &[&w.to_string(), &ROUNDS.to_string()])));
+    }
+    for w in 0..NATIVE_WRITERS {
+        children.push(("native", bash(env, NATIVE_WRITER, &[&w.to_string(), &ROUNDS.to_string()])));
+    }
+    // A component writer that runs until it is SIGKILLed mid-stream.
+    let mut victim = bash(env, HOST_WRITER, &["victim", "100000"]);
+    let mut victim_ids = Vec::new();
+    let mut lines = BufReader::new(victim.stdout.take().unwrap()).lines();
+    while victim_ids.len() < 10 {
+        victim_ids.push(lines.next().unwrap().unwrap());
+    }
+    let pid = victim.id().to_string();
+    for args in [vec!["-KILL", "-P", &pid], vec!["-KILL", "-P", &pid]] {
+        let _ = Command::new("pkill").args(&args).status();
+        let _ = Command::new("kill").args(["-KILL", &pid]).status();
+    }
+    let _ = victim.wait();
+    victim_ids.extend(lines.map_while(Result::ok));
+
+    let mut acknowledged = HashSet::new();
+    for (kind, child) in children {
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("FAILED"), "a {kind} process failed instead of waiting:\n{stderr}");
+        for id in String::from_utf8(out.stdout).unwrap().lines() {
+            assert!(acknowledged.insert(id.to_owned()), "{id} acknowledged twice");
+        }
+    }
+    assert_eq!(acknowledged.len(), (HOST_WRITERS + NATIVE_WRITERS) * ROUNDS);
+    acknowledged.extend(victim_ids);
+
+    // The next op after the kill proceeds, and every acknowledged write is there exactly once.
+    env.send("t", "after", "bob", "after the kill");
+    let db = Connection::open(env.db()).unwrap();
+    let ok: String = db.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    assert_eq!(ok, "ok");
+    let mut stmt = db.prepare("SELECT id, count(*) FROM events WHERE type='message_sent' GROUP BY id").unwrap();
+    let stored: Vec<(String, i64)> = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect();
+    let stored_ids: HashSet<&str> = stored.iter().map(|(id, _)| id.as_str()).collect();
+    for (id, count) in &stored {
+        assert_eq!(*count, 1, "{id} stored {count} times");
+    }
+    for id in &acknowledged {
+        assert!(stored_ids.contains(id.as_str()), "acknowledged write {id} is missing");
+    }
+    let legacy: i64 = db.query_row("SELECT count(*) FROM messages", [], |r| r.get(0)).unwrap();
+    assert_eq!(legacy as usize, stored.len(), "every message is dual-written");
+    drop(stmt);
+    // Closed first: an open native WAL connection holds a shared lock the component waits on.
+    drop(db);
+    // Both sides still read everything.
+    let listed = env.storage(&["history", "t"]).json().len();
+    assert_eq!(listed, stored.len());
+}
+
+#[test]
+fn with_native_sqlite_on_a_wal_store() {
+    let env = Env::new();
+    std::fs::create_dir_all(&env.store).unwrap();
+    let db = Connection::open(env.db()).unwrap();
+    db.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0)).unwrap();
+    db.execute_batch(include_str!("fixtures/agmsg-bash-schema.sql")).unwrap();
+    drop(db);
+    run_mixed(&env);
+    let mode: String = Connection::open(env.db()).unwrap().query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+    assert_eq!(mode, "wal", "the store stays in agmsg's WAL mode");
+}
+
+#[test]
+fn with_native_sqlite_on_a_rollback_journal_store() {
+    let env = Env::new();
+    env.storage(&["init"]).ok();
+    run_mixed(&env);
+}
+
+/// The lock is real on both sides: a native transaction holding the write lock makes a component's
+/// send wait (not fail, not write through it), and the send completes once the native side is done:
+/// after its commit for a rollback-journal store; after it closes for a WAL store (a native WAL
+/// connection holds a shared lock while open, and the component, which has no shared-memory WAL index,
+/// needs the database to itself).
+#[test]
+fn a_native_write_lock_makes_the_component_wait() {
+    for wal in [false, true] {
+        let env = Env::new();
+        env.storage(&["init"]).ok();
+        if wal {
+            let db = Connection::open(env.db()).unwrap();
+            db.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0)).unwrap();
+        }
+        let db = Connection::open(env.db()).unwrap();
+        db.execute_batch("BEGIN IMMEDIATE; INSERT INTO storage_metadata VALUES('native-probe', 'x');").unwrap();
+        let committer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(1500));
+            db.execute_batch("COMMIT").unwrap();
+            drop(db);
+        });
+        let started = std::time::Instant::now();
+        let id = env.send("t", "a", "b", "waited");
+        let waited = started.elapsed();
+        committer.join().unwrap();
+        let db = Connection::open(env.db()).unwrap();
+        assert!(waited >= Duration::from_millis(1000), "wal={wal}: the send waited for the native lock ({waited:?})");
+        let (probe, sent): (i64, i64) = db
+            .query_row(
+                "SELECT (SELECT count(*) FROM storage_metadata WHERE key='native-probe'), (SELECT count(*) FROM events WHERE id=?1)",
+                [&id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!((probe, sent), (1, 1), "wal={wal}");
+    }
+}

@@ -231,4 +231,14 @@ fn list_and_describe() {
     assert_eq!(run.code, 13, "{run:?}");
     assert_eq!(terminal(&env, &["--driver", "tmux", "capability", "peek"]).code, 0);
     assert_eq!(terminal(&env, &["--driver", "tmux", "capability", "teleport"]).code, 1);
+
+    // Without tmux on PATH: agmsg's directive line, then missing_deps (10).
+    let no_tmux = Env::new().env("PATH", "/nonexistent");
+    let run = terminal(&no_tmux, &["--driver", "tmux", "check"]);
+    assert_eq!(run.code, 10, "{run:?}");
+    assert_eq!(
+        run.lines(),
+        [r#"AGMSG-DIRECTIVE: {"driver":"terminals/tmux","reason":"tmux not found","type":"install_deps"}"#, "missing_deps"],
+        "{run:?}"
+    );
 }

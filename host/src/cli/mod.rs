@@ -1,6 +1,9 @@
 //! The command line: parse, call the library, print. No driver logic lives here.
 
+mod messaging;
+mod shim;
 mod storage;
+mod storage_manage;
 mod terminal;
 
 use std::path::PathBuf;
@@ -53,6 +56,47 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
         args: Vec<String>,
     },
+    /// Send a message; prints its id (body `-`: read from stdin)
+    Send {
+        team: String,
+        from: String,
+        to: String,
+        /// The message, or `-` to read it from stdin
+        body: String,
+    },
+    /// Show an agent's unread messages, then mark exactly those read
+    Inbox {
+        team: String,
+        agent: String,
+        /// JSONL records instead of text
+        #[arg(long)]
+        json: bool,
+    },
+    /// A team's messages (or those to or from one agent), oldest to newest
+    History {
+        team: String,
+        agent: Option<String>,
+        /// Only the newest N
+        #[arg(long, value_name = "N")]
+        limit: Option<u32>,
+        /// JSONL records instead of text
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print an agent's messages as they arrive, marking each read once printed (Ctrl-C stops)
+    Watch {
+        team: String,
+        agent: String,
+        /// Seconds between polls
+        #[arg(long, default_value = "1", value_name = "SECONDS")]
+        interval: seconds::Seconds,
+        /// JSONL records instead of text
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write the bash driver file agmsg's core sources to use agmsg-host
+    #[command(subcommand)]
+    Shim(ShimAxis),
     /// Run one terminal-driver op (no op: describe the detected driver)
     #[command(long_about = terminal::LONG_HELP)]
     Terminal {
@@ -64,10 +108,49 @@ enum Command {
     },
 }
 
+#[derive(Subcommand, Debug)]
+enum ShimAxis {
+    /// A storage driver for agmsg: every storage_* function forwards to agmsg-host (with --driver's
+    /// component), same argv, framing and exit codes; bodies go through stdin
+    Storage {
+        /// The driver name agmsg selects it by (AGMSG_STORAGE_DRIVER) [default: host-<driver>]
+        #[arg(long)]
+        name: Option<String>,
+        /// Write the file here (atomically) instead of to stdout
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+}
+
+/// A positive number of seconds, fractions allowed (`--interval 0.2`).
+mod seconds {
+    use std::time::Duration;
+
+    #[derive(Clone, Debug)]
+    pub struct Seconds(pub Duration);
+
+    impl std::str::FromStr for Seconds {
+        type Err = String;
+        fn from_str(s: &str) -> Result<Self, String> {
+            match s.parse::<f64>() {
+                Ok(v) if v > 0.0 && v.is_finite() && v <= 86_400.0 => Ok(Seconds(Duration::from_secs_f64(v))),
+                _ => Err(format!("expected a number of seconds between 0 and 86400, not {s:?}")),
+            }
+        }
+    }
+}
+
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Storage { op, args } => storage::run(cli.store, cli.driver, op.as_deref(), &args),
         Command::Terminal { op, args } => terminal::run(cli.driver, op.as_deref(), &args),
+        Command::Send { team, from, to, body } => messaging::send(cli.store, cli.driver, &team, &from, &to, &body),
+        Command::Inbox { team, agent, json } => messaging::inbox(cli.store, cli.driver, &team, &agent, json),
+        Command::History { team, agent, limit, json } => {
+            messaging::history(cli.store, cli.driver, &team, agent.as_deref(), limit, json)
+        }
+        Command::Watch { team, agent, interval, json } => messaging::watch(cli.store, cli.driver, &team, &agent, interval.0, json),
+        Command::Shim(ShimAxis::Storage { name, output }) => shim::run(cli.driver, name, output),
     }
 }

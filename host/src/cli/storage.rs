@@ -38,6 +38,12 @@ Ops (snake_case names are accepted too; a leading <team> selects the store as ag
   import [team] <file>                       all-or-nothing import of a v1 event log
   compact [team]                             control
 
+Choosing the driver (agmsg's config file records the choice):
+  list [--json]                              the drivers this host can run; * marks the active one
+  switch <driver>                            the driver's check, then make it the configured driver
+  convert <driver>                           copy the store (its v1 event log) into <driver>, verify,
+                                             then switch; on any failure nothing changes
+
 Exit codes: 0 ok, 10 missing_deps, 12 corrupt_state, 13 runtime_error, 2 usage error.";
 
 /// How an op reports its outcome.
@@ -115,6 +121,18 @@ pub fn run(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Option<
     if args.first().is_some_and(|a| a == "--help" || a == "-h") {
         println!("{LONG_HELP}");
         return ExitCode::SUCCESS;
+    }
+    // Choosing the driver rather than running one of its ops.
+    match (op_name.as_str(), args) {
+        ("list", []) => return super::storage_manage::list(store_flag, false),
+        ("list", [flag]) if flag == "--json" => return super::storage_manage::list(store_flag, true),
+        ("switch", [name]) => return super::storage_manage::switch(store_flag, name),
+        ("convert", [to]) => return super::storage_manage::convert(store_flag, to),
+        ("list" | "switch" | "convert", _) => {
+            eprintln!("agmsg-host storage {op_name}: usage: storage list [--json] | storage switch <driver> | storage convert <driver>");
+            return ExitCode::from(2);
+        }
+        _ => {}
     }
     let op = match parse(&op_name, args) {
         Ok(op) => op,
@@ -276,30 +294,57 @@ fn parse_pairs(args: &[String]) -> Result<Vec<Pair>, Usage> {
     Ok(pairs)
 }
 
+/// A resolved store: where it is, which driver, and the runtime to run it in.
+pub(super) struct Store {
+    pub runtime: Runtime,
+    pub source: DriverSource,
+    pub dir: PathBuf,
+    pub grants: StorageGrants,
+    /// An empty directory granted instead of a store that does not exist (removed on drop).
+    _empty: Option<tempfile::TempDir>,
+}
+
+impl Store {
+    /// Resolve the store of `team` (its partition) and the active driver, as agmsg does; create the
+    /// store directory when `create`.
+    pub fn resolve(store_flag: Option<PathBuf>, driver_flag: Option<String>, team: Option<&str>, create: bool) -> Result<Store, OpError> {
+        let dir = location::store_dir(store_flag)?;
+        let dir = match team {
+            Some(team) => location::partition_dir(&dir, team)?,
+            None => dir,
+        };
+        let source = DriverSource::resolve(&location::storage_driver(driver_flag)?)?;
+        if create {
+            create_store_dir(&dir)?;
+        }
+        let runtime = Runtime::new(CompileCache::from_env(), Limits::from_env().map_err(|e| OpError::runtime(format!("{e:#}")))?)
+            .map_err(|e| OpError::runtime(format!("{e:#}")))?;
+        let (sandbox_root, empty) = sandbox_dir(&dir)?;
+        Ok(Store { runtime, source, dir, grants: StorageGrants { store_dir: sandbox_root }, _empty: empty })
+    }
+
+    pub fn driver(&self) -> Result<StorageDriver<'_>, OpError> {
+        StorageDriver::open(&self.runtime, &self.source, self.grants.clone())
+    }
+}
+
 fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Op) -> Result<ExitCode, OpError> {
-    let store_dir = location::store_dir(store_flag)?;
-    let store_dir = match op.team() {
-        Some(team) => location::partition_dir(&store_dir, team)?,
-        None => store_dir,
-    };
-    let driver_name = location::storage_driver(driver_flag)?;
-    let source = DriverSource::resolve(&driver_name)?;
-
-    if matches!(op, Op::StoreExists { .. }) && !store_dir.is_dir() {
-        // The store directory is the driver's whole world: where it does not exist, no store does.
-        return Ok(ExitCode::from(1));
+    if matches!(op, Op::StoreExists { .. }) {
+        let dir = location::store_dir(store_flag.clone())?;
+        let dir = match op.team() {
+            Some(team) => location::partition_dir(&dir, team)?,
+            None => dir,
+        };
+        if !dir.is_dir() {
+            // The store directory is the driver's whole world: where it does not exist, no store does.
+            return Ok(ExitCode::from(1));
+        }
     }
-    if op.creates_store() {
-        create_store_dir(&store_dir)?;
-    }
-
     let started = std::time::Instant::now();
-    let runtime = Runtime::new(CompileCache::from_env(), Limits::from_env().map_err(|e| OpError::runtime(format!("{e:#}")))?)
-        .map_err(|e| OpError::runtime(format!("{e:#}")))?;
-    let (sandbox_root, _empty_dir) = sandbox_dir(&store_dir)?;
-    let grants = StorageGrants { store_dir: sandbox_root };
+    let store = Store::resolve(store_flag, driver_flag, op.team(), op.creates_store())?;
+    let store_dir = store.dir.clone();
     let runtime_ready = started.elapsed();
-    let mut driver = StorageDriver::open(&runtime, &source, grants)?;
+    let mut driver = store.driver()?;
     host_log::debug(&format!(
         "timing: runtime {:.2} ms, driver loaded and linked {:.2} ms",
         runtime_ready.as_secs_f64() * 1e3,

@@ -203,7 +203,8 @@ fn run_op(driver_flag: Option<&str>, op: &str, args: &[String]) -> Result<ExitCo
                         "driver": format!("terminals/{}", source.manifest.name),
                         "reason": failure.message,
                     });
-                    print(&format!("{directive}\n"))?;
+                    // §1.1's directive line, as agmsg's tmux driver prints it.
+                    print(&format!("AGMSG-DIRECTIVE: {directive}\n"))?;
                 }
                 return Err(Outcome::Failed(Shape::Control, failure));
             }

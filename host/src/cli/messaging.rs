@@ -1,0 +1,180 @@
+//! Messaging for people: `send`, `inbox`, `history`, `watch`. Each composes the storage contract's
+//! ops as agmsg's own commands do, and prints for a terminal (aligned, colored on a tty unless
+//! `NO_COLOR`) or, with `--json`, agmsg's JSONL records.
+//!
+//! `inbox` and `watch` consume through the read cursor exactly what they printed (§2.2): a crash
+//! before the consume re-delivers, after it does not; a message not shown is never consumed.
+
+use std::io::{self, IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use super::storage::Store;
+use crate::storage::driver::{Message, Pair};
+use crate::storage::records::message_line;
+use crate::storage::{OpError, StorageDriver};
+
+/// Where messages go and how they look.
+struct Printer {
+    json: bool,
+    color: bool,
+    out: io::StdoutLock<'static>,
+}
+
+impl Printer {
+    fn new(json: bool) -> Printer {
+        let color = !json && io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        Printer { json, color, out: io::stdout().lock() }
+    }
+
+    /// Print one message; an error means stdout is gone (a closed pipe).
+    fn message(&mut self, m: &Message) -> io::Result<()> {
+        if self.json {
+            return writeln!(self.out, "{}", message_line(m));
+        }
+        let (dim, bold, reset) = if self.color { ("\x1b[2m", "\x1b[1m", "\x1b[0m") } else { ("", "", "") };
+        let mut lines = m.body.lines();
+        writeln!(self.out, "{dim}{}{reset}  {bold}{}{reset} → {}  {}", m.at, m.from, m.to, lines.next().unwrap_or(""))?;
+        // Continuation lines line up under the body.
+        let indent = " ".repeat(m.at.chars().count() + m.from.chars().count() + m.to.chars().count() + 7);
+        for line in lines {
+            writeln!(self.out, "{indent}{line}")?;
+        }
+        Ok(())
+    }
+
+    fn note(&mut self, text: &str) -> io::Result<()> {
+        if self.json { Ok(()) } else { writeln!(self.out, "{text}") }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+fn fail(e: OpError) -> ExitCode {
+    eprintln!("agmsg-host: {e}");
+    ExitCode::from(e.status.exit_code())
+}
+
+/// `send <team> <from> <to> <body>`; a body of `-` is read from stdin, byte for byte.
+pub fn send(store: Option<PathBuf>, driver: Option<String>, team: &str, from: &str, to: &str, body: &str) -> ExitCode {
+    let body = if body == "-" {
+        let mut bytes = Vec::new();
+        if let Err(e) = io::stdin().read_to_end(&mut bytes) {
+            return fail(OpError::runtime(format!("cannot read the body from stdin: {e}")));
+        }
+        match String::from_utf8(bytes) {
+            Ok(body) => body,
+            Err(_) => return fail(OpError::runtime("the body on stdin is not UTF-8")),
+        }
+    } else {
+        body.to_owned()
+    };
+    let result = Store::resolve(store, driver, Some(team), true).and_then(|store| {
+        let mut driver = store.driver()?;
+        driver.send(team, from, to, &body)
+    });
+    match result {
+        Ok(id) => {
+            println!("{id}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(e),
+    }
+}
+
+/// `history <team> [agent] [--limit N]`: oldest to newest.
+pub fn history(store: Option<PathBuf>, driver: Option<String>, team: &str, agent: Option<&str>, limit: Option<u32>, json: bool) -> ExitCode {
+    let result = Store::resolve(store, driver, Some(team), true).and_then(|store| store.driver()?.history(team, agent, limit));
+    match result {
+        Ok(messages) => {
+            let mut printer = Printer::new(json);
+            let shown = messages.iter().try_for_each(|m| printer.message(m));
+            let _ = shown.and_then(|()| if messages.is_empty() { printer.note("(no messages)") } else { Ok(()) });
+            let _ = printer.flush();
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(e),
+    }
+}
+
+/// Print `messages` until stdout fails; returns the ids shown, and whether stdout is still there.
+fn show(printer: &mut Printer, messages: &[Message]) -> (Vec<String>, bool) {
+    let mut shown = Vec::new();
+    for m in messages {
+        if printer.message(m).and_then(|()| printer.flush()).is_err() {
+            return (shown, false);
+        }
+        shown.push(m.id.clone());
+    }
+    (shown, true)
+}
+
+/// `inbox <team> <agent>`: the unread messages, then consume exactly those.
+pub fn inbox(store: Option<PathBuf>, driver: Option<String>, team: &str, agent: &str, json: bool) -> ExitCode {
+    let result = Store::resolve(store, driver, Some(team), true).and_then(|store| {
+        let mut driver = store.driver()?;
+        let pair = Pair { team: team.to_owned(), agent: agent.to_owned() };
+        // The tip first: what arrives after it is consumed only if shown (its exact id).
+        let tip = driver.watch_tip(std::slice::from_ref(&pair))?;
+        let unread = driver.list_unread(team, agent, None)?;
+        let mut printer = Printer::new(json);
+        let (shown, _) = show(&mut printer, &unread);
+        if unread.is_empty() {
+            let _ = printer.note("(no unread messages)");
+        }
+        if !shown.is_empty() {
+            driver.read_cursor_consume(team, agent, &tip, &shown)?;
+        }
+        Ok(())
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(e),
+    }
+}
+
+/// `watch <team> <agent> [--interval S]`: the §2.2 loop until Ctrl-C or a closed stdout.
+pub fn watch(store: Option<PathBuf>, driver: Option<String>, team: &str, agent: &str, interval: Duration, json: bool) -> ExitCode {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    if let Err(e) = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)) {
+        return fail(OpError::runtime(format!("cannot handle Ctrl-C: {e}")));
+    }
+    let result = Store::resolve(store, driver, Some(team), true).and_then(|store| {
+        let mut driver = store.driver()?;
+        let mut printer = Printer::new(json);
+        let _ = printer.note(&format!("watching {team}:{agent} (Ctrl-C to stop)"));
+        while !stop.load(Ordering::SeqCst) {
+            if !watch_once(&mut driver, &mut printer, team, agent)? {
+                return Ok(());
+            }
+            let until = Instant::now() + interval;
+            while Instant::now() < until && !stop.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(50).min(interval));
+            }
+        }
+        Ok(())
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(e),
+    }
+}
+
+/// One round: deliver after the stored cursor, print, consume what was printed. False once stdout is
+/// gone (what was not printed stays unread: the consume's frontier stops at the first unshown message).
+fn watch_once(driver: &mut StorageDriver<'_>, printer: &mut Printer, team: &str, agent: &str) -> Result<bool, OpError> {
+    let cursor = driver.read_cursor_get(team, agent)?;
+    let pair = Pair { team: team.to_owned(), agent: agent.to_owned() };
+    let batch = driver.watch_after(&cursor, std::slice::from_ref(&pair))?;
+    let (shown, open) = show(printer, &batch.messages);
+    if batch.cursor != cursor || !shown.is_empty() {
+        driver.read_cursor_consume(team, agent, &batch.cursor, &shown)?;
+    }
+    Ok(open)
+}

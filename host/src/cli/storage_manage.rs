@@ -1,0 +1,267 @@
+//! `agmsg-host storage list | switch <name> | convert <to>`: choosing and changing the active storage
+//! driver (spec §3), with agmsg's config file as the one record of the choice.
+//!
+//! The config (`${AGMSG_CONFIG:-~/.agents/agmsg/config.json}`) is rewritten atomically (temp file +
+//! rename) and keeps every key it does not know. `convert` never touches the old store: the new one is
+//! built and verified in a private directory inside the store, moved in beside the old one, and only
+//! then does the config flip; any failure before the flip leaves the old store and config as they were.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use agmsg_contract::Status;
+
+use super::storage::Store;
+use crate::bundled::BUNDLED_STORAGE;
+use crate::runtime::StorageGrants;
+use crate::storage::driver::{Event, Pair};
+use crate::storage::records::event_line;
+use crate::storage::{DriverSource, OpError, StorageDriver, location};
+
+/// Where `convert` builds the new store, inside the store directory (same filesystem: renames work).
+const CONVERT_DIR_PREFIX: &str = ".agmsg-convert-";
+
+fn fail(e: OpError) -> ExitCode {
+    eprintln!("agmsg-host: {e}");
+    ExitCode::from(e.status.exit_code())
+}
+
+/// `storage list [--json]`: every driver this host can run, the active one marked.
+pub fn list(store_flag: Option<PathBuf>, json: bool) -> ExitCode {
+    let active = location::storage_driver(None).unwrap_or_default();
+    let mut rows = Vec::new();
+    for bundled in BUNDLED_STORAGE {
+        let store = match Store::resolve(store_flag.clone(), Some(bundled.name.to_owned()), None, false) {
+            Ok(store) => store,
+            Err(e) => return fail(e),
+        };
+        let description = store.driver().and_then(|mut d| d.describe());
+        let (backend, capabilities) = match description {
+            Ok(d) => (d.backend, d.capabilities),
+            Err(e) => (format!("(cannot describe: {e})"), Vec::new()),
+        };
+        rows.push((bundled.name, backend, capabilities));
+    }
+    if json {
+        let value: Vec<_> = rows
+            .iter()
+            .map(|(name, backend, caps)| {
+                serde_json::json!({"name": name, "backend": backend, "capabilities": caps, "source": "bundled", "active": *name == active})
+            })
+            .collect();
+        println!("{}", serde_json::Value::Array(value));
+    } else {
+        for (name, backend, _) in &rows {
+            let mark = if *name == active { "*" } else { " " };
+            println!("{mark} {name:<8} bundled  {backend}");
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// Run `driver`'s check against the store; a missing dependency prints agmsg's directive.
+fn check(store_flag: Option<PathBuf>, driver: &str) -> Result<(), OpError> {
+    let store = Store::resolve(store_flag, Some(driver.to_owned()), None, false)?;
+    store.driver()?.check()
+}
+
+fn print_failure(e: &OpError, driver: &str) {
+    if let Some(d) = &e.directive {
+        let json = serde_json::json!({ "type": d.kind, "driver": driver, "commands": d.commands, "reason": d.reason });
+        println!("AGMSG-DIRECTIVE: {json}");
+    }
+    println!("{}", e.status.word());
+    eprintln!("agmsg-host: {e}");
+}
+
+/// `storage switch <name>`: check the driver, then make it the configured one.
+pub fn switch(store_flag: Option<PathBuf>, name: &str) -> ExitCode {
+    if let Err(e) = DriverSource::resolve(name).and_then(|_| check(store_flag, name)) {
+        print_failure(&e, name);
+        return ExitCode::from(e.status.exit_code());
+    }
+    match set_configured_driver(name) {
+        Ok(path) => {
+            println!("{}", Status::Ok.word());
+            eprintln!("storage driver is now '{name}' ({})", path.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            print_failure(&e, name);
+            ExitCode::from(e.status.exit_code())
+        }
+    }
+}
+
+/// Write `storage: name` into agmsg's config, keeping every other key; atomic.
+fn set_configured_driver(name: &str) -> Result<PathBuf, OpError> {
+    let path = location::config_file().ok_or_else(|| OpError::runtime("cannot find agmsg's config: set AGMSG_CONFIG or HOME"))?;
+    let mut config = match std::fs::read_to_string(&path) {
+        Ok(text) => serde_json::from_str::<serde_json::Value>(&text)
+            .map_err(|e| OpError::runtime(format!("{} is not valid JSON: {e}", path.display())))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => serde_json::json!({}),
+        Err(e) => return Err(OpError::runtime(format!("cannot read {}: {e}", path.display()))),
+    };
+    let object = config.as_object_mut().ok_or_else(|| OpError::runtime(format!("{} is not a JSON object", path.display())))?;
+    object.insert("storage".into(), serde_json::Value::String(name.to_owned()));
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| OpError::runtime(format!("cannot create {}: {e}", dir.display())))?;
+    let write = || -> std::io::Result<()> {
+        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+        let mut text = serde_json::to_string_pretty(&config).map_err(std::io::Error::other)?;
+        text.push('\n');
+        tmp.write_all(text.as_bytes())?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(&path).map(drop).map_err(|e| e.error)
+    };
+    write().map_err(|e| OpError::runtime(format!("cannot write {}: {e}", path.display())))?;
+    Ok(path)
+}
+
+fn export_all(driver: &mut StorageDriver<'_>, progress: &Progress, what: &str) -> Result<Vec<Event>, OpError> {
+    let mut events = Vec::new();
+    driver.export_events(|page| {
+        events.extend_from_slice(page);
+        progress.update(what, events.len());
+        Ok(())
+    })?;
+    progress.done(what, events.len());
+    Ok(events)
+}
+
+/// Counts on stderr, only when stderr is a terminal.
+struct Progress {
+    on: bool,
+}
+
+impl Progress {
+    fn update(&self, what: &str, n: usize) {
+        if self.on && n % 5000 == 0 {
+            eprint!("\r{what}: {n} events");
+        }
+    }
+    fn done(&self, what: &str, n: usize) {
+        if self.on {
+            eprintln!("\r{what}: {n} events");
+        }
+    }
+}
+
+/// `storage convert <to>`: copy the store into driver `to`, verify, then switch to it.
+pub fn convert(store_flag: Option<PathBuf>, to: &str) -> ExitCode {
+    match convert_inner(store_flag, to) {
+        Ok(()) => {
+            println!("{}", Status::Ok.word());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            print_failure(&e, to);
+            ExitCode::from(e.status.exit_code())
+        }
+    }
+}
+
+fn convert_inner(store_flag: Option<PathBuf>, to: &str) -> Result<(), OpError> {
+    let from = location::storage_driver(None)?;
+    if from == to {
+        return Err(OpError::runtime(format!("the store already uses '{to}'")));
+    }
+    DriverSource::resolve(to)?;
+    check(store_flag.clone(), to)?;
+    let source_store = Store::resolve(store_flag, Some(from.clone()), None, false)?;
+    let dir = source_store.dir.clone();
+    let mut source = source_store.driver()?;
+    if !dir.is_dir() || !source.store_exists()? {
+        return Err(OpError::runtime(format!("there is no '{from}' store in {} to convert", dir.display())));
+    }
+    remove_stale_convert_dirs(&dir);
+    let progress = Progress { on: std::io::stderr().is_terminal() };
+    let events = export_all(&mut source, &progress, &format!("exported from {from}"))?;
+
+    // Build the new store in a private directory inside the store.
+    let work = tempfile::Builder::new()
+        .prefix(&format!("{CONVERT_DIR_PREFIX}{to}-"))
+        .tempdir_in(&dir)
+        .map_err(|e| OpError::runtime(format!("cannot create a work directory in {}: {e}", dir.display())))?;
+    let target_source = DriverSource::resolve(to)?;
+    let mut target = StorageDriver::open(&source_store.runtime, &target_source, StorageGrants { store_dir: work.path().to_owned() })?;
+    target.init()?;
+    target.import_events(&events)?;
+    progress.done(&format!("imported into {to}"), events.len());
+    // Cursors are each driver's own tokens and not in the event log: move every recipient's frontier
+    // over its read prefix again, as the source's consumes did.
+    let mut recipients: Vec<(String, String)> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::MessageSent(m) => Some((m.team.clone(), m.to.clone())),
+            Event::MessageRead(_) => None,
+        })
+        .collect();
+    recipients.sort();
+    recipients.dedup();
+    for (team, agent) in &recipients {
+        let pair = Pair { team: team.clone(), agent: agent.clone() };
+        let tip = target.watch_tip(std::slice::from_ref(&pair))?;
+        target.read_cursor_consume(team, agent, &tip, &[])?;
+    }
+    let copied = export_all(&mut target, &progress, &format!("verified in {to}"))?;
+    let original: Vec<String> = events.iter().map(event_line).collect();
+    let converted: Vec<String> = copied.iter().map(event_line).collect();
+    if original != converted {
+        let first = original.iter().zip(&converted).position(|(a, b)| a != b).unwrap_or(original.len().min(converted.len()));
+        return Err(OpError::runtime(format!(
+            "verification failed: '{to}' holds {} events, '{from}' {}; first difference at event {}",
+            converted.len(),
+            original.len(),
+            first + 1
+        )));
+    }
+    drop(target);
+
+    move_in(work.path(), &dir)?;
+    set_configured_driver(to)?;
+    eprintln!("converted {} events from '{from}' to '{to}'; the '{from}' store is left in place", events.len());
+    if from == "sqlite" {
+        // The v1 event log is what converts (as agmsg's export): legacy rows outside it stay behind.
+        eprintln!("note: rows of the legacy messages table that predate the event log are not part of it and stay in messages.db");
+    }
+    Ok(())
+}
+
+/// Move every entry of `work` into `dir`; none may exist there already. On failure the ones moved are
+/// moved back, so the store directory is as it was.
+fn move_in(work: &Path, dir: &Path) -> Result<(), OpError> {
+    let entries: Vec<PathBuf> = std::fs::read_dir(work)
+        .and_then(|rd| rd.map(|e| e.map(|e| e.path())).collect())
+        .map_err(|e| OpError::runtime(format!("cannot read {}: {e}", work.display())))?;
+    for entry in &entries {
+        let target = dir.join(entry.file_name().expect("a directory entry has a name"));
+        if target.symlink_metadata().is_ok() {
+            return Err(OpError::runtime(format!("{} already exists; move it away and convert again", target.display())));
+        }
+    }
+    let mut moved = Vec::new();
+    for entry in &entries {
+        let target = dir.join(entry.file_name().expect("a directory entry has a name"));
+        if let Err(e) = std::fs::rename(entry, &target) {
+            for (from, to) in moved.iter().rev() {
+                let _ = std::fs::rename(to, from);
+            }
+            return Err(OpError::runtime(format!("cannot move {} into the store: {e}", entry.display())));
+        }
+        moved.push((entry.clone(), target));
+    }
+    Ok(())
+}
+
+/// Work directories of a convert that was killed: never part of any store.
+fn remove_stale_convert_dirs(dir: &Path) {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().starts_with(CONVERT_DIR_PREFIX) && entry.path().is_dir() {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+}

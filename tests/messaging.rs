@@ -37,6 +37,14 @@ fn send_inbox_history() {
 }
 
 #[test]
+fn shell_completions() {
+    let env = Env::new();
+    let bash = env.run(&["completions", "bash"]);
+    assert!(bash.ok().stdout.contains("complete -F") && bash.stdout.contains("inbox"), "{bash:?}");
+    assert!(env.run(&["completions", "zsh"]).ok().stdout.contains("#compdef agmsg-host"));
+}
+
+#[test]
 fn watch_prints_and_consumes_what_arrives_and_stops_cleanly() {
     let env = Env::new();
     env.storage(&["init"]).ok();

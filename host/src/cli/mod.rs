@@ -94,6 +94,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    #[command(after_help = "For example: agmsg-host completions bash > ~/.local/share/bash-completion/completions/agmsg-host")]
+    Completions { shell: clap_complete::Shell },
     /// Write the bash driver file agmsg's core sources to use agmsg-host
     #[command(subcommand)]
     Shim(ShimAxis),
@@ -152,5 +155,9 @@ pub fn main() -> ExitCode {
         }
         Command::Watch { team, agent, interval, json } => messaging::watch(cli.store, cli.driver, &team, &agent, interval.0, json),
         Command::Shim(ShimAxis::Storage { name, output }) => shim::run(cli.driver, name, output),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "agmsg-host", &mut std::io::stdout());
+            ExitCode::SUCCESS
+        }
     }
 }

@@ -49,6 +49,10 @@ fn only_declared_variables_reach_the_driver_and_its_programs() {
     assert_eq!(attempt(&env, &driver, "environment").stdout, "AGMSG_FIXTURE_VISIBLE=yes");
     assert_eq!(attempt(&env, &driver, "child-environment").stdout, "ran: status Some(0): AGMSG_FIXTURE_VISIBLE=yes");
     assert_eq!(attempt(&env, &driver, "child-directory").stdout, "ran: status Some(0): /");
+    // A run may set a declared variable for itself, and nothing else.
+    assert_eq!(attempt(&env, &driver, "child-env-override").stdout, "ran: status Some(0): AGMSG_FIXTURE_VISIBLE=override");
+    let run = attempt(&env, &driver, "child-env-undeclared");
+    assert!(run.code == 12 && run.stderr.contains("\\\"LD_PRELOAD\\\" is not declared"), "{run:?}");
     let run = attempt(&env, &driver, "filesystem");
     assert_eq!(run.code, 12, "no filesystem at all: {run:?}");
 }

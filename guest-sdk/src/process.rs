@@ -22,14 +22,20 @@ impl Output {
 
 /// Run a declared program with an empty stdin and wait for it.
 pub fn run(program: &str, args: &[&str]) -> Result<Output, ProcessError> {
-    let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
-    host::run(program, &args, None)
+    run_with(program, args, None, &[])
 }
 
 /// Run a declared program with `stdin` and wait for it.
 pub fn run_with_stdin(program: &str, args: &[&str], stdin: &[u8]) -> Result<Output, ProcessError> {
+    run_with(program, args, Some(stdin), &[])
+}
+
+/// Run a declared program with an optional `stdin` and variables set for this run only (each must be
+/// declared in the manifest's `env=`; it overrides the host's value).
+pub fn run_with(program: &str, args: &[&str], stdin: Option<&[u8]>, env: &[(&str, &str)]) -> Result<Output, ProcessError> {
     let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
-    host::run(program, &args, Some(stdin))
+    let env: Vec<(String, String)> = env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    host::run(program, &args, stdin, &env)
 }
 
 /// Whether a declared program is installed (the host resolved it when it loaded the driver).

@@ -218,7 +218,7 @@ impl TerminalDriver for Herdr {
 
     fn despawn(&self, id: &str) -> Result<(), TermError> {
         let parsed = parse_id(id)?;
-        reach(&parsed)?;
+        let _route = reach(&parsed);
         herdr_ok(&["pane", "close", parsed.bare], |why| step_failed(format!("herdr pane close {id:?}: {why}")))?;
         Ok(())
     }
@@ -228,7 +228,7 @@ impl TerminalDriver for Herdr {
     fn peek(&self, id: &str, lines: Option<u32>) -> Result<String, TermError> {
         let parsed = parse_id(id)?;
         require_herdr()?;
-        reach(&parsed)?;
+        let _route = reach(&parsed);
         let lines = lines.map(|n| n.to_string());
         let mut args = vec!["pane", "read", parsed.bare, "--source"];
         match &lines {
@@ -253,7 +253,7 @@ impl TerminalDriver for Herdr {
     fn poke(&self, id: &str, text: &str) -> Result<(), TermError> {
         let parsed = parse_id(id)?;
         require_herdr()?;
-        reach(&parsed)?;
+        let _route = reach(&parsed);
         herdr_ok(&["agent", "prompt", parsed.bare, text], |why| {
             TermError::failed(format!(
                 "herdr: could not deliver to pane {id:?} — it may be gone, or have no live agent to receive ({why})"
@@ -268,7 +268,7 @@ impl TerminalDriver for Herdr {
     fn pane_state(&self, id: &str) -> Result<PanePresence, TermError> {
         let parsed = parse_id(id)?;
         require_herdr()?;
-        reach(&parsed)?;
+        let _route = reach(&parsed);
         let out = herdr(&["agent", "list"])?;
         if !out.success() {
             return Err(TermError::unreachable(format!("herdr agent list: {}", run::complaint(&out))));
@@ -289,7 +289,7 @@ impl TerminalDriver for Herdr {
     fn where_is(&self, id: &str) -> Result<String, TermError> {
         let parsed = parse_id(id)?;
         require_herdr()?;
-        reach(&parsed)?;
+        let _route = reach(&parsed);
         let answer = layout_of(&parsed)?;
         let layout = Layout::of(&answer);
         match layout.tab {
@@ -307,7 +307,7 @@ impl TerminalDriver for Herdr {
             return Err(TermError::unreachable(format!("herdr: cannot arrange across instances ({source:?} vs {target:?})")));
         }
         require_herdr()?;
-        reach(&s)?;
+        let _route = reach(&s);
         let direction = match intent {
             Intent::Swap => return swap(&s, &t),
             Intent::PlaceBelow => "down",
@@ -360,7 +360,7 @@ impl TerminalDriver for Herdr {
     /// label (`pane rename` to `<team>:<agent>`), whose failure is ignored.
     fn name(&self, id: &str, team: &str, agent: &str, mode: NamingMode) -> Result<(), TermError> {
         let parsed = parse_id(id)?;
-        reach(&parsed)?;
+        let _route = reach(&parsed);
         let key = internal_key(team, agent);
         herdr_ok(&["agent", "rename", parsed.bare, &key], |why| {
             step_failed(format!("herdr: 'agent rename' for '{team}/{agent}' on pane {id:?} failed ({why})"))
@@ -374,15 +374,16 @@ impl TerminalDriver for Herdr {
     fn team_observe(&self, id: &str) -> Result<String, TermError> {
         let parsed = parse_id(id)?;
         require_herdr()?;
-        reach(&parsed)?;
+        let _route = reach(&parsed);
         observe::team_observe(&parsed)
     }
 
     fn team_input_ready(&self, id: &str, expected: &str) -> Result<Answer, TermError> {
         let parsed = parse_id(id)?;
-        if !process::available("herdr") || reach(&parsed).is_err() {
+        if !process::available("herdr") {
             return Ok(Answer::Unknown);
         }
+        let _route = reach(&parsed);
         Ok(observe::team_input_ready(&parsed, expected))
     }
 
@@ -398,7 +399,7 @@ impl TerminalDriver for Herdr {
     fn label_of(&self, id: &str) -> Result<String, TermError> {
         let parsed = parse_id(id)?;
         require_herdr()?;
-        reach(&parsed)?;
+        let _route = reach(&parsed);
         observe::label_of(&parsed)
     }
 
@@ -409,7 +410,7 @@ impl TerminalDriver for Herdr {
     fn pane_process_observe(&self, id: &str) -> Result<Vec<String>, TermError> {
         let parsed = parse_id(id)?;
         require_herdr()?;
-        reach(&parsed)?;
+        let _route = reach(&parsed);
         observe::pane_process(id, &parsed).map(|record| vec![record])
     }
 

@@ -102,7 +102,7 @@ pub fn fence(raw: &str) -> Result<String, TermError> {
     if !agmsg_guest_sdk::process::available("herdr") {
         return Err(unknown("terminal_unreachable"));
     }
-    crate::run::reach(&parsed).map_err(|_| unknown("terminal_unreachable"))?;
+    let _route = crate::run::reach(&parsed);
     let pane = ask(&["pane", "get", parsed.bare]).map_err(|_| unknown("pane_query_failed"))?;
     let terminal = text(&pane, &["result", "pane", "terminal_id"]).unwrap_or_default();
     if terminal.is_empty() {

@@ -4,12 +4,10 @@
 //! boot command) reaches herdr exactly as given. A program the host could not run is a terminal that could
 //! not be asked (unreachable, 10); one the host refused to run is this driver's own fault (failed, 12).
 //!
-//! Routing. agmsg's driver sends a call about `<socket>:wN:pX` to that instance by running the CLI with
-//! `HERDR_SOCKET_PATH=<socket>`; herdr has no command-line flag for it. This component cannot set a
-//! child's environment: the host runs herdr with the manifest's variables as the caller had them. So the
-//! only instance it reaches is the ambient one, and a call about an id of another instance is refused as
-//! unreachable before anything runs: asking the ambient instance about a pane id it may also hold would
-//! answer about somebody else's pane (ids repeat across instances).
+//! Routing. herdr has no command-line flag for the instance: agmsg's driver sends a call about
+//! `<socket>:wN:pX` to that instance by running the CLI with `HERDR_SOCKET_PATH=<socket>`, and so does
+//! this one: [`reach`] routes the op's calls (a per-run variable the manifest declares), and a bare id
+//! goes to the ambient instance.
 
 use agmsg_guest_sdk::log;
 use agmsg_guest_sdk::process::{self, Output, ProcessError};
@@ -19,17 +17,24 @@ use serde_json::Value;
 use crate::id::HerdrId;
 use crate::session;
 
-/// Refuse an id this driver cannot route to its own instance.
-pub fn reach(id: &HerdrId<'_>) -> Result<(), TermError> {
-    let Some(socket) = id.socket else { return Ok(()) };
-    match session::ambient_socket() {
-        Some(ambient) if ambient == socket => Ok(()),
-        Some(ambient) => Err(TermError::unreachable(format!(
-            "herdr: the pane belongs to the instance at {socket:?}, and this driver reaches only $HERDR_SOCKET_PATH's ({ambient:?})"
-        ))),
-        None => Err(TermError::unreachable(format!(
-            "herdr: the pane belongs to the instance at {socket:?}, and $HERDR_SOCKET_PATH is unset, so no call can be routed there"
-        ))),
+thread_local! {
+    /// The instance this op's calls go to (`None`: the ambient `HERDR_SOCKET_PATH`).
+    static ROUTE: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Route this op's herdr calls to the instance that owns `id`, until the guard drops.
+pub fn reach(id: &HerdrId<'_>) -> Route {
+    ROUTE.with(|route| *route.borrow_mut() = id.socket.map(str::to_owned));
+    Route
+}
+
+/// While alive, herdr calls go to the instance [`reach`] chose.
+#[must_use = "the route ends when the guard is dropped"]
+pub struct Route;
+
+impl Drop for Route {
+    fn drop(&mut self) {
+        ROUTE.with(|route| *route.borrow_mut() = None);
     }
 }
 
@@ -42,7 +47,9 @@ pub fn require_herdr() -> Result<(), TermError> {
 pub fn herdr(args: &[&str]) -> Result<Output, TermError> {
     // Only the subcommand is logged: the rest may be a user's message.
     log::debug(&format!("herdr {}", args.iter().take(2).copied().collect::<Vec<_>>().join(" ")));
-    process::run("herdr", args).map_err(process_error)
+    let socket = ROUTE.with(|route| route.borrow().clone());
+    let env: Vec<(&str, &str)> = socket.as_deref().map(|s| ("HERDR_SOCKET_PATH", s)).into_iter().collect();
+    process::run_with("herdr", args, None, &env).map_err(process_error)
 }
 
 /// Run `args` and require exit 0; `on_failure` builds the error from herdr's own words.

@@ -29,7 +29,8 @@ const PIPE_GRACE: Duration = Duration::from_millis(200);
 pub struct ProcessGrant {
     /// Declared name -> absolute path (`None`: declared but not installed here).
     programs: BTreeMap<String, Option<PathBuf>>,
-    /// The declared variables that are set in the host's environment, with their values.
+    /// The declared variable names, and those set in the host's environment with their values.
+    declared_env: Vec<String>,
     env: Vec<(String, OsString)>,
     timeout: Duration,
 }
@@ -40,8 +41,9 @@ impl ProcessGrant {
     pub fn resolve(programs: &[String], env: &[String], timeout: Duration) -> ProcessGrant {
         let path = std::env::var_os("PATH").unwrap_or_default();
         let programs = programs.iter().map(|name| (name.clone(), find_on_path(name, &path))).collect();
+        let declared_env = env.to_vec();
         let env = env.iter().filter_map(|name| Some((name.clone(), std::env::var_os(name)?))).collect();
-        ProcessGrant { programs, env, timeout }
+        ProcessGrant { programs, declared_env, env, timeout }
     }
 
     /// The declared variables present on the host, which the driver also sees as its environment.
@@ -66,13 +68,24 @@ impl ProcessGrant {
         }
     }
 
-    /// Run a declared program to completion (or its time limit).
-    pub fn run(&self, name: &str, args: &[String], stdin: Option<&[u8]>) -> Result<Output, ProcessError> {
+    /// Run a declared program to completion (or its time limit). `overrides` must name declared
+    /// variables only.
+    pub fn run(&self, name: &str, args: &[String], stdin: Option<&[u8]>, overrides: &[(String, String)]) -> Result<Output, ProcessError> {
         let path = self.program(name)?;
+        if let Some((undeclared, _)) = overrides.iter().find(|(k, _)| !self.declared_env.contains(k)) {
+            return Err(ProcessError::NotAllowed(format!(
+                "variable {undeclared:?} is not declared in the driver's manifest (env={})",
+                self.declared_env.join(" ")
+            )));
+        }
+        if overrides.iter().any(|(k, v)| k.contains('=') || k.contains('\0') || v.contains('\0')) {
+            return Err(ProcessError::NotAllowed("an environment variable with '=' or NUL".into()));
+        }
         let mut child = Command::new(path)
             .args(args)
             .env_clear()
             .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .envs(overrides.iter().map(|(k, v)| (k, v)))
             .current_dir("/")
             .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
@@ -134,10 +147,10 @@ fn find_on_path(name: &str, path: &std::ffi::OsStr) -> Option<PathBuf> {
 }
 
 impl Host for HostState {
-    fn run(&mut self, program: String, args: Vec<String>, stdin: Option<Vec<u8>>) -> Result<Output, ProcessError> {
+    fn run(&mut self, program: String, args: Vec<String>, stdin: Option<Vec<u8>>, env: Vec<(String, String)>) -> Result<Output, ProcessError> {
         let started = Instant::now();
         let result = match &self.process {
-            Some(grant) => grant.run(&program, &args, stdin.as_deref()),
+            Some(grant) => grant.run(&program, &args, stdin.as_deref(), &env),
             None => Err(ProcessError::NotAllowed("this driver may not run programs".into())),
         };
         let outcome = match &result {

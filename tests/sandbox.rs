@@ -42,7 +42,17 @@ fn paths_outside_the_store_are_unreachable() {
     let env = env_with_store();
     std::fs::write(env.dir.path().join("outside.txt"), "secret").unwrap();
     std::os::unix::fs::symlink(env.dir.path().join("outside.txt"), env.store.join("link")).unwrap();
-    for what in ["read-passwd", "escape-dotdot", "escape-absolute", "escape-symlink", "write-outside", "write-symlink"] {
+    for what in [
+        "read-passwd",
+        "escape-dotdot",
+        "escape-absolute",
+        "escape-symlink",
+        "write-outside",
+        "write-symlink",
+        "lock-dotdot",
+        "lock-absolute",
+        "lock-symlink",
+    ] {
         assert_blocked(&hostile(&env, what), what);
     }
     assert_eq!(std::fs::read_to_string(env.dir.path().join("outside.txt")).unwrap(), "secret");

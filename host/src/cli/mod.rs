@@ -1,5 +1,6 @@
 //! The command line: parse, call the library, print. No driver logic lives here.
 
+mod driver;
 mod messaging;
 mod shim;
 mod storage;
@@ -94,6 +95,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// For driver authors: check a driver against the contract suite
+    #[command(subcommand)]
+    Driver(DriverCommand),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     #[command(after_help = "For example: agmsg-host completions bash > ~/.local/share/bash-completion/completions/agmsg-host")]
     Completions { shell: clap_complete::Shell },
@@ -109,6 +113,13 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
         args: Vec<String>,
     },
+}
+
+#[derive(Subcommand, Debug)]
+enum DriverCommand {
+    /// Run the storage contract suite the bundled drivers pass against a driver (a bundled name or a
+    /// .wasm component); one line per rule, exit 1 if any fails
+    Test { driver: String },
 }
 
 #[derive(Subcommand, Debug)]
@@ -155,6 +166,7 @@ pub fn main() -> ExitCode {
         }
         Command::Watch { team, agent, interval, json } => messaging::watch(cli.store, cli.driver, &team, &agent, interval.0, json),
         Command::Shim(ShimAxis::Storage { name, output }) => shim::run(cli.driver, name, output),
+        Command::Driver(DriverCommand::Test { driver }) => driver::test(&driver),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "agmsg-host", &mut std::io::stdout());
             ExitCode::SUCCESS

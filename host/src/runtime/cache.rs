@@ -47,6 +47,11 @@ impl CompileCache {
         }
     }
 
+    /// The cache directory, if caching is on.
+    pub fn dir(&self) -> Option<&std::path::Path> {
+        self.dir.as_deref()
+    }
+
     pub fn load(&self, engine: &Engine, wasm: &[u8], sha256: &str) -> Result<Component> {
         let Some(dir) = &self.dir else {
             return Component::new(engine, wasm).context("compiling the driver component");

@@ -1,0 +1,137 @@
+//! The driver contract suite, written once: each rule drives the `agmsg-host` binary against a driver
+//! in a fresh store and panics (an assertion) when the driver breaks the contract. The test suite runs
+//! every rule against every bundled driver (`tests/storage_contract.rs`); `agmsg-host driver test`
+//! runs the same rules against any driver and reports each one.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+pub mod storage;
+
+/// Which binary the rules run and where it caches compiled components.
+#[derive(Clone, Debug)]
+pub struct Harness {
+    pub bin: PathBuf,
+    pub cache: PathBuf,
+}
+
+/// One rule of the contract: a name, and a check that panics when the driver breaks it.
+pub struct Rule {
+    pub name: &'static str,
+    pub check: fn(&Harness, &str),
+}
+
+/// Run `rule` against `driver` (a bundled name or a component path); `Err` carries the assertion.
+pub fn run_rule(harness: &Harness, rule: &Rule, driver: &str) -> Result<(), String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (rule.check)(harness, driver))).map_err(|payload| {
+        payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+            .unwrap_or_else(|| "the rule panicked".to_owned())
+    })
+}
+
+/// What a run printed and how it exited.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn lines(&self) -> Vec<&str> {
+        self.stdout.lines().collect()
+    }
+    pub fn json(&self) -> Vec<serde_json::Value> {
+        self.stdout.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l:?}: {e}"))).collect()
+    }
+    #[track_caller]
+    pub fn ok(&self) -> &Self {
+        assert_eq!(self.code, 0, "expected success: {self:#?}");
+        self
+    }
+}
+
+impl From<Output> for Run {
+    fn from(o: Output) -> Run {
+        Run {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+}
+
+/// An isolated home, store and config: one per rule (or test).
+pub struct Env {
+    pub dir: tempfile::TempDir,
+    pub store: PathBuf,
+    pub cache: PathBuf,
+    bin: PathBuf,
+    extra: Vec<(String, String)>,
+}
+
+impl Env {
+    pub fn new(harness: &Harness) -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("store");
+        Env { store, cache: harness.cache.clone(), bin: harness.bin.clone(), dir, extra: Vec::new() }
+    }
+
+    pub fn with_cache(mut self, cache: PathBuf) -> Env {
+        self.cache = cache;
+        self
+    }
+
+    pub fn env(mut self, key: &str, value: &str) -> Env {
+        self.extra.push((key.into(), value.into()));
+        self
+    }
+
+    pub fn db(&self) -> PathBuf {
+        self.store.join("messages.db")
+    }
+
+    /// `agmsg-host` with a clean environment pointing at this test's store.
+    pub fn cmd(&self) -> Command {
+        let mut cmd = Command::new(&self.bin);
+        cmd.env_clear()
+            .env("HOME", self.dir.path())
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("AGMSG_STORAGE_PATH", &self.store)
+            .env("AGMSG_CACHE_DIR", &self.cache)
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null());
+        for (k, v) in &self.extra {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    pub fn run(&self, args: &[&str]) -> Run {
+        self.cmd().args(args).output().unwrap().into()
+    }
+
+    pub fn run_stdin(&self, args: &[&str], stdin: &[u8]) -> Run {
+        let mut child = self.cmd().args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        child.stdin.take().unwrap().write_all(stdin).unwrap();
+        child.wait_with_output().unwrap().into()
+    }
+
+    /// `storage <args>`.
+    pub fn storage(&self, args: &[&str]) -> Run {
+        let mut all = vec!["storage"];
+        all.extend_from_slice(args);
+        self.run(&all)
+    }
+
+    pub fn send(&self, team: &str, from: &str, to: &str, body: &str) -> String {
+        let run = self.storage(&["send", team, from, to, body]);
+        run.ok();
+        run.stdout.trim_end().to_owned()
+    }
+}
+

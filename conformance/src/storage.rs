@@ -1,0 +1,330 @@
+//! The storage contract (spec §2), rule by rule.
+
+use crate::{Env, Harness, Rule};
+
+fn env_for(harness: &Harness, driver: &str) -> Env {
+    Env::new(harness).env("AGMSG_STORAGE_DRIVER", driver)
+}
+
+fn ids(records: &[serde_json::Value]) -> Vec<String> {
+    records.iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect()
+}
+
+fn unread(env: &Env, team: &str, agent: &str) -> Vec<String> {
+    let run = env.storage(&["list-unread", team, agent]);
+    run.ok();
+    ids(&run.json())
+}
+
+fn tip(env: &Env, pair: &str) -> String {
+    let run = env.storage(&["watch-tip", pair]);
+    run.ok();
+    let line = run.stdout.trim_end().to_owned();
+    assert_eq!(run.lines().len(), 1, "watch-tip prints one bare line: {run:?}");
+    line
+}
+
+fn cursor(env: &Env, team: &str, agent: &str) -> String {
+    let run = env.storage(&["read-cursor-get", team, agent]);
+    run.ok();
+    run.stdout.trim_end().to_owned()
+}
+
+fn consume(env: &Env, team: &str, agent: &str, cursor: &str, ids: &[&str]) {
+    let mut args = vec!["read-cursor-consume", team, agent, cursor];
+    args.extend_from_slice(ids);
+    let run = env.storage(&args);
+    assert_eq!((run.code, run.stdout.as_str()), (0, "ok\n"), "{run:?}");
+}
+
+/// watch-after: the records and the trailing cursor.
+fn watch_after(env: &Env, cursor: &str, pairs: &[&str]) -> (Vec<String>, String) {
+    let mut args = vec!["watch-after", cursor];
+    args.extend_from_slice(pairs);
+    let run = env.storage(&args);
+    run.ok();
+    let mut records = run.json();
+    let last = records.pop().expect("watch-after always ends with a cursor record");
+    assert_eq!(last["type"], "cursor", "{run:?}");
+    assert!(last["cursor"].is_string());
+    (ids(&records), last["cursor"].as_str().unwrap().to_owned())
+}
+
+fn token_shape(token: &str) -> bool {
+    !token.is_empty() && token.chars().all(|c| c.is_ascii_graphic())
+}
+
+fn round_trip_and_recipient_scope(harness: &Harness, driver: &str) {
+    let env = env_for(harness, driver);
+    let a = env.send("t", "alice", "bob", "one");
+    let b = env.send("t", "alice", "carol", "two");
+    let c = env.send("u", "alice", "bob", "other team");
+    assert_eq!(unread(&env, "t", "bob"), [a.clone()]);
+    assert_eq!(unread(&env, "t", "carol"), [b.clone()]);
+    assert_eq!(unread(&env, "u", "bob"), [c]);
+    // Marking bob's copy read never affects carol's; re-marking is idempotent.
+    for _ in 0..2 {
+        let run = env.storage(&["mark-read-batch", "t", "bob", &a]);
+        assert_eq!((run.code, run.stdout.as_str()), (0, "ok\n"));
+    }
+    assert!(unread(&env, "t", "bob").is_empty());
+    assert_eq!(unread(&env, "t", "carol"), [b]);
+    // No ids: still ok.
+    assert_eq!(env.storage(&["mark-read-batch", "t", "bob"]).stdout, "ok\n");
+}
+
+fn covered_prefix_and_hard_gap(harness: &Harness, driver: &str) {
+    let env = env_for(harness, driver);
+    let zero = cursor(&env, "t", "bob");
+    let m1 = env.send("t", "a", "bob", "1");
+    let m2 = env.send("t", "a", "bob", "2");
+    let m3 = env.send("t", "a", "bob", "3");
+    let now = tip(&env, "t:bob");
+    // Exact read of m2 and m3 past the unread m1: retained as exceptions, frontier does not move.
+    consume(&env, "t", "bob", &now, &[&m2, &m3]);
+    assert_eq!(cursor(&env, "t", "bob"), zero, "a still-unread message is a hard gap");
+    assert_eq!(unread(&env, "t", "bob"), [m1.clone()]);
+    // Reading m1 closes the gap: the frontier moves through the whole covered prefix.
+    consume(&env, "t", "bob", &now, &[&m1]);
+    assert_eq!(cursor(&env, "t", "bob"), now);
+    assert!(unread(&env, "t", "bob").is_empty());
+    // Never backwards.
+    consume(&env, "t", "bob", &zero, &[]);
+    assert_eq!(cursor(&env, "t", "bob"), now);
+}
+
+fn frontier_is_capped_at_the_tip(harness: &Harness, driver: &str) {
+    let env = env_for(harness, driver);
+    env.send("t", "a", "carol", "not addressed to bob: no gap");
+    let now = tip(&env, "t:bob");
+    consume(&env, "t", "bob", "999999999999", &[]);
+    assert_eq!(cursor(&env, "t", "bob"), now, "never past the current tip");
+    let later = env.send("t", "a", "bob", "later");
+    assert_eq!(unread(&env, "t", "bob"), [later]);
+}
+
+fn consume_advances_across_other_traffic(harness: &Harness, driver: &str) {
+    let env = env_for(harness, driver);
+    env.send("t", "a", "carol", "not for bob");
+    env.send("t", "a", "carol", "not for bob either");
+    let now = tip(&env, "t:bob");
+    consume(&env, "t", "bob", &now, &[]);
+    assert_eq!(cursor(&env, "t", "bob"), now);
+}
+
+fn watch_after_delivers_and_always_advances(harness: &Harness, driver: &str) {
+    let env = env_for(harness, driver);
+    let start = cursor(&env, "t", "bob");
+    let m1 = env.send("t", "a", "bob", "1");
+    env.send("t", "a", "carol", "off-subscription");
+    let m2 = env.send("t", "a", "dave", "2");
+    let (got, next) = watch_after(&env, &start, &["t:bob", "t:dave"]);
+    assert_eq!(got, [m1, m2]);
+    assert_eq!(next, tip(&env, "t:bob"), "the trailing cursor is the tip");
+    // Nothing new for bob, but traffic elsewhere: the cursor still advances.
+    env.send("t", "a", "carol", "more off-subscription");
+    let (got, after) = watch_after(&env, &next, &["t:bob"]);
+    assert!(got.is_empty());
+    assert_ne!(after, next);
+    assert_eq!(after, tip(&env, "t:bob"));
+    // A cursor from the future never regresses.
+    let (_, future) = watch_after(&env, "999999999", &["t:bob"]);
+    assert_eq!(future, "999999999");
+}
+
+fn watch_loop_consumes_exactly_what_was_shown(harness: &Harness, driver: &str) {
+    let env = env_for(harness, driver);
+    let m1 = env.send("t", "a", "bob", "1");
+    let start = cursor(&env, "t", "bob");
+    let (got, next) = watch_after(&env, &start, &["t:bob"]);
+    assert_eq!(got, [m1.clone()]);
+    // Crash before consume: delivered again.
+    assert_eq!(watch_after(&env, &cursor(&env, "t", "bob"), &["t:bob"]).0, [m1.clone()]);
+    consume(&env, "t", "bob", &next, &[&m1]);
+    assert!(watch_after(&env, &cursor(&env, "t", "bob"), &["t:bob"]).0.is_empty());
+}
+
+fn cursor_tokens_are_transport_safe(harness: &Harness, driver: &str) {
+    let env = env_for(harness, driver);
+    env.send("t", "a", "bob", "1");
+    for token in [tip(&env, "t:bob"), cursor(&env, "t", "bob"), watch_after(&env, &cursor(&env, "t", "bob"), &["t:bob"]).1] {
+        assert!(token_shape(&token), "{token:?}");
+    }
+}
+
+fn bad_pairs_and_cursors_are_refused(harness: &Harness, driver: &str) {
+    let env = env_for(harness, driver);
+    env.send("t", "a", "bob", "1");
+    for args in [vec!["watch-tip", "nocolon"], vec!["watch-tip", "t:a", "u:b"], vec!["watch-after", "0", "t:"], vec!["watch-after", "0", "t:a", "u:a"]] {
+        let run = env.storage(&args);
+        assert_ne!(run.code, 0, "{args:?}");
+        assert!(run.stdout.is_empty(), "{args:?}: {run:?}");
+    }
+    for bad in ["", "12 3", "abc", "-1"] {
+        let run = env.storage(&["read-cursor-consume", "t", "bob", bad]);
+        assert_eq!((run.code, run.stdout.as_str()), (13, "runtime_error\n"), "{bad:?}: {run:?}");
+        let run = env.storage(&["watch-after", bad, "t:bob"]);
+        assert_ne!(run.code, 0, "{bad:?}");
+    }
+}
+
+fn history_by_agent_and_team(harness: &Harness, driver: &str) {
+    let env = env_for(harness, driver);
+    let m1 = env.send("t", "alice", "bob", "1");
+    let m2 = env.send("t", "bob", "carol", "2");
+    let m3 = env.send("t", "carol", "dave", "3");
+    env.send("u", "alice", "bob", "other team");
+    let all = |args: &[&str]| {
+        let run = env.storage(args);
+        run.ok();
+        ids(&run.json())
+    };
+    assert_eq!(all(&["history", "t"]), [m1.clone(), m2.clone(), m3.clone()]);
+    assert_eq!(all(&["history", "t", ""]), [m1.clone(), m2.clone(), m3.clone()], "empty agent is team-wide");
+    assert_eq!(all(&["history", "t", "bob"]), [m1.clone(), m2.clone()], "sender or recipient");
+    // --limit keeps the most recent N, oldest to newest; it is never taken for the agent.
+    assert_eq!(all(&["history", "t", "--limit", "2"]), [m2.clone(), m3.clone()]);
+    assert_eq!(all(&["history", "t", "bob", "--limit", "1"]), [m2.clone()]);
+    assert_eq!(all(&["history", "t", "--limit", "1", "carol"]), [m3]);
+    // Read state does not change history.
+    env.storage(&["mark-read-batch", "t", "bob", &m1]).ok();
+    assert_eq!(all(&["history", "t", "bob"]), [m1, m2]);
+}
+
+fn export_import_round_trip(harness: &Harness, driver: &str) {
+    let env = env_for(harness, driver);
+    let m1 = env.send("t", "alice", "bob", "line\nbreak \"quoted\"");
+    env.send("t", "alice", "carol", "two");
+    env.storage(&["mark-read-batch", "t", "bob", &m1]).ok();
+    let file = env.dir.path().join("export.jsonl");
+    let run = env.storage(&["export", file.to_str().unwrap()]);
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{run:?}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let events: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(events.iter().filter(|e| e["type"] == "message_sent").count(), 2);
+    assert_eq!(events.iter().filter(|e| e["type"] == "message_read").count(), 1);
+    assert!(events.iter().all(|e| e["type"] == "message_sent" || e["type"] == "message_read"));
+
+    // Into a fresh store: the same visible state.
+    let other = env_for(harness, driver);
+    let run = other.storage(&["import", "t", file.to_str().unwrap()]);
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{run:?}");
+    assert!(unread(&other, "t", "bob").is_empty());
+    assert_eq!(unread(&other, "t", "carol").len(), 1);
+    assert_eq!(other.storage(&["history", "t"]).json(), env.storage(&["history", "t"]).json());
+    // Importing twice duplicates nothing.
+    other.storage(&["import", file.to_str().unwrap()]).ok();
+    assert_eq!(other.storage(&["history", "t"]).json().len(), 2);
+    let again = other.dir.path().join("again.jsonl");
+    other.storage(&["export", again.to_str().unwrap()]).ok();
+    assert_eq!(std::fs::read_to_string(&again).unwrap().lines().count(), 3);
+}
+
+fn import_is_all_or_nothing(harness: &Harness, driver: &str) {
+    let env = env_for(harness, driver);
+    let file = env.dir.path().join("bad.jsonl");
+    std::fs::write(
+        &file,
+        concat!(
+            r#"{"type":"message_sent","id":"0192aaaa-0000-7000-8000-000000000001","team":"t","from":"a","to":"bob","body":"ok","at":"2026-01-01T00:00:00Z"}"#,
+            "\n",
+            r#"{"type":"future_event","anything":1}"#,
+            "\n",
+            r#"{"type":"message_sent","id":"0192aaaa-0000-7000-8000-000000000002","team":"t","from":"a","to":"bob","body":"ok","at":"2026-01-01T00:00:00Z","extra":"ignored"}"#,
+            "\n",
+            "{not json\n"
+        ),
+    )
+    .unwrap();
+    let run = env.storage(&["import", file.to_str().unwrap()]);
+    assert_eq!(run.code, 13, "{run:?}");
+    assert!(run.stderr.contains("line 4"), "names the line: {run:?}");
+    assert!(unread(&env, "t", "bob").is_empty(), "nothing applied");
+
+    // Without the bad line, unknown types and fields are ignored and the rest applies.
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.lines().take(3).collect::<Vec<_>>().join("\n")).unwrap();
+    env.storage(&["import", file.to_str().unwrap()]).ok();
+    assert_eq!(unread(&env, "t", "bob").len(), 2);
+
+    for bad in [
+        r#"{"type":"message_sent","id":"x y","team":"t","from":"a","to":"b","body":"","at":"2026-01-01T00:00:00Z"}"#,
+        r#"{"type":"message_sent","id":"x","team":"t/..","from":"a","to":"b","body":"","at":"2026-01-01T00:00:00Z"}"#,
+        r#"{"type":"message_read","id":"x","team":"t","agent":"b","at":"2026-01-01T00:00:00Z"}"#,
+        r#"[1,2]"#,
+    ] {
+        std::fs::write(&file, bad).unwrap();
+        assert_eq!(env.storage(&["import", file.to_str().unwrap()]).code, 13, "{bad}");
+    }
+}
+
+fn export_is_atomic_and_replaces_symlinks(harness: &Harness, driver: &str) {
+    let env = env_for(harness, driver);
+    env.send("t", "a", "b", "1");
+    let target = env.dir.path().join("precious.txt");
+    std::fs::write(&target, "do not overwrite").unwrap();
+    let link = env.dir.path().join("link.jsonl");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    env.storage(&["export", link.to_str().unwrap()]).ok();
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "do not overwrite");
+    assert!(!std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert_eq!(std::fs::read_to_string(&link).unwrap().lines().count(), 1);
+    let leftovers: Vec<_> = std::fs::read_dir(env.dir.path()).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().contains(".tmp.")).collect();
+    assert!(leftovers.is_empty());
+}
+
+fn compaction_properties(harness: &Harness, driver: &str) {
+    let env = env_for(harness, driver);
+    let m1 = env.send("t", "a", "bob", "1");
+    let m2 = env.send("t", "a", "bob", "2");
+    env.send("t", "a", "carol", "3");
+    env.storage(&["mark-read-batch", "t", "bob", &m2]).ok();
+    let before_cursor = tip(&env, "t:bob");
+    // A duplicate read marker, as a merged import would leave it.
+    let file = env.dir.path().join("dup.jsonl");
+    std::fs::write(&file, format!(r#"{{"type":"message_read","id":"dup-1","msg_id":"{m2}","team":"t","agent":"bob","at":"2026-01-01T00:00:00Z"}}"#)).unwrap();
+    env.storage(&["import", file.to_str().unwrap()]).ok();
+
+    let export = |name: &str| {
+        let path = env.dir.path().join(name);
+        env.storage(&["export", path.to_str().unwrap()]).ok();
+        std::fs::read_to_string(path).unwrap()
+    };
+    let unread_before = (unread(&env, "t", "bob"), unread(&env, "t", "carol"));
+    let history_before = env.storage(&["history", "t"]).stdout;
+    let count_before = export("before.jsonl").lines().count();
+
+    assert_eq!(env.storage(&["compact"]).stdout, "ok\n");
+    let once = export("once.jsonl");
+    assert_eq!(env.storage(&["compact", "t"]).stdout, "ok\n");
+    let twice = export("twice.jsonl");
+    assert_eq!(once, twice, "idempotent");
+    assert_eq!((unread(&env, "t", "bob"), unread(&env, "t", "carol")), unread_before, "state-preserving");
+    assert_eq!(env.storage(&["history", "t"]).stdout, history_before);
+    assert!(once.lines().count() <= count_before, "monotonic");
+    let reads: Vec<&str> = once.lines().filter(|l| l.contains("message_read")).collect();
+    assert_eq!(reads.len(), 1, "read-coalescing: {reads:?}");
+    assert_eq!(once.lines().filter(|l| l.contains("message_sent")).count(), 3, "message_sent untouched");
+    // Cursor-safe: the tip never regresses, and an old cursor still delivers later messages.
+    assert!(tip(&env, "t:bob").parse::<u64>().unwrap() >= before_cursor.parse::<u64>().unwrap());
+    let m4 = env.send("t", "a", "bob", "4");
+    assert_eq!(watch_after(&env, &before_cursor, &["t:bob"]).0, [m4]);
+    let _ = m1;
+}
+
+/// Every rule, in the order they are reported.
+pub const RULES: &[Rule] = &[
+    Rule { name: "round_trip_and_recipient_scope", check: round_trip_and_recipient_scope },
+    Rule { name: "covered_prefix_and_hard_gap", check: covered_prefix_and_hard_gap },
+    Rule { name: "frontier_is_capped_at_the_tip", check: frontier_is_capped_at_the_tip },
+    Rule { name: "consume_advances_across_other_traffic", check: consume_advances_across_other_traffic },
+    Rule { name: "watch_after_delivers_and_always_advances", check: watch_after_delivers_and_always_advances },
+    Rule { name: "watch_loop_consumes_exactly_what_was_shown", check: watch_loop_consumes_exactly_what_was_shown },
+    Rule { name: "cursor_tokens_are_transport_safe", check: cursor_tokens_are_transport_safe },
+    Rule { name: "bad_pairs_and_cursors_are_refused", check: bad_pairs_and_cursors_are_refused },
+    Rule { name: "history_by_agent_and_team", check: history_by_agent_and_team },
+    Rule { name: "export_import_round_trip", check: export_import_round_trip },
+    Rule { name: "import_is_all_or_nothing", check: import_is_all_or_nothing },
+    Rule { name: "export_is_atomic_and_replaces_symlinks", check: export_is_atomic_and_replaces_symlinks },
+    Rule { name: "compaction_properties", check: compaction_properties },
+];

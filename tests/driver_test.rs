@@ -1,0 +1,33 @@
+//! `agmsg-host driver test`: the contract suite, as a driver author runs it. Every bundled driver
+//! passes; a broken driver fails with the rules it breaks named and their reasons.
+
+mod common;
+
+use common::{Env, fixture};
+
+#[test]
+fn bundled_drivers_pass() {
+    let env = Env::new();
+    for driver in ["sqlite", "jsonl"] {
+        let run = env.run(&["driver", "test", driver]);
+        assert_eq!(run.code, 0, "{driver}: {run:?}");
+        assert_eq!(run.lines().iter().filter(|l| l.starts_with("PASS  ")).count(), 13, "{run:?}");
+        assert!(run.stdout.ends_with("13 of 13 rules passed\n"), "{run:?}");
+    }
+}
+
+#[test]
+fn a_broken_driver_fails_with_the_rules_named() {
+    let env = Env::new();
+    let broken = fixture("hostile-storage");
+    let run = env.run(&["driver", "test", broken.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let lines = run.lines();
+    let failing: Vec<&str> = lines.iter().filter_map(|l| l.strip_prefix("FAIL  ")).map(|l| l.split_whitespace().next().unwrap()).collect();
+    assert!(failing.contains(&"round_trip_and_recipient_scope") && failing.contains(&"export_import_round_trip"), "{run:?}");
+    // Each failure says why: here the driver refuses every send.
+    assert!(run.stdout.contains("unknown misbehaviour"), "{run:?}");
+    assert!(run.stdout.contains(" of 13 rules passed"), "{run:?}");
+    let unknown = env.run(&["driver", "test", "nosuch"]);
+    assert_eq!(unknown.code, 2, "{unknown:?}");
+}

@@ -17,6 +17,17 @@ fn bundled_drivers_pass() {
 }
 
 #[test]
+fn terminal_drivers_pass_the_rules_that_need_no_terminal() {
+    let env = Env::new();
+    for driver in ["tmux", "plain"] {
+        let run = env.run(&["driver", "test", driver]);
+        assert_eq!(run.code, 0, "{driver}: {run:?}");
+        assert!(run.stdout.starts_with(&format!("terminal contract suite against '{driver}'")), "{run:?}");
+        assert!(run.stdout.ends_with("5 of 5 rules passed\n"), "{run:?}");
+    }
+}
+
+#[test]
 fn a_broken_driver_fails_with_the_rules_named() {
     let env = Env::new();
     let broken = fixture("hostile-storage");

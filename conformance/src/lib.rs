@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 pub mod storage;
+pub mod terminal;
 
 /// Which binary the rules run and where it caches compiled components.
 #[derive(Clone, Debug)]

@@ -76,8 +76,13 @@ impl TerminalDriver for Plain {
     }
 
     /// The window closes when its process exits; there is no handle to close it by, and nothing to report.
-    fn despawn(&self, _id: &str) -> Result<(), TermError> {
-        Ok(())
+    /// A no-op, as agmsg's: a plain window is closed by its user. An id plain cannot have produced is
+    /// still refused, like every other op's.
+    fn despawn(&self, id: &str) -> Result<(), TermError> {
+        match id::parse(id) {
+            Some(_) => Ok(()),
+            None => Err(TermError::unsupported(format!("unsupported: not a plain placement id: {id:?}"))),
+        }
     }
 
     fn peek(&self, id: &str, _lines: Option<u32>) -> Result<String, TermError> {

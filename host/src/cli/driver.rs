@@ -1,35 +1,45 @@
 //! `agmsg-host driver test <driver>`: the contract suite the bundled drivers pass, run against any
-//! storage driver (a bundled name or a component file), one line per rule with the reason for each
-//! failure; exit 1 if any rule fails.
+//! driver, one line per rule with the reason for each failure; exit 1 if any rule fails. A storage
+//! driver is a bundled name or a `.wasm` component; a terminal driver a bundled name or a directory
+//! with `terminal.conf` and `driver.wasm` (the terminal rules that need no terminal).
 //!
-//! The rules are `agmsg-conformance`'s, the same ones `tests/storage_contract.rs` runs: each drives this
-//! very binary against the driver in a fresh temporary store.
+//! The rules are `agmsg-conformance`'s, the same ones `tests/storage_contract.rs` and
+//! `tests/terminal_contract.rs` run: each drives this very binary against the driver in a fresh
+//! temporary home.
 
 use std::process::ExitCode;
 
-use agmsg_conformance::{Harness, run_rule, storage};
+use agmsg_conformance::{Harness, Rule, run_rule, storage, terminal};
 
 use crate::runtime::cache::CompileCache;
 use crate::storage::DriverSource;
+use crate::terminal::TerminalSource;
+
+/// Which suite, the driver as the rules pass it (a path made absolute: the rules run in their own
+/// directories), and the component's hash.
+fn suite_for(driver: &str) -> Result<(&'static str, &'static [Rule], String, String), String> {
+    let absolute = |p: &std::path::Path| std::path::absolute(p).map(|p| p.display().to_string()).map_err(|e| format!("{}: {e}", p.display()));
+    let is_terminal_dir = std::path::Path::new(driver).join("terminal.conf").is_file();
+    if is_terminal_dir || TerminalSource::bundled_names().contains(&driver) {
+        let source = TerminalSource::resolve(driver)?;
+        let name = if is_terminal_dir { absolute(std::path::Path::new(driver))? } else { driver.to_owned() };
+        return Ok(("terminal", terminal::RULES, name, source.sha256));
+    }
+    let source = DriverSource::resolve(driver).map_err(|e| e.to_string())?;
+    let name = match &source.path {
+        Some(path) => absolute(path)?,
+        None => source.name.clone(),
+    };
+    Ok(("storage", storage::RULES, name, source.sha256))
+}
 
 pub fn test(driver: &str) -> ExitCode {
-    // A path is passed on absolute: the rules run in their own temporary directories.
-    let source = match DriverSource::resolve(driver) {
-        Ok(source) => source,
+    let (axis, rules, driver, sha256) = match suite_for(driver) {
+        Ok(suite) => suite,
         Err(e) => {
             eprintln!("agmsg-host driver test: {e}");
             return ExitCode::from(2);
         }
-    };
-    let driver = match &source.path {
-        Some(path) => match std::path::absolute(path) {
-            Ok(path) => path.display().to_string(),
-            Err(e) => {
-                eprintln!("agmsg-host driver test: {}: {e}", path.display());
-                return ExitCode::from(2);
-            }
-        },
-        None => source.name.clone(),
     };
     let bin = match std::env::current_exe() {
         Ok(bin) => bin,
@@ -49,12 +59,12 @@ pub fn test(driver: &str) -> ExitCode {
         }
     };
     let harness = Harness { bin, cache };
-    println!("storage contract suite against '{driver}' (sha256 {})", &source.sha256[..16]);
+    println!("{axis} contract suite against '{driver}' (sha256 {})", &sha256[..16.min(sha256.len())]);
     // Assertions are the rules' failure reports: print them in the table, not as panic noise.
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     let mut failed = 0;
-    for rule in storage::RULES {
+    for rule in rules {
         let started = std::time::Instant::now();
         match run_rule(&harness, rule, &driver) {
             Ok(()) => println!("PASS  {:<44} {:>6.0} ms", rule.name, started.elapsed().as_secs_f64() * 1e3),
@@ -68,7 +78,7 @@ pub fn test(driver: &str) -> ExitCode {
         }
     }
     std::panic::set_hook(default_hook);
-    let total = storage::RULES.len();
+    let total = rules.len();
     println!("{} of {total} rules passed", total - failed);
     if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) }
 }

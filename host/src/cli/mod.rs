@@ -2,6 +2,7 @@
 
 mod driver;
 mod messaging;
+mod scaffold;
 mod shim;
 mod storage;
 mod storage_manage;
@@ -117,6 +118,19 @@ enum Command {
 
 #[derive(Subcommand, Debug)]
 enum DriverCommand {
+    /// Create a cargo project for a new driver: a small working store (storage) or a driver that
+    /// answers "unsupported" to every op (terminal); both pass `driver test` as generated
+    New {
+        axis: scaffold::Axis,
+        /// The driver's name (lowercase letters, digits, '-')
+        name: String,
+        /// Where to create it [default: ./<name>]
+        #[arg(long, value_name = "DIR")]
+        path: Option<PathBuf>,
+        /// The guest-sdk crate to depend on [default: the one this binary was built from]
+        #[arg(long, value_name = "DIR")]
+        sdk: Option<PathBuf>,
+    },
     /// Run the storage contract suite the bundled drivers pass against a driver (a bundled name or a
     /// .wasm component); one line per rule, exit 1 if any fails
     Test { driver: String },
@@ -167,6 +181,7 @@ pub fn main() -> ExitCode {
         Command::Watch { team, agent, interval, json } => messaging::watch(cli.store, cli.driver, &team, &agent, interval.0, json),
         Command::Shim(ShimAxis::Storage { name, output }) => shim::run(cli.driver, name, output),
         Command::Driver(DriverCommand::Test { driver }) => driver::test(&driver),
+        Command::Driver(DriverCommand::New { axis, name, path, sdk }) => scaffold::new(axis, &name, path, sdk),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "agmsg-host", &mut std::io::stdout());
             ExitCode::SUCCESS

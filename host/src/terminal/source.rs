@@ -36,9 +36,10 @@ impl TerminalSource {
         BUNDLED_TERMINAL.iter().map(|d| d.name).collect()
     }
 
-    /// `name` is a bundled driver's name, or a driver directory (anything with a `/`).
+    /// `name` is a bundled driver's name, or a driver directory (anything with a `/`, or a directory
+    /// holding `terminal.conf`, such as `.`).
     pub fn resolve(name: &str) -> Result<TerminalSource, String> {
-        if name.contains('/') {
+        if name.contains('/') || Path::new(name).join("terminal.conf").is_file() {
             return Self::from_dir(Path::new(name));
         }
         Self::bundled().into_iter().find(|d| d.manifest.name == name).ok_or_else(|| {

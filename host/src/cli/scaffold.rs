@@ -1,0 +1,90 @@
+//! `agmsg-host driver new <axis> <name>`: a ready cargo project for a driver, from the templates in
+//! `host/templates/` (compiled into the binary). As generated, the storage driver is a small working
+//! store and the terminal driver answers "unsupported" to every op; both pass `driver test`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Axis {
+    Storage,
+    Terminal,
+}
+
+const STORAGE: &[(&str, &str)] = &[
+    ("Cargo.toml", include_str!("../../templates/storage/Cargo.toml")),
+    ("README.md", include_str!("../../templates/storage/README.md")),
+    ("src/lib.rs", include_str!("../../templates/storage/src/lib.rs")),
+];
+
+const TERMINAL: &[(&str, &str)] = &[
+    ("Cargo.toml", include_str!("../../templates/terminal/Cargo.toml")),
+    ("README.md", include_str!("../../templates/terminal/README.md")),
+    ("terminal.conf", include_str!("../../templates/terminal/terminal.conf")),
+    ("src/lib.rs", include_str!("../../templates/terminal/src/lib.rs")),
+];
+
+/// A cargo package name that is also a valid agmsg driver name.
+fn valid_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    bytes.next().is_some_and(|b| b.is_ascii_lowercase()) && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+/// The SDK this binary was built with, when its source is still where it was built.
+fn default_sdk() -> Option<PathBuf> {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../guest-sdk")).canonicalize().ok()
+}
+
+pub fn new(axis: Axis, name: &str, path: Option<PathBuf>, sdk: Option<PathBuf>) -> ExitCode {
+    match create(axis, name, path, sdk) {
+        Ok(dir) => {
+            let axis_word = match axis {
+                Axis::Storage => "storage",
+                Axis::Terminal => "terminal",
+            };
+            println!("created the {axis_word} driver '{name}' in {}", dir.display());
+            println!("next: cd {} && cargo build --release --target wasm32-wasip2  (then see README.md)", dir.display());
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("agmsg-host driver new: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn create(axis: Axis, name: &str, path: Option<PathBuf>, sdk: Option<PathBuf>) -> Result<PathBuf, String> {
+    if !valid_name(name) {
+        return Err(format!("the name must be lowercase letters, digits and '-', starting with a letter, not {name:?}"));
+    }
+    let sdk = match sdk {
+        Some(sdk) => sdk.canonicalize().map_err(|e| format!("--sdk {}: {e}", sdk.display()))?,
+        None => default_sdk().ok_or("cannot find agmsg-host's guest-sdk: pass --sdk <path to guest-sdk>")?,
+    };
+    if !sdk.join("Cargo.toml").is_file() {
+        return Err(format!("{} is not the guest-sdk crate (no Cargo.toml)", sdk.display()));
+    }
+    let dir = path.unwrap_or_else(|| PathBuf::from(name));
+    if dir.read_dir().is_ok_and(|mut entries| entries.next().is_some()) {
+        return Err(format!("{} exists and is not empty", dir.display()));
+    }
+    let sdk_text = sdk.to_str().ok_or("the SDK's path is not UTF-8")?;
+    let fill = |text: &str| {
+        text.replace("{{crate_file}}", &name.replace('-', "_"))
+            .replace("{{crate}}", name)
+            .replace("{{name}}", name)
+            .replace("{{sdk}}", &sdk_text.replace('\\', "\\\\").replace('"', "\\\""))
+    };
+    let files = match axis {
+        Axis::Storage => STORAGE,
+        Axis::Terminal => TERMINAL,
+    };
+    for (relative, template) in files {
+        let target = dir.join(relative);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+        }
+        std::fs::write(&target, fill(template)).map_err(|e| format!("cannot write {}: {e}", target.display()))?;
+    }
+    Ok(dir)
+}

@@ -131,8 +131,8 @@ enum DriverCommand {
         #[arg(long, value_name = "DIR")]
         sdk: Option<PathBuf>,
     },
-    /// Run the storage contract suite the bundled drivers pass against a driver (a bundled name or a
-    /// .wasm component); one line per rule, exit 1 if any fails
+    /// Run the contract suite the bundled drivers pass against a driver: a bundled name, a storage
+    /// .wasm component, or a terminal driver directory; one line per rule, exit 1 if any fails
     Test { driver: String },
 }
 

@@ -15,7 +15,6 @@ use agmsg_guest_sdk::terminal::TermError;
 use serde_json::Value;
 
 use crate::id::HerdrId;
-use crate::session;
 
 thread_local! {
     /// The instance this op's calls go to (`None`: the ambient `HERDR_SOCKET_PATH`).

@@ -23,8 +23,7 @@ fn eight_processes_times_250_sends() {
     );
     let writers: Vec<_> = (0..WRITERS)
         .map(|w| {
-            env.cmd()
-                .program_with("bash")
+            env.program("bash")
                 .args(["-c", &script, common::BIN, &w.to_string()])
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -62,8 +61,7 @@ fn writer_killed_mid_stream() {
     let env = Env::new();
     env.storage(&["init"]).ok();
     let mut writer = env
-        .cmd()
-        .program_with("bash")
+        .program("bash")
         .args(["-c", r#"for i in $(seq 1 100000); do "$0" storage send t a bob "m$i" || exit 1; done"#, common::BIN])
         .stdout(Stdio::piped())
         .spawn()
@@ -75,8 +73,7 @@ fn writer_killed_mid_stream() {
         printed.push(lines.next().unwrap().unwrap());
     }
     // Kill the whole process group mid-write: bash and whichever agmsg-host is running.
-    let pid = writer.id() as i32;
-    unsafe_kill(pid);
+    common::kill_tree(writer.id());
     let _ = writer.wait();
     for line in lines.map_while(Result::ok) {
         printed.push(line);
@@ -94,34 +91,6 @@ fn writer_killed_mid_stream() {
     }
 }
 
-/// SIGKILL the bash loop and every agmsg-host child of it.
-fn unsafe_kill(pid: i32) {
-    let _ = std::process::Command::new("pkill").args(["-KILL", "-P", &pid.to_string()]).status();
-    let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
-    let _ = std::process::Command::new("pkill").args(["-KILL", "-P", &pid.to_string()]).status();
-}
-
-trait ProgramWith {
-    fn program_with(self, program: &str) -> std::process::Command;
-}
-
-impl ProgramWith for std::process::Command {
-    /// The same environment and working directory, another program.
-    fn program_with(self, program: &str) -> std::process::Command {
-        let mut cmd = std::process::Command::new(program);
-        cmd.env_clear();
-        for (k, v) in self.get_envs() {
-            if let Some(v) = v {
-                cmd.env(k, v);
-            }
-        }
-        if let Some(dir) = self.get_current_dir() {
-            cmd.current_dir(dir);
-        }
-        cmd
-    }
-}
-
 /// jsonl: processes sending, reading (which updates the sidecar index) and marking read at once, one
 /// of them SIGKILLed mid-stream. Afterwards the index answers exactly as one rebuilt from the log does.
 #[test]
@@ -135,14 +104,14 @@ fn jsonl_index_survives_concurrent_readers_and_a_kill() {
     done"#;
     let spawn = |w: usize, rounds: usize| {
         let args = ["-c", script, common::BIN, &w.to_string(), &rounds.to_string()];
-        env.cmd().program_with("bash").args(args).stdout(Stdio::null()).spawn().unwrap()
+        env.program("bash").args(args).stdout(Stdio::null()).spawn().unwrap()
     };
     let workers: Vec<_> = (0..3).map(|w| spawn(w, 40)).collect();
     // The victim would run far longer than the others: it dies mid-stream.
     let mut victim = spawn(3, 100_000);
     std::thread::sleep(Duration::from_millis(1500));
     assert!(victim.try_wait().unwrap().is_none(), "the victim is still running when killed");
-    unsafe_kill(victim.id() as i32);
+    common::kill_tree(victim.id());
     let _ = victim.wait();
     for mut worker in workers {
         assert!(worker.wait().unwrap().success(), "a worker failed");

@@ -7,7 +7,7 @@ mod common;
 
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use common::Env;
@@ -18,19 +18,7 @@ const NATIVE_WRITERS: usize = 2;
 const ROUNDS: usize = 40;
 
 fn bash(env: &Env, script: &str, args: &[&str]) -> Child {
-    let mut cmd = Command::new("bash");
-    cmd.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", env.dir.path())
-        .env("AGMSG_STORAGE_PATH", &env.store)
-        .env("AGMSG_CACHE_DIR", &env.cache)
-        .arg("-c")
-        .arg(script)
-        .arg(common::BIN)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    cmd.spawn().unwrap()
+    env.program("bash").arg("-c").arg(script).arg(common::BIN).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
 }
 
 /// Native writer `$1`: agmsg's bash send (dual write, one IMMEDIATE transaction), acknowledged only
@@ -64,11 +52,7 @@ fn run_mixed(env: &Env) {
     while victim_ids.len() < 10 {
         victim_ids.push(lines.next().unwrap().unwrap());
     }
-    let pid = victim.id().to_string();
-    for args in [vec!["-KILL", "-P", &pid], vec!["-KILL", "-P", &pid]] {
-        let _ = Command::new("pkill").args(&args).status();
-        let _ = Command::new("kill").args(["-KILL", &pid]).status();
-    }
+    common::kill_tree(victim.id());
     let _ = victim.wait();
     victim_ids.extend(lines.map_while(Result::ok));
 

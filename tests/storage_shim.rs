@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::process::Command;
-
 use common::Env;
 
 /// Generate the shim for `driver` and run `script` in bash with it sourced, as agmsg's core would.
@@ -13,14 +11,9 @@ fn with_shim(env: &Env, driver: &str, script: &str) -> common::Run {
     let shim = env.dir.path().join(format!("host-{driver}.sh"));
     let run = env.run(&["--driver", driver, "shim", "storage", "--output", shim.to_str().unwrap()]);
     assert_eq!(run.code, 0, "{run:?}");
-    let mut cmd = Command::new("bash");
-    cmd.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", env.dir.path())
-        .env("AGMSG_STORAGE_PATH", &env.store)
-        .env("AGMSG_CACHE_DIR", &env.cache)
-        // agmsg selects the shim by its name; agmsg-host must not read this as its own driver.
-        .env("AGMSG_STORAGE_DRIVER", format!("host-{driver}"))
+    let mut cmd = env.program("bash");
+    // agmsg selects the shim by its name; agmsg-host must not read this as its own driver.
+    cmd.env("AGMSG_STORAGE_DRIVER", format!("host-{driver}"))
         .env("OUT", env.dir.path())
         .arg("-c")
         .arg(format!("set -euo pipefail\nsource {}\n{script}", shim.display()));

@@ -98,7 +98,12 @@ impl Env {
 
     /// `agmsg-host` with a clean environment pointing at this test's store.
     pub fn cmd(&self) -> Command {
-        let mut cmd = Command::new(&self.bin);
+        self.program(&self.bin)
+    }
+
+    /// Another program (a shell loop, `sqlite3`) in the same environment as [`Env::cmd`].
+    pub fn program(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut cmd = Command::new(program);
         cmd.env_clear()
             .env("HOME", self.dir.path())
             .env("PATH", std::env::var("PATH").unwrap_or_default())

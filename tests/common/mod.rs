@@ -71,3 +71,12 @@ pub fn fixture(package: &str) -> PathBuf {
     }
     path
 }
+
+/// SIGKILL a shell loop and every child of it (agmsg-host processes mid-op).
+pub fn kill_tree(pid: u32) {
+    let pid = pid.to_string();
+    for _ in 0..2 {
+        let _ = Command::new("pkill").args(["-KILL", "-P", &pid]).status();
+        let _ = Command::new("kill").args(["-KILL", &pid]).status();
+    }
+}

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::storage::Store;
+use super::storage::{Store, record_failure};
 use crate::storage::driver::{Message, Pair};
 use crate::storage::records::message_line;
 use crate::storage::{OpError, StorageDriver};
@@ -55,21 +55,16 @@ impl Printer {
     }
 }
 
-fn fail(e: OpError) -> ExitCode {
-    eprintln!("agmsg-host: {e}");
-    ExitCode::from(e.status.exit_code())
-}
-
 /// `send <team> <from> <to> <body>`; a body of `-` is read from stdin, byte for byte.
 pub fn send(store: Option<PathBuf>, driver: Option<String>, team: &str, from: &str, to: &str, body: &str) -> ExitCode {
     let body = if body == "-" {
         let mut bytes = Vec::new();
         if let Err(e) = io::stdin().read_to_end(&mut bytes) {
-            return fail(OpError::runtime(format!("cannot read the body from stdin: {e}")));
+            return record_failure(&OpError::runtime(format!("cannot read the body from stdin: {e}")));
         }
         match String::from_utf8(bytes) {
             Ok(body) => body,
-            Err(_) => return fail(OpError::runtime("the body on stdin is not UTF-8")),
+            Err(_) => return record_failure(&OpError::runtime("the body on stdin is not UTF-8")),
         }
     } else {
         body.to_owned()
@@ -83,7 +78,7 @@ pub fn send(store: Option<PathBuf>, driver: Option<String>, team: &str, from: &s
             println!("{id}");
             ExitCode::SUCCESS
         }
-        Err(e) => fail(e),
+        Err(e) => record_failure(&e),
     }
 }
 
@@ -98,7 +93,7 @@ pub fn history(store: Option<PathBuf>, driver: Option<String>, team: &str, agent
             let _ = printer.flush();
             ExitCode::SUCCESS
         }
-        Err(e) => fail(e),
+        Err(e) => record_failure(&e),
     }
 }
 
@@ -134,7 +129,7 @@ pub fn inbox(store: Option<PathBuf>, driver: Option<String>, team: &str, agent: 
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => fail(e),
+        Err(e) => record_failure(&e),
     }
 }
 
@@ -143,7 +138,7 @@ pub fn watch(store: Option<PathBuf>, driver: Option<String>, team: &str, agent: 
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     if let Err(e) = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)) {
-        return fail(OpError::runtime(format!("cannot handle Ctrl-C: {e}")));
+        return record_failure(&OpError::runtime(format!("cannot handle Ctrl-C: {e}")));
     }
     let result = Store::resolve(store, driver, Some(team), true).and_then(|store| {
         let mut driver = store.driver()?;
@@ -162,7 +157,7 @@ pub fn watch(store: Option<PathBuf>, driver: Option<String>, team: &str, agent: 
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => fail(e),
+        Err(e) => record_failure(&e),
     }
 }
 

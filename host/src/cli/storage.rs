@@ -144,19 +144,29 @@ pub fn run(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Option<
     let framing = op.framing();
     match execute(store_flag, driver_flag.clone(), op) {
         Ok(code) => code,
-        Err(e) => {
-            if framing == Framing::Control {
-                let mut out = io::stdout().lock();
-                if let Some(d) = &e.directive {
-                    let driver = driver_flag.or_else(|| location::storage_driver(None).ok()).unwrap_or_default();
-                    let _ = writeln!(out, "AGMSG-DIRECTIVE: {}", directive_json(d, &driver));
-                }
-                let _ = writeln!(out, "{}", e.status.word());
-            }
-            eprintln!("agmsg-host: {}", e.message);
-            ExitCode::from(e.status.exit_code())
+        Err(e) if framing == Framing::Control => {
+            let driver = driver_flag.or_else(|| location::storage_driver(None).ok()).unwrap_or_default();
+            control_failure(&e, &driver)
         }
+        Err(e) => record_failure(&e),
     }
+}
+
+/// A control op's failure: the §1.6 directive if any, the status word last on stdout, the message on
+/// stderr, the status's exit code.
+pub(super) fn control_failure(e: &OpError, driver: &str) -> ExitCode {
+    let mut out = io::stdout().lock();
+    if let Some(d) = &e.directive {
+        let _ = writeln!(out, "AGMSG-DIRECTIVE: {}", directive_json(d, driver));
+    }
+    let _ = writeln!(out, "{}", e.status.word());
+    record_failure(e)
+}
+
+/// A record op's failure: nothing on stdout, the message on stderr, the status's exit code.
+pub(super) fn record_failure(e: &OpError) -> ExitCode {
+    eprintln!("agmsg-host: {}", e.message);
+    ExitCode::from(e.status.exit_code())
 }
 
 /// A §1.6 directive line's JSON; the host adds the driver's name.

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use agmsg_contract::Status;
 
-use super::storage::Store;
+use super::storage::{Store, control_failure, record_failure};
 use crate::bundled::BUNDLED_STORAGE;
 use crate::runtime::StorageGrants;
 use crate::storage::driver::{Event, Pair};
@@ -22,11 +22,6 @@ use crate::storage::{DriverSource, OpError, StorageDriver, location};
 /// Where `convert` builds the new store, inside the store directory (same filesystem: renames work).
 const CONVERT_DIR_PREFIX: &str = ".agmsg-convert-";
 
-fn fail(e: OpError) -> ExitCode {
-    eprintln!("agmsg-host: {e}");
-    ExitCode::from(e.status.exit_code())
-}
-
 /// `storage list [--json]`: every driver this host can run, the active one marked.
 pub fn list(store_flag: Option<PathBuf>, json: bool) -> ExitCode {
     let active = location::storage_driver(None).unwrap_or_default();
@@ -34,7 +29,7 @@ pub fn list(store_flag: Option<PathBuf>, json: bool) -> ExitCode {
     for bundled in BUNDLED_STORAGE {
         let store = match Store::resolve(store_flag.clone(), Some(bundled.name.to_owned()), None, false) {
             Ok(store) => store,
-            Err(e) => return fail(e),
+            Err(e) => return record_failure(&e),
         };
         let description = store.driver().and_then(|mut d| d.describe());
         let (backend, capabilities) = match description {
@@ -66,20 +61,10 @@ fn check(store_flag: Option<PathBuf>, driver: &str) -> Result<(), OpError> {
     store.driver()?.check()
 }
 
-fn print_failure(e: &OpError, driver: &str) {
-    if let Some(d) = &e.directive {
-        let json = serde_json::json!({ "type": d.kind, "driver": driver, "commands": d.commands, "reason": d.reason });
-        println!("AGMSG-DIRECTIVE: {json}");
-    }
-    println!("{}", e.status.word());
-    eprintln!("agmsg-host: {e}");
-}
-
 /// `storage switch <name>`: check the driver, then make it the configured one.
 pub fn switch(store_flag: Option<PathBuf>, name: &str) -> ExitCode {
     if let Err(e) = DriverSource::resolve(name).and_then(|_| check(store_flag, name)) {
-        print_failure(&e, name);
-        return ExitCode::from(e.status.exit_code());
+        return control_failure(&e, name);
     }
     match set_configured_driver(name) {
         Ok(path) => {
@@ -87,10 +72,7 @@ pub fn switch(store_flag: Option<PathBuf>, name: &str) -> ExitCode {
             eprintln!("storage driver is now '{name}' ({})", path.display());
             ExitCode::SUCCESS
         }
-        Err(e) => {
-            print_failure(&e, name);
-            ExitCode::from(e.status.exit_code())
-        }
+        Err(e) => control_failure(&e, name),
     }
 }
 
@@ -155,10 +137,7 @@ pub fn convert(store_flag: Option<PathBuf>, to: &str) -> ExitCode {
             println!("{}", Status::Ok.word());
             ExitCode::SUCCESS
         }
-        Err(e) => {
-            print_failure(&e, to);
-            ExitCode::from(e.status.exit_code())
-        }
+        Err(e) => control_failure(&e, to),
     }
 }
 

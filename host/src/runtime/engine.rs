@@ -73,8 +73,9 @@ fn env_number(name: &str) -> Result<Option<u64>> {
 /// The process-wide runtime: engine, linker and compile cache.
 pub struct Runtime {
     pub engine: Engine,
-    pub storage_linker: Linker<HostState>,
-    pub terminal_linker: Linker<HostState>,
+    /// Built on first use: a process runs drivers of one axis, and start-up pays only for that one.
+    storage_linker: OnceLock<Linker<HostState>>,
+    terminal_linker: OnceLock<Linker<HostState>>,
     pub cache: CompileCache,
     pub limits: Limits,
 }
@@ -89,15 +90,31 @@ impl Runtime {
         config.cranelift_opt_level(wasmtime::OptLevel::Speed);
         let engine = Engine::new(&config).context("creating the wasmtime engine")?;
         start_epoch_ticker(&engine);
-        let storage_linker = super::sandbox::storage_linker(&engine)?;
-        let terminal_linker = super::sandbox::terminal_linker(&engine)?;
-        Ok(Runtime { engine, storage_linker, terminal_linker, cache, limits })
+        Ok(Runtime { engine, storage_linker: OnceLock::new(), terminal_linker: OnceLock::new(), cache, limits })
+    }
+
+    /// The linker storage drivers are instantiated with.
+    pub fn storage_linker(&self) -> Result<&Linker<HostState>> {
+        linker(&self.storage_linker, || super::sandbox::storage_linker(&self.engine))
+    }
+
+    /// The linker terminal drivers are instantiated with.
+    pub fn terminal_linker(&self) -> Result<&Linker<HostState>> {
+        linker(&self.terminal_linker, || super::sandbox::terminal_linker(&self.engine))
     }
 
     /// Load a component through the compile cache.
     pub fn load(&self, wasm: &[u8], sha256: &str) -> Result<Component> {
         self.cache.load(&self.engine, wasm, sha256)
     }
+}
+
+fn linker<'a>(cell: &'a OnceLock<Linker<HostState>>, build: impl FnOnce() -> Result<Linker<HostState>>) -> Result<&'a Linker<HostState>> {
+    if let Some(linker) = cell.get() {
+        return Ok(linker);
+    }
+    let built = build()?;
+    Ok(cell.get_or_init(|| built))
 }
 
 /// One background thread advances the epoch for the engine's lifetime (the process).

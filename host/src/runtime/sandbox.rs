@@ -157,8 +157,16 @@ pub fn terminal_linker(engine: &Engine) -> Result<Linker<HostState>> {
     Ok(linker)
 }
 
-/// WASI with what every driver gets: captured output, no network, no arguments.
-fn base_wasi() -> (WasiCtxBuilder, MemoryOutputPipe, MemoryOutputPipe) {
+/// A store for one instance: what every driver gets (captured output, no network, no arguments, the
+/// memory cap), plus the axis' grants, which `grant` adds to the WASI context.
+fn new_store(
+    engine: &Engine,
+    driver_name: &str,
+    limits: &Limits,
+    store_dir: Option<PathBuf>,
+    process: Option<ProcessGrant>,
+    grant: impl FnOnce(&mut WasiCtxBuilder) -> Result<()>,
+) -> Result<Store<HostState>> {
     let stdout = MemoryOutputPipe::new(MAX_CAPTURED_OUTPUT);
     let stderr = MemoryOutputPipe::new(MAX_CAPTURED_OUTPUT);
     let mut builder = WasiCtxBuilder::new();
@@ -169,58 +177,45 @@ fn base_wasi() -> (WasiCtxBuilder, MemoryOutputPipe, MemoryOutputPipe) {
         .allow_tcp(false)
         .allow_udp(false)
         .allow_ip_name_lookup(false);
-    (builder, stdout, stderr)
-}
-
-fn new_store(engine: &Engine, state: HostState) -> Store<HostState> {
+    grant(&mut builder)?;
+    let state = HostState {
+        driver_name: driver_name.to_owned(),
+        store_dir,
+        process,
+        lock_held: false,
+        locked_files: LockedFiles::default(),
+        table: ResourceTable::new(),
+        limiter: MemoryLimiter { max_bytes: limits.memory_bytes, hit: false },
+        wasi: builder.build(),
+        stdout,
+        stderr,
+    };
     let mut store = Store::new(engine, state);
     store.limiter(|state| &mut state.limiter);
-    store
+    Ok(store)
 }
 
 /// A fresh store for one instance of a storage driver, with exactly its grants.
 pub fn storage_store(engine: &Engine, driver_name: &str, grants: &StorageGrants, limits: &Limits) -> Result<Store<HostState>> {
-    let (mut builder, stdout, stderr) = base_wasi();
-    builder
-        .preopened_dir(&grants.store_dir, GUEST_STORE_DIR, FsPerms::ReadWrite)
-        .with_context(|| format!("cannot open the store directory {}", grants.store_dir.display()))?;
-    let state = HostState {
-        driver_name: driver_name.to_owned(),
-        store_dir: Some(grants.store_dir.clone()),
-        process: None,
-        lock_held: false,
-        locked_files: LockedFiles::default(),
-        table: ResourceTable::new(),
-        limiter: MemoryLimiter { max_bytes: limits.memory_bytes, hit: false },
-        wasi: builder.build(),
-        stdout,
-        stderr,
-    };
-    Ok(new_store(engine, state))
+    new_store(engine, driver_name, limits, Some(grants.store_dir.clone()), None, |builder| {
+        builder
+            .preopened_dir(&grants.store_dir, GUEST_STORE_DIR, FsPerms::ReadWrite)
+            .with_context(|| format!("cannot open the store directory {}", grants.store_dir.display()))?;
+        Ok(())
+    })
 }
 
 /// A fresh store for one instance of a terminal driver, with exactly its grants.
 pub fn terminal_store(engine: &Engine, driver_name: &str, grants: &TerminalGrants, limits: &Limits) -> Result<Store<HostState>> {
-    let (mut builder, stdout, stderr) = base_wasi();
-    for (name, value) in grants.process.env() {
-        // WASI environments are strings; a variable that is not UTF-8 is not passed.
-        if let Some(value) = value.to_str() {
-            builder.env(name, value);
+    new_store(engine, driver_name, limits, None, Some(grants.process.clone()), |builder| {
+        for (name, value) in grants.process.env() {
+            // WASI environments are strings; a variable that is not UTF-8 is not passed.
+            if let Some(value) = value.to_str() {
+                builder.env(name, value);
+            }
         }
-    }
-    let state = HostState {
-        driver_name: driver_name.to_owned(),
-        store_dir: None,
-        process: Some(grants.process.clone()),
-        lock_held: false,
-        locked_files: LockedFiles::default(),
-        table: ResourceTable::new(),
-        limiter: MemoryLimiter { max_bytes: limits.memory_bytes, hit: false },
-        wasi: builder.build(),
-        stdout,
-        stderr,
-    };
-    Ok(new_store(engine, state))
+        Ok(())
+    })
 }
 
 /// The `types` interfaces have no functions; their host traits are empty.

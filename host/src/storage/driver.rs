@@ -67,8 +67,8 @@ impl<'rt> StorageDriver<'rt> {
         let load_error = |e: wasmtime::Error| OpError::runtime(format!("driver '{}' cannot be loaded: {e:#}", source.name));
         let component = runtime.load(&source.wasm, &source.sha256).map_err(load_error)?;
         let pre = runtime
-            .storage_linker
-            .instantiate_pre(&component)
+            .storage_linker()
+            .and_then(|linker| linker.instantiate_pre(&component))
             .and_then(StorageDriverPre::new)
             .map_err(load_error)?;
         Ok(StorageDriver { runtime, name: source.name.clone(), pre, grants, instance: DriverInstance::new(&source.name) })

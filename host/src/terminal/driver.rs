@@ -89,7 +89,11 @@ impl<'rt> TerminalDriver<'rt> {
         let name = &source.manifest.name;
         let load_error = |e: wasmtime::Error| TermFailure::new(FailKind::Unreachable, format!("driver '{name}' cannot be loaded: {e:#}"));
         let component = runtime.load(&source.wasm, &source.sha256).map_err(load_error)?;
-        let pre = runtime.terminal_linker.instantiate_pre(&component).and_then(TerminalDriverPre::new).map_err(load_error)?;
+        let pre = runtime
+            .terminal_linker()
+            .and_then(|linker| linker.instantiate_pre(&component))
+            .and_then(TerminalDriverPre::new)
+            .map_err(load_error)?;
         let process = ProcessGrant::resolve(&source.manifest.programs, &source.manifest.env, runtime.limits.process_timeout);
         Ok(TerminalDriver {
             runtime,

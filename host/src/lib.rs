@@ -6,10 +6,15 @@
 //!   location on disk.
 //! - [`terminal`] is the same for terminal drivers: manifests (their grants), the typed handle, and
 //!   the §6.3 resolvers.
+//! - [`plugin`] finds third-party drivers, reads their manifests and keeps the user's trust and grants;
+//!   [`capabilities`] is the vocabulary of what a driver may touch, shared by manifests, trust and the
+//!   sandbox.
 //! - [`cli`] parses argv and prints exactly agmsg's framing; it holds no driver logic.
 
 pub mod bundled;
+pub mod capabilities;
 pub mod cli;
+pub mod plugin;
 pub mod runtime;
 pub mod storage;
 pub mod terminal;

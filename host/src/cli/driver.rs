@@ -20,7 +20,7 @@ use crate::terminal::TerminalSource;
 fn suite_for(driver: &str) -> Result<(&'static str, &'static [Rule], String, String), String> {
     let absolute = |p: &std::path::Path| std::path::absolute(p).map(|p| p.display().to_string()).map_err(|e| format!("{}: {e}", p.display()));
     let is_terminal_dir = std::path::Path::new(driver).join("terminal.conf").is_file();
-    if is_terminal_dir || TerminalSource::bundled_names().contains(&driver) {
+    if is_terminal_dir || TerminalSource::names(&TerminalSource::available()).contains(&driver) {
         let source = TerminalSource::resolve(driver)?;
         let name = if is_terminal_dir { absolute(std::path::Path::new(driver))? } else { driver.to_owned() };
         return Ok(("terminal", terminal::RULES, name, source.sha256));

@@ -2,6 +2,7 @@
 
 mod driver;
 mod messaging;
+mod plugin;
 mod scaffold;
 mod shim;
 mod storage;
@@ -28,6 +29,8 @@ use clap::{Parser, Subcommand};
         AGMSG_STORAGE_DRIVER  storage driver (else the `storage` key of $AGMSG_CONFIG, else sqlite)\n  \
         AGMSG_CONFIG          agmsg's config file (default ~/.agents/agmsg/config.json)\n  \
         AGMSG_TERMINAL_DRIVER terminal driver (else the id's placement reference, else detection)\n  \
+        AGMSG_HOME            agmsg's home (default ~/.agents/agmsg): plugins/, trusted-plugins.json\n  \
+        AGMSG_PLUGIN_DIRS     more plugin directories, ':'-separated (later ones win)\n  \
         AGMSG_CACHE_DIR       compiled-component cache (default ~/.cache/agmsg-host)\n  \
         AGMSG_DRIVER_TIMEOUT_MS, AGMSG_DRIVER_MEMORY_MB   per-call deadline and memory cap\n  \
         AGMSG_PROCESS_TIMEOUT_MS   time limit of one program a terminal driver runs (default 10000)\n  \
@@ -99,6 +102,16 @@ enum Command {
     /// For driver authors: check a driver against the contract suite
     #[command(subcommand)]
     Driver(DriverCommand),
+    /// Third-party drivers: install, list, inspect, trust, untrust, remove
+    #[command(
+        subcommand,
+        long_about = "Third-party drivers: install, list, inspect, trust, untrust, remove.\n\n\
+            A plugin is a directory <axis>/<name>/ holding agmsg-driver.toml (its manifest) and its \
+            component, under $AGMSG_HOME/plugins (default ~/.agents/agmsg/plugins) or a directory of \
+            AGMSG_PLUGIN_DIRS. It runs only once trusted, with what it asks for AND you granted; a \
+            changed component, or an update that asks for more, is untrusted until you trust it again."
+    )]
+    Plugin(plugin::PluginCommand),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     #[command(after_help = "For example: agmsg-host completions bash > ~/.local/share/bash-completion/completions/agmsg-host")]
     Completions { shell: clap_complete::Shell },
@@ -181,6 +194,7 @@ pub fn main() -> ExitCode {
         Command::Watch { team, agent, interval, json } => messaging::watch(cli.store, cli.driver, &team, &agent, interval.0, json),
         Command::Shim(ShimAxis::Storage { name, output }) => shim::run(cli.driver, name, output),
         Command::Driver(DriverCommand::Test { driver }) => driver::test(&driver),
+        Command::Plugin(command) => plugin::run(command),
         Command::Driver(DriverCommand::New { axis, name, path, sdk }) => scaffold::new(axis, &name, path, sdk),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "agmsg-host", &mut std::io::stdout());

@@ -14,6 +14,7 @@ pub enum Axis {
 const STORAGE: &[(&str, &str)] = &[
     ("Cargo.toml", include_str!("../../templates/storage/Cargo.toml")),
     ("README.md", include_str!("../../templates/storage/README.md")),
+    ("agmsg-driver.toml", include_str!("../../templates/storage/agmsg-driver.toml")),
     ("src/lib.rs", include_str!("../../templates/storage/src/lib.rs")),
 ];
 
@@ -21,6 +22,7 @@ const TERMINAL: &[(&str, &str)] = &[
     ("Cargo.toml", include_str!("../../templates/terminal/Cargo.toml")),
     ("README.md", include_str!("../../templates/terminal/README.md")),
     ("terminal.conf", include_str!("../../templates/terminal/terminal.conf")),
+    ("agmsg-driver.toml", include_str!("../../templates/terminal/agmsg-driver.toml")),
     ("src/lib.rs", include_str!("../../templates/terminal/src/lib.rs")),
 ];
 

@@ -13,7 +13,7 @@ use agmsg_contract::{Status, check_name, split_pair};
 
 use crate::runtime::cache::CompileCache;
 use crate::runtime::caps::log::host_log;
-use crate::runtime::{Limits, Runtime, StorageGrants};
+use crate::runtime::{Limits, Runtime};
 use crate::storage::records::{cursor_line, event_line, message_line, parse_import};
 use crate::storage::driver::{Directive, Pair};
 use crate::storage::{DriverSource, OpError, StorageDriver, location};
@@ -309,7 +309,8 @@ pub(super) struct Store {
     pub runtime: Runtime,
     pub source: DriverSource,
     pub dir: PathBuf,
-    pub grants: StorageGrants,
+    /// The directory the driver is granted as its store.
+    pub sandbox_root: PathBuf,
     /// An empty directory granted instead of a store that does not exist (removed on drop).
     _empty: Option<tempfile::TempDir>,
 }
@@ -330,11 +331,11 @@ impl Store {
         let runtime = Runtime::new(CompileCache::from_env(), Limits::from_env().map_err(|e| OpError::runtime(format!("{e:#}")))?)
             .map_err(|e| OpError::runtime(format!("{e:#}")))?;
         let (sandbox_root, empty) = sandbox_dir(&dir)?;
-        Ok(Store { runtime, source, dir, grants: StorageGrants { store_dir: sandbox_root }, _empty: empty })
+        Ok(Store { runtime, source, dir, sandbox_root, _empty: empty })
     }
 
     pub fn driver(&self) -> Result<StorageDriver<'_>, OpError> {
-        StorageDriver::open(&self.runtime, &self.source, self.grants.clone())
+        StorageDriver::open(&self.runtime, &self.source, self.sandbox_root.clone())
     }
 }
 

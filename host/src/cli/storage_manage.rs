@@ -14,7 +14,6 @@ use agmsg_contract::Status;
 
 use super::storage::{Store, control_failure, record_failure};
 use crate::bundled::BUNDLED_STORAGE;
-use crate::runtime::StorageGrants;
 use crate::storage::driver::{Event, Pair};
 use crate::storage::records::event_line;
 use crate::storage::{DriverSource, OpError, StorageDriver, location};
@@ -164,7 +163,7 @@ fn convert_inner(store_flag: Option<PathBuf>, to: &str) -> Result<(), OpError> {
         .tempdir_in(&dir)
         .map_err(|e| OpError::runtime(format!("cannot create a work directory in {}: {e}", dir.display())))?;
     let target_source = DriverSource::resolve(to)?;
-    let mut target = StorageDriver::open(&source_store.runtime, &target_source, StorageGrants { store_dir: work.path().to_owned() })?;
+    let mut target = StorageDriver::open(&source_store.runtime, &target_source, work.path().to_owned())?;
     target.init()?;
     target.import_events(&events)?;
     progress.done(&format!("imported into {to}"), events.len());

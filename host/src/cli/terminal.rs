@@ -137,7 +137,7 @@ fn answer_code(answer: Answer) -> ExitCode {
 }
 
 fn run_op(driver_flag: Option<&str>, op: &str, args: &[String]) -> Result<ExitCode, Outcome> {
-    let candidates = TerminalSource::bundled();
+    let candidates = TerminalSource::available();
     match op {
         "list" => return list(&candidates, args),
         "resolve-placement" | "resolve-name" => {
@@ -179,7 +179,7 @@ fn run_op(driver_flag: Option<&str>, op: &str, args: &[String]) -> Result<ExitCo
         runtime_ready.as_secs_f64() * 1e3,
         (started.elapsed() - runtime_ready).as_secs_f64() * 1e3
     ));
-    let known = TerminalSource::bundled_names();
+    let known = TerminalSource::names(&candidates);
     // A placement reference of this driver is passed on as its bare id.
     let id = |raw: &str| -> Result<String, Outcome> {
         match resolve::split_reference(raw, &known) {
@@ -408,7 +408,7 @@ fn pick_driver(
     id: Option<&str>,
 ) -> Result<(TerminalSource, Option<String>), TermFailure> {
     let unsupported = |m: String| TermFailure::new(FailKind::Unsupported, m);
-    let known = TerminalSource::bundled_names();
+    let known = TerminalSource::names(candidates);
     let scheme = id.and_then(|id| resolve::split_reference(id, &known)).map(|(scheme, _)| scheme.to_owned());
     if let Some(name) = flag {
         return TerminalSource::resolve(name).map(|s| (s, scheme)).map_err(unsupported);

@@ -7,17 +7,19 @@
 use wasmtime::Store;
 
 use super::sandbox::HostState;
-use super::{CallFailure, Runtime, failure};
+use super::{CallFailure, Limits, failure};
 
 /// A driver's instance (created on first call) and the bindings of its world.
 pub struct DriverInstance<B> {
     name: String,
+    /// The driver's own limits (its grants may raise the defaults).
+    limits: Limits,
     live: Option<(Store<HostState>, B)>,
 }
 
 impl<B> DriverInstance<B> {
-    pub fn new(name: &str) -> Self {
-        DriverInstance { name: name.to_owned(), live: None }
+    pub fn new(name: &str, limits: Limits) -> Self {
+        DriverInstance { name: name.to_owned(), limits, live: None }
     }
 
     pub fn name(&self) -> &str {
@@ -27,13 +29,12 @@ impl<B> DriverInstance<B> {
     /// Call `f` on the live instance, creating it first with `new_store` and `instantiate` if needed.
     pub fn call<T>(
         &mut self,
-        runtime: &Runtime,
         op: &str,
         new_store: impl FnOnce() -> wasmtime::Result<Store<HostState>>,
         instantiate: impl FnOnce(&mut Store<HostState>) -> wasmtime::Result<B>,
         f: impl FnOnce(&mut Store<HostState>, &B) -> wasmtime::Result<T>,
     ) -> Result<T, CallFailure> {
-        let limits = runtime.limits;
+        let limits = self.limits;
         if self.live.is_none() {
             let mut store = new_store().map_err(|e| CallFailure { message: format!("driver '{}': {e:#}", self.name) })?;
             store.set_epoch_deadline(limits.deadline_ticks());
@@ -61,9 +62,9 @@ impl<B> DriverInstance<B> {
 
     /// Run `f` on the live instance, if there is one, under a fresh deadline; drop the instance if it
     /// fails (cleanup such as dropping a resource).
-    pub fn cleanup(&mut self, runtime: &Runtime, f: impl FnOnce(&mut Store<HostState>) -> wasmtime::Result<()>) {
+    pub fn cleanup(&mut self, f: impl FnOnce(&mut Store<HostState>) -> wasmtime::Result<()>) {
         if let Some((store, _)) = self.live.as_mut() {
-            store.set_epoch_deadline(runtime.limits.deadline_ticks());
+            store.set_epoch_deadline(self.limits.deadline_ticks());
             if f(store).is_err() {
                 self.live = None;
             }

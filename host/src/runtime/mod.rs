@@ -10,4 +10,4 @@ pub mod sandbox;
 
 pub use engine::{Limits, Runtime};
 pub use failure::CallFailure;
-pub use sandbox::{HostState, StorageGrants, TerminalGrants};
+pub use sandbox::{Grants, HostState};

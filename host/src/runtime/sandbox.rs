@@ -1,26 +1,35 @@
 //! The one place that decides what a driver component may touch.
 //!
-//! Every driver gets: no arguments; no network (no sockets, no name lookup); its stdout and stderr
-//! captured (capped) and routed to the host log; the `agmsg:host/log` interface; a memory cap. Beyond
-//! that, by axis:
-//! - a storage driver: its store directory preopened at `/store` (read-write) and nothing else of the
-//!   filesystem; no environment variables; the `agmsg:host/lock` and `agmsg:host/file-lock` interfaces
-//!   (byte-range locks on plain files of its own store only).
-//! - a terminal driver: no filesystem at all; the environment variables its manifest declares (those
-//!   set on the host); the `agmsg:host/process` interface, limited to the programs its manifest
-//!   declares ([`ProcessGrant`]).
+//! [`Grants::new`] turns a driver's capabilities (bundled drivers: their fixed ones; plugins: declared
+//! AND granted by the user) into access; [`admit`] refuses, before any of its code runs, a component
+//! that imports beyond them; [`new_store`] builds each instance's context from them.
 //!
-//! Everything else a component might import is absent from its linker, so such a component fails to
-//! instantiate before any of its code runs.
+//! Every driver gets: no arguments; its stdout and stderr captured (capped) and routed to the host log;
+//! the `agmsg:host/log` interface; a memory cap and a call deadline (raised only as granted). Beyond
+//! that, only what is granted:
+//! - `store` (storage drivers): the store directory preopened at `/store` (read-write) and nothing
+//!   else of the filesystem, plus `agmsg:host/lock` and `agmsg:host/file-lock` (byte-range locks on
+//!   plain files of that store only);
+//! - `env:NAME`: the named variables that are set on the host, and no others;
+//! - `program:NAME` (terminal drivers): `agmsg:host/process`, limited to those programs and argument
+//!   shapes ([`ProcessGrant`]);
+//! - `network:HOST:PORT`: TCP connections to those endpoints' addresses only;
+//! - `inert-sockets`: `wasi:sockets` imports link with no network granted, and every call is denied
+//!   (without it, or a network grant, a component importing them is refused at load).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use wasmtime::Result;
 use wasmtime::error::Context;
-use wasmtime::component::{HasSelf, Linker, ResourceTable};
+use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{Engine, ResourceLimiter, Store};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::sockets::SocketAddrUse;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+use crate::capabilities::{Capabilities, parse_endpoint};
+use crate::plugin::manifest::{Axis, semver_parts};
 
 use super::caps::log::{Severity, emit};
 pub use super::caps::process::ProcessGrant;
@@ -55,23 +64,152 @@ pub const GUEST_STORE_DIR: &str = "/store";
 /// A driver's captured stdout and stderr are cut off (with a trap) beyond this.
 pub const MAX_CAPTURED_OUTPUT: usize = 1 << 20;
 
-/// What a storage driver is granted.
+/// The contract packages this host offers, with their WIT versions. A driver built against a
+/// semver-compatible version loads (same major; for 1.x and later a minor no newer than ours).
+pub const OFFERED_PACKAGES: [(&str, &str); 3] = [("agmsg:host", "1.0.0"), ("agmsg:storage", "1.0.0"), ("agmsg:terminal", "1.0.0")];
+
+/// Everything one driver is granted: built from its capabilities by [`Grants::new`], the one place
+/// where capabilities become access.
 #[derive(Clone, Debug)]
-pub struct StorageGrants {
-    /// The store directory, preopened read-write at [`GUEST_STORE_DIR`]. It must exist.
-    pub store_dir: PathBuf,
+pub struct Grants {
+    pub axis: Axis,
+    /// The store directory, preopened read-write at [`GUEST_STORE_DIR`] (storage drivers granted
+    /// `store`). It must exist.
+    pub store_dir: Option<PathBuf>,
+    /// Granted variables that are set on the host (the driver's whole environment).
+    pub env: Vec<(String, String)>,
+    /// The programs it may run (terminal drivers).
+    pub process: Option<ProcessGrant>,
+    /// `host:port` endpoints it may connect to.
+    pub network: Vec<String>,
+    /// Whether `wasi:sockets` imports link with no network granted (every call then denied).
+    pub inert_sockets: bool,
+    /// Its call deadline and memory cap: the defaults (or the user's overrides), raised as granted.
+    pub limits: Limits,
 }
 
-/// What a terminal driver is granted: the programs and variables its manifest declares.
-#[derive(Clone, Debug)]
-pub struct TerminalGrants {
-    pub process: ProcessGrant,
+impl Grants {
+    /// What a driver of `axis` with these (declared AND granted) capabilities gets.
+    pub fn new(axis: Axis, caps: &Capabilities, store_dir: Option<PathBuf>, base: Limits) -> Grants {
+        let mut limits = base;
+        if let Some(mb) = caps.memory_mb() {
+            limits.memory_bytes = limits.memory_bytes.max(usize::try_from(mb).unwrap_or(usize::MAX).saturating_mul(1 << 20));
+        }
+        if let Some(ms) = caps.timeout_ms() {
+            limits.call_timeout = limits.call_timeout.max(Duration::from_millis(ms));
+        }
+        let env_names: Vec<String> = caps.env().map(str::to_owned).collect();
+        let process = (axis == Axis::Terminal).then(|| {
+            let programs: Vec<_> = caps.programs().map(|(name, args)| (name.to_owned(), args.cloned())).collect();
+            ProcessGrant::resolve(&programs, &env_names, limits.process_timeout)
+        });
+        Grants {
+            axis,
+            store_dir: store_dir.filter(|_| axis == Axis::Storage && caps.store()),
+            // WASI environments are strings; a variable that is not UTF-8 is not passed.
+            env: env_names.iter().filter_map(|name| Some((name.clone(), std::env::var(name).ok()?))).collect(),
+            process,
+            network: caps.network().map(str::to_owned).collect(),
+            inert_sockets: caps.inert_sockets(),
+            limits,
+        }
+    }
+}
+
+/// Refuse, before it runs, a component that is not a driver of its axis, was built against an
+/// incompatible contract version, or imports anything beyond its grants (an interface its axis does not
+/// offer, or `wasi:sockets` without the network granted).
+pub fn admit(engine: &Engine, component: &Component, grants: &Grants) -> std::result::Result<(), String> {
+    let (imports, exports) = interfaces(engine, component);
+    for import in &imports {
+        check_import(import, grants)?;
+    }
+    let package = format!("agmsg:{}", grants.axis);
+    let contract: Vec<&String> = exports.iter().filter(|e| e.starts_with(&format!("{package}/"))).collect();
+    if contract.is_empty() {
+        return Err(format!("it exports no {package} interface, so it is not a {} driver (exports: {})", grants.axis, list(&exports)));
+    }
+    for export in contract {
+        check_version(export).map_err(|e| format!("it was {e}"))?;
+    }
+    Ok(())
+}
+
+/// A component's imported and exported interface names (`wasi:io/streams@0.2.6`, ...).
+pub fn interfaces(engine: &Engine, component: &Component) -> (Vec<String>, Vec<String>) {
+    let ty = component.component_type();
+    (ty.imports(engine).map(|(name, _)| name.to_owned()).collect(), ty.exports(engine).map(|(name, _)| name.to_owned()).collect())
+}
+
+fn list(names: &[String]) -> String {
+    if names.is_empty() { "none".to_owned() } else { names.join(", ") }
+}
+
+fn check_import(import: &str, grants: &Grants) -> std::result::Result<(), String> {
+    let interface = import.split('@').next().unwrap_or(import);
+    let axis = grants.axis;
+    let offered = match interface {
+        "wasi:cli/environment" | "wasi:cli/exit" | "wasi:cli/stdin" | "wasi:cli/stdout" | "wasi:cli/stderr" => true,
+        i if i.starts_with("wasi:cli/terminal-") => true,
+        i if i.starts_with("wasi:io/") || i.starts_with("wasi:clocks/") || i.starts_with("wasi:random/") => true,
+        // Without a preopen (terminal drivers, storage drivers not granted a store) nothing is reachable.
+        "wasi:filesystem/types" | "wasi:filesystem/preopens" => true,
+        i if i.starts_with("wasi:sockets/") => {
+            if grants.network.is_empty() && !grants.inert_sockets {
+                return Err(format!(
+                    "it imports {import}, but no network access is granted (a driver that needs the network asks for \
+                     `network = [\"host:port\"]` and the user grants it; one whose language runtime imports sockets it never \
+                     uses declares `inert_sockets = true`)"
+                ));
+            }
+            true
+        }
+        "agmsg:host/log" => true,
+        // The axis's own shared types (ids, records, errors), imported by the driver world.
+        i if i == format!("agmsg:{axis}/types") => true,
+        "agmsg:host/lock" | "agmsg:host/file-lock" => axis == Axis::Storage,
+        "agmsg:host/process" => axis == Axis::Terminal,
+        _ => false,
+    };
+    if !offered {
+        return Err(format!("it imports {import}, which this host does not offer to {axis} drivers"));
+    }
+    if interface.starts_with("agmsg:") {
+        check_version(import).map_err(|e| format!("it was {e}"))?;
+    }
+    Ok(())
+}
+
+/// A manifest's `api` (the `agmsg:<axis>` version a driver targets) against the version this host offers.
+pub fn check_api(axis: Axis, version: &str) -> std::result::Result<(), String> {
+    check_version(&format!("agmsg:{axis}/driver@{version}"))
+}
+
+/// `agmsg:<package>/<interface>@<version>` against the version this host offers; the error completes
+/// "it was ...".
+fn check_version(name: &str) -> std::result::Result<(), String> {
+    let (interface, version) = name.split_once('@').unwrap_or((name, ""));
+    let package = interface.split('/').next().unwrap_or(interface);
+    let Some((_, ours)) = OFFERED_PACKAGES.iter().find(|(p, _)| *p == package) else {
+        return Err(format!("built against {name}, a package this host does not offer"));
+    };
+    let compatible = match (semver_parts(version), semver_parts(ours)) {
+        (Some((major, minor, patch)), Some((our_major, our_minor, our_patch))) => {
+            major == our_major && if major > 0 { minor <= our_minor } else { minor == our_minor && patch <= our_patch }
+        }
+        _ => false,
+    };
+    if compatible {
+        Ok(())
+    } else {
+        Err(format!("built against {package}@{version}, which is not compatible with the {package}@{ours} this host offers"))
+    }
 }
 
 /// Per-instance host state.
 pub struct HostState {
     pub driver_name: String,
-    /// The store directory (storage drivers): what the lock locks.
+    /// The store directory (storage drivers granted one): what the locks lock.
     pub store_dir: Option<PathBuf>,
     /// Store files this instance holds byte-range locks on (storage drivers).
     pub locked_files: LockedFiles,
@@ -157,16 +295,10 @@ pub fn terminal_linker(engine: &Engine) -> Result<Linker<HostState>> {
     Ok(linker)
 }
 
-/// A store for one instance: what every driver gets (captured output, no network, no arguments, the
-/// memory cap), plus the axis' grants, which `grant` adds to the WASI context.
-fn new_store(
-    engine: &Engine,
-    driver_name: &str,
-    limits: &Limits,
-    store_dir: Option<PathBuf>,
-    process: Option<ProcessGrant>,
-    grant: impl FnOnce(&mut WasiCtxBuilder) -> Result<()>,
-) -> Result<Store<HostState>> {
+/// A store for one instance of a driver, with exactly its grants. Every driver: captured output, no
+/// arguments, the memory cap, no network unless granted (and then only the granted endpoints, resolved
+/// now). By grant: the store preopened at [`GUEST_STORE_DIR`], the granted variables, programs.
+pub fn new_store(engine: &Engine, driver_name: &str, grants: &Grants) -> Result<Store<HostState>> {
     let stdout = MemoryOutputPipe::new(MAX_CAPTURED_OUTPUT);
     let stderr = MemoryOutputPipe::new(MAX_CAPTURED_OUTPUT);
     let mut builder = WasiCtxBuilder::new();
@@ -177,15 +309,25 @@ fn new_store(
         .allow_tcp(false)
         .allow_udp(false)
         .allow_ip_name_lookup(false);
-    grant(&mut builder)?;
+    if let Some(dir) = &grants.store_dir {
+        builder
+            .preopened_dir(dir, GUEST_STORE_DIR, FsPerms::ReadWrite)
+            .with_context(|| format!("cannot open the store directory {}", dir.display()))?;
+    }
+    for (name, value) in &grants.env {
+        builder.env(name, value);
+    }
+    if !grants.network.is_empty() {
+        grant_network(&mut builder, &grants.network)?;
+    }
     let state = HostState {
         driver_name: driver_name.to_owned(),
-        store_dir,
-        process,
+        store_dir: grants.store_dir.clone(),
+        process: grants.process.clone(),
         lock_held: false,
         locked_files: LockedFiles::default(),
         table: ResourceTable::new(),
-        limiter: MemoryLimiter { max_bytes: limits.memory_bytes, hit: false },
+        limiter: MemoryLimiter { max_bytes: grants.limits.memory_bytes, hit: false },
         wasi: builder.build(),
         stdout,
         stderr,
@@ -195,27 +337,29 @@ fn new_store(
     Ok(store)
 }
 
-/// A fresh store for one instance of a storage driver, with exactly its grants.
-pub fn storage_store(engine: &Engine, driver_name: &str, grants: &StorageGrants, limits: &Limits) -> Result<Store<HostState>> {
-    new_store(engine, driver_name, limits, Some(grants.store_dir.clone()), None, |builder| {
-        builder
-            .preopened_dir(&grants.store_dir, GUEST_STORE_DIR, FsPerms::ReadWrite)
-            .with_context(|| format!("cannot open the store directory {}", grants.store_dir.display()))?;
-        Ok(())
-    })
-}
-
-/// A fresh store for one instance of a terminal driver, with exactly its grants.
-pub fn terminal_store(engine: &Engine, driver_name: &str, grants: &TerminalGrants, limits: &Limits) -> Result<Store<HostState>> {
-    new_store(engine, driver_name, limits, None, Some(grants.process.clone()), |builder| {
-        for (name, value) in grants.process.env() {
-            // WASI environments are strings; a variable that is not UTF-8 is not passed.
-            if let Some(value) = value.to_str() {
-                builder.env(name, value);
-            }
-        }
-        Ok(())
-    })
+/// TCP connections to the granted endpoints' addresses, nothing else (no listening, no UDP). Name
+/// lookup is on only when an endpoint is a host name, since the driver must resolve it.
+fn grant_network(builder: &mut WasiCtxBuilder, endpoints: &[String]) -> Result<()> {
+    use std::net::ToSocketAddrs;
+    let mut allowed = Vec::new();
+    let mut names = false;
+    for endpoint in endpoints {
+        let (host, port) = parse_endpoint(endpoint).map_err(wasmtime::Error::msg)?;
+        names |= host.parse::<std::net::IpAddr>().is_err();
+        // An endpoint that does not resolve now is simply unreachable.
+        allowed.extend((host.as_str(), port).to_socket_addrs().into_iter().flatten());
+    }
+    let allowed = std::sync::Arc::new(allowed);
+    builder.allow_tcp(true).allow_ip_name_lookup(names).socket_addr_check(move |addr, usage| {
+        let ok = match usage {
+            SocketAddrUse::TcpConnect => allowed.contains(&addr),
+            // The implicit bind of a connect (wildcard address, any port); never a chosen port.
+            SocketAddrUse::TcpBind => addr.ip().is_unspecified() && addr.port() == 0,
+            _ => false,
+        };
+        Box::pin(std::future::ready(ok))
+    });
+    Ok(())
 }
 
 /// The `types` interfaces have no functions; their host traits are empty.

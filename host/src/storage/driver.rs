@@ -14,7 +14,8 @@ use crate::runtime::instance::DriverInstance;
 use super::source::DriverSource;
 use crate::runtime::sandbox::bindings::storage::agmsg::storage::types as wit;
 use crate::runtime::sandbox::bindings::storage::{StorageDriver as Bindings, StorageDriverPre};
-use crate::runtime::sandbox::{self, HostState, StorageGrants};
+use crate::plugin::manifest::Axis;
+use crate::runtime::sandbox::{self, Grants, HostState};
 use crate::runtime::Runtime;
 
 pub use wit::{Description, Directive, Event, Message, Pair, WatchBatch};
@@ -57,21 +58,26 @@ pub struct StorageDriver<'rt> {
     runtime: &'rt Runtime,
     name: String,
     pre: StorageDriverPre<HostState>,
-    grants: StorageGrants,
+    grants: Grants,
     instance: DriverInstance<Bindings>,
 }
 
 impl<'rt> StorageDriver<'rt> {
-    /// Load (through the compile cache) and link a driver; instances are created on first call.
-    pub fn open(runtime: &'rt Runtime, source: &DriverSource, grants: StorageGrants) -> Result<Self, OpError> {
-        let load_error = |e: wasmtime::Error| OpError::runtime(format!("driver '{}' cannot be loaded: {e:#}", source.name));
-        let component = runtime.load(&source.wasm, &source.sha256).map_err(load_error)?;
+    /// Load (through the compile cache) a driver, check that it is one and imports nothing beyond its
+    /// grants, and link it; instances are created on first call. `store_dir` is its store (granted
+    /// when its capabilities include `store`).
+    pub fn open(runtime: &'rt Runtime, source: &DriverSource, store_dir: std::path::PathBuf) -> Result<Self, OpError> {
+        let load_error = |e: String| OpError::runtime(format!("driver '{}' cannot be loaded: {e}", source.name));
+        let component = runtime.load(&source.wasm, &source.sha256).map_err(|e| load_error(format!("{e:#}")))?;
+        let grants = Grants::new(Axis::Storage, &source.capabilities, Some(store_dir), runtime.limits);
+        sandbox::admit(&runtime.engine, &component, &grants).map_err(load_error)?;
         let pre = runtime
             .storage_linker()
             .and_then(|linker| linker.instantiate_pre(&component))
             .and_then(StorageDriverPre::new)
-            .map_err(load_error)?;
-        Ok(StorageDriver { runtime, name: source.name.clone(), pre, grants, instance: DriverInstance::new(&source.name) })
+            .map_err(|e| load_error(format!("{e:#}")))?;
+        let instance = DriverInstance::new(&source.name, grants.limits);
+        Ok(StorageDriver { runtime, name: source.name.clone(), pre, grants, instance })
     }
 
     pub fn name(&self) -> &str {
@@ -83,7 +89,7 @@ impl<'rt> StorageDriver<'rt> {
         let runtime = self.runtime;
         let (name, grants, pre) = (&self.name, &self.grants, &self.pre);
         self.instance
-            .call(runtime, op, || sandbox::storage_store(&runtime.engine, name, grants, &runtime.limits), |store| pre.instantiate(store), f)
+            .call(op, || sandbox::new_store(&runtime.engine, name, grants), |store| pre.instantiate(store), f)
             .map_err(|failure| OpError::runtime(failure.message))
     }
 
@@ -208,6 +214,6 @@ impl<'rt> StorageDriver<'rt> {
     }
 
     fn drop_resource(&mut self, resource: ResourceAny) {
-        self.instance.cleanup(self.runtime, |store| resource.resource_drop(store));
+        self.instance.cleanup(|store| resource.resource_drop(store));
     }
 }

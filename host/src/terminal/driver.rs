@@ -13,7 +13,8 @@ use super::source::TerminalSource;
 use crate::runtime::instance::DriverInstance;
 use crate::runtime::sandbox::bindings::terminal::agmsg::terminal::types as wit;
 use crate::runtime::sandbox::bindings::terminal::{TerminalDriver as Bindings, TerminalDriverPre};
-use crate::runtime::sandbox::{self, HostState, ProcessGrant, TerminalGrants};
+use crate::plugin::manifest::Axis;
+use crate::runtime::sandbox::{self, Grants, HostState};
 use crate::runtime::Runtime;
 
 pub use wit::{Answer, ArrangeOutcome, Description, Detection, Intent, NamingMode, PanePresence, SpawnTarget};
@@ -76,32 +77,28 @@ pub struct TerminalDriver<'rt> {
     runtime: &'rt Runtime,
     manifest: TerminalManifest,
     pre: TerminalDriverPre<HostState>,
-    grants: TerminalGrants,
+    grants: Grants,
     instance: DriverInstance<Bindings>,
 }
 
 type Call<T> = Result<T, TermFailure>;
 
 impl<'rt> TerminalDriver<'rt> {
-    /// Load (through the compile cache) and link a driver, and resolve the programs its manifest
-    /// declares; instances are created on first call.
+    /// Load (through the compile cache) a driver, check that it is one and imports nothing beyond its
+    /// grants, resolve the programs it may run, and link it; instances are created on first call.
     pub fn open(runtime: &'rt Runtime, source: &TerminalSource) -> Call<Self> {
         let name = &source.manifest.name;
-        let load_error = |e: wasmtime::Error| TermFailure::new(FailKind::Unreachable, format!("driver '{name}' cannot be loaded: {e:#}"));
-        let component = runtime.load(&source.wasm, &source.sha256).map_err(load_error)?;
+        let load_error = |e: String| TermFailure::new(FailKind::Unreachable, format!("driver '{name}' cannot be loaded: {e}"));
+        let component = runtime.load(&source.wasm, &source.sha256).map_err(|e| load_error(format!("{e:#}")))?;
+        let grants = Grants::new(Axis::Terminal, &source.capabilities, None, runtime.limits);
+        sandbox::admit(&runtime.engine, &component, &grants).map_err(load_error)?;
         let pre = runtime
             .terminal_linker()
             .and_then(|linker| linker.instantiate_pre(&component))
             .and_then(TerminalDriverPre::new)
-            .map_err(load_error)?;
-        let process = ProcessGrant::resolve(&source.manifest.programs, &source.manifest.env, runtime.limits.process_timeout);
-        Ok(TerminalDriver {
-            runtime,
-            manifest: source.manifest.clone(),
-            pre,
-            grants: TerminalGrants { process },
-            instance: DriverInstance::new(name),
-        })
+            .map_err(|e| load_error(format!("{e:#}")))?;
+        let instance = DriverInstance::new(name, grants.limits);
+        Ok(TerminalDriver { runtime, manifest: source.manifest.clone(), pre, grants, instance })
     }
 
     pub fn manifest(&self) -> &TerminalManifest {
@@ -116,7 +113,7 @@ impl<'rt> TerminalDriver<'rt> {
         let runtime = self.runtime;
         let (name, grants, pre) = (&self.manifest.name, &self.grants, &self.pre);
         self.instance
-            .call(runtime, op, || sandbox::terminal_store(&runtime.engine, name, grants, &runtime.limits), |store| pre.instantiate(store), f)
+            .call(op, || sandbox::new_store(&runtime.engine, name, grants), |store| pre.instantiate(store), f)
             .map_err(|failure| TermFailure::new(FailKind::Unreachable, failure.message))
     }
 

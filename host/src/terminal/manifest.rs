@@ -50,15 +50,7 @@ fn is_driver_name(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
-/// A program is named, never given by path: letters, digits and `._+-`, not starting with a dot.
-pub fn is_program_name(s: &str) -> bool {
-    !s.is_empty() && !s.starts_with('.') && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b))
-}
-
-fn is_env_name(s: &str) -> bool {
-    let mut bytes = s.bytes();
-    bytes.next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_') && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
-}
+use crate::capabilities::{is_env_name, is_program_name};
 
 impl TerminalManifest {
     pub fn parse(text: &str) -> Result<TerminalManifest, ManifestError> {

@@ -1,50 +1,112 @@
-//! Where a terminal driver comes from: bundled in this binary (component and manifest), or a driver
-//! directory holding `terminal.conf` and `driver.wasm`.
+//! Where a terminal driver comes from: a trusted plugin, bundled in this binary (component and
+//! manifest), or a driver directory named on the command line holding `terminal.conf` and
+//! `driver.wasm`; and the capabilities it runs with.
 
 use std::borrow::Cow;
 use std::path::Path;
 
-use sha2::{Digest, Sha256};
-
-use super::manifest::TerminalManifest;
+use super::manifest::{DEFAULT_PRIORITY, TerminalManifest};
 use crate::bundled::BUNDLED_TERMINAL;
+use crate::capabilities::{Capabilities, Capability};
+use crate::plugin::manifest::Axis;
+use crate::plugin::registry::{self, Candidate, sha256_hex};
+use crate::plugin::trust::TrustState;
 
-/// A terminal driver ready to load: its manifest (and so its grants) and its component.
+/// A terminal driver ready to load: its manifest, its component, and its capabilities.
 pub struct TerminalSource {
     pub manifest: TerminalManifest,
     pub sha256: String,
     pub wasm: Cow<'static, [u8]>,
+    /// Bundled drivers and directories named on the command line: the programs and variables their
+    /// `terminal.conf` declares; a plugin: what it declared AND the user granted.
+    pub capabilities: Capabilities,
+}
+
+/// The capabilities a `terminal.conf` declares (programs with any arguments).
+fn conf_capabilities(manifest: &TerminalManifest) -> Capabilities {
+    let programs = manifest.programs.iter().map(|name| Capability::Program { name: name.clone(), args: None });
+    let env = manifest.env.iter().map(|name| Capability::Env { name: name.clone() });
+    Capabilities(programs.chain(env).collect())
 }
 
 impl TerminalSource {
-    /// Every bundled driver, in resolution order: priority ascending, then name.
-    pub fn bundled() -> Vec<TerminalSource> {
-        let mut all: Vec<TerminalSource> = BUNDLED_TERMINAL
+    fn bundled() -> Vec<TerminalSource> {
+        BUNDLED_TERMINAL
             .iter()
-            .map(|d| TerminalSource {
-                manifest: TerminalManifest::parse(d.manifest.expect("terminal drivers are bundled with their manifest"))
-                    .expect("bundled manifests are valid (checked by the test suite)"),
-                sha256: d.sha256.to_owned(),
-                wasm: Cow::Borrowed(d.wasm),
+            .map(|d| {
+                let manifest = TerminalManifest::parse(d.manifest.expect("terminal drivers are bundled with their manifest"))
+                    .expect("bundled manifests are valid (checked by the test suite)");
+                TerminalSource { capabilities: conf_capabilities(&manifest), manifest, sha256: d.sha256.to_owned(), wasm: Cow::Borrowed(d.wasm) }
             })
-            .collect();
+            .collect()
+    }
+
+    /// Every driver detection may pick, in resolution order (priority ascending, then name): the
+    /// bundled ones, each shadowed by a trusted plugin of the same name, and trusted plugins.
+    pub fn available() -> Vec<TerminalSource> {
+        let mut all = Self::bundled();
+        let plugins = registry::candidates(Axis::Terminal, None).unwrap_or_else(|e| {
+            crate::runtime::caps::log::host_log::warn(&e);
+            Vec::new()
+        });
+        let mut names: Vec<String> = plugins.iter().map(|c| c.name.clone()).collect();
+        names.dedup();
+        for name in names {
+            if let Ok(Some(plugin)) = registry::find(Axis::Terminal, &name) {
+                let plugin = Self::from_plugin(plugin);
+                all.retain(|d| d.manifest.name != plugin.manifest.name);
+                all.push(plugin);
+            }
+        }
         all.sort_by(|a, b| (a.manifest.priority, &a.manifest.name).cmp(&(b.manifest.priority, &b.manifest.name)));
         all
     }
 
-    pub fn bundled_names() -> Vec<&'static str> {
-        BUNDLED_TERMINAL.iter().map(|d| d.name).collect()
+    /// The names of [`TerminalSource::available`] drivers.
+    pub fn names(available: &[TerminalSource]) -> Vec<&str> {
+        available.iter().map(|d| d.manifest.name.as_str()).collect()
     }
 
-    /// `name` is a bundled driver's name, or a driver directory (anything with a `/`, or a directory
-    /// holding `terminal.conf`, such as `.`).
+    /// `name` is a driver directory (anything with a `/`, or a directory holding `terminal.conf`,
+    /// such as `.`), or a driver name: a trusted plugin of that name, else a bundled driver.
     pub fn resolve(name: &str) -> Result<TerminalSource, String> {
         if name.contains('/') || Path::new(name).join("terminal.conf").is_file() {
             return Self::from_dir(Path::new(name));
         }
-        Self::bundled().into_iter().find(|d| d.manifest.name == name).ok_or_else(|| {
-            format!("unknown terminal driver '{name}' (available: {})", Self::bundled_names().join(", "))
-        })
+        if let Some(plugin) = registry::find(Axis::Terminal, name)? {
+            return Ok(Self::from_plugin(plugin));
+        }
+        let bundled = Self::bundled();
+        let known = Self::names(&bundled).join(", ");
+        bundled
+            .into_iter()
+            .find(|d| d.manifest.name == name)
+            .ok_or_else(|| format!("unknown terminal driver '{name}' (available: {known}; `agmsg-host plugin list` shows plugins)"))
+    }
+
+    /// A bundled driver by name (never a plugin).
+    pub fn resolve_bundled(name: &str) -> Option<TerminalSource> {
+        Self::bundled().into_iter().find(|d| d.manifest.name == name)
+    }
+
+    /// A trusted plugin (the registry has checked it can run): agmsg's manifest keys come from its
+    /// `[terminal]` table.
+    fn from_plugin(plugin: Candidate) -> TerminalSource {
+        let capabilities = match plugin.state {
+            TrustState::Trusted(caps) => caps,
+            _ => Capabilities::default(),
+        };
+        let declared = plugin.manifest.expect("a plugin that can run has a manifest");
+        let keys = declared.terminal.clone().unwrap_or_default();
+        let manifest = TerminalManifest {
+            name: declared.name.clone(),
+            priority: keys.priority.unwrap_or(DEFAULT_PRIORITY),
+            backend: keys.backend,
+            capabilities: keys.capabilities,
+            programs: capabilities.programs().map(|(name, _)| name.to_owned()).collect(),
+            env: capabilities.env().map(str::to_owned).collect(),
+        };
+        TerminalSource { manifest, sha256: plugin.sha256.unwrap_or_default(), wasm: Cow::Owned(plugin.wasm.unwrap_or_default()), capabilities }
     }
 
     fn from_dir(dir: &Path) -> Result<TerminalSource, String> {
@@ -52,7 +114,6 @@ impl TerminalSource {
         let manifest = String::from_utf8(read("terminal.conf")?).map_err(|_| format!("{}/terminal.conf is not UTF-8", dir.display()))?;
         let manifest = TerminalManifest::parse(&manifest).map_err(|e| format!("{}/terminal.conf: {e}", dir.display()))?;
         let wasm = read("driver.wasm")?;
-        let sha256 = Sha256::digest(&wasm).iter().map(|b| format!("{b:02x}")).collect();
-        Ok(TerminalSource { manifest, sha256, wasm: Cow::Owned(wasm) })
+        Ok(TerminalSource { capabilities: conf_capabilities(&manifest), manifest, sha256: sha256_hex(&wasm), wasm: Cow::Owned(wasm) })
     }
 }

@@ -29,6 +29,8 @@ const PIPE_GRACE: Duration = Duration::from_millis(200);
 pub struct ProcessGrant {
     /// Declared name -> absolute path (`None`: declared but not installed here).
     programs: BTreeMap<String, Option<PathBuf>>,
+    /// Declared name -> the argument vectors it may be given (absent: any).
+    arg_patterns: BTreeMap<String, Vec<Vec<String>>>,
     /// The declared variable names, and those set in the host's environment with their values.
     declared_env: Vec<String>,
     env: Vec<(String, OsString)>,
@@ -38,12 +40,15 @@ pub struct ProcessGrant {
 impl ProcessGrant {
     /// Resolve the declared programs on the host's `PATH` and pick the declared variables out of the
     /// host's environment.
-    pub fn resolve(programs: &[String], env: &[String], timeout: Duration) -> ProcessGrant {
+    /// `programs`: each name with the argument patterns it is limited to (`None`: any arguments; see
+    /// [`crate::capabilities::args_match`]).
+    pub fn resolve(programs: &[(String, Option<Vec<Vec<String>>>)], env: &[String], timeout: Duration) -> ProcessGrant {
         let path = std::env::var_os("PATH").unwrap_or_default();
-        let programs = programs.iter().map(|name| (name.clone(), find_on_path(name, &path))).collect();
+        let arg_patterns = programs.iter().filter_map(|(name, args)| Some((name.clone(), args.clone()?))).collect();
+        let programs = programs.iter().map(|(name, _)| (name.clone(), find_on_path(name, &path))).collect();
         let declared_env = env.to_vec();
         let env = env.iter().filter_map(|name| Some((name.clone(), std::env::var_os(name)?))).collect();
-        ProcessGrant { programs, declared_env, env, timeout }
+        ProcessGrant { programs, arg_patterns, declared_env, env, timeout }
     }
 
     /// The declared variables present on the host, which the driver also sees as its environment.
@@ -72,6 +77,15 @@ impl ProcessGrant {
     /// variables only.
     pub fn run(&self, name: &str, args: &[String], stdin: Option<&[u8]>, overrides: &[(String, String)]) -> Result<Output, ProcessError> {
         let path = self.program(name)?;
+        if let Some(patterns) = self.arg_patterns.get(name)
+            && !crate::capabilities::args_match(patterns, args)
+        {
+            let allowed: Vec<String> = patterns.iter().map(|p| p.join(" ")).collect();
+            return Err(ProcessError::NotAllowed(format!(
+                "{name} {args:?}: these arguments are not among those granted ({})",
+                allowed.join(" | ")
+            )));
+        }
         if let Some((undeclared, _)) = overrides.iter().find(|(k, _)| !self.declared_env.contains(k)) {
             return Err(ProcessError::NotAllowed(format!(
                 "variable {undeclared:?} is not declared in the driver's manifest (env={})",

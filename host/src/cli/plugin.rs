@@ -1,0 +1,489 @@
+//! `agmsg-host plugin install | list | inspect | trust | untrust | remove`: third-party drivers, with the
+//! user's consent to exactly what each one asks for.
+//!
+//! Install and trust show the capabilities a driver asks for (and, for an update, what widened) and ask
+//! on a terminal; without one they need `--yes` (grant what it asks for) or `--grant` flags (grant
+//! those; the driver gets what it declared AND was granted). A component whose imports go beyond its
+//! own manifest, or that targets an incompatible contract version, is refused before anything is
+//! written.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use serde_json::json;
+
+use crate::bundled::{BUNDLED_STORAGE, BUNDLED_TERMINAL};
+use crate::capabilities::{Capabilities, Capability};
+use crate::plugin::manifest::{Axis, INSTALLED_COMPONENT, MANIFEST_FILE, PluginManifest};
+use crate::plugin::registry::{self, Candidate, agmsg_home, sha256_hex};
+use crate::plugin::trust::{TrustFile, TrustRecord, TrustState};
+use crate::runtime::cache::CompileCache;
+use crate::runtime::sandbox::{self, Grants, OFFERED_PACKAGES};
+use crate::runtime::{Limits, Runtime};
+
+/// How the user answers the consent question.
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct Consent {
+    /// Grant everything the driver asks for, without asking
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Grant only this capability (repeatable): store, env:NAME, program:NAME, network:HOST:PORT,
+    /// memory:MIB, timeout:MS. The driver gets what it asks for AND is granted.
+    #[arg(long = "grant", value_name = "CAPABILITY")]
+    pub grants: Vec<String>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum PluginCommand {
+    /// Install a driver package (a directory holding agmsg-driver.toml, the manifest itself, or a
+    /// .wasm component with --manifest) into $AGMSG_HOME/plugins/<axis>/<name>/ and trust it
+    Install {
+        /// The package directory, its agmsg-driver.toml, or its component (.wasm)
+        source: PathBuf,
+        /// The manifest, when SOURCE is a component whose manifest is elsewhere
+        #[arg(long, value_name = "FILE")]
+        manifest: Option<PathBuf>,
+        #[command(flatten)]
+        consent: Consent,
+    },
+    /// Every driver found: axis/name, version, builtin / trusted / UNTRUSTED, what it is granted, path
+    List {
+        /// One JSON object per line
+        #[arg(long)]
+        json: bool,
+    },
+    /// A driver's manifest, its component's real imports and exports, sha256, and whether this host
+    /// can run it
+    Inspect {
+        /// A package directory, manifest or component file, or an installed driver (axis/name or name)
+        target: String,
+        /// The manifest, when TARGET is a component whose manifest is elsewhere
+        #[arg(long, value_name = "FILE")]
+        manifest: Option<PathBuf>,
+        /// One JSON object
+        #[arg(long)]
+        json: bool,
+    },
+    /// Trust a plugin found in a plugin directory, granting what it asks for (or what --grant says)
+    Trust {
+        /// axis/name, or a name that is unambiguous across axes
+        reference: String,
+        /// Which directory, when the plugin is found in several
+        #[arg(long, value_name = "DIR")]
+        path: Option<PathBuf>,
+        #[command(flatten)]
+        consent: Consent,
+    },
+    /// Stop trusting a plugin (it stays where it is, ignored)
+    Untrust {
+        /// axis/name, or a name that is unambiguous across axes
+        reference: String,
+    },
+    /// Delete a plugin installed in $AGMSG_HOME/plugins, and its trust
+    Remove {
+        /// axis/name, or a name that is unambiguous across axes
+        reference: String,
+    },
+}
+
+pub fn run(command: PluginCommand) -> ExitCode {
+    let result = match command {
+        PluginCommand::Install { source, manifest, consent } => install(&source, manifest.as_deref(), &consent),
+        PluginCommand::List { json } => list(json),
+        PluginCommand::Inspect { target, manifest, json } => inspect(&target, manifest.as_deref(), json),
+        PluginCommand::Trust { reference, path, consent } => trust(&reference, path.as_deref(), &consent),
+        PluginCommand::Untrust { reference } => untrust(&reference),
+        PluginCommand::Remove { reference } => remove(&reference),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("agmsg-host plugin: {message}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// A package read from where the user pointed: its manifest, component bytes and hash.
+struct Package {
+    manifest: PluginManifest,
+    manifest_path: PathBuf,
+    component_path: PathBuf,
+    wasm: Vec<u8>,
+    sha256: String,
+}
+
+impl Package {
+    fn read(source: &Path, manifest: Option<&Path>) -> Result<Package, String> {
+        let is_wasm = source.extension().is_some_and(|e| e == "wasm");
+        let manifest_path = match manifest {
+            Some(path) => path.to_owned(),
+            None if source.is_dir() => source.join(MANIFEST_FILE),
+            None if is_wasm => source.parent().unwrap_or(Path::new(".")).join(MANIFEST_FILE),
+            None => source.to_owned(),
+        };
+        let manifest = PluginManifest::read(&manifest_path)?;
+        let component_path = if is_wasm {
+            source.to_owned()
+        } else {
+            manifest_path.parent().unwrap_or(Path::new(".")).join(&manifest.component)
+        };
+        let wasm = std::fs::read(&component_path).map_err(|e| {
+            format!("cannot read the component {}: {e} (build it first, or point at the .wasm with --manifest)", component_path.display())
+        })?;
+        let sha256 = sha256_hex(&wasm);
+        Ok(Package { manifest, manifest_path, component_path, wasm, sha256 })
+    }
+}
+
+/// What a component really is, against this host.
+struct Report {
+    imports: Vec<String>,
+    exports: Vec<String>,
+    /// `Ok` when this host would load it with everything its manifest asks for granted.
+    verdict: Result<(), String>,
+}
+
+fn runtime() -> Result<Runtime, String> {
+    let limits = Limits::from_env().map_err(|e| format!("{e:#}"))?;
+    Runtime::new(CompileCache::from_env(), limits).map_err(|e| format!("{e:#}"))
+}
+
+/// Compile the component and check it as it would be checked at load, granted all it declares; also
+/// check the manifest's own contract version.
+fn examine(runtime: &Runtime, manifest: &PluginManifest, wasm: &[u8], sha256: &str) -> Report {
+    let component = match runtime.load(wasm, sha256) {
+        Ok(component) => component,
+        Err(e) => return Report { imports: vec![], exports: vec![], verdict: Err(format!("not a valid component: {e:#}")) },
+    };
+    let (imports, exports) = sandbox::interfaces(&runtime.engine, &component);
+    let scratch = std::env::temp_dir();
+    let grants = Grants::new(manifest.axis, &manifest.capabilities(), Some(scratch), runtime.limits);
+    let verdict = sandbox::check_api(manifest.axis, &manifest.api)
+        .map_err(|e| format!("its manifest says it was {e}"))
+        .and_then(|()| sandbox::admit(&runtime.engine, &component, &grants));
+    Report { imports, exports, verdict }
+}
+
+fn describe_request(manifest: &PluginManifest, sha256: &str, from: &Path) -> String {
+    let mut text = format!(
+        "{}/{} {} (built against agmsg:{}@{}) from {}\n  sha256 {sha256}\n",
+        manifest.axis,
+        manifest.name,
+        manifest.version,
+        manifest.axis,
+        manifest.api,
+        from.display()
+    );
+    if let Some(description) = &manifest.description {
+        text.push_str(&format!("  {description}\n"));
+    }
+    let asked = manifest.capabilities();
+    if asked.0.is_empty() {
+        text.push_str("It asks for nothing beyond the sandbox every driver gets.\n");
+    } else {
+        text.push_str("It asks for:\n");
+        for cap in &asked.0 {
+            text.push_str(&format!("  {cap}\n"));
+        }
+    }
+    text
+}
+
+/// The user's answer: what is granted. `previous`: the record of an earlier trust of this plugin, to
+/// show what widened.
+fn ask(manifest: &PluginManifest, sha256: &str, from: &Path, previous: Option<&TrustRecord>, consent: &Consent) -> Result<Capabilities, String> {
+    let asked = manifest.capabilities();
+    let mut text = describe_request(manifest, sha256, from);
+    if let Some(previous) = previous {
+        let widened = asked.beyond(&previous.consented);
+        if widened.is_empty() {
+            text.push_str("Compared with what you trusted before, it asks for nothing more.\n");
+        } else {
+            text.push_str("Compared with what you trusted before, it now also asks for:\n");
+            for cap in &widened {
+                text.push_str(&format!("  + {cap}\n"));
+            }
+        }
+    }
+    eprint!("{text}");
+    if !consent.grants.is_empty() {
+        let granted = consent.grants.iter().map(|g| Capability::parse_grant(g)).collect::<Result<Vec<_>, _>>()?;
+        return Ok(Capabilities(granted));
+    }
+    if consent.yes {
+        return Ok(asked);
+    }
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        return Err("no terminal to ask for consent: rerun with --yes to grant what it asks for, or with --grant <capability> for each one to grant".into());
+    }
+    eprint!("Trust it and grant these? [y/N] ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer).map_err(|e| format!("reading the answer: {e}"))?;
+    if matches!(answer.trim(), "y" | "Y" | "yes" | "Yes") { Ok(asked) } else { Err("not trusted: you declined".into()) }
+}
+
+fn install(source: &Path, manifest: Option<&Path>, consent: &Consent) -> Result<(), String> {
+    let package = Package::read(source, manifest)?;
+    let runtime = runtime()?;
+    let report = examine(&runtime, &package.manifest, &package.wasm, &package.sha256);
+    report.verdict.map_err(|e| format!("refusing to install {}/{}: {e}", package.manifest.axis, package.manifest.name))?;
+
+    let home = agmsg_home()?;
+    let mut trust = TrustFile::load(&home)?;
+    let (axis, name) = (package.manifest.axis, package.manifest.name.clone());
+    let axis_dir = home.join("plugins").join(axis.as_str());
+    let dir = axis_dir.join(&name);
+    let granted = ask(&package.manifest, &package.sha256, &package.component_path, trust.record(axis, &name, &dir), consent)?;
+
+    // Stage the package beside its final place, then swap it in.
+    std::fs::create_dir_all(&axis_dir).map_err(|e| format!("cannot create {}: {e}", axis_dir.display()))?;
+    let staging = tempfile::Builder::new()
+        .prefix(&format!(".{name}.installing-"))
+        .tempdir_in(&axis_dir)
+        .map_err(|e| format!("cannot write in {}: {e}", axis_dir.display()))?;
+    let write = |file: &str, bytes: &[u8]| {
+        std::fs::write(staging.path().join(file), bytes).map_err(|e| format!("cannot write {}: {e}", staging.path().join(file).display()))
+    };
+    write(INSTALLED_COMPONENT, &package.wasm)?;
+    write(MANIFEST_FILE, package.manifest.installed_text().as_bytes())?;
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(|e| format!("cannot replace {}: {e}", dir.display()))?;
+    }
+    let staged = staging.keep();
+    std::fs::rename(&staged, &dir).map_err(|e| format!("cannot move the package into {}: {e}", dir.display()))?;
+
+    let consented = package.manifest.capabilities();
+    let effective = consented.granted_by(&granted);
+    trust.trust(TrustRecord { axis, name: name.clone(), path: dir.clone(), sha256: package.sha256.clone(), consented, granted });
+    trust.save(&home)?;
+    println!("installed {axis}/{name} {} in {}", package.manifest.version, dir.display());
+    println!("trusted; it runs with: {}", effective.summary());
+    if let Some(shadowed) = bundled_names(axis).into_iter().find(|b| *b == name) {
+        println!("note: it shadows the bundled {axis} driver '{shadowed}'");
+    }
+    Ok(())
+}
+
+fn bundled_names(axis: Axis) -> Vec<&'static str> {
+    match axis {
+        Axis::Storage => BUNDLED_STORAGE.iter().map(|d| d.name).collect(),
+        Axis::Terminal => BUNDLED_TERMINAL.iter().map(|d| d.name).collect(),
+    }
+}
+
+/// `axis/name` or a bare name: its candidates (a bare name must be unambiguous across axes).
+fn find_ref(reference: &str) -> Result<(Axis, String, Vec<Candidate>), String> {
+    let (axis, name) = match reference.split_once('/') {
+        Some((axis, name)) => {
+            let axis = Axis::parse(axis).ok_or_else(|| format!("unknown axis {axis:?} in {reference:?} (storage or terminal)"))?;
+            (Some(axis), name)
+        }
+        None => (None, reference),
+    };
+    if !registry::is_driver_name(name) {
+        return Err(format!("{name:?} is not a driver name"));
+    }
+    let mut found: Vec<(Axis, Vec<Candidate>)> = Vec::new();
+    for candidate_axis in Axis::ALL.into_iter().filter(|a| axis.is_none_or(|x| x == *a)) {
+        let candidates = registry::candidates(candidate_axis, Some(name))?;
+        if !candidates.is_empty() {
+            found.push((candidate_axis, candidates));
+        }
+    }
+    match found.len() {
+        0 => Err(format!("no plugin {reference:?} in the plugin directories (`agmsg-host plugin list` shows them)")),
+        1 => {
+            let (axis, candidates) = found.pop().expect("one");
+            Ok((axis, name.to_owned(), candidates))
+        }
+        _ => {
+            let refs: Vec<String> = found.iter().map(|(a, _)| format!("{a}/{name}")).collect();
+            Err(format!("{name:?} is ambiguous: say which, {}", refs.join(" or ")))
+        }
+    }
+}
+
+fn trust(reference: &str, path: Option<&Path>, consent: &Consent) -> Result<(), String> {
+    let (axis, name, mut candidates) = find_ref(reference)?;
+    let candidate = match path {
+        Some(path) => {
+            let path = std::path::absolute(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let at = candidates.iter().position(|c| c.dir == path);
+            let at = at.ok_or_else(|| format!("{axis}/{name} is not found at {}", path.display()))?;
+            candidates.swap_remove(at)
+        }
+        None => candidates.pop().expect("find_ref returns at least one"),
+    };
+    let manifest = candidate.manifest.clone()?;
+    let (Some(wasm), Some(sha256)) = (&candidate.wasm, &candidate.sha256) else {
+        return Err(candidate.problem().unwrap_or_else(|| "its component cannot be read".into()));
+    };
+    let report = examine(&runtime()?, &manifest, wasm, sha256);
+    report.verdict.map_err(|e| format!("refusing to trust {axis}/{name}: {e}"))?;
+    let home = agmsg_home()?;
+    let mut trust = TrustFile::load(&home)?;
+    let component = candidate.component().unwrap_or_default();
+    let granted = ask(&manifest, sha256, &component, trust.record(axis, &name, &candidate.dir), consent)?;
+    let consented = manifest.capabilities();
+    let effective = consented.granted_by(&granted);
+    trust.trust(TrustRecord { axis, name: name.clone(), path: candidate.dir.clone(), sha256: sha256.clone(), consented, granted });
+    trust.save(&home)?;
+    println!("trusted {axis}/{name} at {}; it runs with: {}", candidate.dir.display(), effective.summary());
+    Ok(())
+}
+
+fn untrust(reference: &str) -> Result<(), String> {
+    let home = agmsg_home()?;
+    let mut trust = TrustFile::load(&home)?;
+    let (axis, name) = match find_ref(reference) {
+        Ok((axis, name, _)) => (axis, name),
+        // A record may outlive its plugin directory.
+        Err(e) => match reference.split_once('/').and_then(|(a, n)| Some((Axis::parse(a)?, n))) {
+            Some((axis, name)) => (axis, name.to_owned()),
+            None => return Err(e),
+        },
+    };
+    let removed = trust.untrust(axis, &name);
+    if removed == 0 {
+        return Err(format!("{axis}/{name} was not trusted"));
+    }
+    trust.save(&home)?;
+    println!("untrusted {axis}/{name}; it is ignored from now on");
+    Ok(())
+}
+
+fn remove(reference: &str) -> Result<(), String> {
+    let (axis, name, candidates) = find_ref(reference)?;
+    let home = agmsg_home()?;
+    let installed = home.join("plugins").join(axis.as_str()).join(&name);
+    let installed = std::path::absolute(&installed).unwrap_or(installed);
+    if !candidates.iter().any(|c| c.dir == installed) {
+        let elsewhere: Vec<String> = candidates.iter().map(|c| c.dir.display().to_string()).collect();
+        return Err(format!(
+            "{axis}/{name} is not installed in {}; it is found at {} (not ours to delete: remove it yourself, or `plugin untrust` it)",
+            home.join("plugins").display(),
+            elsewhere.join(", ")
+        ));
+    }
+    std::fs::remove_dir_all(&installed).map_err(|e| format!("cannot remove {}: {e}", installed.display()))?;
+    let mut trust = TrustFile::load(&home)?;
+    trust.plugins.retain(|r| !(r.axis == axis && r.name == name && r.path == installed));
+    trust.save(&home)?;
+    println!("removed {axis}/{name} ({})", installed.display());
+    Ok(())
+}
+
+/// One row of `plugin list`.
+struct Row {
+    reference: String,
+    version: String,
+    state: String,
+    granted: String,
+    path: String,
+    problem: Option<String>,
+}
+
+fn list(json: bool) -> Result<(), String> {
+    let mut rows = Vec::new();
+    for axis in Axis::ALL {
+        for name in bundled_names(axis) {
+            let granted = match axis {
+                Axis::Storage => "store".to_owned(),
+                Axis::Terminal => crate::terminal::TerminalSource::resolve_bundled(name).map(|s| s.capabilities.summary()).unwrap_or_default(),
+            };
+            rows.push(Row {
+                reference: format!("{axis}/{name}"),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+                state: "builtin".into(),
+                granted,
+                path: "(bundled)".into(),
+                problem: None,
+            });
+        }
+        for candidate in registry::candidates(axis, None)? {
+            let (state, granted) = match &candidate.state {
+                TrustState::Trusted(caps) if candidate.problem().is_none() => ("trusted".to_owned(), caps.summary()),
+                _ => ("UNTRUSTED".to_owned(), "-".to_owned()),
+            };
+            rows.push(Row {
+                reference: format!("{axis}/{}", candidate.name),
+                version: candidate.manifest.as_ref().map(|m| m.version.clone()).unwrap_or_else(|_| "?".into()),
+                state,
+                granted,
+                path: candidate.dir.display().to_string(),
+                problem: candidate.problem(),
+            });
+        }
+    }
+    let mut out = String::new();
+    for row in &rows {
+        if json {
+            let value = json!({
+                "driver": row.reference, "version": row.version, "state": row.state,
+                "granted": row.granted, "path": row.path, "problem": row.problem,
+            });
+            out.push_str(&format!("{value}\n"));
+        } else {
+            out.push_str(&format!("{:<24} {:<9} {:<10} {:<40} {}\n", row.reference, row.version, row.state, row.granted, row.path));
+            if let (Some(problem), "UNTRUSTED") = (&row.problem, row.state.as_str()) {
+                out.push_str(&format!("{:<24} ({problem})\n", ""));
+            }
+        }
+    }
+    std::io::stdout().write_all(out.as_bytes()).map_err(|e| format!("writing the list: {e}"))
+}
+
+fn inspect(target: &str, manifest: Option<&Path>, json: bool) -> Result<(), String> {
+    let path = Path::new(target);
+    let (package, installed) = if path.exists() || manifest.is_some() {
+        (Package::read(path, manifest)?, None)
+    } else {
+        let (axis, name, mut candidates) = find_ref(target)?;
+        let candidate = candidates.pop().expect("find_ref returns at least one");
+        let manifest_path = candidate.dir.join(MANIFEST_FILE);
+        let package = Package::read(&manifest_path, None)?;
+        let state = match &candidate.state {
+            TrustState::Trusted(caps) => format!("trusted; it runs with: {}", caps.summary()),
+            TrustState::Untrusted(why) => format!("UNTRUSTED: {why} (trust it with: agmsg-host plugin trust {axis}/{name})"),
+            TrustState::Builtin => "builtin".into(),
+        };
+        (package, Some(state))
+    };
+    let report = examine(&runtime()?, &package.manifest, &package.wasm, &package.sha256);
+    let m = &package.manifest;
+    let offered: Vec<String> = OFFERED_PACKAGES.iter().map(|(p, v)| format!("{p}@{v}")).collect();
+    let verdict = match &report.verdict {
+        Ok(()) => "loads on this host (with what it asks for granted)".to_owned(),
+        Err(e) => format!("REFUSED: {e}"),
+    };
+    if json {
+        let value = json!({
+            "name": m.name, "axis": m.axis.as_str(), "version": m.version, "api": m.api,
+            "description": m.description, "component": package.component_path, "sha256": package.sha256,
+            "size": package.wasm.len(), "asks_for": m.capabilities().0.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "imports": report.imports, "exports": report.exports, "host_offers": offered,
+            "compatible": report.verdict.is_ok(), "verdict": verdict, "state": installed,
+        });
+        println!("{value}");
+        return Ok(());
+    }
+    let mut out = describe_request(m, &package.sha256, &package.component_path);
+    out.push_str(&format!("Manifest: {}\nSize: {} bytes\n", package.manifest_path.display(), package.wasm.len()));
+    out.push_str("Imports (what the component really uses):\n");
+    for import in &report.imports {
+        out.push_str(&format!("  {import}\n"));
+    }
+    out.push_str("Exports:\n");
+    for export in &report.exports {
+        out.push_str(&format!("  {export}\n"));
+    }
+    out.push_str(&format!("This host offers: {}\nVerdict: {verdict}\n", offered.join(", ")));
+    if let Some(state) = installed {
+        out.push_str(&format!("Installed: {state}\n"));
+    }
+    print!("{out}");
+    Ok(())
+}

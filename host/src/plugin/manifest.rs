@@ -1,0 +1,246 @@
+//! A plugin's manifest, `agmsg-driver.toml`, beside its component: who it is, which contract version it
+//! targets, and the capabilities it asks for. Data only; parsed strictly (an unknown key is an error,
+//! so a typo cannot silently drop a request or a limit).
+//!
+//! ```toml
+//! name = "notes"                 # [a-z0-9_-]+, the name users select it by
+//! axis = "storage"               # storage | terminal
+//! version = "0.1.0"              # the driver's own version
+//! api = "1.0.0"                  # the agmsg:<axis> WIT version it was built against
+//! component = "driver.wasm"      # optional; relative to this file
+//! description = "..."            # optional
+//!
+//! [capabilities]                 # all optional; nothing is granted that is not listed
+//! store = true                   # storage: its store directory
+//! env = ["NOTES_COLOR"]          # environment variables it may read
+//! network = ["db.example:5432"]  # host:port it may connect to
+//! memory_mb = 128                # limits above the defaults
+//! call_timeout_ms = 60000
+//! programs = [{ name = "tmux", args = [["-V"], ["-S", "*", "**"]] }]   # terminal drivers
+//!
+//! [terminal]                     # terminal drivers: agmsg's terminal.conf keys
+//! priority = 40
+//! backend = "..."
+//! capabilities = ["peek", "poke"]
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::capabilities::{Capabilities, Capability};
+
+/// The file name of a plugin's manifest.
+pub const MANIFEST_FILE: &str = "agmsg-driver.toml";
+/// Where an installed plugin's component lives, beside its manifest.
+pub const INSTALLED_COMPONENT: &str = "driver.wasm";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum Axis {
+    Storage,
+    Terminal,
+}
+
+impl Axis {
+    pub const ALL: [Axis; 2] = [Axis::Storage, Axis::Terminal];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Axis::Storage => "storage",
+            Axis::Terminal => "terminal",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Axis> {
+        Axis::ALL.into_iter().find(|a| a.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for Axis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginManifest {
+    pub name: String,
+    pub axis: Axis,
+    pub version: String,
+    pub api: String,
+    #[serde(default = "default_component")]
+    pub component: PathBuf,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub capabilities: Requested,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminal: Option<TerminalKeys>,
+}
+
+fn default_component() -> PathBuf {
+    PathBuf::from(INSTALLED_COMPONENT)
+}
+
+/// The `[capabilities]` table as written.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Requested {
+    #[serde(default)]
+    pub store: bool,
+    #[serde(default)]
+    pub env: Vec<String>,
+    #[serde(default)]
+    pub network: Vec<String>,
+    #[serde(default)]
+    pub programs: Vec<ProgramRequest>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mb: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_timeout_ms: Option<u64>,
+    /// See [`Capability::InertSockets`].
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub inert_sockets: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProgramRequest {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Vec<Vec<String>>>,
+}
+
+/// agmsg's `terminal.conf` keys, for a terminal plugin.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TerminalKeys {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u32>,
+    #[serde(default)]
+    pub backend: String,
+    #[serde(default)]
+    pub capabilities: Vec<String>,
+}
+
+impl PluginManifest {
+    /// Parse and validate a manifest's text; `origin` names the file in errors.
+    pub fn parse(text: &str, origin: &Path) -> Result<PluginManifest, String> {
+        let manifest: PluginManifest = toml::from_str(text).map_err(|e| format!("{}: {}", origin.display(), e.message()))?;
+        manifest.validate().map_err(|e| format!("{}: {e}", origin.display()))?;
+        Ok(manifest)
+    }
+
+    pub fn read(path: &Path) -> Result<PluginManifest, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        PluginManifest::parse(&text, path)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if self.name.is_empty() || !self.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_') {
+            return Err(format!("name must match [a-z0-9_-]+, not {:?}", self.name));
+        }
+        semver_parts(&self.version).ok_or_else(|| format!("version must be MAJOR.MINOR.PATCH, not {:?}", self.version))?;
+        semver_parts(&self.api).ok_or_else(|| format!("api must be the WIT version MAJOR.MINOR.PATCH, not {:?}", self.api))?;
+        if self.component.is_absolute() || self.component.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+            return Err(format!("component must be a path inside the package, not {}", self.component.display()));
+        }
+        match (self.axis, &self.terminal) {
+            (Axis::Storage, Some(_)) => return Err("a storage driver has no [terminal] table".into()),
+            (Axis::Terminal, _) if self.capabilities.store => return Err("a terminal driver cannot ask for a store".into()),
+            (Axis::Storage, _) if !self.capabilities.programs.is_empty() => {
+                return Err("a storage driver cannot run programs (only terminal drivers can)".into());
+            }
+            _ => {}
+        }
+        for cap in &self.capabilities().0 {
+            cap.validate()?;
+        }
+        if self.capabilities.memory_mb == Some(0) || self.capabilities.call_timeout_ms == Some(0) {
+            return Err("limits must be positive".into());
+        }
+        Ok(())
+    }
+
+    /// The capabilities it asks for, as items.
+    pub fn capabilities(&self) -> Capabilities {
+        let r = &self.capabilities;
+        let mut caps = Vec::new();
+        if r.store {
+            caps.push(Capability::Store);
+        }
+        caps.extend(r.env.iter().map(|name| Capability::Env { name: name.clone() }));
+        caps.extend(r.programs.iter().map(|p| Capability::Program { name: p.name.clone(), args: p.args.clone() }));
+        caps.extend(r.network.iter().map(|endpoint| Capability::Network { endpoint: endpoint.clone() }));
+        caps.extend(r.memory_mb.map(|mb| Capability::Memory { mb }));
+        caps.extend(r.call_timeout_ms.map(|ms| Capability::Timeout { ms }));
+        if r.inert_sockets {
+            caps.push(Capability::InertSockets);
+        }
+        Capabilities(caps)
+    }
+
+    /// The manifest text of the installed copy: the same, with the component beside it.
+    pub fn installed_text(&self) -> String {
+        let installed = PluginManifest { component: default_component(), ..self.clone() };
+        let body = toml::to_string(&installed).expect("a manifest serializes");
+        format!("# Installed by agmsg-host plugin install; the component is {INSTALLED_COMPONENT} beside this file.\n{body}")
+    }
+}
+
+/// `MAJOR.MINOR.PATCH` (a pre-release or build suffix is ignored).
+pub fn semver_parts(version: &str) -> Option<(u64, u64, u64)> {
+    let core = version.split(['-', '+']).next()?;
+    let mut parts = core.split('.').map(|p| p.parse::<u64>().ok());
+    let parsed = (parts.next()??, parts.next()??, parts.next()??);
+    parts.next().is_none().then_some(parsed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_full_manifest_and_refuses_mistakes() {
+        let text = r#"
+name = "notes"
+axis = "terminal"
+version = "0.2.0"
+api = "1.0.0"
+[capabilities]
+env = ["TMUX"]
+programs = [{ name = "tmux", args = [["-V"]] }]
+memory_mb = 128
+[terminal]
+priority = 40
+capabilities = ["peek"]
+"#;
+        let m = PluginManifest::parse(text, Path::new("m.toml")).unwrap();
+        assert_eq!(m.capabilities().summary(), "env:TMUX, program:tmux (arguments: -V), memory:128 (MiB)");
+        assert_eq!(m.component, PathBuf::from("driver.wasm"));
+        let reparsed = PluginManifest::parse(&m.installed_text(), Path::new("x")).unwrap();
+        assert_eq!(reparsed, m);
+
+        for (bad, why) in [
+            (text.replace("axis = \"terminal\"", "axis = \"storage\""), "no [terminal]"),
+            (text.replace("memory_mb", "memroy_mb"), "unknown field"),
+            (text.replace("\"tmux\", args", "\"/bin/tmux\", args"), "never given by path"),
+            (text.replace("0.2.0", "two"), "MAJOR.MINOR.PATCH"),
+            (text.replace("name = \"notes\"", "name = \"../x\""), "name must match"),
+            (format!("component = \"../../etc/passwd\"\n{text}"), "inside the package"),
+        ] {
+            let err = PluginManifest::parse(&bad, Path::new("m.toml")).unwrap_err();
+            assert!(err.contains(why), "{why}: {err}");
+        }
+    }
+
+    #[test]
+    fn semver() {
+        assert_eq!(semver_parts("1.2.3"), Some((1, 2, 3)));
+        assert_eq!(semver_parts("1.2.3-rc.1"), Some((1, 2, 3)));
+        assert_eq!(semver_parts("1.2"), None);
+        assert_eq!(semver_parts("1.2.3.4"), None);
+    }
+}

@@ -1,0 +1,168 @@
+//! Finding plugins (agmsg's ADR 0002 order) and deciding which candidate runs.
+//!
+//! Bases, in order: bundled drivers (always trusted), `$AGMSG_HOME/plugins`, then each `:`-separated
+//! entry of `AGMSG_PLUGIN_DIRS`. Under a base, a plugin is the directory `<axis>/<name>/` holding
+//! `agmsg-driver.toml`. Among candidates that may run (bundled or trusted), the later base wins, so a
+//! trusted plugin may shadow a bundled driver; an untrusted one is ignored with a warning that prints
+//! the exact command that trusts it.
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use super::manifest::{Axis, MANIFEST_FILE, PluginManifest};
+use super::trust::{TrustFile, TrustState};
+
+/// `${AGMSG_HOME:-~/.agents/agmsg}`.
+pub fn agmsg_home() -> Result<PathBuf, String> {
+    if let Some(home) = std::env::var_os("AGMSG_HOME").filter(|h| !h.is_empty()) {
+        return Ok(PathBuf::from(home));
+    }
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).ok_or("cannot find agmsg's home: set AGMSG_HOME or HOME")?;
+    Ok(PathBuf::from(home).join(".agents/agmsg"))
+}
+
+/// Where a candidate was found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    Bundled,
+    /// Under a plugin base directory.
+    Base(PathBuf),
+}
+
+/// A plugin directory found under a base (bundled drivers are not candidates here: callers know
+/// them).
+#[derive(Debug)]
+pub struct Candidate {
+    pub axis: Axis,
+    pub name: String,
+    /// The plugin's directory (absolute).
+    pub dir: PathBuf,
+    /// Its manifest, or why it cannot be read.
+    pub manifest: Result<PluginManifest, String>,
+    /// The component and its sha256, when the manifest could be read and the component exists (read
+    /// once: what was hashed is what runs).
+    pub wasm: Option<Vec<u8>>,
+    pub sha256: Option<String>,
+    pub state: TrustState,
+}
+
+impl Candidate {
+    /// The component's path (from the manifest).
+    pub fn component(&self) -> Option<PathBuf> {
+        self.manifest.as_ref().ok().map(|m| self.dir.join(&m.component))
+    }
+
+    /// Why this candidate cannot run, if it cannot.
+    pub fn problem(&self) -> Option<String> {
+        match (&self.manifest, &self.sha256, &self.state) {
+            (Err(e), _, _) => Some(e.clone()),
+            (Ok(m), None, _) => Some(format!("its component {} cannot be read", self.dir.join(&m.component).display())),
+            (_, _, TrustState::Untrusted(why)) => Some(why.to_string()),
+            _ => None,
+        }
+    }
+}
+
+/// The plugin bases after the bundled drivers, in order.
+pub fn bases() -> Result<Vec<PathBuf>, String> {
+    let mut bases = vec![agmsg_home()?.join("plugins")];
+    if let Some(dirs) = std::env::var_os("AGMSG_PLUGIN_DIRS") {
+        bases.extend(std::env::split_paths(&dirs).filter(|p| !p.as_os_str().is_empty()));
+    }
+    Ok(bases.into_iter().map(|b| std::path::absolute(&b).unwrap_or(b)).collect())
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Read one plugin directory: its manifest (checked against where it was found), its component's
+/// hash, and its trust state.
+pub fn read_candidate(axis: Axis, name: &str, dir: &Path, trust: &TrustFile) -> Candidate {
+    let manifest = PluginManifest::read(&dir.join(MANIFEST_FILE)).and_then(|m| {
+        if m.axis != axis || m.name != name {
+            Err(format!("{}: declares {}/{} but is installed as {axis}/{name}", dir.join(MANIFEST_FILE).display(), m.axis, m.name))
+        } else {
+            Ok(m)
+        }
+    });
+    let wasm = manifest.as_ref().ok().and_then(|m| std::fs::read(dir.join(&m.component)).ok());
+    let sha256 = wasm.as_deref().map(sha256_hex);
+    let state = match (&manifest, &sha256) {
+        (Ok(m), Some(sha)) => trust.state(axis, name, dir, sha, &m.capabilities()),
+        _ => TrustState::Untrusted(super::trust::Untrusted::Never),
+    };
+    Candidate { axis, name: name.to_owned(), dir: dir.to_owned(), manifest, wasm, sha256, state }
+}
+
+/// A name a driver can be selected by (and a safe path segment).
+pub fn is_driver_name(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// Every plugin directory of `axis` (or only those named `name`), in base order.
+pub fn candidates(axis: Axis, name: Option<&str>) -> Result<Vec<Candidate>, String> {
+    if name.is_some_and(|n| !is_driver_name(n)) {
+        return Ok(Vec::new());
+    }
+    let mut found = Vec::new();
+    let mut trust: Option<TrustFile> = None;
+    for base in bases()? {
+        let axis_dir = base.join(axis.as_str());
+        let names: Vec<String> = match name {
+            Some(name) => vec![name.to_owned()],
+            None => {
+                let Ok(entries) = std::fs::read_dir(&axis_dir) else { continue };
+                let mut names: Vec<String> =
+                    entries.filter_map(|e| e.ok()?.file_name().into_string().ok()).filter(|n| is_driver_name(n)).collect();
+                names.sort();
+                names
+            }
+        };
+        for name in names {
+            let dir = axis_dir.join(&name);
+            if !dir.join(MANIFEST_FILE).is_file() {
+                continue;
+            }
+            // The trust file is read only once a plugin directory exists: the common case (bundled
+            // drivers only) costs a few stat calls.
+            if trust.is_none() {
+                trust = Some(TrustFile::load(&agmsg_home()?)?);
+            }
+            found.push(read_candidate(axis, &name, &dir, trust.as_ref().expect("just loaded")));
+        }
+    }
+    Ok(found)
+}
+
+/// The plugin that runs as `axis/name`, if a trusted one is found (it shadows a bundled driver of that
+/// name); every ignored candidate is warned about on the host log.
+pub fn find(axis: Axis, name: &str) -> Result<Option<Candidate>, String> {
+    let (chosen, warnings) = choose(axis, name, candidates(axis, Some(name))?);
+    for warning in warnings {
+        crate::runtime::caps::log::host_log::warn(&warning);
+    }
+    Ok(chosen)
+}
+
+/// Which of `axis/name`'s candidates runs (the last that may), and a warning for each that is ignored.
+pub fn choose(axis: Axis, name: &str, candidates: Vec<Candidate>) -> (Option<Candidate>, Vec<String>) {
+    let several = candidates.len() > 1;
+    let mut chosen = None;
+    let mut warnings = Vec::new();
+    for candidate in candidates {
+        match candidate.problem() {
+            None => chosen = Some(candidate),
+            Some(problem) => {
+                let path = if several { format!(" --path {}", candidate.dir.display()) } else { String::new() };
+                warnings.push(format!(
+                    "external plugin '{axis}/{name}' found at {} but {problem} (ignored).\n       \
+                     Opt in if you put it there intentionally: agmsg-host plugin trust {axis}/{name}{path}",
+                    candidate.dir.display()
+                ));
+            }
+        }
+    }
+    (chosen, warnings)
+}

@@ -1,0 +1,122 @@
+//! The trust file, `$AGMSG_HOME/trusted-plugins.json`: which plugins the user opted into, pinned to
+//! where they are, the component's sha256, the capabilities the user was shown (consented) and the
+//! ones granted. A changed component, a move, or a manifest that asks for more than was consented to
+//! makes the plugin untrusted again.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::manifest::Axis;
+use crate::capabilities::{Capabilities, Capability};
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrustRecord {
+    pub axis: Axis,
+    pub name: String,
+    /// The plugin's directory, absolute.
+    pub path: PathBuf,
+    pub sha256: String,
+    /// What the manifest asked for when the user said yes.
+    pub consented: Capabilities,
+    /// What the user granted (the driver gets the declared items these cover).
+    pub granted: Capabilities,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct TrustFile {
+    pub version: u32,
+    pub plugins: Vec<TrustRecord>,
+}
+
+/// Whether a found plugin may run, and with what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TrustState {
+    /// Bundled in this binary.
+    Builtin,
+    /// Runs with these capabilities (declared AND granted).
+    Trusted(Capabilities),
+    Untrusted(Untrusted),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Untrusted {
+    Never,
+    ComponentChanged,
+    /// The manifest asks for these beyond what the user consented to.
+    Widened(Vec<Capability>),
+}
+
+impl std::fmt::Display for Untrusted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Untrusted::Never => f.write_str("not trusted"),
+            Untrusted::ComponentChanged => f.write_str("its component changed since it was trusted"),
+            Untrusted::Widened(more) => {
+                let more: Vec<String> = more.iter().map(ToString::to_string).collect();
+                write!(f, "it now asks for more than was granted: {}", more.join(", "))
+            }
+        }
+    }
+}
+
+impl TrustFile {
+    pub fn path(home: &Path) -> PathBuf {
+        home.join("trusted-plugins.json")
+    }
+
+    /// The trust file under `home`; none yet is an empty one. A damaged file is an error (never
+    /// silently "nothing is trusted", which would also lose the records on the next write).
+    pub fn load(home: &Path) -> Result<TrustFile, String> {
+        let path = Self::path(home);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => serde_json::from_str(&text).map_err(|e| format!("{} is damaged: {e} (fix or delete it)", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(TrustFile { version: 1, plugins: Vec::new() }),
+            Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+        }
+    }
+
+    /// Write atomically (temp file, then rename), private to the user.
+    pub fn save(&self, home: &Path) -> Result<(), String> {
+        use std::io::Write;
+        let path = Self::path(home);
+        std::fs::create_dir_all(home).map_err(|e| format!("cannot create {}: {e}", home.display()))?;
+        let mut tmp = tempfile::NamedTempFile::new_in(home).map_err(|e| format!("cannot write in {}: {e}", home.display()))?;
+        let text = serde_json::to_string_pretty(self).expect("the trust file serializes");
+        tmp.write_all(text.as_bytes()).and_then(|()| tmp.as_file().sync_all()).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        tmp.persist(&path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        Ok(())
+    }
+
+    /// The state of the plugin `axis/name` found in `dir` with this component hash and manifest.
+    pub fn state(&self, axis: Axis, name: &str, dir: &Path, sha256: &str, declared: &Capabilities) -> TrustState {
+        let Some(record) = self.plugins.iter().find(|r| r.axis == axis && r.name == name && r.path == dir) else {
+            return TrustState::Untrusted(Untrusted::Never);
+        };
+        if record.sha256 != sha256 {
+            return TrustState::Untrusted(Untrusted::ComponentChanged);
+        }
+        let widened = declared.beyond(&record.consented);
+        if !widened.is_empty() {
+            return TrustState::Untrusted(Untrusted::Widened(widened));
+        }
+        TrustState::Trusted(declared.granted_by(&record.granted))
+    }
+
+    pub fn record(&self, axis: Axis, name: &str, dir: &Path) -> Option<&TrustRecord> {
+        self.plugins.iter().find(|r| r.axis == axis && r.name == name && r.path == dir)
+    }
+
+    /// Trust (or re-trust) a plugin at its path, replacing an earlier record for that path.
+    pub fn trust(&mut self, record: TrustRecord) {
+        self.plugins.retain(|r| !(r.axis == record.axis && r.name == record.name && r.path == record.path));
+        self.plugins.push(record);
+    }
+
+    /// Forget every record of `axis/name`; how many there were.
+    pub fn untrust(&mut self, axis: Axis, name: &str) -> usize {
+        let before = self.plugins.len();
+        self.plugins.retain(|r| !(r.axis == axis && r.name == name));
+        before - self.plugins.len()
+    }
+}

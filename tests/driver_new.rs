@@ -3,33 +3,7 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::Command;
-
-use common::{Env, workspace};
-
-/// The repository's pinned toolchain, for a project outside the repository.
-fn toolchain() -> String {
-    let text = std::fs::read_to_string(workspace().join("rust-toolchain.toml")).unwrap();
-    let line = text.lines().find(|l| l.trim_start().starts_with("channel")).expect("a channel in rust-toolchain.toml");
-    line.split('"').nth(1).unwrap().to_owned()
-}
-
-/// Build a generated project; its wasm file.
-fn build(project: &Path, crate_file: &str) -> std::path::PathBuf {
-    let target_dir = workspace().join("target").join("scaffold");
-    let status = Command::new("cargo")
-        .current_dir(project)
-        .args(["build", "--quiet", "--release", "--target", "wasm32-wasip2"])
-        .env("RUSTUP_TOOLCHAIN", toolchain())
-        .env("CARGO_TARGET_DIR", &target_dir)
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .status()
-        .expect("running cargo");
-    assert!(status.success(), "building the generated project in {} failed", project.display());
-    target_dir.join("wasm32-wasip2").join("release").join(format!("{crate_file}.wasm"))
-}
+use common::{Env, build_project as build};
 
 #[test]
 fn generated_drivers_build_and_pass_the_contract_suite() {
@@ -55,6 +29,12 @@ fn generated_drivers_build_and_pass_the_contract_suite() {
     let run = env.run(&["driver", "test", terminal.to_str().unwrap()]);
     assert_eq!(run.code, 0, "{}", run.stdout);
     assert!(run.stdout.ends_with("5 of 5 rules passed\n"), "{run:?}");
+    // Its package manifest installs it as a plugin, usable by name.
+    let run = env.run(&["plugin", "install", terminal.to_str().unwrap(), "--yes"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let run = env.run(&["terminal", "--driver", "scaffold-term", "describe"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("name=scaffold-term"), "{run:?}");
 }
 
 #[test]

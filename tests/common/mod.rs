@@ -72,6 +72,30 @@ pub fn fixture(package: &str) -> PathBuf {
     path
 }
 
+/// The repository's pinned toolchain, for a project outside the workspace.
+fn toolchain() -> String {
+    let text = std::fs::read_to_string(workspace().join("rust-toolchain.toml")).unwrap();
+    let line = text.lines().find(|l| l.trim_start().starts_with("channel")).expect("a channel in rust-toolchain.toml");
+    line.split('"').nth(1).unwrap().to_owned()
+}
+
+/// Build a driver project of its own (a `driver new` project, an example) as its author would, with
+/// `cargo build --release --target wasm32-wasip2`, into one shared target directory; its wasm file.
+pub fn build_project(project: &Path, crate_file: &str) -> PathBuf {
+    let target_dir = workspace().join("target").join("scaffold");
+    let status = Command::new("cargo")
+        .current_dir(project)
+        .args(["build", "--quiet", "--release", "--target", "wasm32-wasip2"])
+        .env("RUSTUP_TOOLCHAIN", toolchain())
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .status()
+        .expect("running cargo");
+    assert!(status.success(), "building the driver project in {} failed", project.display());
+    target_dir.join("wasm32-wasip2").join("release").join(format!("{crate_file}.wasm"))
+}
+
 /// SIGKILL a shell loop and every child of it (agmsg-host processes mid-op).
 pub fn kill_tree(pid: u32) {
     let pid = pid.to_string();

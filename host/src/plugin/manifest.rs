@@ -90,11 +90,11 @@ fn default_component() -> PathBuf {
 pub struct Requested {
     #[serde(default)]
     pub store: bool,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub network: Vec<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub programs: Vec<ProgramRequest>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_mb: Option<u64>,
@@ -128,7 +128,10 @@ pub struct TerminalKeys {
 impl PluginManifest {
     /// Parse and validate a manifest's text; `origin` names the file in errors.
     pub fn parse(text: &str, origin: &Path) -> Result<PluginManifest, String> {
-        let manifest: PluginManifest = toml::from_str(text).map_err(|e| format!("{}: {}", origin.display(), e.message()))?;
+        let manifest: PluginManifest = toml::from_str(text).map_err(|e| {
+            let line = e.span().map_or(String::new(), |span| format!(":{}", text[..span.start].matches('\n').count() + 1));
+            format!("{}{line}: {}", origin.display(), e.message())
+        })?;
         manifest.validate().map_err(|e| format!("{}: {e}", origin.display()))?;
         Ok(manifest)
     }

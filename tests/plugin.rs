@@ -1,0 +1,268 @@
+//! Third-party drivers end to end, as a user meets them: `plugin install` of a driver built from source
+//! in the repository, `plugin inspect`, then using it by name; trust pinned to the component's hash and
+//! the granted set; discovery order and shadowing; imports beyond the grant refused at load; programs
+//! limited to their argument shapes; limits raised only as far as granted.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use common::{Env, Run, build_project, fixture, workspace};
+
+/// The sample third-party storage driver (`examples/storage-memo`), built from source once.
+fn memo_wasm() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| build_project(&workspace().join("examples/storage-memo"), "memo"))
+}
+
+fn memo_manifest() -> PathBuf {
+    workspace().join("examples/storage-memo/agmsg-driver.toml")
+}
+
+/// The hostile storage fixture as a package named `name`: its manifest asks for `capabilities`.
+const HOSTILE_STORAGE: &str = "axis = \"storage\"\nversion = \"1.0.0\"\napi = \"1.0.0\"\n";
+
+/// A package directory under the test's home: `driver.wasm` (a copy of `wasm`) and `agmsg-driver.toml`.
+fn package(env: &Env, dir: &str, wasm: &Path, manifest: &str) -> PathBuf {
+    let dir = env.dir.path().join("packages").join(dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(wasm, dir.join("driver.wasm")).unwrap();
+    std::fs::write(dir.join("agmsg-driver.toml"), manifest).unwrap();
+    dir
+}
+
+fn hostile_storage(env: &Env, name: &str, capabilities: &str) -> PathBuf {
+    package(env, name, &fixture("hostile-storage"), &format!("name = \"{name}\"\n{HOSTILE_STORAGE}[capabilities]\n{capabilities}"))
+}
+
+/// Where `plugin install` puts a driver.
+fn installed(env: &Env, axis: &str, name: &str) -> PathBuf {
+    env.dir.path().join(".agents/agmsg/plugins").join(axis).join(name)
+}
+
+fn plugin(env: &Env, args: &[&str]) -> Run {
+    let mut all = vec!["plugin"];
+    all.extend_from_slice(args);
+    env.run(&all)
+}
+
+/// `plugin list --json`, as (driver, state, granted) rows.
+fn listed(env: &Env) -> Vec<(String, String, String)> {
+    let run = plugin(env, &["list", "--json"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    run.json().iter().map(|r| (r["driver"].as_str().unwrap().into(), r["state"].as_str().unwrap().into(), r["granted"].as_str().unwrap().into())).collect()
+}
+
+fn state_of(env: &Env, driver: &str) -> Option<String> {
+    listed(env).into_iter().rev().find(|(d, ..)| d == driver).map(|(_, state, _)| state)
+}
+
+/// `storage send <team> a b x` through the storage driver `driver`: the hostile fixture reads the team
+/// as the misbehaviour to try.
+fn send_through(env: &Env, driver: &str, team: &str) -> Run {
+    env.cmd().env("AGMSG_STORAGE_DRIVER", driver).args(["storage", "send", team, "a", "b", "x"]).output().unwrap().into()
+}
+
+#[test]
+fn a_sample_driver_built_from_source_installs_inspects_and_stores() {
+    let env = Env::new();
+    let wasm = memo_wasm().to_str().unwrap();
+    let manifest = memo_manifest();
+    let manifest = manifest.to_str().unwrap();
+
+    let run = plugin(&env, &["inspect", wasm, "--manifest", manifest]);
+    assert_eq!(run.code, 0, "{run:?}");
+    for expected in ["storage/memo 0.1.0 (built against agmsg:storage@1.0.0)", "sha256 ", "It asks for:\n  store\n", "agmsg:storage/driver@1.0.0", "agmsg:host/lock@1.0.0", "Verdict: loads on this host"] {
+        assert!(run.stdout.contains(expected), "{expected}: {}", run.stdout);
+    }
+
+    // Without a terminal, consent must be explicit; nothing is written until it is.
+    let run = plugin(&env, &["install", wasm, "--manifest", manifest]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("It asks for:\n  store") && run.stderr.contains("rerun with --yes"), "{run:?}");
+    assert!(!installed(&env, "storage", "memo").exists());
+
+    let run = plugin(&env, &["install", wasm, "--manifest", manifest, "--yes"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.starts_with("installed storage/memo 0.1.0 in "), "{run:?}");
+    assert!(installed(&env, "storage", "memo").join("driver.wasm").is_file());
+    let rows = listed(&env);
+    assert!(rows.contains(&("storage/memo".into(), "trusted".into(), "store".into())), "{rows:?}");
+    assert!(rows.contains(&("storage/sqlite".into(), "builtin".into(), "store".into())), "{rows:?}");
+
+    let run = plugin(&env, &["inspect", "storage/memo", "--json"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let report = &run.json()[0];
+    assert_eq!(report["compatible"], true, "{report}");
+    assert!(report["state"].as_str().unwrap().starts_with("trusted"), "{report}");
+    assert!(report["exports"].as_array().unwrap().iter().any(|e| e == "agmsg:storage/driver@1.0.0"), "{report}");
+
+    // Used by name, as agmsg's scripts would.
+    let sent = env.cmd().env("AGMSG_STORAGE_DRIVER", "memo").args(["storage", "send", "t", "alice", "bob", "through a plugin"]).output().unwrap();
+    let sent = Run::from(sent);
+    assert_eq!(sent.code, 0, "{sent:?}");
+    let unread: Run = env.cmd().env("AGMSG_STORAGE_DRIVER", "memo").args(["storage", "list-unread", "t", "bob"]).output().unwrap().into();
+    assert_eq!(unread.json()[0]["body"], "through a plugin", "{unread:?}");
+    assert!(env.store.join("store.json").is_file(), "the plugin's own store file");
+}
+
+#[test]
+fn trust_is_pinned_to_the_component_and_to_what_was_granted() {
+    let env = Env::new().env("SECRET_TOKEN", "hunter2");
+    let pkg = hostile_storage(&env, "hostile", "store = true\ninert_sockets = true\n");
+    plugin(&env, &["install", pkg.to_str().unwrap(), "--yes"]).ok();
+    let run = send_through(&env, "hostile", "read-env");
+    assert!(run.code == 13 && run.stderr.contains("blocked read-env"), "{run:?}");
+
+    // A changed component (one custom section appended: still a valid component) is untrusted again.
+    let component = installed(&env, "storage", "hostile").join("driver.wasm");
+    let mut bytes = std::fs::read(&component).unwrap();
+    bytes.extend_from_slice(&[0, 5, 4, b'e', b'v', b'i', b'l']);
+    std::fs::write(&component, &bytes).unwrap();
+    assert_eq!(state_of(&env, "storage/hostile").as_deref(), Some("UNTRUSTED"));
+    let run = send_through(&env, "hostile", "read-env");
+    assert_ne!(run.code, 0, "{run:?}");
+    assert!(run.stderr.contains("changed") && run.stderr.contains("agmsg-host plugin trust storage/hostile"), "{run:?}");
+    plugin(&env, &["trust", "storage/hostile", "--yes"]).ok();
+    assert_eq!(state_of(&env, "storage/hostile").as_deref(), Some("trusted"));
+
+    // An update that asks for more is untrusted until granted, and the prompt shows what widened.
+    let manifest = installed(&env, "storage", "hostile").join("agmsg-driver.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap().replace("[capabilities]", "[capabilities]\nenv = [\"SECRET_TOKEN\"]");
+    std::fs::write(&manifest, text).unwrap();
+    assert_eq!(state_of(&env, "storage/hostile").as_deref(), Some("UNTRUSTED"));
+    let run = plugin(&env, &["trust", "storage/hostile"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("it now also asks for:\n  + env:SECRET_TOKEN"), "{run:?}");
+
+    // Granted less than it asks for, it gets only what was granted.
+    plugin(&env, &["trust", "storage/hostile", "--grant", "store", "--grant", "inert-sockets"]).ok();
+    let run = send_through(&env, "hostile", "read-env");
+    assert!(run.code == 13 && run.stderr.contains("blocked read-env"), "{run:?}");
+    plugin(&env, &["trust", "storage/hostile", "--yes"]).ok();
+    let run = send_through(&env, "hostile", "read-env");
+    assert!(run.code == 0 && run.stdout.starts_with("ESCAPED-read-env"), "granted, the variable is visible: {run:?}");
+
+    let run = plugin(&env, &["untrust", "storage/hostile"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(state_of(&env, "storage/hostile").as_deref(), Some("UNTRUSTED"));
+    assert_ne!(send_through(&env, "hostile", "read-env").code, 0);
+
+    let run = plugin(&env, &["remove", "storage/hostile"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(!installed(&env, "storage", "hostile").exists());
+    assert_eq!(state_of(&env, "storage/hostile"), None);
+    let run = plugin(&env, &["remove", "storage/hostile"]);
+    assert_eq!(run.code, 1, "{run:?}");
+}
+
+#[test]
+fn a_later_trusted_plugin_shadows_and_an_untrusted_one_is_ignored_with_the_trust_command() {
+    let extra = tempfile::tempdir().unwrap();
+    let env = Env::new().env("AGMSG_PLUGIN_DIRS", extra.path().to_str().unwrap());
+    let describe_jsonl = || -> Run { env.cmd().env("AGMSG_STORAGE_DRIVER", "jsonl").args(["storage", "describe"]).output().unwrap().into() };
+    assert!(describe_jsonl().stdout.contains("name=jsonl"));
+
+    // A trusted plugin named like a bundled driver shadows it.
+    let pkg = hostile_storage(&env, "jsonl", "store = true\ninert_sockets = true\n");
+    let run = plugin(&env, &["install", pkg.to_str().unwrap(), "--yes"]);
+    assert!(run.code == 0 && run.stdout.contains("it shadows the bundled storage driver 'jsonl'"), "{run:?}");
+    assert!(describe_jsonl().stdout.contains("name=hostile"));
+
+    // A later candidate (AGMSG_PLUGIN_DIRS) that is untrusted is ignored, with the exact command.
+    let later = extra.path().join("storage/jsonl");
+    std::fs::create_dir_all(&later).unwrap();
+    std::fs::copy(memo_wasm(), later.join("driver.wasm")).unwrap();
+    std::fs::write(later.join("agmsg-driver.toml"), "name = \"jsonl\"\naxis = \"storage\"\nversion = \"0.1.0\"\napi = \"1.0.0\"\n[capabilities]\nstore = true\n").unwrap();
+    let run = describe_jsonl();
+    assert!(run.stdout.contains("name=hostile"), "{run:?}");
+    let command = format!("agmsg-host plugin trust storage/jsonl --path {}", later.display());
+    assert!(run.stderr.contains(&command), "{command}: {run:?}");
+
+    // Trusted, the later one wins.
+    plugin(&env, &["trust", "storage/jsonl", "--path", later.to_str().unwrap(), "--yes"]).ok();
+    let run = describe_jsonl();
+    assert!(run.stdout.contains("name=memo") && run.stderr.is_empty(), "{run:?}");
+}
+
+#[test]
+fn imports_beyond_the_grant_or_an_incompatible_version_are_refused_before_running() {
+    let env = Env::new();
+    // wasi:sockets with no network asked for (and not declared inert): refused at install.
+    let pkg = hostile_storage(&env, "netless", "store = true\n");
+    let run = plugin(&env, &["install", pkg.to_str().unwrap(), "--yes"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("refusing to install storage/netless: it imports wasi:sockets/"), "{run:?}");
+    assert!(run.stderr.contains("no network access is granted"), "{run:?}");
+    assert!(!installed(&env, "storage", "netless").exists());
+
+    // Asked for but not granted: refused at load, naming the driver, with the contract's status.
+    let pkg = hostile_storage(&env, "net", "store = true\nnetwork = [\"127.0.0.1:1\"]\n");
+    plugin(&env, &["install", pkg.to_str().unwrap(), "--grant", "store"]).ok();
+    let run = send_through(&env, "net", "network");
+    assert_eq!(run.code, 13, "{run:?}");
+    assert!(run.stderr.contains("'net'") && run.stderr.contains("no network access is granted"), "{run:?}");
+    // Granted: it may reach that endpoint and no other.
+    plugin(&env, &["trust", "storage/net", "--yes"]).ok();
+    let run = send_through(&env, "net", "network");
+    assert!(run.code == 13 && run.stderr.contains("blocked network"), "{run:?}");
+
+    // A host interface its axis is not offered, and a contract version this host does not speak.
+    let cases = [
+        ("(component (import \"agmsg:host/process@1.0.0\" (instance)))", "1.0.0", "it imports agmsg:host/process@1.0.0, which this host does not offer to storage drivers"),
+        ("(component (import \"agmsg:host/log@2.0.0\" (instance)))", "1.0.0", "it was built against agmsg:host@2.0.0, which is not compatible with the agmsg:host@1.0.0 this host offers"),
+        ("(component)", "2.0.0", "its manifest says it was built against agmsg:storage@2.0.0, which is not compatible with the agmsg:storage@1.0.0 this host offers"),
+    ];
+    for (i, (wat, api, expected)) in cases.iter().enumerate() {
+        let wasm = env.dir.path().join(format!("case{i}.wasm"));
+        std::fs::write(&wasm, wat::parse_str(wat).unwrap()).unwrap();
+        let manifest = format!("name = \"case{i}\"\naxis = \"storage\"\nversion = \"1.0.0\"\napi = \"{api}\"\n[capabilities]\nstore = true\n");
+        let pkg = package(&env, &format!("case{i}"), &wasm, &manifest);
+        let run = plugin(&env, &["inspect", pkg.to_str().unwrap()]);
+        assert!(run.code == 0 && run.stdout.contains(&format!("Verdict: REFUSED: {expected}")), "{expected}: {run:?}");
+        let run = plugin(&env, &["install", pkg.to_str().unwrap(), "--yes"]);
+        assert!(run.code == 1 && run.stderr.contains(expected), "{expected}: {run:?}");
+    }
+}
+
+#[test]
+fn a_terminal_plugin_runs_only_its_granted_programs_with_their_argument_shapes() {
+    let env = Env::new();
+    let manifest = "name = \"hostile-term\"\naxis = \"terminal\"\nversion = \"1.0.0\"\napi = \"1.0.0\"\n\
+        [capabilities]\nprograms = [{ name = \"tmux\", args = [[\"-V\"]] }]\n\
+        [terminal]\npriority = 1\nbackend = \"test fixture\"\ncapabilities = [\"peek\"]\n";
+    let pkg = package(&env, "hostile-term", &fixture("hostile-terminal"), manifest);
+    plugin(&env, &["install", pkg.to_str().unwrap(), "--yes"]).ok();
+    let rows = listed(&env);
+    assert!(rows.contains(&("terminal/hostile-term".into(), "trusted".into(), "program:tmux (arguments: -V)".into())), "{rows:?}");
+
+    let peek = |attempt: &str| -> Run { env.run(&["terminal", "--driver", "hostile-term", "peek", attempt]) };
+    let run = peek("declared");
+    assert!(run.code == 0 && run.stdout.starts_with("ran: status Some(0): tmux "), "{run:?}");
+    let run = peek("disallowed-args");
+    assert!(run.code == 12 && run.stderr.contains("not among those granted"), "{run:?}");
+    let run = peek("undeclared");
+    assert!(run.code == 12 && run.stderr.contains("not declared"), "{run:?}");
+    let run = peek("by-path");
+    assert!(run.code == 12 && run.stderr.contains("never given by path"), "{run:?}");
+}
+
+#[test]
+fn limits_are_raised_only_as_far_as_granted() {
+    let env = Env::new().env("AGMSG_DRIVER_MEMORY_MB", "32").env("AGMSG_DRIVER_TIMEOUT_MS", "1000");
+    let pkg = hostile_storage(&env, "greedy", "store = true\ninert_sockets = true\nmemory_mb = 96\ncall_timeout_ms = 2500\n");
+    plugin(&env, &["install", pkg.to_str().unwrap(), "--grant", "store", "--grant", "inert-sockets"]).ok();
+    let run = send_through(&env, "greedy", "hog");
+    assert!(run.code == 13 && run.stderr.contains("driver 'greedy' exceeded its memory limit of 32 MiB"), "{run:?}");
+    let run = send_through(&env, "greedy", "loop");
+    assert!(run.code == 13 && run.stderr.contains("exceeded its time limit of 1000 ms"), "{run:?}");
+
+    plugin(&env, &["trust", "storage/greedy", "--yes"]).ok();
+    let run = send_through(&env, "greedy", "hog");
+    assert!(run.code == 13 && run.stderr.contains("exceeded its memory limit of 96 MiB"), "{run:?}");
+    let run = send_through(&env, "greedy", "loop");
+    assert!(run.code == 13 && run.stderr.contains("exceeded its time limit of 2500 ms"), "{run:?}");
+    // And a good driver works on the same store afterwards.
+    env.send("t", "alice", "bob", "after");
+}

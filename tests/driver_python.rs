@@ -72,4 +72,11 @@ fn python_driver_passes_the_storage_contract_suite() {
     assert_eq!(records[0]["body"], "from Python");
     // The store is the driver's own file.
     assert!(env.store.join("store.json").is_file(), "{:?}", std::fs::read_dir(&env.store).map(|d| d.count()));
+
+    // Installed as a plugin with its manifest (which declares CPython's sockets inert), it works by name.
+    let manifest = workspace().join("examples/storage-python/agmsg-driver.toml");
+    let run = env.run(&["plugin", "install", wasm, "--manifest", manifest.to_str().unwrap(), "--yes"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let unread: common::Run = env.cmd().env("AGMSG_STORAGE_DRIVER", "python").args(["storage", "list-unread", "t", "bob"]).output().unwrap().into();
+    assert_eq!(unread.json()[0]["body"], "from Python", "{unread:?}");
 }

@@ -17,13 +17,14 @@ fn bundled_drivers_pass() {
 }
 
 #[test]
-fn terminal_drivers_pass_the_rules_that_need_no_terminal() {
+fn terminal_drivers_pass_their_rules_and_tmux_its_pane_rules_against_a_private_server() {
     let env = Env::new();
-    for driver in ["tmux", "plain"] {
+    for (driver, total) in [("tmux", 9), ("plain", 5)] {
         let run = env.run(&["driver", "test", driver]);
         assert_eq!(run.code, 0, "{driver}: {run:?}");
         assert!(run.stdout.starts_with(&format!("terminal contract suite against '{driver}'")), "{run:?}");
-        assert!(run.stdout.ends_with("5 of 5 rules passed\n"), "{run:?}");
+        assert!(run.stdout.ends_with(&format!("{total} of {total} rules passed\n")), "{run:?}");
+        assert_eq!(run.stdout.contains("PASS  a_pane_from_spawn_to_gone"), driver == "tmux", "{run:?}");
     }
 }
 
@@ -39,6 +40,19 @@ fn a_broken_driver_fails_with_the_rules_named() {
     // Each failure says why: here the driver refuses every send.
     assert!(run.stdout.contains("unknown misbehaviour"), "{run:?}");
     assert!(run.stdout.contains(" of 13 rules passed"), "{run:?}");
+
+    // A driver that runs tmux but cannot drive panes fails the pane rules, by name.
+    let dir = env.dir.path().join("hostile-terminal");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(fixture("hostile-terminal"), dir.join("driver.wasm")).unwrap();
+    std::fs::copy(common::workspace().join("tests/fixtures/hostile-terminal/terminal.conf"), dir.join("terminal.conf")).unwrap();
+    let run = env.run(&["driver", "test", dir.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{run:?}");
+    for rule in ["detect_names_the_callers_pane", "a_pane_from_spawn_to_gone"] {
+        assert!(run.stdout.contains(&format!("FAIL  {rule}")), "{rule}: {run:?}");
+    }
+    assert!(run.stdout.contains("spawn pane-v succeeds"), "the reason is given: {run:?}");
+
     let unknown = env.run(&["driver", "test", "nosuch"]);
     assert_eq!(unknown.code, 2, "{unknown:?}");
 }

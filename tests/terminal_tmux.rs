@@ -1,71 +1,25 @@
-//! The tmux driver against a real tmux server on a private socket, and the §6.3 resolvers.
+//! The bundled tmux driver against a real tmux server on a private socket, beyond the contract's pane
+//! rules (`agmsg_conformance::tmux`): its exact ids, titles, windows and geometry, hostile ids, dead
+//! servers; and the §6.3 resolvers.
 
 mod common;
 
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use agmsg_conformance::tmux::TmuxServer;
 use common::{Env, Run};
 
-/// A tmux server of our own, on a socket in a temp dir; killed when dropped.
-pub struct TmuxServer {
-    pub dir: tempfile::TempDir,
-    pub socket: PathBuf,
-    pub pid: String,
-    /// The first pane, as `<socket>:%N`.
-    pub first_pane: String,
+/// A private tmux server (the contract suite's), and agmsg-host as if inside its first pane.
+fn start() -> (TmuxServer, Env) {
+    let server = TmuxServer::start();
+    let env = inside(&server);
+    (server, env)
 }
 
-impl TmuxServer {
-    pub fn start() -> TmuxServer {
-        let dir = tempfile::tempdir().unwrap();
-        let socket = dir.path().join("sock");
-        let mut server = TmuxServer { socket, dir, pid: String::new(), first_pane: String::new() };
-        let status = server.tmux(&["-f", "/dev/null", "new-session", "-d", "-s", "agmsg-test", "-x", "160", "-y", "48"]).status().unwrap();
-        assert!(status.success(), "starting a tmux server");
-        server.pid = server.query(&["display-message", "-p", "-t", "agmsg-test", "#{pid}"]);
-        let pane = server.query(&["display-message", "-p", "-t", "agmsg-test", "#{pane_id}"]);
-        server.first_pane = format!("{}:{pane}", server.socket.display());
-        server
-    }
-
-    /// Raw `tmux -S <socket> ...`, with a small clean environment.
-    pub fn tmux(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new("tmux");
-        cmd.env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", self.dir.path())
-            .env("SHELL", "/bin/sh")
-            .env("TERM", "xterm")
-            .arg("-S")
-            .arg(&self.socket)
-            .args(args);
-        cmd
-    }
-
-    pub fn query(&self, args: &[&str]) -> String {
-        let out = self.tmux(args).output().unwrap();
-        assert!(out.status.success(), "tmux {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8(out.stdout).unwrap().trim_end().to_owned()
-    }
-
-    /// `$TMUX` as tmux sets it inside its panes: `socket,pid,session`.
-    pub fn tmux_var(&self) -> String {
-        format!("{},{},0", self.socket.display(), self.pid)
-    }
-
-    /// An agmsg-host environment as if running inside this server's first pane.
-    pub fn inside(&self) -> Env {
-        let pane = self.first_pane.rsplit_once(':').unwrap().1.to_owned();
-        Env::new().env("TMUX", &self.tmux_var()).env("TMUX_PANE", &pane)
-    }
-}
-
-impl Drop for TmuxServer {
-    fn drop(&mut self) {
-        let _ = self.tmux(&["kill-server"]).output();
-    }
+/// agmsg-host as if inside `server`'s first pane.
+fn inside(server: &TmuxServer) -> Env {
+    Env(server.inside(&common::harness()))
 }
 
 fn terminal(env: &Env, args: &[&str]) -> Run {
@@ -94,8 +48,7 @@ fn socket_of(id: &str) -> &str {
 
 #[test]
 fn a_pane_from_spawn_to_gone() {
-    let server = TmuxServer::start();
-    let env = server.inside();
+    let (server, env) = start();
     let sock = server.socket.display().to_string();
     assert_eq!(terminal(&env, &["--driver", "tmux", "check"]).stdout, "ok\n");
     assert_eq!(terminal(&env, &["--driver", "tmux", "detect", "session-1"]).stdout, format!("{}\n", server.first_pane));
@@ -150,8 +103,7 @@ fn socket_free(id: &str) -> &str {
 
 #[test]
 fn malformed_and_hostile_ids_fail_closed() {
-    let server = TmuxServer::start();
-    let env = server.inside();
+    let (server, env) = start();
     let marker = server.dir.path().join("pwned");
     let hostile = format!("%0;touch {}", marker.display());
     for args in [
@@ -194,9 +146,9 @@ fn resolution() {
     assert_eq!(terminal(&outside, &["resolve-name", "s"]).stdout, "plain\t-\n");
     assert_eq!(terminal(&outside, &["resolve-placement", "s"]).stdout, "plain\t-\n");
 
-    let inside = server.inside();
-    assert_eq!(terminal(&inside, &["resolve-name", "s"]).stdout, format!("tmux\t{}\n", server.first_pane));
-    assert_eq!(terminal(&inside, &["resolve-placement", "s"]).stdout, format!("tmux\t{}\n", server.first_pane));
+    let in_pane = inside(&server);
+    assert_eq!(terminal(&in_pane, &["resolve-name", "s"]).stdout, format!("tmux\t{}\n", server.first_pane));
+    assert_eq!(terminal(&in_pane, &["resolve-placement", "s"]).stdout, format!("tmux\t{}\n", server.first_pane));
 
     // Under tmux without TMUX_PANE: present but cannot name the pane, so naming fails loudly instead
     // of falling back to plain; placement only needs presence.
@@ -206,9 +158,9 @@ fn resolution() {
     assert!(run.stderr.contains("cannot identify this pane") && run.stderr.contains("tmux:"), "{run:?}");
     assert_eq!(terminal(&no_pane, &["resolve-placement", "s"]).stdout, "tmux\t\n");
 
-    let forced = server.inside().env("AGMSG_TERMINAL_DRIVER", "plain");
+    let forced = inside(&server).env("AGMSG_TERMINAL_DRIVER", "plain");
     assert_eq!(terminal(&forced, &["resolve-name", "s"]).stdout, "plain\t-\n");
-    let unknown = server.inside().env("AGMSG_TERMINAL_DRIVER", "screen");
+    let unknown = inside(&server).env("AGMSG_TERMINAL_DRIVER", "screen");
     let run = terminal(&unknown, &["resolve-name", "s"]);
     assert_eq!(run.code, 13, "{run:?}");
     assert!(run.stderr.contains("unknown terminal driver 'screen' (AGMSG_TERMINAL_DRIVER)"), "{run:?}");

@@ -9,6 +9,7 @@ use std::process::{Command, Output, Stdio};
 
 pub mod storage;
 pub mod terminal;
+pub mod tmux;
 
 /// Which binary the rules run and where it caches compiled components.
 #[derive(Clone, Debug)]

@@ -1,6 +1,6 @@
 //! The terminal contract (spec §6) rules that need no terminal: what every terminal driver must do
-//! outside any terminal and with ids it cannot have produced. (The rules that drive real panes run in
-//! `tests/terminal_tmux.rs` against a private tmux server.)
+//! outside any terminal and with ids it cannot have produced. (The rules that drive real panes, for
+//! drivers that run tmux, are in [`crate::tmux`].)
 
 use crate::{Env, Harness, Rule, Run};
 

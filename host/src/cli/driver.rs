@@ -1,7 +1,8 @@
 //! `agmsg-host driver test <driver>`: the contract suite the bundled drivers pass, run against any
 //! driver, one line per rule with the reason for each failure; exit 1 if any rule fails. A storage
 //! driver is a bundled name or a `.wasm` component; a terminal driver a bundled name or a directory
-//! with `terminal.conf` and `driver.wasm` (the terminal rules that need no terminal).
+//! with `terminal.conf` and `driver.wasm`, or an installed plugin: the terminal rules that need no
+//! terminal, and for a driver granted `tmux` the pane rules, against a private tmux server.
 //!
 //! The rules are `agmsg-conformance`'s, the same ones `tests/storage_contract.rs` and
 //! `tests/terminal_contract.rs` run: each drives this very binary against the driver in a fresh
@@ -9,7 +10,7 @@
 
 use std::process::ExitCode;
 
-use agmsg_conformance::{Harness, Rule, run_rule, storage, terminal};
+use agmsg_conformance::{Harness, Rule, run_rule, storage, terminal, tmux};
 
 use crate::runtime::cache::CompileCache;
 use crate::storage::DriverSource;
@@ -17,20 +18,23 @@ use crate::terminal::TerminalSource;
 
 /// Which suite, the driver as the rules pass it (a path made absolute: the rules run in their own
 /// directories), and the component's hash.
-fn suite_for(driver: &str) -> Result<(&'static str, &'static [Rule], String, String), String> {
+fn suite_for(driver: &str) -> Result<(&'static str, Vec<&'static Rule>, String, String), String> {
     let absolute = |p: &std::path::Path| std::path::absolute(p).map(|p| p.display().to_string()).map_err(|e| format!("{}: {e}", p.display()));
     let is_terminal_dir = std::path::Path::new(driver).join("terminal.conf").is_file();
     if is_terminal_dir || TerminalSource::names(&TerminalSource::available()).contains(&driver) {
         let source = TerminalSource::resolve(driver)?;
         let name = if is_terminal_dir { absolute(std::path::Path::new(driver))? } else { driver.to_owned() };
-        return Ok(("terminal", terminal::RULES, name, source.sha256));
+        // A driver that may run tmux is tmux-like: its panes are checked against a real tmux server.
+        let runs_tmux = source.capabilities.programs().any(|(program, _)| program == "tmux");
+        let rules = terminal::RULES.iter().chain(if runs_tmux { tmux::PANE_RULES } else { &[] }).collect();
+        return Ok(("terminal", rules, name, source.sha256));
     }
     let source = DriverSource::resolve(driver).map_err(|e| e.to_string())?;
     let name = match &source.path {
         Some(path) => absolute(path)?,
         None => source.name.clone(),
     };
-    Ok(("storage", storage::RULES, name, source.sha256))
+    Ok(("storage", storage::RULES.iter().collect(), name, source.sha256))
 }
 
 pub fn test(driver: &str) -> ExitCode {
@@ -64,7 +68,7 @@ pub fn test(driver: &str) -> ExitCode {
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     let mut failed = 0;
-    for rule in rules {
+    for rule in &rules {
         let started = std::time::Instant::now();
         match run_rule(&harness, rule, &driver) {
             Ok(()) => println!("PASS  {:<44} {:>6.0} ms", rule.name, started.elapsed().as_secs_f64() * 1e3),

@@ -266,3 +266,31 @@ fn limits_are_raised_only_as_far_as_granted() {
     // And a good driver works on the same store afterwards.
     env.send("t", "alice", "bob", "after");
 }
+
+#[test]
+fn on_a_terminal_install_asks_and_takes_the_answer() {
+    let env = Env::new();
+    let pkg = hostile_storage(&env, "asked", "store = true\ninert_sockets = true\n");
+    // `script` (util-linux) gives the command a terminal; the answer comes through it.
+    let on_a_terminal = |answer: &str| -> Run {
+        let command = format!("{} plugin install {}", common::BIN, pkg.display());
+        let mut child = env
+            .program("script")
+            .args(["-qec", &command, "/dev/null"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), answer.as_bytes()).unwrap();
+        child.wait_with_output().unwrap().into()
+    };
+    let run = on_a_terminal("n\n");
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stdout.contains("Trust it and grant these? [y/N]") && run.stdout.contains("you declined"), "{run:?}");
+    assert!(!installed(&env, "storage", "asked").exists());
+    let run = on_a_terminal("y\n");
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("installed storage/asked 1.0.0"), "{run:?}");
+    assert_eq!(state_of(&env, "storage/asked").as_deref(), Some("trusted"));
+}

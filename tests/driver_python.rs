@@ -73,10 +73,20 @@ fn python_driver_passes_the_storage_contract_suite() {
     // The store is the driver's own file.
     assert!(env.store.join("store.json").is_file(), "{:?}", std::fs::read_dir(&env.store).map(|d| d.count()));
 
-    // Installed as a plugin with its manifest (which declares CPython's sockets inert), it works by name.
+    // As a user meets it: inspected, installed as a plugin with its manifest (which declares CPython's
+    // sockets inert), then used by name.
     let manifest = workspace().join("examples/storage-python/agmsg-driver.toml");
-    let run = env.run(&["plugin", "install", wasm, "--manifest", manifest.to_str().unwrap(), "--yes"]);
+    let manifest = manifest.to_str().unwrap();
+    let run = env.run(&["plugin", "inspect", wasm, "--manifest", manifest]);
     assert_eq!(run.code, 0, "{run:?}");
-    let unread: common::Run = env.cmd().env("AGMSG_STORAGE_DRIVER", "python").args(["storage", "list-unread", "t", "bob"]).output().unwrap().into();
-    assert_eq!(unread.json()[0]["body"], "from Python", "{unread:?}");
+    for expected in ["storage/python 0.1.0", "inert-sockets", "wasi:sockets/tcp@", "agmsg:storage/driver@1.0.0", "Verdict: loads on this host"] {
+        assert!(run.stdout.contains(expected), "{expected}: {}", run.stdout);
+    }
+    let run = env.run(&["plugin", "install", wasm, "--manifest", manifest, "--yes"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let by_name = |args: &[&str]| -> common::Run { env.cmd().env("AGMSG_STORAGE_DRIVER", "python").arg("storage").args(args).output().unwrap().into() };
+    assert_eq!(by_name(&["send", "t", "carol", "bob", "by name"]).code, 0);
+    let unread = by_name(&["list-unread", "t", "bob"]);
+    let bodies: Vec<String> = unread.json().iter().map(|r| r["body"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(bodies, ["from Python", "by name"], "{unread:?}");
 }

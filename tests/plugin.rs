@@ -1,5 +1,6 @@
-//! Third-party drivers end to end, as a user meets them: `plugin install` of a driver built from source
-//! in the repository, `plugin inspect`, then using it by name; trust pinned to the component's hash and
+//! Third-party drivers end to end, as a user meets them: `plugin install` of a driver an author wrote
+//! (`driver new`, then built from source), `plugin inspect`, then using it by name (the Python driver in
+//! `examples/` gets the same in `tests/driver_python.rs`); trust pinned to the component's hash and
 //! the granted set; discovery order and shadowing; imports beyond the grant refused at load; programs
 //! limited to their argument shapes; limits raised only as far as granted.
 
@@ -10,14 +11,28 @@ use std::sync::OnceLock;
 
 use common::{Env, Run, build_project, fixture, workspace};
 
-/// The sample third-party storage driver (`examples/storage-memo`), built from source once.
-fn memo_wasm() -> &'static Path {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| build_project(&workspace().join("examples/storage-memo"), "memo"))
+/// A third-party storage driver as its author makes it: `driver new storage memo`, then built from
+/// source (once per test run). Its project directory.
+fn memo_project() -> &'static Path {
+    static PROJECT: OnceLock<PathBuf> = OnceLock::new();
+    PROJECT.get_or_init(|| {
+        let project = Path::new(env!("CARGO_TARGET_TMPDIR")).join("plugin-sample-memo");
+        let _ = std::fs::remove_dir_all(&project);
+        let run: Run = std::process::Command::new(common::BIN).args(["driver", "new", "storage", "memo", "--path"]).arg(&project).output().unwrap().into();
+        assert_eq!(run.code, 0, "{run:?}");
+        build_project(&project, "memo");
+        project
+    })
+}
+
+/// Its component (built into the tests' shared target directory, so installed with `--manifest`).
+fn memo_wasm() -> PathBuf {
+    let _ = memo_project();
+    workspace().join("target/scaffold/wasm32-wasip2/release/memo.wasm")
 }
 
 fn memo_manifest() -> PathBuf {
-    workspace().join("examples/storage-memo/agmsg-driver.toml")
+    memo_project().join("agmsg-driver.toml")
 }
 
 /// The hostile storage fixture as a package named `name`: its manifest asks for `capabilities`.
@@ -65,9 +80,10 @@ fn send_through(env: &Env, driver: &str, team: &str) -> Run {
 }
 
 #[test]
-fn a_sample_driver_built_from_source_installs_inspects_and_stores() {
+fn a_driver_built_from_source_installs_inspects_and_stores() {
     let env = Env::new();
-    let wasm = memo_wasm().to_str().unwrap();
+    let wasm = memo_wasm();
+    let wasm = wasm.to_str().unwrap();
     let manifest = memo_manifest();
     let manifest = manifest.to_str().unwrap();
 

@@ -219,10 +219,27 @@ fn imports_beyond_the_grant_or_an_incompatible_version_are_refused_before_runnin
     let run = send_through(&env, "net", "network");
     assert_eq!(run.code, 13, "{run:?}");
     assert!(run.stderr.contains("'net'") && run.stderr.contains("no network access is granted"), "{run:?}");
-    // Granted: it may reach that endpoint and no other.
+    // Granted: it may reach that endpoint and no other, and may not listen.
     plugin(&env, &["trust", "storage/net", "--yes"]).ok();
     let run = send_through(&env, "net", "network");
     assert!(run.code == 13 && run.stderr.contains("blocked network"), "{run:?}");
+    let run = send_through(&env, "net", "listen");
+    assert!(run.code == 13 && run.stderr.contains("blocked listen"), "{run:?}");
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+    let reader = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut got = String::new();
+        std::io::Read::read_to_string(&mut conn, &mut got).unwrap();
+        got
+    });
+    let manifest = format!("store = true\nenv = [\"AGMSG_FIXTURE_PORT\"]\nnetwork = [\"127.0.0.1:{port}\"]\n");
+    let pkg = hostile_storage(&env, "remote", &manifest);
+    plugin(&env, &["install", pkg.to_str().unwrap(), "--yes"]).ok();
+    let run: Run = env.cmd().env("AGMSG_STORAGE_DRIVER", "remote").env("AGMSG_FIXTURE_PORT", &port).args(["storage", "send", "network-granted", "a", "b", "x"]).output().unwrap().into();
+    assert_eq!((run.code, run.stdout.as_str()), (0, "connected\n"), "{run:?}");
+    assert_eq!(reader.join().unwrap(), "hello from the driver");
 
     // A host interface its axis is not offered, and a contract version this host does not speak.
     let cases = [

@@ -66,6 +66,7 @@ fn no_environment_and_no_network() {
     let env = env_with_store().env("SECRET_TOKEN", "hunter2");
     assert_blocked(&hostile(&env, "read-env"), "read-env");
     assert_blocked(&hostile(&env, "network"), "network");
+    assert_blocked(&hostile(&env, "listen"), "listen");
 }
 
 #[test]

@@ -41,8 +41,8 @@ struct Cli {
     #[arg(long, global = true, value_name = "DIR")]
     store: Option<PathBuf>,
 
-    /// Driver for the axis the command addresses: a bundled name, or a component file (storage) or
-    /// driver directory (terminal) [env: AGMSG_STORAGE_DRIVER / AGMSG_TERMINAL_DRIVER]
+    /// Driver for the axis the command addresses: a bundled or trusted plugin's name, or a component
+    /// file (storage) or driver directory (terminal) [env: AGMSG_STORAGE_DRIVER / AGMSG_TERMINAL_DRIVER]
     #[arg(long, global = true, value_name = "NAME")]
     driver: Option<String>,
 

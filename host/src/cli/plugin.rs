@@ -29,7 +29,7 @@ pub struct Consent {
     #[arg(long, short = 'y')]
     pub yes: bool,
     /// Grant only this capability (repeatable): store, env:NAME, program:NAME, network:HOST:PORT,
-    /// memory:MIB, timeout:MS. The driver gets what it asks for AND is granted.
+    /// memory:MIB, timeout:MS, inert-sockets. The driver gets what it asks for AND is granted.
     #[arg(long = "grant", value_name = "CAPABILITY")]
     pub grants: Vec<String>,
 }

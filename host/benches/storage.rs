@@ -16,7 +16,7 @@ use std::time::Duration;
 use common::{ms, time};
 
 use agmsg_host::runtime::cache::CompileCache;
-use agmsg_host::runtime::{Limits, Runtime, StorageGrants};
+use agmsg_host::runtime::{Limits, Runtime};
 use agmsg_host::storage::{DriverSource, StorageDriver};
 use rusqlite::{Connection, params};
 
@@ -98,8 +98,7 @@ fn main() {
     row("component load from cache (mmap)", cached, compile, "Cranelift compile");
 
     // 1. Per-op latency in one warm process.
-    let grants = StorageGrants { store_dir: component_store.clone() };
-    let mut driver = StorageDriver::open(&runtime, &source, grants).unwrap();
+    let mut driver = StorageDriver::open(&runtime, &source, component_store.clone()).unwrap();
     driver.init().unwrap();
     let mut native = native_store(&native_dir.join("messages.db"), "WAL");
     let rollback_dir = dir.path().join("native-rollback");

@@ -253,7 +253,7 @@ fn imports_beyond_the_grant_or_an_incompatible_version_are_refused_before_runnin
         let manifest = format!("name = \"case{i}\"\naxis = \"storage\"\nversion = \"1.0.0\"\napi = \"{api}\"\n[capabilities]\nstore = true\n");
         let pkg = package(&env, &format!("case{i}"), &wasm, &manifest);
         let run = plugin(&env, &["inspect", pkg.to_str().unwrap()]);
-        assert!(run.code == 0 && run.stdout.contains(&format!("Verdict: REFUSED: {expected}")), "{expected}: {run:?}");
+        assert!(run.code == 1 && run.stdout.contains(&format!("Verdict: REFUSED: {expected}")), "{expected}: {run:?}");
         let run = plugin(&env, &["install", pkg.to_str().unwrap(), "--yes"]);
         assert!(run.code == 1 && run.stderr.contains(expected), "{expected}: {run:?}");
     }
@@ -326,4 +326,51 @@ fn on_a_terminal_install_asks_and_takes_the_answer() {
     assert_eq!(run.code, 0, "{run:?}");
     assert!(run.stdout.contains("installed storage/asked 1.0.0"), "{run:?}");
     assert_eq!(state_of(&env, "storage/asked").as_deref(), Some("trusted"));
+}
+
+#[test]
+fn odd_plugin_directories_and_homes_neither_hang_nor_hijack() {
+    let extra = tempfile::tempdir().unwrap();
+    let env = Env::new().env("AGMSG_PLUGIN_DIRS", extra.path().to_str().unwrap());
+
+    // A directory in the current directory named like a driver is not that driver.
+    let impostor = env.dir.path().join("plain");
+    std::fs::create_dir_all(&impostor).unwrap();
+    std::fs::copy(common::workspace().join("drivers/terminal-plain/terminal.conf"), impostor.join("terminal.conf")).unwrap();
+    std::fs::write(impostor.join("driver.wasm"), b"not a component").unwrap();
+    let run = env.run(&["terminal", "--driver", "plain", "describe"]);
+    assert!(run.code == 0 && run.stdout.contains("name=plain"), "the bundled plain driver: {run:?}");
+    let run = env.run(&["terminal", "--driver", "./plain", "describe"]);
+    assert_ne!(run.code, 0, "named as a path, the directory is what loads: {run:?}");
+
+    // A component that is a FIFO (or a device) is refused without blocking on it.
+    let evil = extra.path().join("terminal/evil");
+    std::fs::create_dir_all(&evil).unwrap();
+    std::fs::write(evil.join("agmsg-driver.toml"), "name = \"evil\"\naxis = \"terminal\"\nversion = \"1.0.0\"\napi = \"1.0.0\"\n").unwrap();
+    assert!(std::process::Command::new("mkfifo").arg(evil.join("driver.wasm")).status().unwrap().success());
+    let run = env.run(&["terminal", "list"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stderr.contains("not a regular file") && !run.stderr.contains("plugin trust terminal/evil"), "a broken plugin is not offered for trust: {run:?}");
+
+    // A terminal plugin whose manifest changes anywhere (here: its priority) is untrusted again.
+    let manifest = "name = \"quiet\"\naxis = \"terminal\"\nversion = \"1.0.0\"\napi = \"1.0.0\"\n[terminal]\npriority = 90\n";
+    let pkg = package(&env, "quiet", &fixture("hostile-terminal"), manifest);
+    plugin(&env, &["install", pkg.to_str().unwrap(), "--yes"]).ok();
+    assert_eq!(state_of(&env, "terminal/quiet").as_deref(), Some("trusted"));
+    let installed_manifest = installed(&env, "terminal", "quiet").join("agmsg-driver.toml");
+    let text = std::fs::read_to_string(&installed_manifest).unwrap().replace("priority = 90", "priority = 1");
+    std::fs::write(&installed_manifest, text).unwrap();
+    assert_eq!(state_of(&env, "terminal/quiet").as_deref(), Some("UNTRUSTED"));
+    let run = plugin(&env, &["list"]);
+    assert!(run.stdout.contains("its manifest changed since it was trusted"), "{run:?}");
+
+    // A relative AGMSG_HOME: what install trusts is what discovery finds.
+    let run: Run = env.cmd().env("AGMSG_HOME", "relative-home").args(["plugin", "install", pkg.to_str().unwrap(), "--yes"]).output().unwrap().into();
+    assert_eq!(run.code, 0, "{run:?}");
+    let run: Run = env.cmd().env("AGMSG_HOME", "relative-home").args(["plugin", "list", "--json"]).output().unwrap().into();
+    assert!(run.json().iter().any(|r| r["driver"] == "terminal/quiet" && r["state"] == "trusted" && r["path"].as_str().unwrap().starts_with('/')), "{run:?}");
+
+    // No home at all: bundled drivers still work.
+    let run: Run = env.cmd().env_remove("HOME").args(["storage", "send", "t", "alice", "bob", "homeless"]).output().unwrap().into();
+    assert_eq!(run.code, 0, "{run:?}");
 }

@@ -84,6 +84,18 @@ impl Capability {
         Ok(cap)
     }
 
+    /// What granting it means beyond its name, for the consent prompt.
+    pub fn consequence(&self) -> Option<&'static str> {
+        match self {
+            Capability::Env { .. } => Some("it reads the variable, and may pass or set it for programs it runs"),
+            Capability::Network { endpoint } if parse_endpoint(endpoint).is_ok_and(|(host, _)| host.parse::<std::net::IpAddr>().is_err()) => {
+                Some("a host name: it may also make DNS lookups (of any name)")
+            }
+            Capability::Program { args: None, .. } => Some("with any arguments: whatever that program can do"),
+            _ => None,
+        }
+    }
+
     /// Names and values that are well formed (a manifest or a grant can be wrong).
     pub fn validate(&self) -> Result<(), String> {
         match self {
@@ -192,16 +204,29 @@ impl Capabilities {
 
 /// Whether `args` is one of the argument vectors `patterns` allows.
 pub fn args_match(patterns: &[Vec<String>], args: &[String]) -> bool {
-    fn matches(pattern: &[String], args: &[String]) -> bool {
-        match pattern.split_first() {
-            None => args.is_empty(),
-            Some((first, rest)) if first == "**" => (0..=args.len()).any(|skip| matches(rest, &args[skip..])),
-            Some((first, rest)) => {
-                args.first().is_some_and(|arg| glob::Pattern::new(first).is_ok_and(|p| p.matches(arg))) && matches(rest, &args[1..])
+    patterns.iter().any(|pattern| matches_one(pattern, args))
+}
+
+/// One pattern against the arguments, in O(pattern × arguments) however many `**` it holds (the
+/// arguments come from the driver): `reach[j]` says whether the pattern items so far can consume
+/// exactly the first `j` arguments.
+fn matches_one(pattern: &[String], args: &[String]) -> bool {
+    let mut reach = vec![false; args.len() + 1];
+    reach[0] = true;
+    for item in pattern {
+        if item == "**" {
+            // Any number of arguments: every position after a reachable one is reachable.
+            let first = reach.iter().position(|r| *r);
+            reach.iter_mut().enumerate().for_each(|(j, r)| *r = first.is_some_and(|f| j >= f));
+        } else {
+            let Ok(glob) = glob::Pattern::new(item) else { return false };
+            for j in (1..=args.len()).rev() {
+                reach[j] = reach[j - 1] && glob.matches(&args[j - 1]);
             }
+            reach[0] = false;
         }
     }
-    patterns.iter().any(|pattern| matches(pattern, args))
+    reach[args.len()]
 }
 
 /// `host:port` (a name or an IP; `[v6]:port` for IPv6) into its parts.
@@ -266,6 +291,13 @@ mod tests {
         assert!(!args_match(&patterns, &args(&["-V", "extra"])));
         assert!(!args_match(&patterns, &args(&["kill-server"])));
         assert!(!args_match(&patterns, &args(&[])));
+        // Several `**` stay linear: a pathological pattern over many arguments answers at once.
+        let many: Vec<String> = (0..20_000).map(|i| if i % 2 == 0 { "a".to_owned() } else { "x".to_owned() }).collect();
+        let tricky = vec![["**", "a", "**", "b", "**", "c"].map(String::from).to_vec()];
+        assert!(!args_match(&tricky, &many));
+        let star = vec![["**"].map(String::from).to_vec()];
+        assert!(args_match(&star, &many) && args_match(&star, &[]));
+        assert!(args_match(&vec![["x", "**", "y"].map(String::from).to_vec()], &args(&["x", "y"])));
     }
 
     #[test]

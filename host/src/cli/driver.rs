@@ -20,7 +20,7 @@ use crate::terminal::TerminalSource;
 /// directories), and the component's hash.
 fn suite_for(driver: &str) -> Result<(&'static str, Vec<&'static Rule>, String, String), String> {
     let absolute = |p: &std::path::Path| std::path::absolute(p).map(|p| p.display().to_string()).map_err(|e| format!("{}: {e}", p.display()));
-    let is_terminal_dir = std::path::Path::new(driver).join("terminal.conf").is_file();
+    let is_terminal_dir = TerminalSource::is_dir_reference(driver) && std::path::Path::new(driver).join("terminal.conf").is_file();
     if is_terminal_dir || TerminalSource::names(&TerminalSource::available()).contains(&driver) {
         let source = TerminalSource::resolve(driver)?;
         let name = if is_terminal_dir { absolute(std::path::Path::new(driver))? } else { driver.to_owned() };

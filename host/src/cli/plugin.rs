@@ -91,7 +91,11 @@ pub fn run(command: PluginCommand) -> ExitCode {
     let result = match command {
         PluginCommand::Install { source, manifest, consent } => install(&source, manifest.as_deref(), &consent),
         PluginCommand::List { json } => list(json),
-        PluginCommand::Inspect { target, manifest, json } => inspect(&target, manifest.as_deref(), json),
+        // A component this host would refuse is reported in full, then exits 1.
+        PluginCommand::Inspect { target, manifest, json } => match inspect(&target, manifest.as_deref(), json) {
+            Ok(false) => return ExitCode::from(1),
+            other => other.map(|_| ()),
+        },
         PluginCommand::Trust { reference, path, consent } => trust(&reference, path.as_deref(), &consent),
         PluginCommand::Untrust { reference } => untrust(&reference),
         PluginCommand::Remove { reference } => remove(&reference),
@@ -123,15 +127,14 @@ impl Package {
             None if is_wasm => source.parent().unwrap_or(Path::new(".")).join(MANIFEST_FILE),
             None => source.to_owned(),
         };
-        let manifest = PluginManifest::read(&manifest_path)?;
+        let (manifest, _) = PluginManifest::read(&manifest_path)?;
         let component_path = if is_wasm {
             source.to_owned()
         } else {
             manifest_path.parent().unwrap_or(Path::new(".")).join(&manifest.component)
         };
-        let wasm = std::fs::read(&component_path).map_err(|e| {
-            format!("cannot read the component {}: {e} (build it first, or point at the .wasm with --manifest)", component_path.display())
-        })?;
+        let wasm = crate::plugin::read_file(&component_path, crate::plugin::MAX_COMPONENT_BYTES)
+            .map_err(|e| format!("{e} (the component: build it first, or point at the .wasm with --manifest)"))?;
         let sha256 = sha256_hex(&wasm);
         Ok(Package { manifest, manifest_path, component_path, wasm, sha256 })
     }
@@ -185,7 +188,10 @@ fn describe_request(manifest: &PluginManifest, sha256: &str, from: &Path) -> Str
     } else {
         text.push_str("It asks for:\n");
         for cap in &asked.0 {
-            text.push_str(&format!("  {cap}\n"));
+            match cap.consequence() {
+                Some(consequence) => text.push_str(&format!("  {cap}    ({consequence})\n")),
+                None => text.push_str(&format!("  {cap}\n")),
+            }
         }
     }
     text
@@ -232,38 +238,68 @@ fn install(source: &Path, manifest: Option<&Path>, consent: &Consent) -> Result<
     report.verdict.map_err(|e| format!("refusing to install {}/{}: {e}", package.manifest.axis, package.manifest.name))?;
 
     let home = agmsg_home()?;
-    let mut trust = TrustFile::load(&home)?;
     let (axis, name) = (package.manifest.axis, package.manifest.name.clone());
     let axis_dir = home.join("plugins").join(axis.as_str());
     let dir = axis_dir.join(&name);
-    let granted = ask(&package.manifest, &package.sha256, &package.component_path, trust.record(axis, &name, &dir), consent)?;
+    let previous = TrustFile::load(&home)?.record(axis, &name, &dir).cloned();
+    let granted = ask(&package.manifest, &package.sha256, &package.component_path, previous.as_ref(), consent)?;
 
-    // Stage the package beside its final place, then swap it in.
-    std::fs::create_dir_all(&axis_dir).map_err(|e| format!("cannot create {}: {e}", axis_dir.display()))?;
-    let staging = tempfile::Builder::new()
-        .prefix(&format!(".{name}.installing-"))
-        .tempdir_in(&axis_dir)
-        .map_err(|e| format!("cannot write in {}: {e}", axis_dir.display()))?;
-    let write = |file: &str, bytes: &[u8]| {
-        std::fs::write(staging.path().join(file), bytes).map_err(|e| format!("cannot write {}: {e}", staging.path().join(file).display()))
-    };
-    write(INSTALLED_COMPONENT, &package.wasm)?;
-    write(MANIFEST_FILE, package.manifest.installed_text().as_bytes())?;
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).map_err(|e| format!("cannot replace {}: {e}", dir.display()))?;
-    }
-    let staged = staging.keep();
-    std::fs::rename(&staged, &dir).map_err(|e| format!("cannot move the package into {}: {e}", dir.display()))?;
-
+    let manifest_text = package.manifest.installed_text();
+    put_in_place(&axis_dir, &name, &[(INSTALLED_COMPONENT, &package.wasm), (MANIFEST_FILE, manifest_text.as_bytes())])?;
     let consented = package.manifest.capabilities();
     let effective = consented.granted_by(&granted);
-    trust.trust(TrustRecord { axis, name: name.clone(), path: dir.clone(), sha256: package.sha256.clone(), consented, granted });
-    trust.save(&home)?;
+    let record = TrustRecord {
+        axis,
+        name: name.clone(),
+        path: dir.clone(),
+        sha256: package.sha256.clone(),
+        manifest_sha256: sha256_hex(manifest_text.as_bytes()),
+        consented,
+        granted,
+    };
+    TrustFile::update(&home, |trust| {
+        trust.trust(record);
+        Ok(())
+    })?;
     println!("installed {axis}/{name} {} in {}", package.manifest.version, dir.display());
     println!("trusted; it runs with: {}", effective.summary());
     if let Some(shadowed) = bundled_names(axis).into_iter().find(|b| *b == name) {
         println!("note: it shadows the bundled {axis} driver '{shadowed}'");
     }
+    Ok(())
+}
+
+/// Write `files` into `<axis_dir>/<name>/`, replacing what is there as one step: staged beside it,
+/// the old directory moved aside, the new one renamed in (the old one put back if that fails), then
+/// the old one deleted.
+fn put_in_place(axis_dir: &Path, name: &str, files: &[(&str, &[u8])]) -> Result<(), String> {
+    let dir = axis_dir.join(name);
+    std::fs::create_dir_all(axis_dir).map_err(|e| format!("cannot create {}: {e}", axis_dir.display()))?;
+    let scratch = |what: &str| {
+        tempfile::Builder::new()
+            .prefix(&format!(".{name}.{what}-"))
+            .tempdir_in(axis_dir)
+            .map_err(|e| format!("cannot write in {}: {e}", axis_dir.display()))
+    };
+    let staging = scratch("installing")?;
+    for (file, bytes) in files {
+        let path = staging.path().join(file);
+        std::fs::write(&path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    // `old` is an empty directory that a rename may replace; dropped, it deletes what it then holds.
+    let old = scratch("replaced")?;
+    let had_old = dir.exists();
+    if had_old {
+        std::fs::rename(&dir, old.path()).map_err(|e| format!("cannot move {} aside: {e}", dir.display()))?;
+    }
+    if let Err(e) = std::fs::rename(staging.path(), &dir) {
+        if had_old {
+            let _ = std::fs::rename(old.path(), &dir);
+        }
+        return Err(format!("cannot move the package into {}: {e}", dir.display()));
+    }
+    // Renamed away: nothing left for the staging guard to delete.
+    let _ = staging.keep();
     Ok(())
 }
 
@@ -324,20 +360,30 @@ fn trust(reference: &str, path: Option<&Path>, consent: &Consent) -> Result<(), 
     let report = examine(&runtime()?, &manifest, wasm, sha256);
     report.verdict.map_err(|e| format!("refusing to trust {axis}/{name}: {e}"))?;
     let home = agmsg_home()?;
-    let mut trust = TrustFile::load(&home)?;
     let component = candidate.component().unwrap_or_default();
-    let granted = ask(&manifest, sha256, &component, trust.record(axis, &name, &candidate.dir), consent)?;
+    let previous = TrustFile::load(&home)?.record(axis, &name, &candidate.dir).cloned();
+    let granted = ask(&manifest, sha256, &component, previous.as_ref(), consent)?;
     let consented = manifest.capabilities();
     let effective = consented.granted_by(&granted);
-    trust.trust(TrustRecord { axis, name: name.clone(), path: candidate.dir.clone(), sha256: sha256.clone(), consented, granted });
-    trust.save(&home)?;
+    let record = TrustRecord {
+        axis,
+        name: name.clone(),
+        path: candidate.dir.clone(),
+        sha256: sha256.clone(),
+        manifest_sha256: candidate.manifest_sha256.clone().unwrap_or_default(),
+        consented,
+        granted,
+    };
+    TrustFile::update(&home, |trust| {
+        trust.trust(record);
+        Ok(())
+    })?;
     println!("trusted {axis}/{name} at {}; it runs with: {}", candidate.dir.display(), effective.summary());
     Ok(())
 }
 
 fn untrust(reference: &str) -> Result<(), String> {
     let home = agmsg_home()?;
-    let mut trust = TrustFile::load(&home)?;
     let (axis, name) = match find_ref(reference) {
         Ok((axis, name, _)) => (axis, name),
         // A record may outlive its plugin directory.
@@ -346,11 +392,10 @@ fn untrust(reference: &str) -> Result<(), String> {
             None => return Err(e),
         },
     };
-    let removed = trust.untrust(axis, &name);
-    if removed == 0 {
-        return Err(format!("{axis}/{name} was not trusted"));
-    }
-    trust.save(&home)?;
+    TrustFile::update(&home, |trust| match trust.untrust(axis, &name) {
+        0 => Err(format!("{axis}/{name} was not trusted")),
+        _ => Ok(()),
+    })?;
     println!("untrusted {axis}/{name}; it is ignored from now on");
     Ok(())
 }
@@ -369,9 +414,10 @@ fn remove(reference: &str) -> Result<(), String> {
         ));
     }
     std::fs::remove_dir_all(&installed).map_err(|e| format!("cannot remove {}: {e}", installed.display()))?;
-    let mut trust = TrustFile::load(&home)?;
-    trust.plugins.retain(|r| !(r.axis == axis && r.name == name && r.path == installed));
-    trust.save(&home)?;
+    TrustFile::update(&home, |trust| {
+        trust.plugins.retain(|r| !(r.axis == axis && r.name == name && r.path == installed));
+        Ok(())
+    })?;
     println!("removed {axis}/{name} ({})", installed.display());
     Ok(())
 }
@@ -436,7 +482,8 @@ fn list(json: bool) -> Result<(), String> {
     std::io::stdout().write_all(out.as_bytes()).map_err(|e| format!("writing the list: {e}"))
 }
 
-fn inspect(target: &str, manifest: Option<&Path>, json: bool) -> Result<(), String> {
+/// Print the report; whether this host would load the component.
+fn inspect(target: &str, manifest: Option<&Path>, json: bool) -> Result<bool, String> {
     let path = Path::new(target);
     let (package, installed) = if path.exists() || manifest.is_some() {
         (Package::read(path, manifest)?, None)
@@ -468,7 +515,7 @@ fn inspect(target: &str, manifest: Option<&Path>, json: bool) -> Result<(), Stri
             "compatible": report.verdict.is_ok(), "verdict": verdict, "state": installed,
         });
         println!("{value}");
-        return Ok(());
+        return Ok(report.verdict.is_ok());
     }
     let mut out = describe_request(m, &package.sha256, &package.component_path);
     out.push_str(&format!("Manifest: {}\nSize: {} bytes\n", package.manifest_path.display(), package.wasm.len()));
@@ -485,5 +532,5 @@ fn inspect(target: &str, manifest: Option<&Path>, json: bool) -> Result<(), Stri
         out.push_str(&format!("Installed: {state}\n"));
     }
     print!("{out}");
-    Ok(())
+    Ok(report.verdict.is_ok())
 }

@@ -136,9 +136,11 @@ impl PluginManifest {
         Ok(manifest)
     }
 
-    pub fn read(path: &Path) -> Result<PluginManifest, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        PluginManifest::parse(&text, path)
+    /// Read and parse a manifest file; also the sha256 of its bytes (trust pins it).
+    pub fn read(path: &Path) -> Result<(PluginManifest, String), String> {
+        let bytes = super::read_file(path, super::MAX_TEXT_BYTES)?;
+        let text = String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8", path.display()))?;
+        Ok((PluginManifest::parse(&text, path)?, super::registry::sha256_hex(text.as_bytes())))
     }
 
     fn validate(&self) -> Result<(), String> {

@@ -13,21 +13,16 @@ use sha2::{Digest, Sha256};
 use super::manifest::{Axis, MANIFEST_FILE, PluginManifest};
 use super::trust::{TrustFile, TrustState};
 
-/// `${AGMSG_HOME:-~/.agents/agmsg}`.
+/// `${AGMSG_HOME:-~/.agents/agmsg}`, made absolute (trust records are matched by absolute path).
 pub fn agmsg_home() -> Result<PathBuf, String> {
-    if let Some(home) = std::env::var_os("AGMSG_HOME").filter(|h| !h.is_empty()) {
-        return Ok(PathBuf::from(home));
-    }
-    let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).ok_or("cannot find agmsg's home: set AGMSG_HOME or HOME")?;
-    Ok(PathBuf::from(home).join(".agents/agmsg"))
-}
-
-/// Where a candidate was found.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Origin {
-    Bundled,
-    /// Under a plugin base directory.
-    Base(PathBuf),
+    let home = match std::env::var_os("AGMSG_HOME").filter(|h| !h.is_empty()) {
+        Some(home) => PathBuf::from(home),
+        None => {
+            let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).ok_or("cannot find agmsg's home: set AGMSG_HOME or HOME")?;
+            PathBuf::from(home).join(".agents/agmsg")
+        }
+    };
+    std::path::absolute(&home).map_err(|e| format!("{}: {e}", home.display()))
 }
 
 /// A plugin directory found under a base (bundled drivers are not candidates here: callers know
@@ -44,6 +39,10 @@ pub struct Candidate {
     /// once: what was hashed is what runs).
     pub wasm: Option<Vec<u8>>,
     pub sha256: Option<String>,
+    /// Why the component cannot be read, when it cannot.
+    pub wasm_error: Option<String>,
+    /// The manifest file's sha256.
+    pub manifest_sha256: Option<String>,
     pub state: TrustState,
 }
 
@@ -53,11 +52,16 @@ impl Candidate {
         self.manifest.as_ref().ok().map(|m| self.dir.join(&m.component))
     }
 
+    /// Whether trusting it would let it run (it is only untrusted, not broken).
+    pub fn only_untrusted(&self) -> bool {
+        self.manifest.is_ok() && self.sha256.is_some() && matches!(self.state, TrustState::Untrusted(_))
+    }
+
     /// Why this candidate cannot run, if it cannot.
     pub fn problem(&self) -> Option<String> {
         match (&self.manifest, &self.sha256, &self.state) {
             (Err(e), _, _) => Some(e.clone()),
-            (Ok(m), None, _) => Some(format!("its component {} cannot be read", self.dir.join(&m.component).display())),
+            (Ok(m), None, _) => Some(self.wasm_error.clone().unwrap_or_else(|| format!("cannot read {}", self.dir.join(&m.component).display()))),
             (_, _, TrustState::Untrusted(why)) => Some(why.to_string()),
             _ => None,
         }
@@ -65,12 +69,14 @@ impl Candidate {
 }
 
 /// The plugin bases after the bundled drivers, in order.
-pub fn bases() -> Result<Vec<PathBuf>, String> {
-    let mut bases = vec![agmsg_home()?.join("plugins")];
+/// Without a home (no `AGMSG_HOME` nor `HOME`) there is no `$AGMSG_HOME/plugins`: bundled drivers
+/// still work.
+pub fn bases() -> Vec<PathBuf> {
+    let mut bases: Vec<PathBuf> = agmsg_home().ok().map(|home| home.join("plugins")).into_iter().collect();
     if let Some(dirs) = std::env::var_os("AGMSG_PLUGIN_DIRS") {
         bases.extend(std::env::split_paths(&dirs).filter(|p| !p.as_os_str().is_empty()));
     }
-    Ok(bases.into_iter().map(|b| std::path::absolute(&b).unwrap_or(b)).collect())
+    bases.into_iter().map(|b| std::path::absolute(&b).unwrap_or(b)).collect()
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -80,20 +86,29 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// Read one plugin directory: its manifest (checked against where it was found), its component's
 /// hash, and its trust state.
 pub fn read_candidate(axis: Axis, name: &str, dir: &Path, trust: &TrustFile) -> Candidate {
-    let manifest = PluginManifest::read(&dir.join(MANIFEST_FILE)).and_then(|m| {
+    let read = PluginManifest::read(&dir.join(MANIFEST_FILE)).and_then(|(m, sha)| {
         if m.axis != axis || m.name != name {
             Err(format!("{}: declares {}/{} but is installed as {axis}/{name}", dir.join(MANIFEST_FILE).display(), m.axis, m.name))
         } else {
-            Ok(m)
+            Ok((m, sha))
         }
     });
-    let wasm = manifest.as_ref().ok().and_then(|m| std::fs::read(dir.join(&m.component)).ok());
+    let (manifest, manifest_sha256) = match read {
+        Ok((m, sha)) => (Ok(m), Some(sha)),
+        Err(e) => (Err(e), None),
+    };
+    let component = manifest.as_ref().ok().map(|m| super::read_file(&dir.join(&m.component), super::MAX_COMPONENT_BYTES));
+    let (wasm, wasm_error) = match component {
+        Some(Ok(wasm)) => (Some(wasm), None),
+        Some(Err(e)) => (None, Some(e)),
+        None => (None, None),
+    };
     let sha256 = wasm.as_deref().map(sha256_hex);
-    let state = match (&manifest, &sha256) {
-        (Ok(m), Some(sha)) => trust.state(axis, name, dir, sha, &m.capabilities()),
+    let state = match (&manifest, &sha256, &manifest_sha256) {
+        (Ok(m), Some(sha), Some(manifest_sha)) => trust.state(axis, name, dir, (sha, manifest_sha), &m.capabilities()),
         _ => TrustState::Untrusted(super::trust::Untrusted::Never),
     };
-    Candidate { axis, name: name.to_owned(), dir: dir.to_owned(), manifest, wasm, sha256, state }
+    Candidate { axis, name: name.to_owned(), dir: dir.to_owned(), manifest, wasm, sha256, wasm_error, manifest_sha256, state }
 }
 
 /// A name a driver can be selected by (and a safe path segment).
@@ -108,7 +123,7 @@ pub fn candidates(axis: Axis, name: Option<&str>) -> Result<Vec<Candidate>, Stri
     }
     let mut found = Vec::new();
     let mut trust: Option<TrustFile> = None;
-    for base in bases()? {
+    for base in bases() {
         let axis_dir = base.join(axis.as_str());
         let names: Vec<String> = match name {
             Some(name) => vec![name.to_owned()],
@@ -128,7 +143,11 @@ pub fn candidates(axis: Axis, name: Option<&str>) -> Result<Vec<Candidate>, Stri
             // The trust file is read only once a plugin directory exists: the common case (bundled
             // drivers only) costs a few stat calls.
             if trust.is_none() {
-                trust = Some(TrustFile::load(&agmsg_home()?)?);
+                // No home: nothing can have been trusted.
+                trust = Some(match agmsg_home() {
+                    Ok(home) => TrustFile::load(&home)?,
+                    Err(_) => TrustFile::default(),
+                });
             }
             found.push(read_candidate(axis, &name, &dir, trust.as_ref().expect("just loaded")));
         }
@@ -139,11 +158,16 @@ pub fn candidates(axis: Axis, name: Option<&str>) -> Result<Vec<Candidate>, Stri
 /// The plugin that runs as `axis/name`, if a trusted one is found (it shadows a bundled driver of that
 /// name); every ignored candidate is warned about on the host log.
 pub fn find(axis: Axis, name: &str) -> Result<Option<Candidate>, String> {
-    let (chosen, warnings) = choose(axis, name, candidates(axis, Some(name))?);
+    Ok(pick(axis, name, candidates(axis, Some(name))?))
+}
+
+/// [`choose`], with each warning on the host log.
+pub fn pick(axis: Axis, name: &str, candidates: Vec<Candidate>) -> Option<Candidate> {
+    let (chosen, warnings) = choose(axis, name, candidates);
     for warning in warnings {
         crate::runtime::caps::log::host_log::warn(&warning);
     }
-    Ok(chosen)
+    chosen
 }
 
 /// Which of `axis/name`'s candidates runs (the last that may), and a warning for each that is ignored.
@@ -154,13 +178,16 @@ pub fn choose(axis: Axis, name: &str, candidates: Vec<Candidate>) -> (Option<Can
     for candidate in candidates {
         match candidate.problem() {
             None => chosen = Some(candidate),
-            Some(problem) => {
-                let path = if several { format!(" --path {}", candidate.dir.display()) } else { String::new() };
+            Some(problem) if candidate.only_untrusted() => {
+                let path = if several { format!(" --path {}", super::shell_word(&candidate.dir.to_string_lossy())) } else { String::new() };
                 warnings.push(format!(
                     "external plugin '{axis}/{name}' found at {} but {problem} (ignored).\n       \
                      Opt in if you put it there intentionally: agmsg-host plugin trust {axis}/{name}{path}",
                     candidate.dir.display()
                 ));
+            }
+            Some(problem) => {
+                warnings.push(format!("external plugin '{axis}/{name}' found at {} cannot run (ignored): {problem}", candidate.dir.display()));
             }
         }
     }

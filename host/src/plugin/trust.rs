@@ -1,7 +1,8 @@
 //! The trust file, `$AGMSG_HOME/trusted-plugins.json`: which plugins the user opted into, pinned to
-//! where they are, the component's sha256, the capabilities the user was shown (consented) and the
-//! ones granted. A changed component, a move, or a manifest that asks for more than was consented to
-//! makes the plugin untrusted again.
+//! where they are, the sha256 of their component and of their manifest, the capabilities the user was
+//! shown (consented) and the ones granted. A changed component, a move, or any change to the manifest
+//! (one that asks for more than was consented to is told apart, to show what widened) makes the
+//! plugin untrusted again.
 
 use std::path::{Path, PathBuf};
 
@@ -17,6 +18,10 @@ pub struct TrustRecord {
     /// The plugin's directory, absolute.
     pub path: PathBuf,
     pub sha256: String,
+    /// The manifest file's sha256: its other keys (a terminal driver's priority, capabilities) matter
+    /// too.
+    #[serde(default)]
+    pub manifest_sha256: String,
     /// What the manifest asked for when the user said yes.
     pub consented: Capabilities,
     /// What the user granted (the driver gets the declared items these cover).
@@ -43,6 +48,7 @@ pub enum TrustState {
 pub enum Untrusted {
     Never,
     ComponentChanged,
+    ManifestChanged,
     /// The manifest asks for these beyond what the user consented to.
     Widened(Vec<Capability>),
 }
@@ -52,9 +58,10 @@ impl std::fmt::Display for Untrusted {
         match self {
             Untrusted::Never => f.write_str("not trusted"),
             Untrusted::ComponentChanged => f.write_str("its component changed since it was trusted"),
+            Untrusted::ManifestChanged => f.write_str("its manifest changed since it was trusted"),
             Untrusted::Widened(more) => {
                 let more: Vec<String> = more.iter().map(ToString::to_string).collect();
-                write!(f, "it now asks for more than was granted: {}", more.join(", "))
+                write!(f, "it now asks for more than you consented to: {}", more.join(", "))
             }
         }
     }
@@ -69,15 +76,33 @@ impl TrustFile {
     /// silently "nothing is trusted", which would also lose the records on the next write).
     pub fn load(home: &Path) -> Result<TrustFile, String> {
         let path = Self::path(home);
-        match std::fs::read_to_string(&path) {
-            Ok(text) => serde_json::from_str(&text).map_err(|e| format!("{} is damaged: {e} (fix or delete it)", path.display())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(TrustFile { version: 1, plugins: Vec::new() }),
-            Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+        if !path.exists() {
+            return Ok(TrustFile { version: 1, plugins: Vec::new() });
         }
+        let bytes = super::read_file(&path, super::MAX_TEXT_BYTES)?;
+        serde_json::from_slice(&bytes).map_err(|e| format!("{} is damaged: {e} (fix or delete it)", path.display()))
+    }
+
+    /// Change the trust file: under an exclusive lock (so that two commands changing it at once do not
+    /// lose each other's records), load it afresh, apply `change`, and save it.
+    pub fn update<T>(home: &Path, change: impl FnOnce(&mut TrustFile) -> Result<T, String>) -> Result<T, String> {
+        std::fs::create_dir_all(home).map_err(|e| format!("cannot create {}: {e}", home.display()))?;
+        let lock_path = home.join("trusted-plugins.lock");
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| format!("cannot open {}: {e}", lock_path.display()))?;
+        lock.lock().map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
+        let mut file = TrustFile::load(home)?;
+        let result = change(&mut file)?;
+        file.save(home)?;
+        Ok(result)
     }
 
     /// Write atomically (temp file, then rename), private to the user.
-    pub fn save(&self, home: &Path) -> Result<(), String> {
+    fn save(&self, home: &Path) -> Result<(), String> {
         use std::io::Write;
         let path = Self::path(home);
         std::fs::create_dir_all(home).map_err(|e| format!("cannot create {}: {e}", home.display()))?;
@@ -88,9 +113,11 @@ impl TrustFile {
         Ok(())
     }
 
-    /// The state of the plugin `axis/name` found in `dir` with this component hash and manifest.
-    pub fn state(&self, axis: Axis, name: &str, dir: &Path, sha256: &str, declared: &Capabilities) -> TrustState {
-        let Some(record) = self.plugins.iter().find(|r| r.axis == axis && r.name == name && r.path == dir) else {
+    /// The state of the plugin `axis/name` found in `dir` with these component and manifest hashes and
+    /// the capabilities its manifest declares.
+    pub fn state(&self, axis: Axis, name: &str, dir: &Path, hashes: (&str, &str), declared: &Capabilities) -> TrustState {
+        let (sha256, manifest_sha256) = hashes;
+        let Some(record) = self.record(axis, name, dir) else {
             return TrustState::Untrusted(Untrusted::Never);
         };
         if record.sha256 != sha256 {
@@ -99,6 +126,9 @@ impl TrustFile {
         let widened = declared.beyond(&record.consented);
         if !widened.is_empty() {
             return TrustState::Untrusted(Untrusted::Widened(widened));
+        }
+        if record.manifest_sha256 != manifest_sha256 {
+            return TrustState::Untrusted(Untrusted::ManifestChanged);
         }
         TrustState::Trusted(declared.granted_by(&record.granted))
     }

@@ -71,8 +71,8 @@ impl DriverSource {
     }
 
     fn from_file(path: &Path) -> Result<DriverSource, OpError> {
-        let wasm = std::fs::read(path)
-            .map_err(|e| OpError::runtime(format!("cannot read driver component {}: {e}", path.display())))?;
+        let wasm = crate::plugin::read_file(path, crate::plugin::MAX_COMPONENT_BYTES)
+            .map_err(|e| OpError::runtime(format!("driver component: {e}")))?;
         let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "driver".into());
         Ok(DriverSource {
             name,

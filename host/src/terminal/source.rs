@@ -49,10 +49,13 @@ impl TerminalSource {
             crate::runtime::caps::log::host_log::warn(&e);
             Vec::new()
         });
-        let mut names: Vec<String> = plugins.iter().map(|c| c.name.clone()).collect();
-        names.dedup();
-        for name in names {
-            if let Ok(Some(plugin)) = registry::find(Axis::Terminal, &name) {
+        // Each name's candidates, in base order (as found).
+        let mut by_name: std::collections::BTreeMap<String, Vec<Candidate>> = Default::default();
+        for candidate in plugins {
+            by_name.entry(candidate.name.clone()).or_default().push(candidate);
+        }
+        for (name, candidates) in by_name {
+            if let Some(plugin) = registry::pick(Axis::Terminal, &name, candidates) {
                 let plugin = Self::from_plugin(plugin);
                 all.retain(|d| d.manifest.name != plugin.manifest.name);
                 all.push(plugin);
@@ -67,10 +70,11 @@ impl TerminalSource {
         available.iter().map(|d| d.manifest.name.as_str()).collect()
     }
 
-    /// `name` is a driver directory (anything with a `/`, or a directory holding `terminal.conf`,
-    /// such as `.`), or a driver name: a trusted plugin of that name, else a bundled driver.
+    /// `name` is a driver name (a trusted plugin of that name, else a bundled driver) or else the path
+    /// of a driver directory (`./mine`, `.`, `/abs/dir`). A directory that merely has a driver's name
+    /// in the current directory is never picked up: that would let any checkout run as `tmux`.
     pub fn resolve(name: &str) -> Result<TerminalSource, String> {
-        if name.contains('/') || Path::new(name).join("terminal.conf").is_file() {
+        if Self::is_dir_reference(name) {
             return Self::from_dir(Path::new(name));
         }
         if let Some(plugin) = registry::find(Axis::Terminal, name)? {
@@ -82,6 +86,11 @@ impl TerminalSource {
             .into_iter()
             .find(|d| d.manifest.name == name)
             .ok_or_else(|| format!("unknown terminal driver '{name}' (available: {known}; `agmsg-host plugin list` shows plugins)"))
+    }
+
+    /// Whether `name` names a driver directory rather than a driver.
+    pub fn is_dir_reference(name: &str) -> bool {
+        !registry::is_driver_name(name)
     }
 
     /// A bundled driver by name (never a plugin).
@@ -110,10 +119,10 @@ impl TerminalSource {
     }
 
     fn from_dir(dir: &Path) -> Result<TerminalSource, String> {
-        let read = |file: &str| std::fs::read(dir.join(file)).map_err(|e| format!("cannot read {}: {e}", dir.join(file).display()));
-        let manifest = String::from_utf8(read("terminal.conf")?).map_err(|_| format!("{}/terminal.conf is not UTF-8", dir.display()))?;
+        let read = |file: &str, max: u64| crate::plugin::read_file(&dir.join(file), max);
+        let manifest = String::from_utf8(read("terminal.conf", crate::plugin::MAX_TEXT_BYTES)?).map_err(|_| format!("{}/terminal.conf is not UTF-8", dir.display()))?;
         let manifest = TerminalManifest::parse(&manifest).map_err(|e| format!("{}/terminal.conf: {e}", dir.display()))?;
-        let wasm = read("driver.wasm")?;
+        let wasm = read("driver.wasm", crate::plugin::MAX_COMPONENT_BYTES)?;
         Ok(TerminalSource { capabilities: conf_capabilities(&manifest), manifest, sha256: sha256_hex(&wasm), wasm: Cow::Owned(wasm) })
     }
 }

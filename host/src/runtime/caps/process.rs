@@ -44,7 +44,16 @@ impl ProcessGrant {
     /// [`crate::capabilities::args_match`]).
     pub fn resolve(programs: &[(String, Option<Vec<Vec<String>>>)], env: &[String], timeout: Duration) -> ProcessGrant {
         let path = std::env::var_os("PATH").unwrap_or_default();
-        let arg_patterns = programs.iter().filter_map(|(name, args)| Some((name.clone(), args.clone()?))).collect();
+        // A program granted several times: the union of its patterns, and any arguments if one grant
+        // says so.
+        let mut arg_patterns: BTreeMap<String, Vec<Vec<String>>> = BTreeMap::new();
+        for (name, args) in programs {
+            if let Some(args) = args
+                && !programs.iter().any(|(other, any)| other == name && any.is_none())
+            {
+                arg_patterns.entry(name.clone()).or_default().extend(args.iter().cloned());
+            }
+        }
         let programs = programs.iter().map(|(name, _)| (name.clone(), find_on_path(name, &path))).collect();
         let declared_env = env.to_vec();
         let env = env.iter().filter_map(|name| Some((name.clone(), std::env::var_os(name)?))).collect();

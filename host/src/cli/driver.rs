@@ -21,8 +21,9 @@ use crate::terminal::TerminalSource;
 fn suite_for(driver: &str) -> Result<(&'static str, Vec<&'static Rule>, String, String), String> {
     let absolute = |p: &std::path::Path| std::path::absolute(p).map(|p| p.display().to_string()).map_err(|e| format!("{}: {e}", p.display()));
     let is_terminal_dir = TerminalSource::is_dir_reference(driver) && std::path::Path::new(driver).join("terminal.conf").is_file();
-    if is_terminal_dir || TerminalSource::names(&TerminalSource::available()).contains(&driver) {
-        let source = TerminalSource::resolve(driver)?;
+    let available = TerminalSource::available();
+    if is_terminal_dir || TerminalSource::names(&available).contains(&driver) {
+        let source = TerminalSource::resolve(driver, &available)?;
         let name = if is_terminal_dir { absolute(std::path::Path::new(driver))? } else { driver.to_owned() };
         // A driver that may run tmux is tmux-like: its panes are checked against a real tmux server.
         let runs_tmux = source.capabilities.programs().any(|(program, _)| program == "tmux");

@@ -197,12 +197,12 @@ fn describe_request(manifest: &PluginManifest, sha256: &str, from: &Path) -> Str
     text
 }
 
-/// The user's answer: what is granted. `previous`: the record of an earlier trust of this plugin, to
-/// show what widened.
-fn ask(manifest: &PluginManifest, sha256: &str, from: &Path, previous: Option<&TrustRecord>, consent: &Consent) -> Result<Capabilities, String> {
+/// The user's answer for the plugin that is (or will be) in `dir`: what is granted. An earlier trust
+/// of it shows what widened.
+fn ask(home: &Path, dir: &Path, manifest: &PluginManifest, sha256: &str, from: &Path, consent: &Consent) -> Result<Capabilities, String> {
     let asked = manifest.capabilities();
     let mut text = describe_request(manifest, sha256, from);
-    if let Some(previous) = previous {
+    if let Some(previous) = TrustFile::load(home)?.record(manifest.axis, &manifest.name, dir) {
         let widened = asked.beyond(&previous.consented);
         if widened.is_empty() {
             text.push_str("Compared with what you trusted before, it asks for nothing more.\n");
@@ -231,6 +231,20 @@ fn ask(manifest: &PluginManifest, sha256: &str, from: &Path, previous: Option<&T
     if matches!(answer.trim(), "y" | "Y" | "yes" | "Yes") { Ok(asked) } else { Err("not trusted: you declined".into()) }
 }
 
+/// Record the user's trust in the plugin in `dir` (pinned to its component's and manifest's hashes);
+/// what it then runs with.
+fn record_trust(home: &Path, dir: &Path, manifest: &PluginManifest, hashes: (String, String), granted: Capabilities) -> Result<Capabilities, String> {
+    let consented = manifest.capabilities();
+    let effective = consented.granted_by(&granted);
+    let (sha256, manifest_sha256) = hashes;
+    let record = TrustRecord { axis: manifest.axis, name: manifest.name.clone(), path: dir.to_owned(), sha256, manifest_sha256, consented, granted };
+    TrustFile::update(home, |trust| {
+        trust.trust(record);
+        Ok(())
+    })?;
+    Ok(effective)
+}
+
 fn install(source: &Path, manifest: Option<&Path>, consent: &Consent) -> Result<(), String> {
     let package = Package::read(source, manifest)?;
     let runtime = runtime()?;
@@ -241,26 +255,12 @@ fn install(source: &Path, manifest: Option<&Path>, consent: &Consent) -> Result<
     let (axis, name) = (package.manifest.axis, package.manifest.name.clone());
     let axis_dir = home.join("plugins").join(axis.as_str());
     let dir = axis_dir.join(&name);
-    let previous = TrustFile::load(&home)?.record(axis, &name, &dir).cloned();
-    let granted = ask(&package.manifest, &package.sha256, &package.component_path, previous.as_ref(), consent)?;
+    let granted = ask(&home, &dir, &package.manifest, &package.sha256, &package.component_path, consent)?;
 
     let manifest_text = package.manifest.installed_text();
     put_in_place(&axis_dir, &name, &[(INSTALLED_COMPONENT, &package.wasm), (MANIFEST_FILE, manifest_text.as_bytes())])?;
-    let consented = package.manifest.capabilities();
-    let effective = consented.granted_by(&granted);
-    let record = TrustRecord {
-        axis,
-        name: name.clone(),
-        path: dir.clone(),
-        sha256: package.sha256.clone(),
-        manifest_sha256: sha256_hex(manifest_text.as_bytes()),
-        consented,
-        granted,
-    };
-    TrustFile::update(&home, |trust| {
-        trust.trust(record);
-        Ok(())
-    })?;
+    let hashes = (package.sha256.clone(), sha256_hex(manifest_text.as_bytes()));
+    let effective = record_trust(&home, &dir, &package.manifest, hashes, granted)?;
     println!("installed {axis}/{name} {} in {}", package.manifest.version, dir.display());
     println!("trusted; it runs with: {}", effective.summary());
     if let Some(shadowed) = bundled_names(axis).into_iter().find(|b| *b == name) {
@@ -361,23 +361,9 @@ fn trust(reference: &str, path: Option<&Path>, consent: &Consent) -> Result<(), 
     report.verdict.map_err(|e| format!("refusing to trust {axis}/{name}: {e}"))?;
     let home = agmsg_home()?;
     let component = candidate.component().unwrap_or_default();
-    let previous = TrustFile::load(&home)?.record(axis, &name, &candidate.dir).cloned();
-    let granted = ask(&manifest, sha256, &component, previous.as_ref(), consent)?;
-    let consented = manifest.capabilities();
-    let effective = consented.granted_by(&granted);
-    let record = TrustRecord {
-        axis,
-        name: name.clone(),
-        path: candidate.dir.clone(),
-        sha256: sha256.clone(),
-        manifest_sha256: candidate.manifest_sha256.clone().unwrap_or_default(),
-        consented,
-        granted,
-    };
-    TrustFile::update(&home, |trust| {
-        trust.trust(record);
-        Ok(())
-    })?;
+    let granted = ask(&home, &candidate.dir, &manifest, sha256, &component, consent)?;
+    let hashes = (sha256.clone(), candidate.manifest_sha256.clone().unwrap_or_default());
+    let effective = record_trust(&home, &candidate.dir, &manifest, hashes, granted)?;
     println!("trusted {axis}/{name} at {}; it runs with: {}", candidate.dir.display(), effective.summary());
     Ok(())
 }

@@ -411,16 +411,16 @@ fn pick_driver(
     let known = TerminalSource::names(candidates);
     let scheme = id.and_then(|id| resolve::split_reference(id, &known)).map(|(scheme, _)| scheme.to_owned());
     if let Some(name) = flag {
-        return TerminalSource::resolve(name).map(|s| (s, scheme)).map_err(unsupported);
+        return TerminalSource::resolve(name, candidates).map(|s| (s, scheme)).map_err(unsupported);
     }
     if let Some(forced) = resolve::override_driver(candidates)? {
-        return Ok((TerminalSource::resolve(&forced.manifest.name).map_err(unsupported)?, scheme));
+        return Ok((forced.clone(), scheme));
     }
     if let Some(name) = &scheme {
-        return Ok((TerminalSource::resolve(name).map_err(unsupported)?, scheme));
+        return Ok((TerminalSource::resolve(name, candidates).map_err(unsupported)?, scheme));
     }
     match resolve::resolve_placement(runtime, candidates, "")? {
-        Some(found) => Ok((TerminalSource::resolve(&found.driver).map_err(unsupported)?, None)),
+        Some(found) => Ok((TerminalSource::resolve(&found.driver, candidates).map_err(unsupported)?, None)),
         None => Err(unsupported(format!(
             "no terminal detected: give --driver, {OVERRIDE_VAR}, or a placement reference such as tmux:<id>"
         ))),

@@ -12,6 +12,7 @@ use sha2::{Digest, Sha256};
 
 use super::manifest::{Axis, MANIFEST_FILE, PluginManifest};
 use super::trust::{TrustFile, TrustState};
+use crate::capabilities::Capabilities;
 
 /// `${AGMSG_HOME:-~/.agents/agmsg}`, made absolute (trust records are matched by absolute path).
 pub fn agmsg_home() -> Result<PathBuf, String> {
@@ -50,6 +51,14 @@ impl Candidate {
     /// The component's path (from the manifest).
     pub fn component(&self) -> Option<PathBuf> {
         self.manifest.as_ref().ok().map(|m| self.dir.join(&m.component))
+    }
+
+    /// What it runs with: what it declared AND the user granted, when trusted; nothing otherwise.
+    pub fn runs_with(&self) -> Capabilities {
+        match &self.state {
+            TrustState::Trusted(caps) => caps.clone(),
+            _ => Capabilities::default(),
+        }
     }
 
     /// Whether trusting it would let it run (it is only untrusted, not broken).

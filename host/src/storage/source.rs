@@ -57,10 +57,7 @@ impl DriverSource {
     /// A trusted plugin (the registry has checked it can run).
     fn from_plugin(plugin: Candidate) -> DriverSource {
         let path = plugin.component();
-        let capabilities = match plugin.state {
-            crate::plugin::trust::TrustState::Trusted(caps) => caps,
-            _ => Capabilities::default(),
-        };
+        let capabilities = plugin.runs_with();
         DriverSource {
             name: plugin.name,
             sha256: plugin.sha256.unwrap_or_default(),

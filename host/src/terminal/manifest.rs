@@ -4,6 +4,9 @@
 
 use std::fmt;
 
+use crate::capabilities::{is_env_name, is_program_name};
+use crate::plugin::registry::is_driver_name;
+
 /// What a terminal driver declares about itself.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TerminalManifest {
@@ -45,12 +48,6 @@ fn value<'a>(text: &'a str, key: &str) -> Option<&'a str> {
 fn words(text: &str, key: &str) -> Vec<String> {
     value(text, key).map(|v| v.split_whitespace().map(str::to_owned).collect()).unwrap_or_default()
 }
-
-fn is_driver_name(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
-
-use crate::capabilities::{is_env_name, is_program_name};
 
 impl TerminalManifest {
     pub fn parse(text: &str) -> Result<TerminalManifest, ManifestError> {

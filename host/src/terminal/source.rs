@@ -10,9 +10,9 @@ use crate::bundled::BUNDLED_TERMINAL;
 use crate::capabilities::{Capabilities, Capability};
 use crate::plugin::manifest::Axis;
 use crate::plugin::registry::{self, Candidate, sha256_hex};
-use crate::plugin::trust::TrustState;
 
 /// A terminal driver ready to load: its manifest, its component, and its capabilities.
+#[derive(Clone)]
 pub struct TerminalSource {
     pub manifest: TerminalManifest,
     pub sha256: String,
@@ -70,22 +70,17 @@ impl TerminalSource {
         available.iter().map(|d| d.manifest.name.as_str()).collect()
     }
 
-    /// `name` is a driver name (a trusted plugin of that name, else a bundled driver) or else the path
-    /// of a driver directory (`./mine`, `.`, `/abs/dir`). A directory that merely has a driver's name
-    /// in the current directory is never picked up: that would let any checkout run as `tmux`.
-    pub fn resolve(name: &str) -> Result<TerminalSource, String> {
+    /// `name` is a driver name, one of `available` (a trusted plugin, else a bundled driver: see
+    /// [`TerminalSource::available`], read once per process), or else the path of a driver directory
+    /// (`./mine`, `.`, `/abs/dir`). A directory that merely has a driver's name in the current
+    /// directory is never picked up: that would let any checkout run as `tmux`.
+    pub fn resolve(name: &str, available: &[TerminalSource]) -> Result<TerminalSource, String> {
         if Self::is_dir_reference(name) {
             return Self::from_dir(Path::new(name));
         }
-        if let Some(plugin) = registry::find(Axis::Terminal, name)? {
-            return Ok(Self::from_plugin(plugin));
-        }
-        let bundled = Self::bundled();
-        let known = Self::names(&bundled).join(", ");
-        bundled
-            .into_iter()
-            .find(|d| d.manifest.name == name)
-            .ok_or_else(|| format!("unknown terminal driver '{name}' (available: {known}; `agmsg-host plugin list` shows plugins)"))
+        available.iter().find(|d| d.manifest.name == name).cloned().ok_or_else(|| {
+            format!("unknown terminal driver '{name}' (available: {}; `agmsg-host plugin list` shows plugins)", Self::names(available).join(", "))
+        })
     }
 
     /// Whether `name` names a driver directory rather than a driver.
@@ -101,10 +96,7 @@ impl TerminalSource {
     /// A trusted plugin (the registry has checked it can run): agmsg's manifest keys come from its
     /// `[terminal]` table.
     fn from_plugin(plugin: Candidate) -> TerminalSource {
-        let capabilities = match plugin.state {
-            TrustState::Trusted(caps) => caps,
-            _ => Capabilities::default(),
-        };
+        let capabilities = plugin.runs_with();
         let declared = plugin.manifest.expect("a plugin that can run has a manifest");
         let keys = declared.terminal.clone().unwrap_or_default();
         let manifest = TerminalManifest {

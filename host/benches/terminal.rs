@@ -61,7 +61,7 @@ fn main() {
     let cache = tempfile::tempdir().unwrap();
     unsafe { std::env::set_var("AGMSG_CACHE_DIR", cache.path()) };
     let runtime = Runtime::new(CompileCache::from_env(), Limits::from_env().unwrap()).unwrap();
-    let source = TerminalSource::resolve("tmux").unwrap();
+    let source = TerminalSource::resolve("tmux", &TerminalSource::available()).unwrap();
     let mut driver = TerminalDriver::open(&runtime, &source).unwrap();
     assert!(driver.peek(&id, None).unwrap().contains("agmsg bench line"));
 

@@ -374,3 +374,51 @@ fn odd_plugin_directories_and_homes_neither_hang_nor_hijack() {
     let run: Run = env.cmd().env_remove("HOME").args(["storage", "send", "t", "alice", "bob", "homeless"]).output().unwrap().into();
     assert_eq!(run.code, 0, "{run:?}");
 }
+
+/// `plugin inspect` reports the drivers bundled in this binary too, every one `plugin list` shows as
+/// builtin (by `axis/name` or a bare name, text and --json): the component's real imports and exports,
+/// its sha256, what it runs with, and the verdict, as for a plugin.
+#[test]
+fn inspect_reports_bundled_drivers_as_list_shows_them() {
+    let env = Env::new();
+    let builtin: Vec<(String, String, String)> = listed(&env).into_iter().filter(|(_, state, _)| state == "builtin").collect();
+    for expected in ["storage/sqlite", "storage/jsonl", "terminal/tmux", "terminal/plain"] {
+        assert!(builtin.iter().any(|(d, ..)| d == expected), "{expected}: {builtin:?}");
+    }
+    for (driver, _, granted) in &builtin {
+        let (axis, name) = driver.split_once('/').unwrap();
+        let run = plugin(&env, &["inspect", driver, "--json"]);
+        assert_eq!(run.code, 0, "{driver}: {run:?}");
+        let report = &run.json()[0];
+        assert_eq!((report["name"].as_str(), report["axis"].as_str()), (Some(name), Some(axis)), "{report}");
+        assert_eq!((report["builtin"].as_bool(), report["state"].as_str()), (Some(true), Some("builtin")), "{report}");
+        assert_eq!(report["compatible"], true, "{report}");
+        assert!(report["verdict"].as_str().unwrap().starts_with("loads on this host"), "{report}");
+        let sha = report["sha256"].as_str().unwrap();
+        assert!(sha.len() == 64 && sha.bytes().all(|b| b.is_ascii_hexdigit()), "{report}");
+        assert_eq!(report["api"], "1.0.0", "{report}");
+        let names = |key: &str| -> Vec<String> { report[key].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_owned()).collect() };
+        assert!(names("exports").contains(&format!("agmsg:{axis}/driver@1.0.0")), "{report}");
+        assert!(names("imports").iter().any(|i| i.starts_with("wasi:")), "the component's real imports: {report}");
+        assert_eq!(&names("runs_with").join(", "), granted, "{driver}: what it runs with, as list says");
+        if axis == "storage" {
+            assert_eq!(names("runs_with"), ["store"], "{report}");
+            assert!(names("imports").contains(&"agmsg:host/lock@1.0.0".to_owned()), "{report}");
+        }
+    }
+
+    // Text, by bare name too; and the tmux driver runs only what its terminal.conf names.
+    let run = plugin(&env, &["inspect", "storage/sqlite"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    for expected in ["storage/sqlite ", "(built against agmsg:storage@1.0.0)", "sha256 ", "It runs with:\n  store\n", "agmsg:storage/driver@1.0.0", "Verdict: loads on this host", "Installed: builtin"] {
+        assert!(run.stdout.contains(expected), "{expected}: {}", run.stdout);
+    }
+    let run = plugin(&env, &["inspect", "tmux"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    for expected in ["terminal/tmux ", "program:tmux", "agmsg:host/process@1.0.0", "agmsg:terminal/driver@1.0.0", "Installed: builtin"] {
+        assert!(run.stdout.contains(expected), "{expected}: {}", run.stdout);
+    }
+    // Still an error for a name nothing has.
+    let run = plugin(&env, &["inspect", "storage/nosuch"]);
+    assert_eq!(run.code, 1, "{run:?}");
+}

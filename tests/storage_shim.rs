@@ -88,3 +88,171 @@ fn shim_names_are_checked_and_the_driver_resolved_up_front() {
     let run = env.run(&["shim", "storage"]);
     assert!(run.stdout.contains("AGMSG_STORAGE_DRIVER=host-sqlite") && run.stdout.contains("storage_send()"), "{run:?}");
 }
+
+/// The messages of `team` in a `messages.db` (message_sent events), by body.
+fn bodies_in(db: &std::path::Path, team: &str) -> Vec<String> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut stmt = conn.prepare("SELECT body FROM events WHERE type='message_sent' AND team=?1 ORDER BY seq").unwrap();
+    stmt.query_map([team], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+}
+
+/// Sourced by agmsg, the shim opens the store agmsg's own facade resolves (`agmsg_db_path <team>`,
+/// its partition applied; `agmsg_storage_dir` for ops without a team), not `AGMSG_STORAGE_PATH`, and
+/// agmsg-host does not apply the per-team partition a second time to agmsg's already-partitioned
+/// directory. A team agmsg cannot resolve fails the op rather than landing in another store.
+#[test]
+fn sourced_by_agmsg_the_shim_opens_the_store_agmsgs_facade_resolves() {
+    for driver in ["sqlite", "jsonl"] {
+        let env = Env::new();
+        // agmsg's team registry, where agmsg-host looks for partitions too: `solo` is per-team.
+        let teams = env.dir.path().join("teams");
+        std::fs::create_dir_all(teams.join("solo")).unwrap();
+        std::fs::write(teams.join("solo/config.json"), r#"{"drivers":{"partition":"per-team"}}"#).unwrap();
+        let env = env.env("AGMSG_TEAMS_DIR", teams.to_str().unwrap());
+        // agmsg's store: its skill directory's db/, not AGMSG_STORAGE_PATH (env.store).
+        let agmsg_db = env.dir.path().join("skill/db");
+        let run = with_shim(
+            &env,
+            driver,
+            &format!(
+                r#"
+            # agmsg's facade (scripts/lib/storage.sh), as the core has it sourced before any driver.
+            agmsg_storage_dir() {{ printf '%s\n' {dir}; }}
+            agmsg_db_path() {{
+                local team="${{1-}}"
+                if [ -z "$team" ]; then echo "Error: agmsg_db_path requires a team selector" >&2; return 1; fi
+                case "$team" in
+                    solo) printf '%s/teams/%s/messages.db\n' "$(agmsg_storage_dir)" "$team" ;;
+                    broken) echo "Error: no partition driver 'sideways' for team 'broken'" >&2; return 1 ;;
+                    *) printf '%s/messages.db\n' "$(agmsg_storage_dir)" ;;
+                esac
+            }}
+            [ "$(storage_check)" = ok ]
+            [ "$(storage_init shared)" = ok ]
+            storage_send shared alice bob "into agmsg's shared store" > /dev/null
+            [ "$(storage_init solo)" = ok ]
+            id=$(storage_send solo alice bob "into solo's own store")
+            storage_store_exists solo
+            storage_list_unread solo bob > "$OUT/solo.jsonl"
+            storage_watch_after 0 solo:bob > "$OUT/solo-watch.jsonl"
+            storage_describe solo > "$OUT/describe"
+            [ "$(storage_mark_read_batch solo bob "$id")" = ok ]
+            [ -z "$(storage_list_unread solo bob)" ]
+            storage_export solo "$OUT/solo-export.jsonl"
+            # agmsg cannot resolve the team's store: the op fails, never falls back to another store.
+            set +e
+            storage_init broken > "$OUT/broken-init.out" 2>/dev/null; echo $? > "$OUT/broken-init.rc"
+            storage_send broken a b "lost?" > "$OUT/broken-send.out" 2>"$OUT/broken-send.err"; echo $? > "$OUT/broken-send.rc"
+            echo done
+            "#,
+                dir = agmsg_db.display()
+            ),
+        );
+        assert_eq!((run.code, run.stdout.as_str()), (0, "done\n"), "{driver}: {run:?}");
+        let read = |f: &str| std::fs::read_to_string(env.dir.path().join(f)).unwrap();
+        let solo_dir = agmsg_db.join("teams/solo");
+        assert!(!env.store.exists(), "{driver}: nothing in AGMSG_STORAGE_PATH, which agmsg's facade overrides");
+        assert!(!solo_dir.join("teams").exists(), "{driver}: the partition is applied once, by agmsg");
+        assert_eq!(read("solo.jsonl").lines().count(), 1, "{driver}");
+        assert!(read("solo.jsonl").contains("into solo's own store"), "{driver}");
+        assert!(read("solo-watch.jsonl").contains("into solo's own store"), "{driver}");
+        assert!(read("solo-export.jsonl").contains("into solo's own store"), "{driver}");
+        assert!(!read("solo-export.jsonl").contains("shared store"), "{driver}");
+        assert_eq!((read("broken-init.rc").as_str(), read("broken-init.out").as_str()), ("13\n", "runtime_error\n"), "{driver}");
+        assert_eq!((read("broken-send.rc").as_str(), read("broken-send.out").as_str()), ("13\n", ""), "{driver}");
+        assert!(read("broken-send.err").contains("no partition driver"), "{driver}: agmsg's own message is shown");
+        assert!(!agmsg_db.join("teams/broken").exists() && !env.store.exists(), "{driver}");
+        match driver {
+            "sqlite" => {
+                assert_eq!(bodies_in(&agmsg_db.join("messages.db"), "shared"), ["into agmsg's shared store"]);
+                assert!(bodies_in(&agmsg_db.join("messages.db"), "solo").is_empty());
+                assert_eq!(bodies_in(&solo_dir.join("messages.db"), "solo"), ["into solo's own store"]);
+                assert!(read("describe").contains(&format!("db={}", solo_dir.join("messages.db").display())), "{}", read("describe"));
+            }
+            _ => {
+                let shared = std::fs::read_to_string(agmsg_db.join("events.jsonl")).unwrap();
+                let solo = std::fs::read_to_string(solo_dir.join("events.jsonl")).unwrap();
+                assert!(shared.contains("into agmsg's shared store") && !shared.contains("solo's own"), "{shared}");
+                assert!(solo.contains("into solo's own store") && !solo.contains("shared store"), "{solo}");
+            }
+        }
+    }
+}
+
+/// agmsg re-checks its own cursor-migration marker (`storage_metadata.read_cursor_v1`) at every
+/// `storage_init` and re-runs the migration when it is gone; so does the component, even on a store
+/// that carries its own schema marker: the backlog (agmsg's legacy rows, and sends made before)
+/// counts as consumed again, and the marker is back.
+#[test]
+fn init_reruns_the_cursor_migration_when_agmsgs_marker_is_gone() {
+    let env = Env::new();
+    let run = with_shim(&env, "sqlite", "[ \"$(storage_init t)\" = ok ]\nstorage_send t alice carol 'sent before' > /dev/null\necho done");
+    assert_eq!((run.code, run.stdout.as_str()), (0, "done\n"), "{run:?}");
+    let db = rusqlite::Connection::open(env.db()).unwrap();
+    let marker = |db: &rusqlite::Connection| -> Option<String> {
+        use rusqlite::OptionalExtension;
+        db.query_row("SELECT value FROM storage_metadata WHERE key='read_cursor_v1'", [], |r| r.get(0)).optional().unwrap()
+    };
+    assert_eq!(marker(&db).as_deref(), Some("1"));
+    let ours: String = db.query_row("SELECT value FROM storage_metadata WHERE key='agmsg_host_schema'", [], |r| r.get(0)).unwrap();
+    assert_eq!(ours, "1", "the component's own marker is there");
+    // agmsg's marker goes (as with agmsg's own sqlite3), and a backlog arrives the legacy way: a row
+    // of the legacy table only, never read.
+    db.execute_batch(
+        "DELETE FROM storage_metadata WHERE key='read_cursor_v1';
+         INSERT INTO messages(team, from_agent, to_agent, body, created_at) VALUES('t', 'old', 'bob', 'legacy backlog', '2026-01-01T00:00:00Z');",
+    )
+    .unwrap();
+    let legacy_id: i64 = db.query_row("SELECT id FROM messages WHERE body='legacy backlog'", [], |r| r.get(0)).unwrap();
+    drop(db);
+
+    let run = with_shim(
+        &env,
+        "sqlite",
+        r#"
+        [ "$(storage_init t)" = ok ]
+        storage_list_unread t bob > "$OUT/bob.jsonl"
+        storage_list_unread t carol > "$OUT/carol.jsonl"
+        storage_watch_tip t:carol > "$OUT/tip"
+        storage_read_cursor_get t carol > "$OUT/carol-cursor"
+        echo done
+        "#,
+    );
+    assert_eq!((run.code, run.stdout.as_str()), (0, "done\n"), "{run:?}");
+    let read = |f: &str| std::fs::read_to_string(env.dir.path().join(f)).unwrap();
+    let db = rusqlite::Connection::open(env.db()).unwrap();
+    assert_eq!(marker(&db).as_deref(), Some("1"), "init puts agmsg's marker back");
+    assert_eq!(read("bob.jsonl"), "", "the legacy backlog counts as consumed");
+    assert_eq!(read("carol.jsonl"), "", "so does what was sent before");
+    assert_eq!(read("carol-cursor"), read("tip"), "the recipient's frontier is at the high-water");
+    let exact: i64 = db
+        .query_row(
+            "SELECT count(*) FROM events WHERE type='message_read' AND team='t' AND agent='bob' AND msg_id=?1 AND id=?2",
+            rusqlite::params![legacy_id.to_string(), format!("read-cursor-v1:t:bob:{legacy_id}")],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(exact, 1, "the legacy row has agmsg's exact read marker");
+    let read_at: Option<String> = db.query_row("SELECT read_at FROM messages WHERE id=?1", [legacy_id], |r| r.get(0)).unwrap();
+    assert_eq!(read_at, None, "the legacy row itself is not mutated");
+    drop(db);
+
+    // Once: with the marker back, init is the fast path again, and new mail is delivered.
+    let run = with_shim(
+        &env,
+        "sqlite",
+        r#"
+        [ "$(storage_init t)" = ok ]
+        storage_send t dave bob 'after' > /dev/null
+        storage_list_unread t bob > "$OUT/bob.jsonl"
+        echo done
+        "#,
+    );
+    assert_eq!((run.code, run.stdout.as_str()), (0, "done\n"), "{run:?}");
+    let unread: Vec<serde_json::Value> = read("bob.jsonl").lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(unread.len(), 1);
+    assert_eq!(unread[0]["body"], "after");
+    let db = rusqlite::Connection::open(env.db()).unwrap();
+    let markers: i64 = db.query_row("SELECT count(*) FROM events WHERE id LIKE 'read-cursor-v1:%'", [], |r| r.get(0)).unwrap();
+    assert_eq!(markers, 1, "the migration ran once more, not at every op");
+}

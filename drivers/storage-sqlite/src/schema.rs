@@ -50,12 +50,23 @@ pub fn is_initialized(conn: &Connection) -> rusqlite::Result<bool> {
 }
 
 /// Make sure the schema, this driver's additions and the cursor migration are in place. The fast path
-/// is one metadata lookup; the slow path runs once per store.
+/// is one metadata lookup (both markers in one query); the slow path runs when either is missing: once
+/// per store, and again whenever agmsg's own `read_cursor_v1` marker is gone, since agmsg re-checks it
+/// at every init and re-runs the migration without it (our marker says only that our additions exist).
 pub fn ensure(conn: &Connection) -> rusqlite::Result<()> {
-    if table_exists(conn, "storage_metadata")? && metadata(conn, SCHEMA_KEY)?.as_deref() == Some(SCHEMA_REV) {
+    if table_exists(conn, "storage_metadata")? && markers_present(conn)? {
         return Ok(());
     }
     create(conn)
+}
+
+/// Whether this driver's schema marker (at the current revision) and agmsg's cursor-migration marker
+/// are both there: one query on the metadata table's primary key.
+fn markers_present(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.prepare_cached(
+        "SELECT count(*) = 2 FROM storage_metadata WHERE (key = ?1 AND value = ?2) OR key = ?3",
+    )?
+    .query_row(params![SCHEMA_KEY, SCHEMA_REV, CURSOR_MIGRATION_KEY], |r| r.get(0))
 }
 
 fn create(conn: &Connection) -> rusqlite::Result<()> {

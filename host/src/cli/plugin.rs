@@ -474,7 +474,11 @@ fn inspect(target: &str, manifest: Option<&Path>, json: bool) -> Result<bool, St
     let (package, installed) = if path.exists() || manifest.is_some() {
         (Package::read(path, manifest)?, None)
     } else {
-        let (axis, name, mut candidates) = find_ref(target)?;
+        let (axis, name, mut candidates) = match find_ref(target) {
+            Ok(found) => found,
+            // No plugin of that name: a driver bundled in this binary, reported the same way.
+            Err(e) => return inspect_bundled(target, json).unwrap_or(Err(e)),
+        };
         let candidate = candidates.pop().expect("find_ref returns at least one");
         let manifest_path = candidate.dir.join(MANIFEST_FILE);
         let package = Package::read(&manifest_path, None)?;
@@ -519,4 +523,91 @@ fn inspect(target: &str, manifest: Option<&Path>, json: bool) -> Result<bool, St
     }
     print!("{out}");
     Ok(report.verdict.is_ok())
+}
+
+/// `inspect` of a driver bundled in this binary (`axis/name`, or a bare name), which has no package on
+/// disk: what `inspect` shows of a plugin, as far as it applies (its real imports and exports, sha256,
+/// what it runs with, and whether this host admits it with that). `None`: no bundled driver has that
+/// name (then the plugin lookup's error stands).
+fn inspect_bundled(target: &str, json: bool) -> Option<Result<bool, String>> {
+    let (axis, name) = match target.split_once('/') {
+        Some((axis, name)) => (Axis::parse(axis)?, name),
+        None => (Axis::ALL.into_iter().find(|axis| bundled_names(*axis).contains(&target))?, target),
+    };
+    let (sha256, wasm, runs_with, conf): (&str, &[u8], Capabilities, Option<&str>) = match axis {
+        Axis::Storage => {
+            let driver = BUNDLED_STORAGE.iter().find(|d| d.name == name)?;
+            // As storage::DriverSource gives a bundled storage driver: its store, nothing else.
+            (driver.sha256, driver.wasm, Capabilities(vec![Capability::Store]), None)
+        }
+        Axis::Terminal => {
+            let driver = BUNDLED_TERMINAL.iter().find(|d| d.name == name)?;
+            // What its terminal.conf declares, as terminal::TerminalSource gives it.
+            let source = crate::terminal::TerminalSource::resolve_bundled(name)?;
+            (driver.sha256, driver.wasm, source.capabilities, driver.manifest)
+        }
+    };
+    Some(report_bundled(axis, name, sha256, wasm, &runs_with, conf, json))
+}
+
+fn report_bundled(axis: Axis, name: &str, sha256: &str, wasm: &[u8], runs_with: &Capabilities, conf: Option<&str>, json: bool) -> Result<bool, String> {
+    let runtime = runtime()?;
+    let (imports, exports, verdict) = match runtime.load(wasm, sha256) {
+        Ok(component) => {
+            let (imports, exports) = sandbox::interfaces(&runtime.engine, &component);
+            // Admission reads the grants' kinds, never a store: no directory is opened for it.
+            let grants = Grants::new(axis, runs_with, None, runtime.limits);
+            let verdict = sandbox::admit(&runtime.engine, &component, &grants);
+            (imports, exports, verdict)
+        }
+        Err(e) => (Vec::new(), Vec::new(), Err(format!("not a valid component: {e:#}"))),
+    };
+    // The contract version it was built against, from its own export of its axis' interface.
+    let prefix = format!("agmsg:{axis}/");
+    let api = exports.iter().find_map(|e| e.strip_prefix(&prefix)?.split_once('@').map(|(_, v)| v.to_owned())).unwrap_or_else(|| "?".into());
+    let version = env!("CARGO_PKG_VERSION");
+    let offered: Vec<String> = OFFERED_PACKAGES.iter().map(|(p, v)| format!("{p}@{v}")).collect();
+    let caps: Vec<String> = runs_with.0.iter().map(ToString::to_string).collect();
+    let verdict_text = match &verdict {
+        Ok(()) => "loads on this host (with what it runs with)".to_owned(),
+        Err(e) => format!("REFUSED: {e}"),
+    };
+    if json {
+        let value = json!({
+            "name": name, "axis": axis.as_str(), "version": version, "api": api, "description": null,
+            "component": "(bundled)", "builtin": true, "sha256": sha256, "size": wasm.len(),
+            "asks_for": caps, "runs_with": caps, "terminal_conf": conf,
+            "imports": imports, "exports": exports, "host_offers": offered,
+            "compatible": verdict.is_ok(), "verdict": verdict_text, "state": "builtin",
+        });
+        println!("{value}");
+        return Ok(verdict.is_ok());
+    }
+    let mut out = format!("{axis}/{name} {version} (built against agmsg:{axis}@{api}), bundled in agmsg-host\n  sha256 {sha256}\n");
+    if caps.is_empty() {
+        out.push_str("It runs with nothing beyond the sandbox every driver gets.\n");
+    } else {
+        out.push_str("It runs with:\n");
+        for cap in &caps {
+            out.push_str(&format!("  {cap}\n"));
+        }
+    }
+    if let Some(conf) = conf {
+        out.push_str("Manifest: terminal.conf (bundled)\n");
+        for line in conf.lines().filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#')) {
+            out.push_str(&format!("  {line}\n"));
+        }
+    }
+    out.push_str(&format!("Size: {} bytes\nImports (what the component really uses):\n", wasm.len()));
+    for import in &imports {
+        out.push_str(&format!("  {import}\n"));
+    }
+    out.push_str("Exports:\n");
+    for export in &exports {
+        out.push_str(&format!("  {export}\n"));
+    }
+    out.push_str(&format!("This host offers: {}\nVerdict: {verdict_text}\n", offered.join(", ")));
+    out.push_str(&format!("Installed: builtin; it runs with: {}\n", runs_with.summary()));
+    print!("{out}");
+    Ok(verdict.is_ok())
 }

@@ -36,6 +36,9 @@ pub fn teams_dir() -> Option<PathBuf> {
 /// partition is an error, not a fallback.
 pub fn partition_dir(store_root: &Path, team: &str) -> Result<PathBuf, OpError> {
     agmsg_contract::check_name("team", team).map_err(|e| OpError::runtime(e.to_string()))?;
+    if store_is_partition() {
+        return Ok(store_root.to_owned());
+    }
     let Some(config) = teams_dir().map(|d| d.join(team).join("config.json")) else {
         return Ok(store_root.to_owned());
     };
@@ -84,6 +87,13 @@ pub fn storage_driver(flag: Option<String>) -> Result<String, OpError> {
         }
     }
     Ok("sqlite".to_owned())
+}
+
+/// `AGMSG_STORE_IS_PARTITION=1`: the store directory given is already the team's own store, as agmsg
+/// resolved it (`dirname "$(agmsg_db_path <team>)"`, passed by the shim agmsg sources), so no partition
+/// is applied on top of it.
+fn store_is_partition() -> bool {
+    non_empty_env("AGMSG_STORE_IS_PARTITION").is_some()
 }
 
 fn non_empty_env(name: &str) -> Option<String> {

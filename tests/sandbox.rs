@@ -136,12 +136,16 @@ fn malformed_driver_output_is_refused() {
     assert!(run.stderr.contains("malformed cursor"), "{run:?}");
 }
 
+/// The compile cache serves components that are not bundled (plugins, files named by path); bundled
+/// drivers come with their machine code and never touch it.
 #[test]
 fn compile_cache_miss_hit_and_rebuild() {
     let parent = tempfile::tempdir().unwrap();
     let cache = parent.path().join("cache");
     let env = Env::new().with_cache(cache.clone()).env("AGMSG_LOG", "debug");
-    let run = env.storage(&["check"]);
+    let driver = fixture("hostile-storage");
+    let describe = || env.run(&["--driver", driver.to_str().unwrap(), "storage", "describe"]);
+    let run = describe();
     run.ok();
     assert!(run.stderr.contains("compile cache: miss"), "{run:?}");
     let entries: Vec<_> = std::fs::read_dir(&cache).unwrap().map(|e| e.unwrap().path()).collect();
@@ -149,15 +153,44 @@ fn compile_cache_miss_hit_and_rebuild() {
     let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&cache).unwrap().permissions());
     assert_eq!(mode & 0o077, 0, "the cache directory is created private");
 
-    let run = env.storage(&["check"]);
+    let run = describe();
     assert!(run.stderr.contains("compile cache: hit"), "{run:?}");
 
     std::fs::write(&entries[0], b"\x7fELF garbage, not a compiled component").unwrap();
-    let run = env.storage(&["check"]);
+    let run = describe();
     run.ok();
     assert!(run.stderr.contains("compile cache: damaged entry") && run.stderr.contains("compile cache: rebuilt"), "{run:?}");
-    let run = env.storage(&["check"]);
+    let run = describe();
     assert!(run.stderr.contains("compile cache: hit"), "{run:?}");
+}
+
+/// A first call costs what a warm one does: bundled drivers load the machine code built into the
+/// binary, whether the cache directory is empty, cannot be created, or there is no home at all.
+#[test]
+fn bundled_drivers_never_compile_at_run_time() {
+    let parent = tempfile::tempdir().unwrap();
+    let empty = parent.path().join("empty-cache");
+    // Nothing can be created below /proc, even as root: a cache that cannot exist.
+    for cache in [empty.to_str().unwrap(), "/proc/agmsg-host-cache"] {
+        let env = Env::new().with_cache(cache.into()).env("AGMSG_LOG", "debug");
+        for args in [&["storage", "send", "t", "alice", "bob", "hi"][..], &["--driver", "jsonl", "storage", "send", "t", "alice", "bob", "hi"], &["terminal", "--driver", "plain", "check"]] {
+            let run = env.run(args);
+            assert!(run.code == 0 || args[0] == "terminal", "{args:?}: {run:?}");
+            assert!(run.stderr.contains("bundled machine code: loaded"), "{args:?}: {run:?}");
+            assert!(!run.stderr.contains("compile cache: miss") && !run.stderr.contains("compiling"), "{args:?}: {run:?}");
+        }
+    }
+    assert_eq!(std::fs::read_dir(&empty).map(|d| d.count()).unwrap_or(0), 0, "nothing was written to the cache");
+    // No HOME, no cache variable: agmsg's scripts inside an agent's sandbox.
+    let store = parent.path().join("store");
+    let out = std::process::Command::new(common::BIN)
+        .args(["storage", "--store", store.to_str().unwrap(), "send", "t", "alice", "bob", "hi"])
+        .env_clear()
+        .env("AGMSG_LOG", "debug")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stderr.contains("bundled machine code: loaded"), "{stderr}");
 }
 
 #[test]
@@ -186,4 +219,136 @@ fn missing_deps_prints_the_directive_then_the_status() {
     assert_eq!(directive["reason"], "frobnicator not found on PATH");
     assert!(directive["driver"].as_str().unwrap().ends_with("hostile_storage.wasm"));
     assert!(run.stderr.contains("frobnicator not found"), "{run:?}");
+}
+
+#[test]
+fn a_driver_cannot_plant_symlinks() {
+    let env = env_with_store();
+    for what in ["plant-partition", "plant-journal", "plant-inside"] {
+        assert_blocked(&hostile(&env, what), what);
+    }
+    for planted in ["teams/victim", "messages.db-journal", "alias.db"] {
+        let link = env.store.join(planted).symlink_metadata().is_ok_and(|m| m.file_type().is_symlink());
+        assert!(!link, "{planted} was planted");
+    }
+    assert_store_intact(&env);
+}
+
+/// A per-team partition whose directory is a symlink out of the store (planted before this host
+/// refused them, or by anything else that can write the store) is never followed.
+#[test]
+fn a_partition_symlink_out_of_the_store_is_not_followed() {
+    let env = env_with_store();
+    let teams = env.dir.path().join("teams");
+    std::fs::create_dir_all(teams.join("victim")).unwrap();
+    std::fs::write(teams.join("victim/config.json"), r#"{"drivers":{"partition":"per-team"}}"#).unwrap();
+    let outside = env.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::create_dir_all(env.store.join("teams")).unwrap();
+    std::os::unix::fs::symlink("../../outside", env.store.join("teams/victim")).unwrap();
+    let env = env.env("AGMSG_TEAMS_DIR", teams.to_str().unwrap());
+    for driver in ["sqlite", "jsonl"] {
+        for args in [&["send", "victim", "a", "b", "hi"][..], &["init", "victim"], &["list-unread", "victim", "b"], &["store-exists", "victim"]] {
+            let mut argv = vec!["--driver", driver, "storage"];
+            argv.extend_from_slice(args);
+            let run = env.run(&argv);
+            assert!(run.code != 0, "{driver} {args:?} went through the link: {run:?}");
+            if args[0] != "store-exists" {
+                assert!(run.stderr.contains("refusing to follow it"), "{driver} {args:?}: {run:?}");
+            }
+        }
+    }
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "something was written outside the store");
+    // A real partition directory works as before.
+    std::fs::remove_file(env.store.join("teams/victim")).unwrap();
+    let id = env.storage(&["send", "victim", "a", "b", "hi"]);
+    id.ok();
+    assert!(env.store.join("teams/victim/messages.db").is_file());
+}
+
+#[test]
+fn the_call_deadline_binds_inside_host_calls() {
+    let env = Env::new().env("AGMSG_DRIVER_TIMEOUT_MS", "1000");
+    env.send("t", "alice", "bob", "before");
+    let timed = |what: &str| {
+        let started = std::time::Instant::now();
+        let run = hostile(&env, what);
+        assert!(started.elapsed() < std::time::Duration::from_secs(4), "{what} took {:?}: {run:?}", started.elapsed());
+        run
+    };
+    // A WASI sleep (epoch interruption alone would wait for it to return).
+    let run = timed("sleep");
+    assert!(run.code == 13 && run.stderr.contains("exceeded its time limit of 1000 ms"), "{run:?}");
+    // Holding the store lock while blocked: the trap drops the instance and the lock with it.
+    let run = timed("hold-lock-and-sleep");
+    assert!(run.stderr.contains("exceeded its time limit of 1000 ms"), "{run:?}");
+    // Waiting for the store lock someone else holds: the wait ends with the call, not after 60 s.
+    let held = std::fs::File::open(&env.store).unwrap();
+    held.lock().unwrap();
+    let run = timed("lock-wait");
+    assert!(run.code == 13 && run.stderr.contains("blocked lock-wait"), "{run:?}");
+    held.unlock().unwrap();
+    assert_store_intact(&env);
+}
+
+#[test]
+fn a_log_flood_is_capped_per_call() {
+    let env = env_with_store().env("AGMSG_LOG", "info");
+    let run = hostile(&env, "log-flood");
+    run.ok();
+    assert!(run.stderr.len() < 2 << 20, "stderr got {} bytes", run.stderr.len());
+    assert!(run.stderr.contains("log lines") && run.stderr.contains("dropped"), "{}", &run.stderr[run.stderr.len().saturating_sub(500)..]);
+}
+
+/// `agmsg-host <args>` in `env`, with more variables.
+fn run_with(env: &Env, vars: &[(&str, &str)], args: &[&str]) -> Run {
+    env.cmd().envs(vars.iter().copied()).args(args).output().unwrap().into()
+}
+
+/// An exporter that never ends: the export stops at its size or time bound, the target keeps its old
+/// content and no temp file is left; a convert from such a driver stops the same way and changes
+/// nothing.
+#[test]
+fn an_export_that_never_ends_is_bounded_and_leaves_nothing() {
+    let env = env_with_store();
+    let driver = fixture("hostile-storage");
+    let driver = driver.to_str().unwrap();
+    std::fs::write(env.store.join("endless-export"), "").unwrap();
+    let out = env.dir.path().join("exports");
+    std::fs::create_dir_all(&out).unwrap();
+    let target = out.join("events.jsonl");
+    std::fs::write(&target, "old\n").unwrap();
+    let target = target.to_str().unwrap();
+    let listing = || std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect::<Vec<_>>();
+    let export = ["--driver", driver, "storage", "export", target];
+
+    let run = run_with(&env, &[("AGMSG_EXPORT_MAX_MB", "4")], &export);
+    assert_ne!(run.code, 0, "{run:?}");
+    assert!(run.stderr.contains("exported more than 4 MiB"), "{run:?}");
+    assert_eq!(std::fs::read_to_string(target).unwrap(), "old\n");
+    assert_eq!(listing(), ["events.jsonl"], "no temp file is left");
+
+    let started = std::time::Instant::now();
+    let run = run_with(&env, &[("AGMSG_OP_TIMEOUT_MS", "500")], &export);
+    assert!(run.stderr.contains("still exporting after 500 ms"), "{run:?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    assert_eq!(listing(), ["events.jsonl"], "no temp file is left");
+
+    // A kill mid-export leaves no temp file either (the file has no name until it is complete).
+    let mut child = env.cmd().args(export).stderr(std::process::Stdio::null()).spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(listing(), ["events.jsonl"], "no temp file is left after a kill");
+    assert_eq!(std::fs::read_to_string(target).unwrap(), "old\n");
+
+    let config = env.dir.path().join("config.json");
+    std::fs::write(&config, r#"{"storage":"sqlite"}"#).unwrap();
+    let vars = [("AGMSG_CONFIG", config.to_str().unwrap()), ("AGMSG_STORAGE_DRIVER", driver), ("AGMSG_EXPORT_MAX_MB", "4")];
+    let run = run_with(&env, &vars, &["storage", "convert", "jsonl"]);
+    assert_ne!(run.code, 0, "{run:?}");
+    assert!(run.stderr.contains("exported more than 4 MiB"), "{run:?}");
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), r#"{"storage":"sqlite"}"#);
+    assert!(!env.store.join("events.jsonl").exists());
+    assert!(std::fs::read_dir(&env.store).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().starts_with(".agmsg-convert")));
 }

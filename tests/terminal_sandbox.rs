@@ -78,3 +78,30 @@ fn programs_run_under_a_time_limit_and_an_output_cap() {
     let run = attempt(&env, &driver, "flood");
     assert_eq!(run.stdout, format!("kept {} bytes, truncated true", 4 << 20), "{run:?}");
 }
+
+#[test]
+fn a_time_out_kills_the_programs_whole_process_group() {
+    let env = Env::new().env("AGMSG_PROCESS_TIMEOUT_MS", "500");
+    let driver = hostile_driver(&env);
+    let run = attempt(&env, &driver, "grandchild");
+    assert!(run.code == 12 && run.stderr.contains("TimedOut(500)"), "{run:?}");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let left = std::process::Command::new("pgrep").args(["-f", "sleep 98765"]).output().unwrap();
+    assert!(left.stdout.is_empty(), "a grandchild survived: pids {}", String::from_utf8_lossy(&left.stdout));
+}
+
+#[test]
+fn the_call_deadline_binds_inside_host_calls() {
+    let env = Env::new().env("AGMSG_DRIVER_TIMEOUT_MS", "1000");
+    let driver = hostile_driver(&env);
+    // A WASI sleep: epoch interruption alone would not stop it until it returns.
+    let started = std::time::Instant::now();
+    let run = attempt(&env, &driver, "sleep");
+    assert!(started.elapsed() < std::time::Duration::from_secs(4), "took {:?}: {run:?}", started.elapsed());
+    assert!(run.code == 10 && run.stderr.contains("exceeded its time limit of 1000 ms"), "{run:?}");
+    // A program whose own limit (10 s) is longer than what is left of the call.
+    let started = std::time::Instant::now();
+    let run = attempt(&env, &driver, "slow");
+    assert!(started.elapsed() < std::time::Duration::from_secs(4), "took {:?}: {run:?}", started.elapsed());
+    assert_ne!(run.code, 0, "{run:?}");
+}

@@ -10,6 +10,7 @@ mod common;
 
 use agmsg_host::runtime::cache::CompileCache;
 use agmsg_host::runtime::sandbox::bindings::storage::agmsg::storage::types::{Event, Message, ReadMark};
+use agmsg_host::runtime::sandbox::StoreDir;
 use agmsg_host::runtime::{Limits, Runtime};
 use agmsg_host::storage::driver::Pair;
 use agmsg_host::storage::{DriverSource, StorageDriver};
@@ -64,7 +65,7 @@ struct Figures {
 
 fn measure(runtime: &Runtime, source: &DriverSource, events: usize) -> Figures {
     let dir = tempfile::tempdir().unwrap();
-    let mut driver = StorageDriver::open(runtime, source, dir.path().to_owned()).unwrap();
+    let mut driver = StorageDriver::open(runtime, source, StoreDir::open(dir.path()).unwrap()).unwrap();
     driver.init().unwrap();
     let data = dataset(events);
     let started = std::time::Instant::now();
@@ -79,7 +80,7 @@ fn measure(runtime: &Runtime, source: &DriverSource, events: usize) -> Figures {
 
     let list_unread = ms(time(RUNS, |i| driver.list_unread("t", &agent(i), None).unwrap().len()));
     let list_unread_fresh = ms(time(FRESH_RUNS, |i| {
-        let mut fresh = StorageDriver::open(runtime, source, dir.path().to_owned()).unwrap();
+        let mut fresh = StorageDriver::open(runtime, source, StoreDir::open(dir.path()).unwrap()).unwrap();
         fresh.list_unread("t", &agent(i), None).unwrap().len()
     }));
     // Last: sends change the store (to other team, so the read figures above are unaffected).

@@ -16,6 +16,7 @@ use std::time::Duration;
 use common::{ms, time};
 
 use agmsg_host::runtime::cache::CompileCache;
+use agmsg_host::runtime::sandbox::StoreDir;
 use agmsg_host::runtime::{Limits, Runtime};
 use agmsg_host::storage::{DriverSource, StorageDriver};
 use rusqlite::{Connection, params};
@@ -98,7 +99,7 @@ fn main() {
     row("component load from cache (mmap)", cached, compile, "Cranelift compile");
 
     // 1. Per-op latency in one warm process.
-    let mut driver = StorageDriver::open(&runtime, &source, component_store.clone()).unwrap();
+    let mut driver = StorageDriver::open(&runtime, &source, StoreDir::open(&component_store).unwrap()).unwrap();
     driver.init().unwrap();
     let mut native = native_store(&native_dir.join("messages.db"), "WAL");
     let rollback_dir = dir.path().join("native-rollback");

@@ -7,6 +7,14 @@ pub struct BundledDriver {
     pub wasm: &'static [u8],
     /// A terminal driver's manifest (`terminal.conf`).
     pub manifest: Option<&'static str>,
+    /// Its machine code, precompiled by build.rs with this host's engine configuration (none when
+    /// the build could not precompile it: then it is compiled at run time, through the cache).
+    pub precompiled: Option<&'static [u8]>,
+}
+
+/// The machine code built into this binary for the bundled component whose sha256 is `sha256`.
+pub fn precompiled(sha256: &str) -> Option<&'static [u8]> {
+    BUNDLED_STORAGE.iter().chain(BUNDLED_TERMINAL).find(|d| d.sha256 == sha256).and_then(|d| d.precompiled)
 }
 
 include!(concat!(env!("OUT_DIR"), "/bundled.rs"));

@@ -105,10 +105,11 @@ impl Capability {
             Capability::Program { name, .. } if !is_program_name(name) => {
                 Err(format!("invalid program name {name:?} (programs are named, never given by path)"))
             }
+            // Patterns are shown in the consent prompt: printable text, one line each.
             Capability::Program { args: Some(args), name } => args
                 .iter()
                 .flatten()
-                .find(|p| p.as_str() != "**" && glob::Pattern::new(p).is_err())
+                .find(|p| (p.as_str() != "**" && glob::Pattern::new(p).is_err()) || !crate::display::is_printable_line(p, 1024))
                 .map_or(Ok(()), |p| Err(format!("program {name}: invalid argument pattern {p:?}"))),
             Capability::Program { .. } => Ok(()),
             Capability::Network { endpoint } => parse_endpoint(endpoint).map(|_| ()),

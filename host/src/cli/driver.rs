@@ -42,7 +42,7 @@ pub fn test(driver: &str) -> ExitCode {
     let (axis, rules, driver, sha256) = match suite_for(driver) {
         Ok(suite) => suite,
         Err(e) => {
-            eprintln!("agmsg-host driver test: {e}");
+            eprintln!("agmsg-host driver test: {}", crate::display::line(&e.to_string()));
             return ExitCode::from(2);
         }
     };
@@ -76,8 +76,9 @@ pub fn test(driver: &str) -> ExitCode {
             Err(reason) => {
                 failed += 1;
                 println!("FAIL  {:<44} {:>6.0} ms", rule.name, started.elapsed().as_secs_f64() * 1e3);
+                // A report may quote what the driver printed: shown, never sent to the terminal.
                 for line in reason.lines().take(12) {
-                    println!("        {line}");
+                    println!("        {}", crate::display::line(line));
                 }
             }
         }

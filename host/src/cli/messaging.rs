@@ -1,6 +1,7 @@
 //! Messaging for people: `send`, `inbox`, `history`, `watch`. Each composes the storage contract's
 //! ops as agmsg's own commands do, and prints for a terminal (aligned, colored on a tty unless
-//! `NO_COLOR`) or, with `--json`, agmsg's JSONL records.
+//! `NO_COLOR`) or, with `--json`, agmsg's JSONL records. Text output shows control and bidi characters
+//! as escapes ([`crate::display`]); `--json` is JSON-escaped as it is.
 //!
 //! `inbox` and `watch` consume through the read cursor exactly what they printed (§2.2): a crash
 //! before the consume re-delivers, after it does not; a message not shown is never consumed.
@@ -13,6 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::storage::{Store, record_failure};
+use crate::display;
 use crate::storage::driver::{Message, Pair};
 use crate::storage::records::message_line;
 use crate::storage::{OpError, StorageDriver};
@@ -36,10 +38,14 @@ impl Printer {
             return writeln!(self.out, "{}", message_line(m));
         }
         let (dim, bold, reset) = if self.color { ("\x1b[2m", "\x1b[1m", "\x1b[0m") } else { ("", "", "") };
-        let mut lines = m.body.lines();
-        writeln!(self.out, "{dim}{}{reset}  {bold}{}{reset} → {}  {}", m.at, m.from, m.to, lines.next().unwrap_or(""))?;
+        // Any agent writes bodies, and a driver every field: escapes, carriage returns and bidi controls
+        // are shown, never sent to the terminal (a body keeps its newlines and tabs).
+        let (at, from, to) = (display::line(&m.at), display::line(&m.from), display::line(&m.to));
+        let body = display::text(&m.body);
+        let mut lines = body.lines();
+        writeln!(self.out, "{dim}{at}{reset}  {bold}{from}{reset} → {to}  {}", lines.next().unwrap_or(""))?;
         // Continuation lines line up under the body.
-        let indent = " ".repeat(m.at.chars().count() + m.from.chars().count() + m.to.chars().count() + 7);
+        let indent = " ".repeat(at.chars().count() + from.chars().count() + to.chars().count() + 7);
         for line in lines {
             writeln!(self.out, "{indent}{line}")?;
         }

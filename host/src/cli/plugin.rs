@@ -15,6 +15,7 @@ use serde_json::json;
 
 use crate::bundled::{BUNDLED_STORAGE, BUNDLED_TERMINAL};
 use crate::capabilities::{Capabilities, Capability};
+use crate::display;
 use crate::plugin::manifest::{Axis, INSTALLED_COMPONENT, MANIFEST_FILE, PluginManifest};
 use crate::plugin::registry::{self, Candidate, agmsg_home, sha256_hex};
 use crate::plugin::trust::{TrustFile, TrustRecord, TrustState};
@@ -103,7 +104,7 @@ pub fn run(command: PluginCommand) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
-            eprintln!("agmsg-host plugin: {message}");
+            eprintln!("agmsg-host plugin: {}", display::line(&message));
             ExitCode::from(1)
         }
     }
@@ -161,26 +162,29 @@ fn examine(runtime: &Runtime, manifest: &PluginManifest, wasm: &[u8], sha256: &s
         Err(e) => return Report { imports: vec![], exports: vec![], verdict: Err(format!("not a valid component: {e:#}")) },
     };
     let (imports, exports) = sandbox::interfaces(&runtime.engine, &component);
-    let scratch = std::env::temp_dir();
-    let grants = Grants::new(manifest.axis, &manifest.capabilities(), Some(scratch), runtime.limits);
+    // Admission reads the grants' kinds, never the store: no directory is opened for it.
+    let grants = Grants::new(manifest.axis, &manifest.capabilities(), None, runtime.limits);
     let verdict = sandbox::check_api(manifest.axis, &manifest.api)
         .map_err(|e| format!("its manifest says it was {e}"))
         .and_then(|()| sandbox::admit(&runtime.engine, &component, &grants));
     Report { imports, exports, verdict }
 }
 
+/// What a driver is and asks for, as the consent prompt and `inspect` show it. The manifest was
+/// validated when read; every value of it is printed through [`display::line`] all the same, so nothing
+/// in it can hide the capability list from the user asked to consent.
 fn describe_request(manifest: &PluginManifest, sha256: &str, from: &Path) -> String {
     let mut text = format!(
         "{}/{} {} (built against agmsg:{}@{}) from {}\n  sha256 {sha256}\n",
         manifest.axis,
-        manifest.name,
-        manifest.version,
+        display::line(&manifest.name),
+        display::line(&manifest.version),
         manifest.axis,
-        manifest.api,
-        from.display()
+        display::line(&manifest.api),
+        display::line(&from.display().to_string())
     );
     if let Some(description) = &manifest.description {
-        text.push_str(&format!("  {description}\n"));
+        text.push_str(&format!("  {}\n", display::line(description)));
     }
     let asked = manifest.capabilities();
     if asked.0.is_empty() {
@@ -188,9 +192,10 @@ fn describe_request(manifest: &PluginManifest, sha256: &str, from: &Path) -> Str
     } else {
         text.push_str("It asks for:\n");
         for cap in &asked.0 {
+            let shown = display::line(&cap.to_string()).into_owned();
             match cap.consequence() {
-                Some(consequence) => text.push_str(&format!("  {cap}    ({consequence})\n")),
-                None => text.push_str(&format!("  {cap}\n")),
+                Some(consequence) => text.push_str(&format!("  {shown}    ({consequence})\n")),
+                None => text.push_str(&format!("  {shown}\n")),
             }
         }
     }
@@ -209,7 +214,7 @@ fn ask(home: &Path, dir: &Path, manifest: &PluginManifest, sha256: &str, from: &
         } else {
             text.push_str("Compared with what you trusted before, it now also asks for:\n");
             for cap in &widened {
-                text.push_str(&format!("  + {cap}\n"));
+                text.push_str(&format!("  + {}\n", display::line(&cap.to_string())));
             }
         }
     }
@@ -261,8 +266,8 @@ fn install(source: &Path, manifest: Option<&Path>, consent: &Consent) -> Result<
     put_in_place(&axis_dir, &name, &[(INSTALLED_COMPONENT, &package.wasm), (MANIFEST_FILE, manifest_text.as_bytes())])?;
     let hashes = (package.sha256.clone(), sha256_hex(manifest_text.as_bytes()));
     let effective = record_trust(&home, &dir, &package.manifest, hashes, granted)?;
-    println!("installed {axis}/{name} {} in {}", package.manifest.version, dir.display());
-    println!("trusted; it runs with: {}", effective.summary());
+    println!("installed {axis}/{name} {} in {}", display::line(&package.manifest.version), dir.display());
+    println!("trusted; it runs with: {}", display::line(&effective.summary()));
     if let Some(shadowed) = bundled_names(axis).into_iter().find(|b| *b == name) {
         println!("note: it shadows the bundled {axis} driver '{shadowed}'");
     }
@@ -364,7 +369,7 @@ fn trust(reference: &str, path: Option<&Path>, consent: &Consent) -> Result<(), 
     let granted = ask(&home, &candidate.dir, &manifest, sha256, &component, consent)?;
     let hashes = (sha256.clone(), candidate.manifest_sha256.clone().unwrap_or_default());
     let effective = record_trust(&home, &candidate.dir, &manifest, hashes, granted)?;
-    println!("trusted {axis}/{name} at {}; it runs with: {}", candidate.dir.display(), effective.summary());
+    println!("trusted {axis}/{name} at {}; it runs with: {}", candidate.dir.display(), display::line(&effective.summary()));
     Ok(())
 }
 
@@ -459,9 +464,11 @@ fn list(json: bool) -> Result<(), String> {
             });
             out.push_str(&format!("{value}\n"));
         } else {
-            out.push_str(&format!("{:<24} {:<9} {:<10} {:<40} {}\n", row.reference, row.version, row.state, row.granted, row.path));
+            // Versions, grants, paths and problems can hold a plugin's text: shown, never sent to the terminal.
+            let [reference, version, granted, path] = [&row.reference, &row.version, &row.granted, &row.path].map(|v| display::line(v));
+            out.push_str(&format!("{reference:<24} {version:<9} {:<10} {granted:<40} {path}\n", row.state));
             if let (Some(problem), "UNTRUSTED") = (&row.problem, row.state.as_str()) {
-                out.push_str(&format!("{:<24} ({problem})\n", ""));
+                out.push_str(&format!("{:<24} ({})\n", "", display::line(problem)));
             }
         }
     }
@@ -508,18 +515,18 @@ fn inspect(target: &str, manifest: Option<&Path>, json: bool) -> Result<bool, St
         return Ok(report.verdict.is_ok());
     }
     let mut out = describe_request(m, &package.sha256, &package.component_path);
-    out.push_str(&format!("Manifest: {}\nSize: {} bytes\n", package.manifest_path.display(), package.wasm.len()));
+    out.push_str(&format!("Manifest: {}\nSize: {} bytes\n", display::line(&package.manifest_path.display().to_string()), package.wasm.len()));
     out.push_str("Imports (what the component really uses):\n");
     for import in &report.imports {
-        out.push_str(&format!("  {import}\n"));
+        out.push_str(&format!("  {}\n", display::line(import)));
     }
     out.push_str("Exports:\n");
     for export in &report.exports {
-        out.push_str(&format!("  {export}\n"));
+        out.push_str(&format!("  {}\n", display::line(export)));
     }
-    out.push_str(&format!("This host offers: {}\nVerdict: {verdict}\n", offered.join(", ")));
+    out.push_str(&format!("This host offers: {}\nVerdict: {}\n", offered.join(", "), display::line(&verdict)));
     if let Some(state) = installed {
-        out.push_str(&format!("Installed: {state}\n"));
+        out.push_str(&format!("Installed: {}\n", display::line(&state)));
     }
     print!("{out}");
     Ok(report.verdict.is_ok())

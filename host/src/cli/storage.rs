@@ -5,17 +5,20 @@
 //! with the message on stderr; `describe` prints `key=value` lines. Usage errors exit 2.
 
 use std::io::{self, BufWriter, Read, Write};
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use agmsg_contract::{Status, check_name, split_pair};
 
+use crate::display;
 use crate::runtime::cache::CompileCache;
 use crate::runtime::caps::log::host_log;
+use crate::runtime::sandbox::StoreDir;
 use crate::runtime::{Limits, Runtime};
 use crate::storage::records::{cursor_line, event_line, message_line, parse_import};
 use crate::storage::driver::{Directive, Pair};
+use crate::storage::atomic_file::write_atomically;
+use crate::storage::location::StorePlace;
 use crate::storage::{DriverSource, OpError, StorageDriver, location};
 
 pub const LONG_HELP: &str = "Run one storage-driver op, with agmsg's argv, stdout framing and exit codes.
@@ -163,15 +166,20 @@ pub(super) fn control_failure(e: &OpError, driver: &str) -> ExitCode {
     record_failure(e)
 }
 
-/// A record op's failure: nothing on stdout, the message on stderr, the status's exit code.
+/// A record op's failure: nothing on stdout, the message on stderr, the status's exit code. The message
+/// may carry a driver's text (its error, its panic): it is printed as one visible, capped line, so a
+/// driver can neither drive the terminal nor forge a line of its own.
 pub(super) fn record_failure(e: &OpError) -> ExitCode {
-    eprintln!("agmsg-host: {}", e.message);
+    eprintln!("agmsg-host: {}", display::line(&e.message));
     ExitCode::from(e.status.exit_code())
 }
 
-/// A §1.6 directive line's JSON; the host adds the driver's name.
+/// A §1.6 directive line's JSON; the host adds the driver's name. The driver's strings go through the
+/// same rule as its messages (JSON would escape a newline, but not an escape sequence's DEL/C1 or bidi
+/// controls, nor cap a huge reason).
 fn directive_json(d: &Directive, driver: &str) -> String {
-    serde_json::json!({ "type": d.kind, "driver": driver, "commands": d.commands, "reason": d.reason }).to_string()
+    let commands: Vec<_> = d.commands.iter().map(|c| display::line(c)).collect();
+    serde_json::json!({ "type": display::line(&d.kind), "driver": driver, "commands": commands, "reason": display::line(&d.reason) }).to_string()
 }
 
 fn parse(op: &str, args: &[String]) -> Result<Op, Usage> {
@@ -309,8 +317,8 @@ pub(super) struct Store {
     pub runtime: Runtime,
     pub source: DriverSource,
     pub dir: PathBuf,
-    /// The directory the driver is granted as its store.
-    pub sandbox_root: PathBuf,
+    /// The directory the driver is granted as its store, held open.
+    pub grant: StoreDir,
     /// An empty directory granted instead of a store that does not exist (removed on drop).
     _empty: Option<tempfile::TempDir>,
 }
@@ -319,37 +327,45 @@ impl Store {
     /// Resolve the store of `team` (its partition) and the active driver, as agmsg does; create the
     /// store directory when `create`.
     pub fn resolve(store_flag: Option<PathBuf>, driver_flag: Option<String>, team: Option<&str>, create: bool) -> Result<Store, OpError> {
-        let dir = location::store_dir(store_flag)?;
-        let dir = match team {
-            Some(team) => location::partition_dir(&dir, team)?,
-            None => dir,
-        };
+        let place = store_place(store_flag, team)?;
         let source = DriverSource::resolve(&location::storage_driver(driver_flag)?)?;
-        if create {
-            create_store_dir(&dir)?;
-        }
+        let opened = place.open(create)?;
         let runtime = Runtime::new(CompileCache::from_env(), Limits::from_env().map_err(|e| OpError::runtime(format!("{e:#}")))?)
             .map_err(|e| OpError::runtime(format!("{e:#}")))?;
-        let (sandbox_root, empty) = sandbox_dir(&dir)?;
-        Ok(Store { runtime, source, dir, sandbox_root, _empty: empty })
+        // check/describe on a store that does not exist yet get an empty private directory (removed
+        // afterwards) instead, so that they never create the user's store.
+        let (grant, empty) = match opened {
+            Some(dir) => (dir, None),
+            None => {
+                let empty = tempfile::Builder::new()
+                    .prefix("agmsg-host-empty-")
+                    .tempdir()
+                    .map_err(|e| OpError::runtime(format!("cannot create an empty sandbox directory: {e}")))?;
+                let dir = StoreDir::open(empty.path()).map_err(|e| OpError::runtime(format!("cannot open an empty sandbox directory: {e}")))?;
+                (dir, Some(empty))
+            }
+        };
+        Ok(Store { runtime, source, dir: place.path(), grant, _empty: empty })
     }
 
     pub fn driver(&self) -> Result<StorageDriver<'_>, OpError> {
-        StorageDriver::open(&self.runtime, &self.source, self.sandbox_root.clone())
+        StorageDriver::open(&self.runtime, &self.source, self.grant.clone())
+    }
+}
+
+/// The store directory an op on `team` uses (its partition), as agmsg resolves it.
+fn store_place(store_flag: Option<PathBuf>, team: Option<&str>) -> Result<StorePlace, OpError> {
+    let root = location::store_dir(store_flag)?;
+    match team {
+        Some(team) => location::partition(&root, team),
+        None => Ok(StorePlace::shared(root)),
     }
 }
 
 fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Op) -> Result<ExitCode, OpError> {
-    if matches!(op, Op::StoreExists { .. }) {
-        let dir = location::store_dir(store_flag.clone())?;
-        let dir = match op.team() {
-            Some(team) => location::partition_dir(&dir, team)?,
-            None => dir,
-        };
-        if !dir.is_dir() {
-            // The store directory is the driver's whole world: where it does not exist, no store does.
-            return Ok(ExitCode::from(1));
-        }
+    if matches!(op, Op::StoreExists { .. }) && store_place(store_flag.clone(), op.team())?.open(false)?.is_none() {
+        // The store directory is the driver's whole world: where it does not exist, no store does.
+        return Ok(ExitCode::from(1));
     }
     let started = std::time::Instant::now();
     let store = Store::resolve(store_flag, driver_flag, op.team(), op.creates_store())?;
@@ -376,11 +392,18 @@ fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Op) -> 
         }
         Op::Describe { team } => {
             let d = driver.describe()?;
+            // The driver's describe() checked every value and that the store file is a relative path;
+            // this checks that the path, symlinks resolved, stays inside this store. All before the
+            // first line: a refused answer prints nothing.
+            let store_file = match (team, &d.store_file) {
+                (Some(_), Some(file)) => Some((&file.key, driver.store_file_path(&absolute(&store_dir), file)?)),
+                _ => None,
+            };
             print(&mut out, &format!("name={}", d.name))?;
             print(&mut out, &format!("backend={}", d.backend))?;
             print(&mut out, &format!("capabilities={}", d.capabilities.join(",")))?;
-            if let (Some(_), Some(file)) = (team, d.store_file) {
-                print(&mut out, &format!("{}={}", file.key, absolute(&store_dir).join(file.path).display()))?;
+            if let Some((key, path)) = store_file {
+                print(&mut out, &format!("{key}={}", path.display()))?;
             }
         }
         Op::Init { .. } => {
@@ -456,59 +479,31 @@ fn read_stdin_body() -> Result<String, OpError> {
     String::from_utf8(bytes).map_err(|_| OpError::runtime("the body on stdin is not valid UTF-8"))
 }
 
-fn create_store_dir(dir: &Path) -> Result<(), OpError> {
-    if dir.is_dir() {
-        return Ok(());
-    }
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| OpError::runtime(format!("cannot create the store directory {}: {e}", dir.display())))
-}
-
-/// The directory to preopen. check/describe on a store that does not exist yet get an empty private
-/// directory (removed afterwards) instead, so that they never create the user's store.
-fn sandbox_dir(store_dir: &Path) -> Result<(PathBuf, Option<tempfile::TempDir>), OpError> {
-    if store_dir.is_dir() {
-        return Ok((store_dir.to_owned(), None));
-    }
-    let empty = tempfile::Builder::new()
-        .prefix("agmsg-host-empty-")
-        .tempdir()
-        .map_err(|e| OpError::runtime(format!("cannot create an empty sandbox directory: {e}")))?;
-    Ok((empty.path().to_owned(), Some(empty)))
-}
-
 fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
 }
 
-/// Write the export to a temp file beside the target, then rename it over the target: readers never see
-/// a partial file, and a symlink at the target is replaced, never written through.
+/// Write the export atomically (see [`atomic_file`]): a failure or a kill leaves the target as it was
+/// and no temp file behind.
 fn export(driver: &mut StorageDriver<'_>, file: &Path) -> Result<(), OpError> {
-    let file = absolute(file);
-    let dir = file.parent().ok_or_else(|| OpError::runtime(format!("export failed: {} has no parent directory", file.display())))?;
-    if file.is_dir() {
-        return Err(OpError::runtime(format!("export failed: {} is a directory", file.display())));
+    let mut failure = None;
+    let written = write_atomically(file, |writer| {
+        driver
+            .export_events(|page| {
+                for event in page {
+                    writeln!(writer, "{}", event_line(event)).map_err(|e| OpError::runtime(e.to_string()))?;
+                }
+                Ok(())
+            })
+            .map_err(|e| {
+                let message = e.message.clone();
+                failure = Some(e);
+                io::Error::other(message)
+            })
+    });
+    match (written, failure) {
+        (Ok(()), _) => Ok(()),
+        (Err(_), Some(e)) => Err(e),
+        (Err(e), None) => Err(OpError::runtime(format!("export failed: {}: {e}", file.display()))),
     }
-    let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
-    let io_error = |e: io::Error| OpError::runtime(format!("export failed: {}: {e}", file.display()));
-    let handle = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp).map_err(io_error)?;
-    let mut writer = BufWriter::new(handle);
-    let result = driver
-        .export_events(|page| {
-            for event in page {
-                writeln!(writer, "{}", event_line(event)).map_err(io_error)?;
-            }
-            Ok(())
-        })
-        .and_then(|()| writer.flush().map_err(io_error))
-        .and_then(|()| writer.get_ref().sync_all().map_err(io_error))
-        .and_then(|()| std::fs::rename(&tmp, &file).map_err(io_error));
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }

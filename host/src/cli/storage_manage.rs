@@ -6,15 +6,18 @@
 //! built and verified in a private directory inside the store, moved in beside the old one, and only
 //! then does the config flip; any failure before the flip leaves the old store and config as they were.
 
+use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use agmsg_contract::Status;
+use sha2::{Digest, Sha256};
 
 use super::storage::{Store, control_failure, record_failure};
 use crate::bundled::BUNDLED_STORAGE;
 use crate::storage::driver::{Event, Pair};
+use crate::runtime::sandbox::StoreDir;
 use crate::storage::records::event_line;
 use crate::storage::{DriverSource, OpError, StorageDriver, location};
 
@@ -100,15 +103,38 @@ fn set_configured_driver(name: &str) -> Result<PathBuf, OpError> {
     Ok(path)
 }
 
-fn export_all(driver: &mut StorageDriver<'_>, progress: &Progress, what: &str) -> Result<Vec<Event>, OpError> {
-    let mut events = Vec::new();
+/// What a stream of events adds up to: how many, and a digest of their agmsg lines in order. Two
+/// streams with equal sums are equal, without either being held in memory.
+#[derive(Default)]
+struct Tally {
+    events: usize,
+    hasher: Sha256,
+}
+
+impl Tally {
+    fn add(&mut self, page: &[Event]) {
+        for event in page {
+            self.hasher.update(event_line(event).as_bytes());
+            self.hasher.update(b"\n");
+        }
+        self.events += page.len();
+    }
+
+    fn sum(self) -> (usize, [u8; 32]) {
+        (self.events, self.hasher.finalize().into())
+    }
+}
+
+/// Export `driver`'s whole log into a [`Tally`].
+fn tally(driver: &mut StorageDriver<'_>, progress: &Progress, what: &str) -> Result<(usize, [u8; 32]), OpError> {
+    let mut tally = Tally::default();
     driver.export_events(|page| {
-        events.extend_from_slice(page);
-        progress.update(what, events.len());
+        tally.add(page);
+        progress.update(what, tally.events);
         Ok(())
     })?;
-    progress.done(what, events.len());
-    Ok(events)
+    progress.done(what, tally.events);
+    Ok(tally.sum())
 }
 
 /// Counts on stderr, only when stderr is a terminal.
@@ -155,7 +181,6 @@ fn convert_inner(store_flag: Option<PathBuf>, to: &str) -> Result<(), OpError> {
     }
     remove_stale_convert_dirs(&dir);
     let progress = Progress { on: std::io::stderr().is_terminal() };
-    let events = export_all(&mut source, &progress, &format!("exported from {from}"))?;
 
     // Build the new store in a private directory inside the store.
     let work = tempfile::Builder::new()
@@ -163,43 +188,51 @@ fn convert_inner(store_flag: Option<PathBuf>, to: &str) -> Result<(), OpError> {
         .tempdir_in(&dir)
         .map_err(|e| OpError::runtime(format!("cannot create a work directory in {}: {e}", dir.display())))?;
     let target_source = DriverSource::resolve(to)?;
-    let mut target = StorageDriver::open(&source_store.runtime, &target_source, work.path().to_owned())?;
+    let work_dir = StoreDir::open(work.path()).map_err(|e| OpError::runtime(format!("cannot open {}: {e}", work.path().display())))?;
+    let mut target = StorageDriver::open(&source_store.runtime, &target_source, work_dir)?;
     target.init()?;
-    target.import_events(&events)?;
-    progress.done(&format!("imported into {to}"), events.len());
+    // Stream the event log across, page by page: neither side is ever held whole in memory (the
+    // export's own bounds stop a source that never ends). Remember what it adds up to, and whose
+    // frontiers to move.
+    let mut copied = Tally::default();
+    let mut recipients: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut import = target.begin_import()?;
+    let what = format!("copied from {from}");
+    source.export_events(|page| {
+        copied.add(page);
+        for event in page {
+            if let Event::MessageSent(m) = event {
+                recipients.insert((m.team.clone(), m.to.clone()));
+            }
+        }
+        progress.update(&what, copied.events);
+        import.push(page)
+    })?;
+    import.commit()?;
+    progress.done(&what, copied.events);
+    let original = copied.sum();
+    let count = original.0;
     // Cursors are each driver's own tokens and not in the event log: move every recipient's frontier
     // over its read prefix again, as the source's consumes did.
-    let mut recipients: Vec<(String, String)> = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::MessageSent(m) => Some((m.team.clone(), m.to.clone())),
-            Event::MessageRead(_) => None,
-        })
-        .collect();
-    recipients.sort();
-    recipients.dedup();
     for (team, agent) in &recipients {
         let pair = Pair { team: team.clone(), agent: agent.clone() };
         let tip = target.watch_tip(std::slice::from_ref(&pair))?;
         target.read_cursor_consume(team, agent, &tip, &[])?;
     }
-    let copied = export_all(&mut target, &progress, &format!("verified in {to}"))?;
-    let original: Vec<String> = events.iter().map(event_line).collect();
-    let converted: Vec<String> = copied.iter().map(event_line).collect();
+    let converted = tally(&mut target, &progress, &format!("verified in {to}"))?;
     if original != converted {
-        let first = original.iter().zip(&converted).position(|(a, b)| a != b).unwrap_or(original.len().min(converted.len()));
         return Err(OpError::runtime(format!(
-            "verification failed: '{to}' holds {} events, '{from}' {}; first difference at event {}",
-            converted.len(),
-            original.len(),
-            first + 1
+            "verification failed: '{to}' holds {} events, '{from}' {}{}",
+            converted.0,
+            original.0,
+            if converted.0 == original.0 { ", with different content" } else { "" }
         )));
     }
     drop(target);
 
     move_in(work.path(), &dir)?;
     set_configured_driver(to)?;
-    eprintln!("converted {} events from '{from}' to '{to}'; the '{from}' store is left in place", events.len());
+    eprintln!("converted {count} events from '{from}' to '{to}'; the '{from}' store is left in place");
     if from == "sqlite" {
         // The v1 event log is what converts (as agmsg's export): legacy rows outside it stay behind.
         eprintln!("note: rows of the legacy messages table that predate the event log are not part of it and stay in messages.db");

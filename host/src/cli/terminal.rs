@@ -8,6 +8,7 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
+use crate::display;
 use crate::runtime::cache::CompileCache;
 use crate::runtime::caps::log::host_log;
 use crate::runtime::{Limits, Runtime};
@@ -79,7 +80,8 @@ pub fn run(driver_flag: Option<String>, op: Option<&str>, args: &[String]) -> Ex
             ExitCode::from(2)
         }
         Err(Outcome::Failed(shape, failure)) => {
-            eprintln!("agmsg-host: terminal {op}: {failure}");
+            // The message may carry the driver's text (its error, its panic): one visible, capped line.
+            eprintln!("agmsg-host: terminal {op}: {}", display::line(&failure.message));
             let word = match (shape, failure.kind) {
                 (Shape::Control, FailKind::MissingDeps) => Some("missing_deps"),
                 (Shape::Control, _) => Some("runtime_error"),
@@ -201,7 +203,7 @@ fn run_op(driver_flag: Option<&str>, op: &str, args: &[String]) -> Result<ExitCo
                     let directive = serde_json::json!({
                         "type": "install_deps",
                         "driver": format!("terminals/{}", source.manifest.name),
-                        "reason": failure.message,
+                        "reason": display::line(&failure.message),
                     });
                     // §1.1's directive line, as agmsg's tmux driver prints it.
                     print(&format!("AGMSG-DIRECTIVE: {directive}\n"))?;
@@ -226,7 +228,9 @@ fn run_op(driver_flag: Option<&str>, op: &str, args: &[String]) -> Result<ExitCo
         }
         "detect" => match driver.detect(session_arg(args)).framed(Shape::Record)? {
             Detection::Absent => return Ok(ExitCode::from(1)),
-            Detection::Unresolved(reason) => eprintln!("agmsg-host: terminal detect: {}: present, but {reason}", source.manifest.name),
+            Detection::Unresolved(reason) => {
+                eprintln!("agmsg-host: terminal detect: {}: present, but {}", source.manifest.name, display::line(&reason));
+            }
             Detection::Resolved(id) => print(&format!("{id}\n"))?,
         },
         "spawn" => {
@@ -323,7 +327,7 @@ fn run_op(driver_flag: Option<&str>, op: &str, args: &[String]) -> Result<ExitCo
                     answer_code(if source.manifest.capabilities.contains(capability) { Answer::Yes } else { Answer::No })
                 }
                 Err(f) => {
-                    eprintln!("agmsg-host: terminal capability: {f}");
+                    eprintln!("agmsg-host: terminal capability: {}", display::line(&f.message));
                     answer_code(Answer::Unknown)
                 }
             });
@@ -452,12 +456,13 @@ fn list(candidates: &[TerminalSource], args: &[String]) -> Result<ExitCode, Outc
     } else {
         let mut text = format!("{:<10} {:>8}  {:<44} {}\n", "DRIVER", "PRIORITY", "CAPABILITIES", "RUNS");
         for c in candidates {
+            // Manifest text (a plugin's, a driver directory's): shown, never sent to the terminal.
             text.push_str(&format!(
                 "{:<10} {:>8}  {:<44} {}\n",
-                c.manifest.name,
+                display::line(&c.manifest.name),
                 c.manifest.priority,
-                c.manifest.capabilities.join(" "),
-                c.manifest.programs.join(" ")
+                display::line(&c.manifest.capabilities.join(" ")),
+                display::line(&c.manifest.programs.join(" "))
             ));
         }
         print(&text)?;

@@ -29,6 +29,11 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::capabilities::{Capabilities, Capability};
+use crate::display::is_printable_line;
+
+/// The longest description, component path or `[terminal]` backend; the longest `[terminal]` capability.
+const MAX_TEXT_CHARS: usize = 1024;
+const MAX_TOKEN_CHARS: usize = 64;
 
 /// The file name of a plugin's manifest.
 pub const MANIFEST_FILE: &str = "agmsg-driver.toml";
@@ -147,10 +152,35 @@ impl PluginManifest {
         if self.name.is_empty() || !self.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_') {
             return Err(format!("name must match [a-z0-9_-]+, not {:?}", self.name));
         }
-        semver_parts(&self.version).ok_or_else(|| format!("version must be MAJOR.MINOR.PATCH, not {:?}", self.version))?;
-        semver_parts(&self.api).ok_or_else(|| format!("api must be the WIT version MAJOR.MINOR.PATCH, not {:?}", self.api))?;
+        // Everything below is shown to the user asked to consent: text that could drive the terminal
+        // (`ESC[8m` hides what follows), reorder it or flood it is refused here, and printed through
+        // `crate::display` anyway.
+        if !is_semver(&self.version) {
+            return Err(format!("version must be MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD] (semver), not {:?}", self.version));
+        }
+        if !is_semver(&self.api) {
+            return Err(format!("api must be the WIT version MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD] (semver), not {:?}", self.api));
+        }
         if self.component.is_absolute() || self.component.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
             return Err(format!("component must be a path inside the package, not {}", self.component.display()));
+        }
+        if !self.component.to_str().is_some_and(|c| is_printable_line(c, MAX_TEXT_CHARS)) {
+            return Err(format!("component must be a printable path on one line, not {:?}", self.component));
+        }
+        if let Some(description) = &self.description
+            && !is_printable_line(description, MAX_TEXT_CHARS)
+        {
+            return Err(format!(
+                "description must be one line of at most {MAX_TEXT_CHARS} printable characters (no control or bidi characters), not {description:?}"
+            ));
+        }
+        if let Some(keys) = &self.terminal {
+            if !is_printable_line(&keys.backend, MAX_TEXT_CHARS) {
+                return Err(format!("[terminal] backend must be one printable line, not {:?}", keys.backend));
+            }
+            if let Some(c) = keys.capabilities.iter().find(|c| c.is_empty() || c.contains(char::is_whitespace) || !is_printable_line(c, MAX_TOKEN_CHARS)) {
+                return Err(format!("[terminal] capabilities must be printable words, not {c:?}"));
+            }
         }
         match (self.axis, &self.terminal) {
             (Axis::Storage, Some(_)) => return Err("a storage driver has no [terminal] table".into()),
@@ -195,6 +225,34 @@ impl PluginManifest {
     }
 }
 
+/// Whether `version` is semver text (semver.org 2.0.0): `MAJOR.MINOR.PATCH` without leading zeros,
+/// then optionally `-PRERELEASE` and `+BUILD`, each dot-separated identifiers of `[0-9A-Za-z-]`
+/// (numeric pre-release identifiers without leading zeros); at most 64 characters.
+pub fn is_semver(version: &str) -> bool {
+    let number = |n: &str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && (n == "0" || !n.starts_with('0'));
+    let identifiers = |s: &str, numeric_rule: bool| {
+        s.split('.').all(|id| {
+            !id.is_empty()
+                && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && (!numeric_rule || !id.bytes().all(|b| b.is_ascii_digit()) || number(id))
+        })
+    };
+    let (rest, build) = match version.split_once('+') {
+        Some((rest, build)) => (rest, Some(build)),
+        None => (version, None),
+    };
+    let (core, pre) = match rest.split_once('-') {
+        Some((core, pre)) => (core, Some(pre)),
+        None => (rest, None),
+    };
+    let parts: Vec<&str> = core.split('.').collect();
+    version.len() <= 64
+        && parts.len() == 3
+        && parts.iter().all(|p| number(p) && p.parse::<u64>().is_ok())
+        && pre.is_none_or(|p| identifiers(p, true))
+        && build.is_none_or(|b| identifiers(b, false))
+}
+
 /// `MAJOR.MINOR.PATCH` (a pre-release or build suffix is ignored).
 pub fn semver_parts(version: &str) -> Option<(u64, u64, u64)> {
     let core = version.split(['-', '+']).next()?;
@@ -235,9 +293,27 @@ capabilities = ["peek"]
             (text.replace("0.2.0", "two"), "MAJOR.MINOR.PATCH"),
             (text.replace("name = \"notes\"", "name = \"../x\""), "name must match"),
             (format!("component = \"../../etc/passwd\"\n{text}"), "inside the package"),
+            (text.replace("0.2.0", "0.2.0-\\u001b[8m"), "semver"),
+            (text.replace("0.2.0", "0.2.0+x\u{202e}"), "semver"),
+            (text.replace("api = \"1.0.0\"", "api = \"1.0.0-rc\\n\""), "semver"),
+            (format!("description = \"hi\\u001b[8m\"\n{text}"), "description must be one line"),
+            (format!("description = \"a\\nb\"\n{text}"), "description must be one line"),
+            (format!("description = \"{}\"\n{text}", "x".repeat(2000)), "description must be one line"),
+            (text.replace("capabilities = [\"peek\"]", "capabilities = [\"pe\\u001bek\"]"), "printable words"),
+            (format!("component = \"d\\u001b.wasm\"\n{text}"), "printable path"),
         ] {
             let err = PluginManifest::parse(&bad, Path::new("m.toml")).unwrap_err();
             assert!(err.contains(why), "{why}: {err}");
+        }
+    }
+
+    #[test]
+    fn semver_text() {
+        for good in ["0.1.0", "1.2.3", "1.0.0-rc.1", "1.0.0-alpha-2+build.5", "10.20.30+20260101"] {
+            assert!(is_semver(good), "{good}");
+        }
+        for bad in ["1.2", "01.2.3", "1.2.3-", "1.2.3-01", "1.2.3+", "1.2.3-a..b", "1.2.3-\u{1b}[8m", "1.2.3 ", "+1.2.3", "1.2.3-ü"] {
+            assert!(!is_semver(bad), "{bad:?}");
         }
     }
 

@@ -7,9 +7,10 @@ use std::time::Duration;
 use wasmtime::Result;
 use wasmtime::error::Context;
 use wasmtime::component::{Component, Linker};
-use wasmtime::{Config, Engine};
+use wasmtime::Engine;
 
 use super::cache::CompileCache;
+use super::caps::log::host_log;
 use super::sandbox::HostState;
 
 /// How often the epoch advances: the granularity of call deadlines.
@@ -24,21 +25,37 @@ pub struct Limits {
     pub memory_bytes: usize,
     /// Time limit of one program a terminal driver runs (kept below the call deadline).
     pub process_timeout: Duration,
+    /// Wall-clock limit of a whole op made of many calls (an export, a convert): each call has its own
+    /// deadline, and this bounds a driver that keeps answering forever.
+    pub op_timeout: Duration,
+    /// How much an export (or a convert) may carry: a driver whose exporter never ends cannot fill the
+    /// user's disk or the host's memory.
+    pub max_export_bytes: u64,
 }
 
 impl Limits {
     pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
     pub const DEFAULT_MEMORY_BYTES: usize = 256 << 20;
     pub const DEFAULT_PROCESS_TIMEOUT: Duration = Duration::from_secs(10);
+    pub const DEFAULT_OP_TIMEOUT: Duration = Duration::from_secs(600);
+    pub const DEFAULT_MAX_EXPORT_BYTES: u64 = 1 << 30;
 
-    /// Defaults, overridden by `AGMSG_DRIVER_TIMEOUT_MS`, `AGMSG_DRIVER_MEMORY_MB` and
-    /// `AGMSG_PROCESS_TIMEOUT_MS`.
+    /// Defaults, overridden by `AGMSG_DRIVER_TIMEOUT_MS`, `AGMSG_DRIVER_MEMORY_MB`,
+    /// `AGMSG_PROCESS_TIMEOUT_MS`, `AGMSG_OP_TIMEOUT_MS` and `AGMSG_EXPORT_MAX_MB`.
     pub fn from_env() -> Result<Limits> {
         let mut limits = Limits {
             call_timeout: Self::DEFAULT_CALL_TIMEOUT,
             memory_bytes: Self::DEFAULT_MEMORY_BYTES,
             process_timeout: Self::DEFAULT_PROCESS_TIMEOUT,
+            op_timeout: Self::DEFAULT_OP_TIMEOUT,
+            max_export_bytes: Self::DEFAULT_MAX_EXPORT_BYTES,
         };
+        if let Some(ms) = env_number("AGMSG_OP_TIMEOUT_MS")? {
+            limits.op_timeout = Duration::from_millis(ms);
+        }
+        if let Some(mb) = env_number("AGMSG_EXPORT_MAX_MB")? {
+            limits.max_export_bytes = mb.saturating_mul(1 << 20);
+        }
         if let Some(ms) = env_number("AGMSG_PROCESS_TIMEOUT_MS")? {
             limits.process_timeout = Duration::from_millis(ms);
         }
@@ -82,12 +99,7 @@ pub struct Runtime {
 
 impl Runtime {
     pub fn new(cache: CompileCache, limits: Limits) -> Result<Runtime> {
-        let mut config = Config::new();
-        config.epoch_interruption(true);
-        config.wasm_component_model(true);
-        // Deterministic codegen settings: precompiled artifacts are keyed by this engine's
-        // compatibility hash, so keep the config stable across runs.
-        config.cranelift_opt_level(wasmtime::OptLevel::Speed);
+        let config = super::engine_config::engine_config();
         let engine = Engine::new(&config).context("creating the wasmtime engine")?;
         start_epoch_ticker(&engine);
         Ok(Runtime { engine, storage_linker: OnceLock::new(), terminal_linker: OnceLock::new(), cache, limits })
@@ -103,8 +115,21 @@ impl Runtime {
         linker(&self.terminal_linker, || super::sandbox::terminal_linker(&self.engine))
     }
 
-    /// Load a component through the compile cache.
+    /// Load a component: a bundled driver from the machine code built into this binary, anything
+    /// else (or a bundled driver whose code does not fit this CPU) through the compile cache.
     pub fn load(&self, wasm: &[u8], sha256: &str) -> Result<Component> {
+        if let Some(code) = crate::bundled::precompiled(sha256) {
+            // SAFETY: `code` was produced by build.rs from exactly this component (its sha256, computed
+            // there too), with this engine's configuration, and is part of this binary: nothing
+            // outside the build wrote it.
+            match unsafe { Component::deserialize(&self.engine, code) } {
+                Ok(component) => {
+                    host_log::debug(&format!("bundled machine code: loaded {sha256}"));
+                    return Ok(component);
+                }
+                Err(e) => host_log::debug(&format!("bundled machine code does not fit this engine or CPU ({e}); compiling")),
+            }
+        }
         self.cache.load(&self.engine, wasm, sha256)
     }
 }

@@ -28,6 +28,9 @@ pub fn explain(driver: &str, op: &str, error: &wasmtime::Error, limits: &Limits,
         format!("exceeded its memory limit of {} MiB", limits.memory_bytes >> 20)
     } else {
         match error.downcast_ref::<Trap>() {
+            _ if error.downcast_ref::<super::caps::deadline::DeadlineExceeded>().is_some() => {
+                format!("exceeded its time limit of {} ms (blocked in a host call)", limits.call_timeout.as_millis())
+            }
             Some(Trap::Interrupt) => format!("exceeded its time limit of {} ms", limits.call_timeout.as_millis()),
             Some(Trap::StackOverflow) => "overflowed its stack (unbounded recursion?)".to_owned(),
             // Rust and C keep their stack in linear memory: running off its end is an out-of-bounds access.

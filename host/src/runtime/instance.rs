@@ -37,7 +37,7 @@ impl<B> DriverInstance<B> {
         let limits = self.limits;
         if self.live.is_none() {
             let mut store = new_store().map_err(|e| CallFailure { message: format!("driver '{}': {e:#}", self.name) })?;
-            store.set_epoch_deadline(limits.deadline_ticks());
+            begin_call(&mut store, &limits);
             let bindings = instantiate(&mut store).map_err(|e| {
                 let memory_hit = store.data().limiter.hit;
                 let stderr = store.data_mut().drain_output();
@@ -46,7 +46,7 @@ impl<B> DriverInstance<B> {
             self.live = Some((store, bindings));
         }
         let (store, bindings) = self.live.as_mut().expect("instance was just created");
-        store.set_epoch_deadline(limits.deadline_ticks());
+        begin_call(store, &limits);
         let result = f(store, bindings);
         let stderr = store.data_mut().drain_output();
         match result {
@@ -64,10 +64,16 @@ impl<B> DriverInstance<B> {
     /// fails (cleanup such as dropping a resource).
     pub fn cleanup(&mut self, f: impl FnOnce(&mut Store<HostState>) -> wasmtime::Result<()>) {
         if let Some((store, _)) = self.live.as_mut() {
-            store.set_epoch_deadline(self.limits.deadline_ticks());
+            begin_call(store, &self.limits);
             if f(store).is_err() {
                 self.live = None;
             }
         }
     }
+}
+
+/// A call's fresh deadline, for its wasm (epoch ticks) and for the host calls it makes (an instant).
+fn begin_call(store: &mut Store<HostState>, limits: &Limits) {
+    store.set_epoch_deadline(limits.deadline_ticks());
+    store.data_mut().deadline = std::time::Instant::now() + limits.call_timeout;
 }

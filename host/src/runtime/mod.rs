@@ -4,6 +4,7 @@
 pub mod cache;
 pub mod caps;
 pub mod engine;
+pub mod engine_config;
 pub mod failure;
 pub mod instance;
 pub mod sandbox;

@@ -17,8 +17,7 @@
 //! - `inert-sockets`: `wasi:sockets` imports link with no network granted, and every call is denied
 //!   (without it, or a network grant, a component importing them is refused at load).
 
-use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use wasmtime::Result;
 use wasmtime::error::Context;
@@ -33,7 +32,9 @@ use crate::plugin::manifest::{Axis, semver_parts};
 
 use super::caps::log::{Severity, emit};
 pub use super::caps::process::ProcessGrant;
+pub use super::caps::store::StoreDir;
 use super::caps::file_lock::LockedFiles;
+use super::caps::log::LogBudget;
 use super::engine::Limits;
 
 pub mod bindings {
@@ -74,8 +75,8 @@ pub const OFFERED_PACKAGES: [(&str, &str); 3] = [("agmsg:host", "1.0.0"), ("agms
 pub struct Grants {
     pub axis: Axis,
     /// The store directory, preopened read-write at [`GUEST_STORE_DIR`] (storage drivers granted
-    /// `store`). It must exist.
-    pub store_dir: Option<PathBuf>,
+    /// `store`), held open by the host.
+    pub store_dir: Option<StoreDir>,
     /// Granted variables that are set on the host (the driver's whole environment).
     pub env: Vec<(String, String)>,
     /// The programs it may run (terminal drivers).
@@ -90,7 +91,7 @@ pub struct Grants {
 
 impl Grants {
     /// What a driver of `axis` with these (declared AND granted) capabilities gets.
-    pub fn new(axis: Axis, caps: &Capabilities, store_dir: Option<PathBuf>, base: Limits) -> Grants {
+    pub fn new(axis: Axis, caps: &Capabilities, store_dir: Option<StoreDir>, base: Limits) -> Grants {
         let mut limits = base;
         if let Some(mb) = caps.memory_mb() {
             limits.memory_bytes = limits.memory_bytes.max(usize::try_from(mb).unwrap_or(usize::MAX).saturating_mul(1 << 20));
@@ -210,7 +211,11 @@ fn check_version(name: &str) -> std::result::Result<(), String> {
 pub struct HostState {
     pub driver_name: String,
     /// The store directory (storage drivers granted one): what the locks lock.
-    pub store_dir: Option<PathBuf>,
+    pub store_dir: Option<StoreDir>,
+    /// When the current call must end; host calls that wait stop waiting by then.
+    pub deadline: Instant,
+    /// What is left of this call's `agmsg:host/log` allowance.
+    pub log_budget: LogBudget,
     /// Store files this instance holds byte-range locks on (storage drivers).
     pub locked_files: LockedFiles,
     /// The programs it may run (terminal drivers).
@@ -236,6 +241,7 @@ impl HostState {
         let out = take(&mut self.stdout);
         let err = take(&mut self.stderr);
         let source = format!("driver {}", self.driver_name);
+        self.log_budget.report_dropped(&source);
         if !out.is_empty() {
             emit(&source, Severity::Info, &out);
         }
@@ -275,11 +281,20 @@ impl ResourceLimiter for MemoryLimiter {
     }
 }
 
+/// WASI for every axis, with the sandbox's two changes: blocking `wasi:io` calls end at the call's
+/// deadline, and no symlink can be created.
+fn wasi_linker(engine: &Engine) -> Result<Linker<HostState>> {
+    let mut linker = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_sync(&mut linker).context("adding WASI to the linker")?;
+    super::caps::deadline::bind_wasi_io(&mut linker).context("binding wasi:io to call deadlines")?;
+    super::caps::store::deny_symlinks(&mut linker).context("denying symlinks")?;
+    Ok(linker)
+}
+
 /// The linker for storage drivers: WASI (filesystem confined by the preopen, no sockets granted) plus
 /// the `agmsg:host` interfaces.
 pub fn storage_linker(engine: &Engine) -> Result<Linker<HostState>> {
-    let mut linker = Linker::new(engine);
-    wasmtime_wasi::p2::add_to_linker_sync(&mut linker).context("adding WASI to the linker")?;
+    let mut linker = wasi_linker(engine)?;
     bindings::storage::StorageDriver::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
         .context("adding the agmsg host interfaces to the linker")?;
     Ok(linker)
@@ -288,8 +303,7 @@ pub fn storage_linker(engine: &Engine) -> Result<Linker<HostState>> {
 /// The linker for terminal drivers: WASI (no preopens are ever granted) plus `agmsg:host` log and
 /// process.
 pub fn terminal_linker(engine: &Engine) -> Result<Linker<HostState>> {
-    let mut linker = Linker::new(engine);
-    wasmtime_wasi::p2::add_to_linker_sync(&mut linker).context("adding WASI to the linker")?;
+    let mut linker = wasi_linker(engine)?;
     bindings::terminal::TerminalDriver::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
         .context("adding the agmsg host interfaces to the linker")?;
     Ok(linker)
@@ -310,9 +324,10 @@ pub fn new_store(engine: &Engine, driver_name: &str, grants: &Grants) -> Result<
         .allow_udp(false)
         .allow_ip_name_lookup(false);
     if let Some(dir) = &grants.store_dir {
+        let path = dir.preopen_path().with_context(|| format!("cannot open the store directory {}", dir.path().display()))?;
         builder
-            .preopened_dir(dir, GUEST_STORE_DIR, FsPerms::ReadWrite)
-            .with_context(|| format!("cannot open the store directory {}", dir.display()))?;
+            .preopened_dir(path, GUEST_STORE_DIR, FsPerms::ReadWrite)
+            .with_context(|| format!("cannot open the store directory {}", dir.path().display()))?;
     }
     for (name, value) in &grants.env {
         builder.env(name, value);
@@ -323,6 +338,8 @@ pub fn new_store(engine: &Engine, driver_name: &str, grants: &Grants) -> Result<
     let state = HostState {
         driver_name: driver_name.to_owned(),
         store_dir: grants.store_dir.clone(),
+        deadline: Instant::now() + grants.limits.call_timeout,
+        log_budget: LogBudget::default(),
         process: grants.process.clone(),
         lock_held: false,
         locked_files: LockedFiles::default(),

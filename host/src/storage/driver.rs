@@ -1,9 +1,12 @@
 //! A storage driver and its typed calls.
 //!
 //! Calls go through [`DriverInstance`] (deadline, output routing, trap mapping, poisoned instances
-//! dropped). Driver output is checked here, in one place, before the CLI prints any of it.
+//! dropped). Driver output is checked here, in one place, before the CLI prints any of it: ids,
+//! cursors and names as the contract says, `describe`'s values as one-line tokens and a path inside the
+//! store, exported events as `import` would check them.
 
 use std::fmt;
+use std::path::{Component, Path, PathBuf};
 
 use agmsg_contract::{Status, check_name, is_transport_token};
 use wasmtime::Store;
@@ -11,14 +14,22 @@ use wasmtime::component::ResourceAny;
 
 use crate::runtime::instance::DriverInstance;
 
+use super::records::check_event;
 use super::source::DriverSource;
+use crate::display;
 use crate::runtime::sandbox::bindings::storage::agmsg::storage::types as wit;
 use crate::runtime::sandbox::bindings::storage::{StorageDriver as Bindings, StorageDriverPre};
 use crate::plugin::manifest::Axis;
-use crate::runtime::sandbox::{self, Grants, HostState};
+use crate::runtime::sandbox::{self, Grants, HostState, StoreDir};
 use crate::runtime::Runtime;
 
-pub use wit::{Description, Directive, Event, Message, Pair, WatchBatch};
+pub use wit::{Description, Directive, Event, Message, Pair, StoreFile, WatchBatch};
+
+/// Limits of `describe`'s values: a name, a capability or a store-file key; the backend text or the
+/// store-file path; the number of capabilities.
+const MAX_DESCRIBE_TOKEN: usize = 64;
+const MAX_DESCRIBE_TEXT: usize = 1024;
+const MAX_DESCRIBE_CAPABILITIES: usize = 64;
 
 /// A failed operation, with the §1.4 status that goes with it.
 #[derive(Debug, Clone)]
@@ -66,7 +77,7 @@ impl<'rt> StorageDriver<'rt> {
     /// Load (through the compile cache) a driver, check that it is one and imports nothing beyond its
     /// grants, and link it; instances are created on first call. `store_dir` is its store (granted
     /// when its capabilities include `store`).
-    pub fn open(runtime: &'rt Runtime, source: &DriverSource, store_dir: std::path::PathBuf) -> Result<Self, OpError> {
+    pub fn open(runtime: &'rt Runtime, source: &DriverSource, store_dir: StoreDir) -> Result<Self, OpError> {
         let load_error = |e: String| OpError::runtime(format!("driver '{}' cannot be loaded: {e}", source.name));
         let component = runtime.load(&source.wasm, &source.sha256).map_err(|e| load_error(format!("{e:#}")))?;
         let grants = Grants::new(Axis::Storage, &source.capabilities, Some(store_dir), runtime.limits);
@@ -127,8 +138,79 @@ impl<'rt> StorageDriver<'rt> {
         self.op("check", |s, b| b.agmsg_storage_driver().call_check(s))
     }
 
+    /// The driver's description, checked: agmsg parses `describe`'s `key=value` lines, so every value is
+    /// one printable line (no control or bidi character) of bounded length, the name and capabilities
+    /// are tokens, and the store file is a key of its own and a path inside the store.
     pub fn describe(&mut self) -> Result<Description, OpError> {
-        self.call("describe", |s, b| b.agmsg_storage_driver().call_describe(s))
+        let d = self.call("describe", |s, b| b.agmsg_storage_driver().call_describe(s))?;
+        self.checked_description(d)
+    }
+
+    fn checked_description(&self, d: Description) -> Result<Description, OpError> {
+        let refuse = |what: &str, value: &str, why: &str| {
+            OpError::runtime(format!("driver '{}' returned a malformed describe {what} {value:?}: {why}", self.name))
+        };
+        let token = |what: &str, value: &str, max: usize| {
+            if value.is_empty() || value.contains(char::is_whitespace) || value.contains(',') || !display::is_printable_line(value, max) {
+                return Err(refuse(what, value, &format!("expected 1 to {max} printable characters, no whitespace or ','")));
+            }
+            Ok(())
+        };
+        token("name", &d.name, MAX_DESCRIBE_TOKEN)?;
+        if !display::is_printable_line(&d.backend, MAX_DESCRIBE_TEXT) {
+            return Err(refuse("backend", &d.backend, &format!("expected one printable line of at most {MAX_DESCRIBE_TEXT} characters")));
+        }
+        if d.capabilities.len() > MAX_DESCRIBE_CAPABILITIES {
+            return Err(OpError::runtime(format!(
+                "driver '{}' returned a malformed describe: {} capabilities (at most {MAX_DESCRIBE_CAPABILITIES})",
+                self.name,
+                d.capabilities.len()
+            )));
+        }
+        for capability in &d.capabilities {
+            token("capability", capability, MAX_DESCRIBE_TOKEN)?;
+        }
+        if let Some(file) = &d.store_file {
+            let key_ok = !file.key.is_empty()
+                && file.key.len() <= MAX_DESCRIBE_TOKEN
+                && file.key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+                && !["name", "backend", "capabilities"].contains(&file.key.as_str());
+            if !key_ok {
+                return Err(refuse("store-file key", &file.key, "expected [A-Za-z0-9_-]+, not name, backend or capabilities"));
+            }
+            let path = std::path::Path::new(&file.path);
+            let inside = !file.path.is_empty()
+                && display::is_printable_line(&file.path, MAX_DESCRIBE_TEXT)
+                && path.components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+                && path.components().any(|c| matches!(c, Component::Normal(_)));
+            if !inside {
+                return Err(refuse("store-file path", &file.path, "expected a path relative to the store, inside it"));
+            }
+        }
+        Ok(d)
+    }
+
+    /// Where the store file of a checked description is: `store_dir` (absolute) joined with its path,
+    /// refused if, with the symlinks that exist resolved, it lies outside the store.
+    pub fn store_file_path(&self, store_dir: &Path, file: &StoreFile) -> Result<PathBuf, OpError> {
+        let path = store_dir.join(&file.path);
+        let outside = || {
+            OpError::runtime(format!("driver '{}' returned a malformed describe store-file path {:?}: it lies outside the store", self.name, file.path))
+        };
+        if !path.starts_with(store_dir) {
+            return Err(outside());
+        }
+        if let Ok(root) = std::fs::canonicalize(store_dir) {
+            // The deepest part of the path that exists, resolved.
+            let resolved = path.ancestors().find_map(|p| std::fs::canonicalize(p).ok().map(|r| (p, r)));
+            if let Some((existing, resolved)) = resolved
+                && existing.starts_with(store_dir)
+                && !resolved.starts_with(&root)
+            {
+                return Err(outside());
+            }
+        }
+        Ok(path)
     }
 
     pub fn init(&mut self) -> Result<(), OpError> {
@@ -181,17 +263,47 @@ impl<'rt> StorageDriver<'rt> {
         self.op("compact", |s, b| b.agmsg_storage_driver().call_compact(s))
     }
 
-    /// Stream the whole v1 event log, page by page, to `sink`.
+    /// Stream the whole v1 event log, page by page, to `sink`; every event is checked as `import` checks
+    /// it ([`check_event`]).
     pub fn export_events(&mut self, mut sink: impl FnMut(&[Event]) -> Result<(), OpError>) -> Result<(), OpError> {
         const PAGE: u32 = 1000;
+        let limits = self.runtime.limits;
+        let started = std::time::Instant::now();
         let exporter = self.op("export", |s, b| b.agmsg_storage_driver().call_export_events(s))?;
+        let mut exported = 0u64;
+        let mut bytes = 0u64;
         let result = (|| loop {
             let page = self.op("export", |s, b| b.agmsg_storage_driver().exporter().call_next_page(s, exporter, PAGE))?;
             if page.is_empty() {
                 return Ok(());
             }
+            // The whole export is bounded too: each call has a deadline, but an exporter that never
+            // ends would otherwise run (and fill the disk or memory) for ever.
+            bytes += page.iter().map(event_size).sum::<u64>();
+            if bytes > limits.max_export_bytes {
+                return Err(OpError::runtime(format!(
+                    "driver '{}' exported more than {} MiB (AGMSG_EXPORT_MAX_MB); stopped",
+                    self.name,
+                    limits.max_export_bytes >> 20
+                )));
+            }
+            if started.elapsed() > limits.op_timeout {
+                return Err(OpError::runtime(format!(
+                    "driver '{}' was still exporting after {} ms (AGMSG_OP_TIMEOUT_MS); stopped",
+                    self.name,
+                    limits.op_timeout.as_millis()
+                )));
+            }
             if page.len() > PAGE as usize {
                 return Err(OpError::runtime(format!("driver '{}' returned an oversized export page", self.name)));
+            }
+            // An export is an import file: each event passes the rules `import` applies, or the export
+            // fails here, before the sink writes it.
+            for event in &page {
+                exported += 1;
+                check_event(event).map_err(|e| {
+                    OpError::runtime(format!("driver '{}' exported an event that import would refuse (event {exported}): {e}", self.name))
+                })?;
             }
             sink(&page)?;
         })();
@@ -201,19 +313,59 @@ impl<'rt> StorageDriver<'rt> {
 
     /// Apply `events` all or nothing.
     pub fn import_events(&mut self, events: &[Event]) -> Result<(), OpError> {
-        const PAGE: usize = 1000;
+        let mut import = self.begin_import()?;
+        import.push(events)?;
+        import.commit()
+    }
+
+    /// Start an import: pages pushed into it are staged, all or nothing, until [`Import::commit`];
+    /// dropped without a commit, it rolls back. Lets a caller stream events in (a convert) without
+    /// holding them all.
+    pub fn begin_import(&mut self) -> Result<Import<'_, 'rt>, OpError> {
         let importer = self.op("import", |s, b| b.agmsg_storage_driver().call_import_events(s))?;
-        let result = (|| {
-            for page in events.chunks(PAGE) {
-                self.op("import", |s, b| b.agmsg_storage_driver().importer().call_push_page(s, importer, page))?;
-            }
-            self.op("import", |s, b| b.agmsg_storage_driver().importer().call_commit(s, importer))
-        })();
-        self.drop_resource(importer);
-        result
+        Ok(Import { driver: self, importer })
     }
 
     fn drop_resource(&mut self, resource: ResourceAny) {
         self.instance.cleanup(|store| resource.resource_drop(store));
     }
+}
+
+/// An import being staged in a driver (see [`StorageDriver::begin_import`]).
+pub struct Import<'d, 'rt> {
+    driver: &'d mut StorageDriver<'rt>,
+    importer: ResourceAny,
+}
+
+impl Import<'_, '_> {
+    /// Stage `events` (sent to the driver in pages).
+    pub fn push(&mut self, events: &[Event]) -> Result<(), OpError> {
+        const PAGE: usize = 1000;
+        let importer = self.importer;
+        for page in events.chunks(PAGE) {
+            self.driver.op("import", |s, b| b.agmsg_storage_driver().importer().call_push_page(s, importer, page))?;
+        }
+        Ok(())
+    }
+
+    /// Publish everything staged, at once.
+    pub fn commit(self) -> Result<(), OpError> {
+        let importer = self.importer;
+        self.driver.op("import", |s, b| b.agmsg_storage_driver().importer().call_commit(s, importer))
+    }
+}
+
+impl Drop for Import<'_, '_> {
+    fn drop(&mut self) {
+        self.driver.drop_resource(self.importer);
+    }
+}
+
+/// An event's size as the strings it carries (what an export writes, give or take the JSON around it).
+fn event_size(event: &Event) -> u64 {
+    let fields: &[&str] = match event {
+        Event::MessageSent(m) => &[&m.id, &m.team, &m.from, &m.to, &m.body, &m.at],
+        Event::MessageRead(r) => &[&r.id, &r.msg_id, &r.team, &r.agent, &r.at],
+    };
+    fields.iter().map(|f| f.len() as u64 + 16).sum()
 }

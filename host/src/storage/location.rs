@@ -1,8 +1,52 @@
 //! Which storage driver is active, and where the store lives, as agmsg resolves them.
 
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use super::OpError;
+use crate::runtime::sandbox::StoreDir;
+
+/// Where one op's store is: the shared root, or a team's per-team partition `teams/<team>` below it.
+#[derive(Clone, Debug)]
+pub struct StorePlace {
+    pub root: PathBuf,
+    /// The team whose partition it is.
+    pub partition: Option<String>,
+}
+
+impl StorePlace {
+    pub fn shared(root: PathBuf) -> StorePlace {
+        StorePlace { root, partition: None }
+    }
+
+    /// The directory, for messages and for what agmsg is told (never reopened by this path below
+    /// the root: see [`StorePlace::open`]).
+    pub fn path(&self) -> PathBuf {
+        match &self.partition {
+            Some(team) => self.root.join("teams").join(team),
+            None => self.root.clone(),
+        }
+    }
+
+    /// Open the store directory, creating it when `create`. Below the root (the user's path) nothing
+    /// is followed through a symlink: the store is the driver's to write, and a link it planted must
+    /// not make the host grant a directory outside. `Ok(None)`: it does not exist (and `create` is off).
+    pub fn open(&self, create: bool) -> Result<Option<StoreDir>, OpError> {
+        if create {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&self.root)
+                .map_err(|e| OpError::runtime(format!("cannot create the store directory {}: {e}", self.root.display())))?;
+        }
+        let below: Vec<&str> = match &self.partition {
+            Some(team) => vec!["teams", team.as_str()],
+            None => vec![],
+        };
+        StoreDir::open_beneath(&self.root, &below, create)
+            .map_err(|e| OpError::runtime(format!("cannot open the store directory {}: {e}", self.path().display())))
+    }
+}
 
 /// The store directory: `--store`, else `AGMSG_STORAGE_PATH`, else `$AGMSG_HOME/db`, else agmsg's
 /// default `~/.agents/skills/agmsg/db`.
@@ -31,27 +75,28 @@ pub fn teams_dir() -> Option<PathBuf> {
         .or_else(|| non_empty_env("HOME").map(|h| PathBuf::from(h).join(".agents/skills/agmsg/teams")))
 }
 
-/// The store directory of `team`: the shared store, unless the team's `config.json` says
+/// The store of `team`: the shared store, unless the team's `config.json` says
 /// `{"drivers":{"partition":"per-team"}}`, which puts its store in `<store>/teams/<team>/`. An unknown
 /// partition is an error, not a fallback.
-pub fn partition_dir(store_root: &Path, team: &str) -> Result<PathBuf, OpError> {
+pub fn partition(store_root: &Path, team: &str) -> Result<StorePlace, OpError> {
     agmsg_contract::check_name("team", team).map_err(|e| OpError::runtime(e.to_string()))?;
+    let shared = || Ok(StorePlace::shared(store_root.to_owned()));
     if store_is_partition() {
-        return Ok(store_root.to_owned());
+        return shared();
     }
     let Some(config) = teams_dir().map(|d| d.join(team).join("config.json")) else {
-        return Ok(store_root.to_owned());
+        return shared();
     };
     let text = match std::fs::read_to_string(&config) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(store_root.to_owned()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return shared(),
         Err(e) => return Err(OpError::runtime(format!("cannot read {}: {e}", config.display()))),
     };
     let value: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| OpError::runtime(format!("{} is not valid JSON: {e}", config.display())))?;
     match value.pointer("/drivers/partition").map(|p| p.as_str()) {
-        None | Some(Some("shared")) => Ok(store_root.to_owned()),
-        Some(Some("per-team")) => Ok(store_root.join("teams").join(team)),
+        None | Some(Some("shared")) => shared(),
+        Some(Some("per-team")) => Ok(StorePlace { root: store_root.to_owned(), partition: Some(team.to_owned()) }),
         Some(other) => Err(OpError::runtime(format!(
             "{}: unknown partition {} for team '{team}'",
             config.display(),

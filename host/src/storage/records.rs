@@ -1,4 +1,5 @@
-//! agmsg's JSONL records: the exact key order agmsg prints, and the validated parse of an import file.
+//! agmsg's JSONL records: the exact key order agmsg prints, the validated parse of an import file, and
+//! the rules an event meets (import and export check the same).
 
 use agmsg_contract::{check_name, is_transport_token, records};
 
@@ -48,35 +49,52 @@ fn parse_event(line: &str) -> Result<Option<Event>, String> {
             .map(str::to_owned)
             .ok_or_else(|| format!("{kind} record: \"{name}\" must be a string"))
     };
-    let id_field = |name: &str| -> Result<String, String> {
-        let id = field(name)?;
-        if is_transport_token(&id) { Ok(id) } else { Err(format!("{kind} record: malformed \"{name}\" {id:?}")) }
-    };
-    let name_field = |name: &'static str| -> Result<String, String> {
-        let value = field(name)?;
-        check_name(name, &value).map_err(|e| format!("{kind} record: {e}"))?;
-        Ok(value)
-    };
-    match kind {
-        "message_sent" => Ok(Some(Event::MessageSent(Message {
-            id: id_field("id")?,
-            team: name_field("team")?,
-            from: name_field("from")?,
-            to: name_field("to")?,
+    let event = match kind {
+        "message_sent" => Event::MessageSent(Message {
+            id: field("id")?,
+            team: field("team")?,
+            from: field("from")?,
+            to: field("to")?,
             body: field("body")?,
-            at: timestamp(field("at")?, kind)?,
-        }))),
-        "message_read" => Ok(Some(Event::MessageRead(ReadMark {
-            id: id_field("id")?,
-            msg_id: id_field("msg_id")?,
-            team: name_field("team")?,
-            agent: name_field("agent")?,
-            at: timestamp(field("at")?, kind)?,
-        }))),
-        _ => Ok(None),
-    }
+            at: field("at")?,
+        }),
+        "message_read" => Event::MessageRead(ReadMark {
+            id: field("id")?,
+            msg_id: field("msg_id")?,
+            team: field("team")?,
+            agent: field("agent")?,
+            at: field("at")?,
+        }),
+        _ => return Ok(None),
+    };
+    check_event(&event)?;
+    Ok(Some(event))
 }
 
-fn timestamp(at: String, kind: &str) -> Result<String, String> {
-    if is_transport_token(&at) { Ok(at) } else { Err(format!("{kind} record: malformed \"at\" {at:?}")) }
+/// The rules an event of the v1 log must meet, for `import` (a parsed line) and for `export` (what a
+/// driver returns): ids and timestamps are transport tokens, team and agent names pass the name rule.
+/// The error names the record type and the first bad field.
+pub fn check_event(event: &Event) -> Result<(), String> {
+    let (kind, ids, names, at): (&str, Vec<(&str, &str)>, Vec<(&'static str, &str)>, &str) = match event {
+        Event::MessageSent(m) => {
+            let names = vec![("team", m.team.as_str()), ("from", m.from.as_str()), ("to", m.to.as_str())];
+            ("message_sent", vec![("id", m.id.as_str())], names, m.at.as_str())
+        }
+        Event::MessageRead(r) => {
+            let names = vec![("team", r.team.as_str()), ("agent", r.agent.as_str())];
+            ("message_read", vec![("id", r.id.as_str()), ("msg_id", r.msg_id.as_str())], names, r.at.as_str())
+        }
+    };
+    for (name, id) in ids {
+        if !is_transport_token(id) {
+            return Err(format!("{kind} record: malformed \"{name}\" {id:?}"));
+        }
+    }
+    for (name, value) in names {
+        check_name(name, value).map_err(|e| format!("{kind} record: {e}"))?;
+    }
+    if !is_transport_token(at) {
+        return Err(format!("{kind} record: malformed \"at\" {at:?}"));
+    }
+    Ok(())
 }

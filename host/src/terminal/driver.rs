@@ -2,7 +2,9 @@
 //!
 //! Calls go through [`DriverInstance`] (deadline, output routing, trap mapping, poisoned instances
 //! dropped). A driver that traps could not be asked: that is [`FailKind::Unreachable`], never an answer
-//! such as `gone`. What a driver returns for the CLI to print on one line is checked here.
+//! such as `gone`. What a driver returns for the CLI to print on one line is checked here; `describe`'s
+//! values as one-line tokens (agmsg parses its `key=value` lines). Failure messages carry the driver's
+//! text as it is: the CLI prints them through [`crate::display`].
 
 use std::fmt;
 
@@ -10,6 +12,7 @@ use wasmtime::Store;
 
 use super::manifest::TerminalManifest;
 use super::source::TerminalSource;
+use crate::display;
 use crate::runtime::instance::DriverInstance;
 use crate::runtime::sandbox::bindings::terminal::agmsg::terminal::types as wit;
 use crate::runtime::sandbox::bindings::terminal::{TerminalDriver as Bindings, TerminalDriverPre};
@@ -18,6 +21,12 @@ use crate::runtime::sandbox::{self, Grants, HostState};
 use crate::runtime::Runtime;
 
 pub use wit::{Answer, ArrangeOutcome, Description, Detection, Intent, NamingMode, PanePresence, SpawnTarget};
+
+/// Limits of `describe`'s values: a name, a capability or a hint key; the backend or a hint's value;
+/// the number of capabilities or hints.
+const MAX_DESCRIBE_TOKEN: usize = 64;
+const MAX_DESCRIBE_TEXT: usize = 1024;
+const MAX_DESCRIBE_ITEMS: usize = 64;
 
 /// The §2.3 failure classes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -137,11 +146,47 @@ impl<'rt> TerminalDriver<'rt> {
         self.op("check", |s, b| b.agmsg_terminal_driver().call_check(s))
     }
 
+    /// The driver's description, checked: agmsg parses `describe`'s `key=value` lines, so every value is
+    /// one printable line (no control or bidi character) of bounded length, the name and capabilities
+    /// are tokens, and a hint is a key of its own (it cannot stand in for `name`, `priority`, `backend`
+    /// or `capabilities`).
     pub fn describe(&mut self) -> Call<Description> {
         let d = self.call("describe", |s, b| b.agmsg_terminal_driver().call_describe(s))?;
-        self.line("backend", d.backend.clone())?;
+        let refuse = |what: &str, value: &str, why: &str| {
+            TermFailure::new(FailKind::Unreachable, format!("driver '{}' returned a malformed describe {what} {value:?}: {why}", self.name()))
+        };
+        let token = |what: &str, value: &str| {
+            if value.is_empty() || value.contains(char::is_whitespace) || !display::is_printable_line(value, MAX_DESCRIBE_TOKEN) {
+                return Err(refuse(what, value, &format!("expected 1 to {MAX_DESCRIBE_TOKEN} printable characters, no whitespace")));
+            }
+            Ok(())
+        };
+        let text = |what: &str, value: &str| {
+            if !display::is_printable_line(value, MAX_DESCRIBE_TEXT) {
+                return Err(refuse(what, value, &format!("expected one printable line of at most {MAX_DESCRIBE_TEXT} characters")));
+            }
+            Ok(())
+        };
+        token("name", &d.name)?;
+        text("backend", &d.backend)?;
+        if d.capabilities.len() > MAX_DESCRIBE_ITEMS || d.hints.len() > MAX_DESCRIBE_ITEMS {
+            return Err(TermFailure::new(
+                FailKind::Unreachable,
+                format!("driver '{}' returned a malformed describe: more than {MAX_DESCRIBE_ITEMS} capabilities or hints", self.name()),
+            ));
+        }
+        for capability in &d.capabilities {
+            token("capability", capability)?;
+        }
         for (key, value) in &d.hints {
-            self.line("hint", format!("{key}={value}"))?;
+            let key_ok = !key.is_empty()
+                && key.len() <= MAX_DESCRIBE_TOKEN
+                && key.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
+                && !["name", "priority", "backend", "capabilities"].contains(&key.as_str());
+            if !key_ok {
+                return Err(refuse("hint key", key, "expected [A-Za-z0-9_.-]+, not name, priority, backend or capabilities"));
+            }
+            text("hint", value)?;
         }
         Ok(d)
     }

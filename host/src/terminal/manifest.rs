@@ -64,10 +64,19 @@ impl TerminalManifest {
         if let Some(v) = env.iter().find(|v| !is_env_name(v)) {
             return Err(bad("environment variable name", v));
         }
+        // Shown by `terminal list` and printed by `describe`: printable text on one line.
+        let backend = value(text, "backend").unwrap_or_default().to_owned();
+        if !crate::display::is_printable_line(&backend, 1024) {
+            return Err(bad("backend (one printable line)", &backend));
+        }
+        let capabilities = words(text, "capabilities");
+        if let Some(c) = capabilities.iter().find(|c| !crate::display::is_printable_line(c, 64)) {
+            return Err(bad("capability", c));
+        }
         Ok(TerminalManifest {
             priority: value(text, "priority").and_then(|p| p.parse().ok()).unwrap_or(DEFAULT_PRIORITY),
-            backend: value(text, "backend").unwrap_or_default().to_owned(),
-            capabilities: words(text, "capabilities"),
+            backend,
+            capabilities,
             programs,
             env,
             name,
@@ -97,6 +106,8 @@ mod tests {
         assert!(TerminalManifest::parse("name=x\nprograms=../tmux").is_err());
         assert!(TerminalManifest::parse("name=x\nenv=A-B").is_err());
         assert!(TerminalManifest::parse("name=a/b").is_err());
+        assert!(TerminalManifest::parse("name=x\nbackend=a\x1b[8mb").is_err());
+        assert!(TerminalManifest::parse("name=x\ncapabilities=peek \u{202e}poke").is_err());
         assert!(TerminalManifest::parse("").is_err());
     }
 }

@@ -8,9 +8,8 @@
 //! dropping the instance (after a trap too) or the process releases every lock: none goes stale.
 
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
 
 use crate::runtime::sandbox::HostState;
 use crate::runtime::sandbox::bindings::storage::agmsg::host::file_lock::{FileLockError, Host, LockMode};
@@ -31,14 +30,11 @@ impl HostState {
         if !valid_name(name) {
             return Err(FileLockError::InvalidPath);
         }
-        let store = self.store_dir.clone().ok_or(FileLockError::Unavailable)?;
+        let store = self.store_dir.as_ref().ok_or(FileLockError::Unavailable)?;
         if !self.locked_files.files.contains_key(name) {
-            // O_NOFOLLOW: a symlink the driver planted in its store is not followed out of it.
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-                .open(store.join(name))
+            // Relative to the store's descriptor, never through a symlink.
+            let file = store
+                .open_file(name)
                 .map_err(|e| if e.raw_os_error() == Some(libc::ELOOP) { FileLockError::InvalidPath } else { FileLockError::Unavailable })?;
             self.locked_files.files.insert(name.to_owned(), file);
         }

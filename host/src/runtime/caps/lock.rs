@@ -1,21 +1,21 @@
 //! `agmsg:host/lock`: the store's exclusive lock.
 //!
-//! The lock is a `flock` on the store directory itself, taken through a descriptor the host opens. The
+//! The lock is a `flock` on the store directory itself, taken through a descriptor the host opens (a
+//! new description of the store it holds open, never a path lookup). The
 //! driver cannot reach that descriptor, and it cannot delete or replace its own preopened root, so it
 //! cannot break the mutual exclusion. The kernel drops the lock when the descriptor closes: when the
 //! guard is dropped, when the instance traps (the store and its resource table are dropped), and when
 //! the process dies, so a crash never leaves a stale lock.
 
 use std::fs::{File, TryLockError};
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use wasmtime::component::Resource;
 
-use crate::runtime::sandbox::HostState;
+use crate::runtime::sandbox::{HostState, StoreDir};
 use crate::runtime::sandbox::bindings::storage::agmsg::host::lock::{Host, HostGuard, LockError};
 
-/// The longest wait a driver may ask for.
+/// The longest wait a driver may ask for (a call's deadline usually ends it sooner).
 const MAX_WAIT: Duration = Duration::from_secs(60);
 
 /// A held store lock (the guest's `guard` resource).
@@ -23,10 +23,10 @@ pub struct LockGuard {
     _dir: File,
 }
 
-/// Take the exclusive lock on `dir`, polling until `wait` runs out.
-pub fn lock_dir(dir: &Path, wait: Duration) -> Result<LockGuard, LockError> {
-    let file = File::open(dir).map_err(|_| LockError::Unavailable)?;
-    let deadline = Instant::now() + wait.min(MAX_WAIT);
+/// Take the exclusive lock on `dir`, polling until `wait` runs out or `deadline` (the call's) passes.
+pub fn lock_dir(dir: &StoreDir, wait: Duration, deadline: Instant) -> Result<LockGuard, LockError> {
+    let file = dir.reopen().map_err(|_| LockError::Unavailable)?;
+    let deadline = deadline.min(Instant::now() + wait.min(MAX_WAIT));
     let mut pause = Duration::from_micros(200);
     loop {
         match file.try_lock() {
@@ -46,8 +46,8 @@ impl Host for HostState {
         if self.lock_held {
             return Err(LockError::AlreadyHeld);
         }
-        let dir = self.store_dir.clone().ok_or(LockError::Unavailable)?;
-        let guard = lock_dir(&dir, Duration::from_millis(u64::from(timeout_ms)))?;
+        let dir = self.store_dir.as_ref().ok_or(LockError::Unavailable)?;
+        let guard = lock_dir(dir, Duration::from_millis(u64::from(timeout_ms)), self.deadline)?;
         let resource = self.table.push(guard).map_err(|_| LockError::Unavailable)?;
         self.lock_held = true;
         Ok(resource)

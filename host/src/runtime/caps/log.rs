@@ -11,6 +11,47 @@ use crate::runtime::sandbox::bindings::storage::agmsg::host::log::{Host, Level};
 
 /// A driver's log line is cut at this length.
 const MAX_LINE: usize = 4096;
+/// What one call may log through `agmsg:host/log`, like its captured stdout; the rest is dropped and
+/// counted.
+pub const MAX_LOG_PER_CALL: usize = 1 << 20;
+
+/// One call's log allowance (reset at every call).
+#[derive(Default, Debug)]
+pub struct LogBudget {
+    used: usize,
+    dropped_lines: u64,
+    dropped_bytes: u64,
+}
+
+impl LogBudget {
+    /// Take `len` bytes from the allowance; false once it is spent (the line is dropped and counted).
+    fn take(&mut self, len: usize) -> bool {
+        if self.used.saturating_add(len) > MAX_LOG_PER_CALL {
+            self.dropped_lines += 1;
+            self.dropped_bytes += len as u64;
+            return false;
+        }
+        self.used += len;
+        true
+    }
+
+    /// At the end of a call: say how much was dropped, if anything, and start a new allowance.
+    pub fn report_dropped(&mut self, source: &str) {
+        if self.dropped_lines > 0 {
+            emit(
+                source,
+                Severity::Warn,
+                &format!(
+                    "{} log lines ({} bytes) dropped: a call may log at most {} KiB",
+                    self.dropped_lines,
+                    self.dropped_bytes,
+                    MAX_LOG_PER_CALL >> 10
+                ),
+            );
+        }
+        *self = LogBudget::default();
+    }
+}
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
 pub enum Severity {
@@ -85,6 +126,8 @@ impl Host for HostState {
             Level::Warn => Severity::Warn,
             Level::Error => Severity::Error,
         };
-        emit(&format!("driver {}", self.driver_name), severity, &message);
+        if self.log_budget.take(message.len()) {
+            emit(&format!("driver {}", self.driver_name), severity, &message);
+        }
     }
 }

@@ -3,12 +3,15 @@
 //! Each declared name is resolved to an absolute path once, when the driver is loaded, from the host's
 //! `PATH`; a call must use the declared bare name, so neither an undeclared program nor a path (even to
 //! the same file) can run. The program gets the declared environment variables only, `/` as its working
-//! directory, a time limit, and its stdout and stderr captured up to a cap.
+//! directory, a time limit (its own, cut to what is left of the driver call's deadline), and its stdout
+//! and stderr captured up to a cap. It runs in a process group of its own, and a time-out kills the
+//! whole group, so a declared shell cannot leave grandchildren behind.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -82,9 +85,16 @@ impl ProcessGrant {
         }
     }
 
-    /// Run a declared program to completion (or its time limit). `overrides` must name declared
-    /// variables only.
-    pub fn run(&self, name: &str, args: &[String], stdin: Option<&[u8]>, overrides: &[(String, String)]) -> Result<Output, ProcessError> {
+    /// Run a declared program to completion (or its time limit, or `deadline`, whichever is first).
+    /// `overrides` must name declared variables only.
+    pub fn run(
+        &self,
+        name: &str,
+        args: &[String],
+        stdin: Option<&[u8]>,
+        overrides: &[(String, String)],
+        deadline: Instant,
+    ) -> Result<Output, ProcessError> {
         let path = self.program(name)?;
         if let Some(patterns) = self.arg_patterns.get(name)
             && !crate::capabilities::args_match(patterns, args)
@@ -110,6 +120,7 @@ impl ProcessGrant {
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .envs(overrides.iter().map(|(k, v)| (k, v)))
             .current_dir("/")
+            .process_group(0)
             .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -124,12 +135,18 @@ impl ProcessGrant {
         }
         let stdout = capture(child.stdout.take().expect("piped"));
         let stderr = capture(child.stderr.take().expect("piped"));
-        let status = match child.wait_timeout(self.timeout) {
+        let timeout = self.timeout.min(deadline.saturating_duration_since(Instant::now()));
+        let status = match child.wait_timeout(timeout) {
             Ok(Some(status)) => status,
             Ok(None) => {
+                // The group's id is the child's pid (process_group(0)); the child is not reaped yet, so
+                // the id cannot have been reused.
+                if let Some(group) = rustix::process::Pid::from_raw(child.id() as i32) {
+                    let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+                }
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(ProcessError::TimedOut(self.timeout.as_millis().min(u128::from(u32::MAX)) as u32));
+                return Err(ProcessError::TimedOut(timeout.as_millis().min(u128::from(u32::MAX)) as u32));
             }
             Err(e) => return Err(ProcessError::Failed(format!("waiting for {name}: {e}"))),
         };
@@ -173,7 +190,7 @@ impl Host for HostState {
     fn run(&mut self, program: String, args: Vec<String>, stdin: Option<Vec<u8>>, env: Vec<(String, String)>) -> Result<Output, ProcessError> {
         let started = Instant::now();
         let result = match &self.process {
-            Some(grant) => grant.run(&program, &args, stdin.as_deref(), &env),
+            Some(grant) => grant.run(&program, &args, stdin.as_deref(), &env, self.deadline),
             None => Err(ProcessError::NotAllowed("this driver may not run programs".into())),
         };
         let outcome = match &result {

@@ -1,0 +1,135 @@
+//! The `store` capability: a storage driver's store directory, opened once by the host and used only
+//! through that descriptor.
+//!
+//! The store is driver-writable territory, so nothing below its root is ever resolved by path with
+//! symlinks followed: a per-team partition (`teams/<team>`) is opened component by component with
+//! `O_NOFOLLOW`, the preopen the guest sees is the descriptor itself (`/proc/self/fd/N`, which names
+//! that exact directory, not a path that could be swapped), and the store lock and byte-range locks
+//! open their files relative to it. The root itself is the user's choice of path (`--store`,
+//! `AGMSG_STORAGE_PATH`, ...), outside the driver's reach, and is opened as given.
+//!
+//! The guest, for its part, cannot create symlinks at all (`deny_symlinks`), so it cannot plant one
+//! for the host, for agmsg's native `sqlite3`, or for itself.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustix::fs::{Mode, OFlags};
+use wasmtime::component::{Linker, Resource};
+use wasmtime_wasi::p2::bindings::sync::filesystem::types::{Descriptor, ErrorCode};
+
+/// A store directory the host holds open.
+#[derive(Clone, Debug)]
+pub struct StoreDir {
+    fd: Arc<OwnedFd>,
+    /// Where it is, for messages only: never reopened by this path.
+    path: PathBuf,
+}
+
+impl StoreDir {
+    /// Open the store root (an existing directory; symlinks in the user's path are the user's).
+    pub fn open(root: &Path) -> io::Result<StoreDir> {
+        let fd = rustix::fs::open(root, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+        Ok(StoreDir { fd: Arc::new(fd), path: root.to_owned() })
+    }
+
+    /// Open `root`, then each of `below` inside it without following a symlink, creating missing
+    /// directories (mode 0700) when `create`. `Ok(None)`: a directory is missing and `create` is off.
+    /// A symlink, or anything but a directory, where a directory belongs is an error.
+    pub fn open_beneath(root: &Path, below: &[&str], create: bool) -> io::Result<Option<StoreDir>> {
+        let mut dir = match StoreDir::open(root) {
+            Ok(dir) => dir,
+            Err(e) if e.kind() == io::ErrorKind::NotFound && !create => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        for name in below {
+            if name.is_empty() || *name == "." || *name == ".." || name.contains('/') {
+                return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{name:?} is not a directory name")));
+            }
+            match dir.child(name) {
+                Err(rustix::io::Errno::NOENT) if create => {
+                    match rustix::fs::mkdirat(dir.fd.as_fd(), *name, Mode::RWXU) {
+                        Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                        Err(e) => return Err(dir.error(name, e)),
+                    }
+                    dir = dir.child(name).map_err(|e| dir.error(name, e))?;
+                }
+                Err(rustix::io::Errno::NOENT) => return Ok(None),
+                Err(e) => return Err(dir.error(name, e)),
+                Ok(child) => dir = child,
+            }
+        }
+        Ok(Some(dir))
+    }
+
+    fn child(&self, name: &str) -> rustix::io::Result<StoreDir> {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(self.fd.as_fd(), name, flags, Mode::empty())?;
+        Ok(StoreDir { fd: Arc::new(fd), path: self.path.join(name) })
+    }
+
+    fn error(&self, name: &str, e: rustix::io::Errno) -> io::Error {
+        let path = self.path.join(name);
+        match e {
+            // O_NOFOLLOW on a symlink, or O_DIRECTORY on something else.
+            rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR => io::Error::other(format!(
+                "{} is not a directory (a symlink or another file where the store expects a directory); \
+                 refusing to follow it",
+                path.display()
+            )),
+            e => io::Error::other(format!("{}: {}", path.display(), io::Error::from(e))),
+        }
+    }
+
+    /// Where the store is (for messages).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The path that names this very directory for the preopen: the descriptor's `/proc` entry, so
+    /// the directory cannot be swapped between the host's checks and the preopen.
+    pub fn preopen_path(&self) -> io::Result<PathBuf> {
+        let proc_path = PathBuf::from(format!("/proc/self/fd/{}", self.fd.as_raw_fd()));
+        match std::fs::metadata(&proc_path) {
+            Ok(meta) if meta.is_dir() => Ok(proc_path),
+            _ => Err(io::Error::other("cannot grant the store directory: /proc/self/fd is not available")),
+        }
+    }
+
+    /// A new open file description of the directory itself (for `flock`: the lock must belong to a
+    /// description of its own, released when this file is closed).
+    pub fn reopen(&self) -> io::Result<File> {
+        let fd = rustix::fs::openat(self.fd.as_fd(), ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+        Ok(File::from(fd))
+    }
+
+    /// Open the plain file `name` of the store read-write, never through a symlink.
+    pub fn open_file(&self, name: &str) -> io::Result<File> {
+        let flags = OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(self.fd.as_fd(), name, flags, Mode::empty())?;
+        Ok(File::from(fd))
+    }
+}
+
+/// The WASI filesystem version wasmtime-wasi 48 defines (guests built against any 0.2.x link to it).
+const WASI_FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
+
+/// Replace WASI's `symlink-at` so that no driver can create a symlink: a relative one may point out of
+/// the store (wasmtime refuses only absolute targets), and the host, agmsg's native `sqlite3` or a later
+/// op would follow it. No driver needs one; the guest gets `not-permitted`.
+pub fn deny_symlinks<T: 'static>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
+    linker.allow_shadowing(true);
+    let result = linker.instance(WASI_FILESYSTEM_TYPES).and_then(|mut types| {
+        types.func_wrap(
+            "[method]descriptor.symlink-at",
+            |_store, (_dir, _target, _link): (Resource<Descriptor>, String, String)| -> wasmtime::Result<(Result<(), ErrorCode>,)> {
+                Ok((Err(ErrorCode::NotPermitted),))
+            },
+        )
+    });
+    linker.allow_shadowing(false);
+    result
+}

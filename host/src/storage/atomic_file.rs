@@ -1,0 +1,55 @@
+//! Writing a file the user named (an export) so that it appears whole or not at all.
+//!
+//! The content goes to an anonymous file in the target's directory (`O_TMPFILE`): until it is complete
+//! it has no name, so a failure, a Ctrl-C or a `kill -9` mid-write leaves nothing behind. Only then is it
+//! linked under a temporary name and renamed over the target, so readers never see a partial file and
+//! a symlink at the target is replaced, never written through. Where the filesystem has no `O_TMPFILE`,
+//! a named temporary file is used instead (and removed on failure).
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::os::fd::{AsFd, AsRawFd};
+use std::path::Path;
+
+use rustix::fs::{AtFlags, Mode, OFlags};
+
+/// Write `target` atomically with what `fill` writes.
+pub fn write_atomically(target: &Path, fill: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>) -> io::Result<()> {
+    let target = std::path::absolute(target)?;
+    if target.is_dir() {
+        return Err(io::Error::other("it is a directory"));
+    }
+    let (Some(dir), Some(name)) = (target.parent(), target.file_name()) else {
+        return Err(io::Error::other("it has no parent directory"));
+    };
+    let dir = File::from(rustix::fs::open(dir, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?);
+    let temp_name = format!(".{}.tmp.{}", name.to_string_lossy(), std::process::id());
+    let anonymous = rustix::fs::openat(dir.as_fd(), ".", OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC, Mode::from_raw_mode(0o666));
+    let (file, named) = match anonymous {
+        Ok(fd) => (File::from(fd), false),
+        // No O_TMPFILE on this filesystem (or kernel): a named temporary file, cleaned up on failure.
+        Err(rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::ISDIR | rustix::io::Errno::INVAL) => {
+            let flags = OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC;
+            (File::from(rustix::fs::openat(dir.as_fd(), temp_name.as_str(), flags, Mode::from_raw_mode(0o666))?), true)
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let mut writer = BufWriter::new(file);
+    let mut has_temp_name = named;
+    let written = fill(&mut writer).and_then(|()| writer.flush()).and_then(|()| writer.get_ref().sync_all());
+    let published = written.and_then(|()| {
+        if !named {
+            // Give the finished file a name: its /proc entry, linked into the directory.
+            let proc_path = format!("/proc/self/fd/{}", writer.get_ref().as_raw_fd());
+            rustix::fs::linkat(rustix::fs::CWD, proc_path.as_str(), dir.as_fd(), temp_name.as_str(), AtFlags::SYMLINK_FOLLOW)?;
+            has_temp_name = true;
+        }
+        rustix::fs::renameat(dir.as_fd(), temp_name.as_str(), dir.as_fd(), name)?;
+        has_temp_name = false;
+        dir.sync_all()
+    });
+    if has_temp_name {
+        let _ = rustix::fs::unlinkat(dir.as_fd(), temp_name.as_str(), AtFlags::empty());
+    }
+    published
+}

@@ -3,7 +3,10 @@
 //! 1. per-op latency of `send` and `list-unread` through the sqlite component (in one warm process) vs
 //!    the same SQL through native rusqlite;
 //! 2. loading the compiled component from the cache (mmap) vs compiling it;
-//! 3. the whole process: one `agmsg-host storage send` with a warm cache vs `sqlite3 <db> "INSERT ..."`.
+//! 3. the whole process, as agmsg's scripts pay it (one process per op), alternating run by run with
+//!    the `sqlite3` CLI running the same transaction or query on the same kind of store (journal
+//!    PERSIST): send, list-unread, history --limit 20, watch-after, for sqlite and jsonl; a first call
+//!    with an empty cache and one with no writable cache, against the warm call.
 //!
 //! Run: `cargo bench -p agmsg-host --bench storage` (release build). Prints a table with ratios.
 
@@ -117,33 +120,114 @@ fn main() {
     let ours = time(N, |_| driver.list_unread("t", "bob", Some(10)).unwrap().len());
     row("list-unread --limit 10", ours, base, "native rusqlite (all)");
 
-    // 3. Whole process, warm cache.
-    let sqlite3 = which("sqlite3");
-    let db = native_dir.join("messages.db");
+    // 3. Whole process (what agmsg's scripts pay per op), alternating with its baseline run by run.
     drop(native);
+    whole_process(dir.path(), &cache_dir, &rollback_dir.join("messages.db"));
+}
+
+/// `agmsg-host <args>` as agmsg's scripts run it: a new process per op.
+fn host(store: &Path, cache: &Path, args: &[&str]) {
+    let out = Command::new(BIN).arg("--store").arg(store).args(args).env("AGMSG_CACHE_DIR", cache).output().unwrap();
+    assert!(out.status.success(), "{args:?}: {out:?}");
+}
+
+/// The `sqlite3` CLI running `sql` on `db` in the driver's journal mode, as agmsg's bash driver does.
+fn sqlite3_cli(sqlite3: &Path, db: &Path, sql: &str) {
+    let out = Command::new(sqlite3).args(["-cmd", ".timeout 5000", "-cmd", "PRAGMA journal_mode=PERSIST"]).arg(db).arg(sql).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+}
+
+fn whole_process(dir: &Path, cache: &Path, native_db: &Path) {
     const P: usize = 30;
-    let ours = time(P, |i| {
-        let out = Command::new(BIN)
-            .args(["--store", component_store.to_str().unwrap(), "storage", "send", "t", "alice", "bob", &format!("p{i}")])
-            .env("AGMSG_CACHE_DIR", &cache_dir)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-    });
-    match sqlite3 {
-        Some(sqlite3) => {
-            let base = time(P, |i| {
-                let sql = format!(
-                    "BEGIN IMMEDIATE; INSERT INTO messages(team, from_agent, to_agent, body, created_at) VALUES('t','alice','bob','p{i}','2026-12-02T00:00:00Z'); \
-                     INSERT INTO events(type, id, team, from_agent, to_agent, body, at, legacy_id) VALUES('message_sent','p{i}','t','alice','bob','p{i}','2026-12-02T00:00:00Z', last_insert_rowid()); COMMIT;"
-                );
-                let out = Command::new(&sqlite3).args(["-cmd", ".timeout 5000"]).arg(&db).arg(sql).output().unwrap();
-                assert!(out.status.success(), "{out:?}");
-            });
-            row("whole process: storage send (warm cache)", ours, base, "sqlite3 CLI INSERT");
+    println!("\nwhole process, median of {P} runs alternating with the baseline:");
+    let Some(sqlite3) = which("sqlite3") else {
+        println!("  sqlite3 CLI not found: no baseline");
+        return;
+    };
+    let stores: Vec<(&str, std::path::PathBuf)> = ["sqlite", "jsonl"].iter().map(|d| (*d, dir.join(format!("process-{d}")))).collect();
+    for (driver, store) in &stores {
+        host(store, cache, &["--driver", driver, "storage", "init"]);
+        for i in 0..200 {
+            host_quiet_send(store, cache, driver, i);
         }
-        None => println!("whole process: storage send (warm cache) {:.3} ms (sqlite3 CLI not found: no baseline)", ms(ours)),
     }
+    for i in 0..200 {
+        sqlite3_cli(&sqlite3, native_db, &send_sql(&format!("fill{i}")));
+    }
+    let send = |driver: &str, store: &Path, i: usize| host(store, cache, &["--driver", driver, "storage", "send", "t", "alice", "bob", &format!("p{i}")]);
+    let base_send = |i: usize| sqlite3_cli(&sqlite3, native_db, &send_sql(&format!("p{i}")));
+    let (sqlite_store, jsonl_store) = (&stores[0].1, &stores[1].1);
+
+    let (ours, base) = alternating(P, |i| send("sqlite", sqlite_store, i), base_send);
+    row("storage send (sqlite)", ours, base, "sqlite3 CLI, same txn");
+    let (jsonl, _) = alternating(P, |i| send("jsonl", jsonl_store, i), base_send);
+    row("storage send (jsonl)", jsonl, ours, "storage send (sqlite)");
+
+    // A first call after install: nothing in the cache (a fresh directory each run).
+    let (first, warm) = alternating(
+        P,
+        |i| {
+            let fresh = dir.join(format!("fresh-cache-{i}"));
+            host(sqlite_store, &fresh, &["storage", "send", "t", "alice", "bob", "first"]);
+        },
+        |i| send("sqlite", sqlite_store, i),
+    );
+    row("storage send, empty cache", first, warm, "the same, warm cache");
+    // No writable cache at all (a read-only HOME inside an agent's sandbox).
+    let nowhere = Path::new("/proc/agmsg-host-no-cache");
+    let (none, warm) = alternating(P, |_| host(sqlite_store, nowhere, &["storage", "send", "t", "alice", "bob", "x"]), |i| send("sqlite", sqlite_store, i));
+    row("storage send, no cache dir", none, warm, "the same, warm cache");
+
+    let unread_sql = "SELECT json_object('id',id,'team',team,'from',from_agent,'to',to_agent,'body',body,'at',at) FROM events \
+        WHERE type='message_sent' AND team='t' AND to_agent='bob' AND seq > COALESCE((SELECT local_position FROM read_cursors \
+        WHERE team='t' AND agent='bob'), 0) ORDER BY seq";
+    for (driver, store) in &stores {
+        let (ours, base) = alternating(P, |_| host(store, cache, &["--driver", driver, "storage", "list-unread", "t", "bob"]), |_| sqlite3_cli(&sqlite3, native_db, unread_sql));
+        row(&format!("storage list-unread ({driver})"), ours, base, "sqlite3 CLI, same query");
+    }
+    let history_sql = "SELECT * FROM (SELECT json_object('id',id,'team',team,'from',from_agent,'to',to_agent,'body',body,'at',at), seq \
+        FROM events WHERE type='message_sent' AND team='t' ORDER BY seq DESC LIMIT 20) ORDER BY seq";
+    for (driver, store) in &stores {
+        let (ours, base) = alternating(P, |_| host(store, cache, &["--driver", driver, "storage", "history", "t", "--limit", "20"]), |_| sqlite3_cli(&sqlite3, native_db, history_sql));
+        row(&format!("storage history --limit 20 ({driver})"), ours, base, "sqlite3 CLI, same query");
+    }
+    let watch_sql = "SELECT json_object('id',id,'team',team,'from',from_agent,'to',to_agent,'body',body,'at',at) FROM events \
+        WHERE type='message_sent' AND seq > 150 AND team='t' AND to_agent='bob' ORDER BY seq";
+    for (driver, store) in &stores {
+        let tip = watch_tip(store, cache, driver);
+        let (ours, base) = alternating(P, |_| host(store, cache, &["--driver", driver, "storage", "watch-after", &tip, "t:bob"]), |_| sqlite3_cli(&sqlite3, native_db, watch_sql));
+        row(&format!("storage watch-after ({driver})"), ours, base, "sqlite3 CLI, same query");
+    }
+}
+
+fn send_sql(body: &str) -> String {
+    format!(
+        "BEGIN IMMEDIATE; INSERT INTO messages(team, from_agent, to_agent, body, created_at) VALUES('t','alice','bob','{body}','2026-12-02T00:00:00Z'); \
+         INSERT INTO events(type, id, team, from_agent, to_agent, body, at, legacy_id) VALUES('message_sent','{body}','t','alice','bob','{body}','2026-12-02T00:00:00Z', last_insert_rowid()); COMMIT;"
+    )
+}
+
+fn host_quiet_send(store: &Path, cache: &Path, driver: &str, i: usize) {
+    host(store, cache, &["--driver", driver, "storage", "send", "t", "alice", "bob", &format!("fill {i}")]);
+}
+
+fn watch_tip(store: &Path, cache: &Path, driver: &str) -> String {
+    let out = Command::new(BIN).arg("--store").arg(store).args(["--driver", driver, "storage", "watch-tip", "t:bob"]).env("AGMSG_CACHE_DIR", cache).output().unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// Median of `n` runs each of `ours` and `base`, run one after the other so that drift hits both.
+fn alternating(n: usize, mut ours: impl FnMut(usize), mut base: impl FnMut(usize)) -> (Duration, Duration) {
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for i in 0..n {
+        let started = std::time::Instant::now();
+        ours(i);
+        a.push(started.elapsed());
+        let started = std::time::Instant::now();
+        base(i);
+        b.push(started.elapsed());
+    }
+    (common::median(a), common::median(b))
 }
 
 fn which(program: &str) -> Option<std::path::PathBuf> {

@@ -9,8 +9,8 @@ use std::sync::OnceLock;
 use crate::runtime::sandbox::HostState;
 use crate::runtime::sandbox::bindings::storage::agmsg::host::log::{Host, Level};
 
-/// A driver's log line is cut at this length.
-const MAX_LINE: usize = 4096;
+/// One log message (all its lines) is cut at this length.
+const MAX_MESSAGE: usize = 4096;
 /// What one call may log through `agmsg:host/log`, like its captured stdout; the rest is dropped and
 /// counted.
 pub const MAX_LOG_PER_CALL: usize = 1 << 20;
@@ -91,17 +91,17 @@ pub fn emit(source: &str, severity: Severity, message: &str) {
         return;
     }
     let mut message = message.trim_end();
-    if message.len() > MAX_LINE {
-        let mut cut = MAX_LINE;
+    if message.len() > MAX_MESSAGE {
+        let mut cut = MAX_MESSAGE;
         while !message.is_char_boundary(cut) {
             cut -= 1;
         }
         message = &message[..cut];
     }
-    // Control characters from a driver must not drive the user's terminal.
-    let clean: String = message.chars().map(|c| if c.is_control() && c != '\n' { '?' } else { c }).collect();
-    for line in clean.lines() {
-        eprintln!("agmsg-host: [{source}] {}: {line}", severity.name());
+    // One line of the host's stderr per line of the message, each shown by the one rule for text a
+    // driver supplied: no control character reaches the terminal, and none can forge a line.
+    for line in message.lines() {
+        eprintln!("agmsg-host: [{source}] {}: {}", severity.name(), crate::display::line(line));
     }
 }
 

@@ -1,5 +1,6 @@
-//! The compile cache: a component is compiled by Cranelift once, stored as a precompiled artifact, and
-//! loaded by mmap afterwards.
+//! The compile cache: a component is compiled by Cranelift once (a bundled driver: never; its machine
+//! code comes with the binary), stored as a precompiled artifact, and loaded by mmap afterwards, which
+//! costs far less than copying the code into memory again in every process.
 //!
 //! Loading a precompiled artifact is `unsafe` in wasmtime (the bytes become executable code), so the
 //! cache only ever loads artifacts this host wrote itself, from a directory only the current user can
@@ -52,17 +53,18 @@ impl CompileCache {
         self.dir.as_deref()
     }
 
-    pub fn load(&self, engine: &Engine, wasm: &[u8], sha256: &str) -> Result<Component> {
-        let Some(dir) = &self.dir else {
-            return Component::new(engine, wasm).context("compiling the driver component");
-        };
-        let path = dir.join(format!("{sha256}-{:016x}.cwasm", engine_key(engine)));
-        // Cache outcomes are logged at debug level (the tests read them): hit, miss, rebuilt.
+    /// Load the component `wasm` (whose sha256 is `sha256`). `bundled` is its machine code built into
+    /// this binary, if it is a bundled driver: then nothing is ever compiled (unless that code does not
+    /// fit this engine or CPU); the code is copied into the cache, when there is one, so that later
+    /// processes map it from a file instead of copying it from the binary.
+    pub fn load(&self, engine: &Engine, wasm: &[u8], sha256: &str, bundled: Option<&[u8]>) -> Result<Component> {
+        let path = self.dir.as_ref().map(|dir| dir.join(format!("{sha256}-{:016x}.cwasm", engine_key(engine))));
+        // Outcomes are logged at debug level (the tests read them): hit, miss, rebuilt, bundled.
         let mut rebuilt = false;
-        if path.exists() {
+        if let Some(path) = path.as_ref().filter(|p| p.exists()) {
             // SAFETY: the file is in a directory only this user can write, named after the content hash
             // of the component and this engine's compatibility hash, and was written by `store` below.
-            match unsafe { Component::deserialize_file(engine, &path) } {
+            match unsafe { Component::deserialize_file(engine, path) } {
                 Ok(component) => {
                     host_log::debug(&format!("compile cache: hit {}", path.display()));
                     return Ok(component);
@@ -73,11 +75,31 @@ impl CompileCache {
                 }
             }
         }
-        let artifact = engine.precompile_component(wasm).context("compiling the driver component")?;
-        if let Err(e) = store(dir, &path, &artifact) {
-            host_log::warn(&format!("compile cache: cannot write {}: {e:#}", path.display()));
+        if let Some(code) = bundled {
+            // SAFETY: `code` was produced by build.rs from exactly this component (its sha256, computed
+            // there too), with this engine's configuration, and is part of this binary: nothing outside
+            // the build wrote it.
+            match unsafe { Component::deserialize(engine, code) } {
+                Ok(component) => {
+                    host_log::debug(&format!("bundled machine code: loaded {sha256}"));
+                    if let (Some(dir), Some(path)) = (&self.dir, &path) {
+                        match store(dir, path, code) {
+                            Ok(()) => host_log::debug(&format!("bundled machine code: copied to {}", path.display())),
+                            Err(e) => host_log::debug(&format!("compile cache: cannot write {}: {e:#}", path.display())),
+                        }
+                    }
+                    return Ok(component);
+                }
+                Err(e) => host_log::debug(&format!("bundled machine code does not fit this engine or CPU ({e}); compiling")),
+            }
         }
-        host_log::debug(&format!("compile cache: {} {}", if rebuilt { "rebuilt" } else { "miss" }, path.display()));
+        let artifact = engine.precompile_component(wasm).context("compiling the driver component")?;
+        if let (Some(dir), Some(path)) = (&self.dir, &path) {
+            if let Err(e) = store(dir, path, &artifact) {
+                host_log::warn(&format!("compile cache: cannot write {}: {e:#}", path.display()));
+            }
+            host_log::debug(&format!("compile cache: {} {}", if rebuilt { "rebuilt" } else { "miss" }, path.display()));
+        }
         // SAFETY: `artifact` was produced by this engine just now.
         unsafe { Component::deserialize(engine, &artifact) }.context("loading the compiled driver component")
     }

@@ -10,7 +10,6 @@ use wasmtime::component::{Component, Linker};
 use wasmtime::Engine;
 
 use super::cache::CompileCache;
-use super::caps::log::host_log;
 use super::sandbox::HostState;
 
 /// How often the epoch advances: the granularity of call deadlines.
@@ -115,22 +114,10 @@ impl Runtime {
         linker(&self.terminal_linker, || super::sandbox::terminal_linker(&self.engine))
     }
 
-    /// Load a component: a bundled driver from the machine code built into this binary, anything
-    /// else (or a bundled driver whose code does not fit this CPU) through the compile cache.
+    /// Load a component through the compile cache; a bundled driver with the machine code built into
+    /// this binary (never compiled at run time).
     pub fn load(&self, wasm: &[u8], sha256: &str) -> Result<Component> {
-        if let Some(code) = crate::bundled::precompiled(sha256) {
-            // SAFETY: `code` was produced by build.rs from exactly this component (its sha256, computed
-            // there too), with this engine's configuration, and is part of this binary: nothing
-            // outside the build wrote it.
-            match unsafe { Component::deserialize(&self.engine, code) } {
-                Ok(component) => {
-                    host_log::debug(&format!("bundled machine code: loaded {sha256}"));
-                    return Ok(component);
-                }
-                Err(e) => host_log::debug(&format!("bundled machine code does not fit this engine or CPU ({e}); compiling")),
-            }
-        }
-        self.cache.load(&self.engine, wasm, sha256)
+        self.cache.load(&self.engine, wasm, sha256, crate::bundled::precompiled(sha256))
     }
 }
 

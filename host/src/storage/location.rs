@@ -82,6 +82,14 @@ pub fn partition(store_root: &Path, team: &str) -> Result<StorePlace, OpError> {
     agmsg_contract::check_name("team", team).map_err(|e| OpError::runtime(e.to_string()))?;
     let shared = || Ok(StorePlace::shared(store_root.to_owned()));
     if store_is_partition() {
+        // agmsg's own partition `<root>/teams/<team>`: below its root it is still opened without
+        // following a symlink, like one this host resolves.
+        let parent = store_root.parent();
+        if store_root.file_name() == Some(team.as_ref()) && parent.and_then(Path::file_name) == Some("teams".as_ref())
+            && let Some(root) = parent.and_then(Path::parent)
+        {
+            return Ok(StorePlace { root: root.to_owned(), partition: Some(team.to_owned()) });
+        }
         return shared();
     }
     let Some(config) = teams_dir().map(|d| d.join(team).join("config.json")) else {

@@ -361,3 +361,37 @@ fn an_export_that_never_ends_is_bounded_and_leaves_nothing() {
     assert!(!env.store.join("events.jsonl").exists());
     assert!(std::fs::read_dir(&env.store).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().starts_with(".agmsg-convert")));
 }
+
+/// Inside a sandbox without /proc the store is still granted (by its checked path), and a partition
+/// link is still refused.
+#[test]
+fn stores_work_without_proc() {
+    let env = Env::new();
+    let probe = std::process::Command::new("unshare").args(["--mount", "--propagation", "private", "sh", "-c", "umount -l /proc"]).output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        eprintln!("skipped: cannot unmount /proc in a private mount namespace here");
+        return;
+    }
+    let teams = env.dir.path().join("teams");
+    let without_proc = |args: &str| -> Run {
+        env.program("unshare")
+            .args(["--mount", "--propagation", "private", "sh", "-c", &format!("umount -l /proc && exec \"$0\" {args}"), common::BIN])
+            .env("AGMSG_TEAMS_DIR", &teams)
+            .output()
+            .unwrap()
+            .into()
+    };
+    let run = without_proc("storage send t alice bob hi");
+    run.ok();
+    let bodies: Vec<String> = env.storage(&["list-unread", "t", "bob"]).json().iter().map(|r| r["body"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(bodies, ["hi"]);
+
+    std::fs::create_dir_all(teams.join("victim")).unwrap();
+    std::fs::write(teams.join("victim/config.json"), r#"{"drivers":{"partition":"per-team"}}"#).unwrap();
+    std::fs::create_dir_all(env.dir.path().join("outside")).unwrap();
+    std::fs::create_dir_all(env.store.join("teams")).unwrap();
+    std::os::unix::fs::symlink("../../outside", env.store.join("teams/victim")).unwrap();
+    let run = without_proc("storage send victim a b hi");
+    assert!(run.code != 0 && run.stderr.contains("refusing to follow it"), "{run:?}");
+    assert_eq!(std::fs::read_dir(env.dir.path().join("outside")).unwrap().count(), 0);
+}

@@ -90,13 +90,19 @@ impl StoreDir {
     }
 
     /// The path that names this very directory for the preopen: the descriptor's `/proc` entry, so
-    /// the directory cannot be swapped between the host's checks and the preopen.
+    /// the directory cannot be swapped between the host's checks and the preopen. Where `/proc` is not
+    /// mounted (some sandboxes), the store's own path, if it still names the same directory (the
+    /// window left is the one between this check and the preopen).
     pub fn preopen_path(&self) -> io::Result<PathBuf> {
         let proc_path = PathBuf::from(format!("/proc/self/fd/{}", self.fd.as_raw_fd()));
-        match std::fs::metadata(&proc_path) {
-            Ok(meta) if meta.is_dir() => Ok(proc_path),
-            _ => Err(io::Error::other("cannot grant the store directory: /proc/self/fd is not available")),
+        if std::fs::metadata(&proc_path).is_ok_and(|m| m.is_dir()) {
+            return Ok(proc_path);
         }
+        let (ours, named) = (rustix::fs::fstat(self.fd.as_fd())?, rustix::fs::stat(&self.path)?);
+        if (ours.st_dev, ours.st_ino) != (named.st_dev, named.st_ino) {
+            return Err(io::Error::other(format!("{} changed while it was being opened; refusing it", self.path.display())));
+        }
+        Ok(self.path.clone())
     }
 
     /// A new open file description of the directory itself (for `flock`: the lock must belong to a

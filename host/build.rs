@@ -40,7 +40,7 @@ impl Bundled {
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let workspace = manifest_dir.parent().unwrap().to_path_buf();
-    for watched in ["drivers", "guest-sdk/src", "guest-sdk/Cargo.toml", "wit", "contract/src", "Cargo.lock"] {
+    for watched in ["drivers", "guest-sdk/src", "guest-sdk/Cargo.toml", "wit", "contract/src", "Cargo.lock", ".cargo/config.toml"] {
         println!("cargo:rerun-if-changed={}", workspace.join(watched).display());
     }
     println!("cargo:rerun-if-env-changed=AGMSG_PREBUILT_DRIVERS");

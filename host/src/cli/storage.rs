@@ -320,7 +320,7 @@ pub(super) struct Store {
     /// The directory the driver is granted as its store, held open.
     pub grant: StoreDir,
     /// An empty directory granted instead of a store that does not exist (removed on drop).
-    _empty: Option<tempfile::TempDir>,
+    empty_stand_in: Option<tempfile::TempDir>,
 }
 
 impl Store {
@@ -345,11 +345,16 @@ impl Store {
                 (dir, Some(empty))
             }
         };
-        Ok(Store { runtime, source, dir: place.path(), grant, _empty: empty })
+        Ok(Store { runtime, source, dir: place.path(), grant, empty_stand_in: empty })
     }
 
     pub fn driver(&self) -> Result<StorageDriver<'_>, OpError> {
         StorageDriver::open(&self.runtime, &self.source, self.grant.clone())
+    }
+
+    /// Whether the store directory exists (else the driver is granted an empty stand-in).
+    pub fn exists(&self) -> bool {
+        self.empty_stand_in.is_none()
     }
 }
 
@@ -363,12 +368,12 @@ fn store_place(store_flag: Option<PathBuf>, team: Option<&str>) -> Result<StoreP
 }
 
 fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Op) -> Result<ExitCode, OpError> {
-    if matches!(op, Op::StoreExists { .. }) && store_place(store_flag.clone(), op.team())?.open(false)?.is_none() {
+    let started = std::time::Instant::now();
+    let store = Store::resolve(store_flag, driver_flag, op.team(), op.creates_store())?;
+    if matches!(op, Op::StoreExists { .. }) && !store.exists() {
         // The store directory is the driver's whole world: where it does not exist, no store does.
         return Ok(ExitCode::from(1));
     }
-    let started = std::time::Instant::now();
-    let store = Store::resolve(store_flag, driver_flag, op.team(), op.creates_store())?;
     let store_dir = store.dir.clone();
     let runtime_ready = started.elapsed();
     let mut driver = store.driver()?;
@@ -486,24 +491,13 @@ fn absolute(path: &Path) -> PathBuf {
 /// Write the export atomically (see [`atomic_file`]): a failure or a kill leaves the target as it was
 /// and no temp file behind.
 fn export(driver: &mut StorageDriver<'_>, file: &Path) -> Result<(), OpError> {
-    let mut failure = None;
-    let written = write_atomically(file, |writer| {
-        driver
-            .export_events(|page| {
-                for event in page {
-                    writeln!(writer, "{}", event_line(event)).map_err(|e| OpError::runtime(e.to_string()))?;
-                }
-                Ok(())
-            })
-            .map_err(|e| {
-                let message = e.message.clone();
-                failure = Some(e);
-                io::Error::other(message)
-            })
-    });
-    match (written, failure) {
-        (Ok(()), _) => Ok(()),
-        (Err(_), Some(e)) => Err(e),
-        (Err(e), None) => Err(OpError::runtime(format!("export failed: {}: {e}", file.display()))),
-    }
+    let io_error = |e: io::Error| OpError::runtime(format!("export failed: {}: {e}", file.display()));
+    write_atomically(file, io_error, |writer| {
+        driver.export_events(|page| {
+            for event in page {
+                writeln!(writer, "{}", event_line(event)).map_err(io_error)?;
+            }
+            Ok(())
+        })
+    })
 }

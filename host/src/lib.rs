@@ -9,12 +9,10 @@
 //! - [`plugin`] finds third-party drivers, reads their manifests and keeps the user's trust and grants;
 //!   [`capabilities`] is the vocabulary of what a driver may touch, shared by manifests, trust and the
 //!   sandbox.
-//! - [`cli`] parses argv and prints exactly agmsg's framing; it holds no driver logic.
 //! - [`display`] is the one rule for printing text a driver or a manifest supplied.
 
 pub mod bundled;
 pub mod capabilities;
-pub mod cli;
 pub mod display;
 pub mod plugin;
 pub mod runtime;

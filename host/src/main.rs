@@ -1,3 +1,8 @@
+//! The `agmsg-host` binary: the command line over the library. `cli` parses argv, calls the library and
+//! prints agmsg's framing; it is not part of the library, so nothing else can depend on it.
+
+mod cli;
+
 fn main() -> std::process::ExitCode {
-    agmsg_host::cli::main()
+    cli::main()
 }

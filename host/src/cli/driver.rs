@@ -12,9 +12,9 @@ use std::process::ExitCode;
 
 use agmsg_conformance::{Harness, Rule, run_rule, storage, terminal, tmux};
 
-use crate::runtime::cache::CompileCache;
-use crate::storage::DriverSource;
-use crate::terminal::TerminalSource;
+use agmsg_host::runtime::cache::CompileCache;
+use agmsg_host::storage::DriverSource;
+use agmsg_host::terminal::TerminalSource;
 
 /// Which suite, the driver as the rules pass it (a path made absolute: the rules run in their own
 /// directories), and the component's hash.
@@ -42,7 +42,7 @@ pub fn test(driver: &str) -> ExitCode {
     let (axis, rules, driver, sha256) = match suite_for(driver) {
         Ok(suite) => suite,
         Err(e) => {
-            eprintln!("agmsg-host driver test: {}", crate::display::line(&e.to_string()));
+            eprintln!("agmsg-host driver test: {}", agmsg_host::display::line(&e.to_string()));
             return ExitCode::from(2);
         }
     };
@@ -78,7 +78,7 @@ pub fn test(driver: &str) -> ExitCode {
                 println!("FAIL  {:<44} {:>6.0} ms", rule.name, started.elapsed().as_secs_f64() * 1e3);
                 // A report may quote what the driver printed: shown, never sent to the terminal.
                 for line in reason.lines().take(12) {
-                    println!("        {}", crate::display::line(line));
+                    println!("        {}", agmsg_host::display::line(line));
                 }
             }
         }

@@ -1,7 +1,7 @@
 //! Messaging for people: `send`, `inbox`, `history`, `watch`. Each composes the storage contract's
 //! ops as agmsg's own commands do, and prints for a terminal (aligned, colored on a tty unless
 //! `NO_COLOR`) or, with `--json`, agmsg's JSONL records. Text output shows control and bidi characters
-//! as escapes ([`crate::display`]); `--json` is JSON-escaped as it is.
+//! as escapes ([`agmsg_host::display`]); `--json` is JSON-escaped as it is.
 //!
 //! `inbox` and `watch` consume through the read cursor exactly what they printed (§2.2): a crash
 //! before the consume re-delivers, after it does not; a message not shown is never consumed.
@@ -14,10 +14,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::storage::{Store, record_failure};
-use crate::display;
-use crate::storage::driver::{Message, Pair};
-use crate::storage::records::message_line;
-use crate::storage::{OpError, StorageDriver};
+use agmsg_host::display;
+use agmsg_host::storage::driver::{Message, Pair};
+use agmsg_host::storage::records::message_line;
+use agmsg_host::storage::{OpError, StorageDriver};
 
 /// Where messages go and how they look.
 struct Printer {

@@ -13,15 +13,15 @@ use std::process::ExitCode;
 
 use serde_json::json;
 
-use crate::bundled::{BUNDLED_STORAGE, BUNDLED_TERMINAL};
-use crate::capabilities::{Capabilities, Capability};
-use crate::display;
-use crate::plugin::manifest::{Axis, INSTALLED_COMPONENT, MANIFEST_FILE, PluginManifest};
-use crate::plugin::registry::{self, Candidate, agmsg_home, sha256_hex};
-use crate::plugin::trust::{TrustFile, TrustRecord, TrustState};
-use crate::runtime::cache::CompileCache;
-use crate::runtime::sandbox::{self, Grants, OFFERED_PACKAGES};
-use crate::runtime::{Limits, Runtime};
+use agmsg_host::bundled::{BUNDLED_STORAGE, BUNDLED_TERMINAL};
+use agmsg_host::capabilities::{Capabilities, Capability};
+use agmsg_host::display;
+use agmsg_host::plugin::manifest::{Axis, INSTALLED_COMPONENT, MANIFEST_FILE, PluginManifest};
+use agmsg_host::plugin::registry::{self, Candidate, agmsg_home, sha256_hex};
+use agmsg_host::plugin::trust::{TrustFile, TrustRecord, TrustState};
+use agmsg_host::runtime::cache::CompileCache;
+use agmsg_host::runtime::sandbox::{self, Grants, OFFERED_PACKAGES};
+use agmsg_host::runtime::{Limits, Runtime};
 
 /// How the user answers the consent question.
 #[derive(Clone, Debug, Default, clap::Args)]
@@ -134,7 +134,7 @@ impl Package {
         } else {
             manifest_path.parent().unwrap_or(Path::new(".")).join(&manifest.component)
         };
-        let wasm = crate::plugin::read_file(&component_path, crate::plugin::MAX_COMPONENT_BYTES)
+        let wasm = agmsg_host::plugin::read_file(&component_path, agmsg_host::plugin::MAX_COMPONENT_BYTES)
             .map_err(|e| format!("{e} (the component: build it first, or point at the .wasm with --manifest)"))?;
         let sha256 = sha256_hex(&wasm);
         Ok(Package { manifest, manifest_path, component_path, wasm, sha256 })
@@ -429,7 +429,7 @@ fn list(json: bool) -> Result<(), String> {
         for name in bundled_names(axis) {
             let granted = match axis {
                 Axis::Storage => "store".to_owned(),
-                Axis::Terminal => crate::terminal::TerminalSource::resolve_bundled(name).map(|s| s.capabilities.summary()).unwrap_or_default(),
+                Axis::Terminal => agmsg_host::terminal::TerminalSource::resolve_bundled(name).map(|s| s.capabilities.summary()).unwrap_or_default(),
             };
             rows.push(Row {
                 reference: format!("{axis}/{name}"),
@@ -550,7 +550,7 @@ fn inspect_bundled(target: &str, json: bool) -> Option<Result<bool, String>> {
         Axis::Terminal => {
             let driver = BUNDLED_TERMINAL.iter().find(|d| d.name == name)?;
             // What its terminal.conf declares, as terminal::TerminalSource gives it.
-            let source = crate::terminal::TerminalSource::resolve_bundled(name)?;
+            let source = agmsg_host::terminal::TerminalSource::resolve_bundled(name)?;
             (driver.sha256, driver.wasm, source.capabilities, driver.manifest)
         }
     };

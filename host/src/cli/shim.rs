@@ -13,7 +13,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::storage::{DriverSource, location};
+use agmsg_host::storage::{DriverSource, location};
 
 /// Single-quote for bash.
 fn quote(s: &str) -> String {

@@ -10,16 +10,16 @@ use std::process::ExitCode;
 
 use agmsg_contract::{Status, check_name, split_pair};
 
-use crate::display;
-use crate::runtime::cache::CompileCache;
-use crate::runtime::caps::log::host_log;
-use crate::runtime::sandbox::StoreDir;
-use crate::runtime::{Limits, Runtime};
-use crate::storage::records::{cursor_line, event_line, message_line, parse_import};
-use crate::storage::driver::{Directive, Pair};
-use crate::storage::atomic_file::write_atomically;
-use crate::storage::location::StorePlace;
-use crate::storage::{DriverSource, OpError, StorageDriver, location};
+use agmsg_host::display;
+use agmsg_host::runtime::cache::CompileCache;
+use agmsg_host::runtime::caps::log::host_log;
+use agmsg_host::runtime::sandbox::StoreDir;
+use agmsg_host::runtime::{Limits, Runtime};
+use agmsg_host::storage::records::{cursor_line, event_line, message_line, parse_import};
+use agmsg_host::storage::driver::{Directive, Pair};
+use agmsg_host::storage::atomic_file::write_atomically;
+use agmsg_host::storage::location::StorePlace;
+use agmsg_host::storage::{DriverSource, OpError, StorageDriver, location};
 
 pub const LONG_HELP: &str = "Run one storage-driver op, with agmsg's argv, stdout framing and exit codes.
 

@@ -15,11 +15,11 @@ use agmsg_contract::Status;
 use sha2::{Digest, Sha256};
 
 use super::storage::{Store, control_failure, record_failure};
-use crate::bundled::BUNDLED_STORAGE;
-use crate::storage::driver::{Event, Pair};
-use crate::runtime::sandbox::StoreDir;
-use crate::storage::records::event_line;
-use crate::storage::{DriverSource, OpError, StorageDriver, location};
+use agmsg_host::bundled::BUNDLED_STORAGE;
+use agmsg_host::storage::driver::{Event, Pair};
+use agmsg_host::runtime::sandbox::StoreDir;
+use agmsg_host::storage::records::event_line;
+use agmsg_host::storage::{DriverSource, OpError, StorageDriver, location};
 
 /// Where `convert` builds the new store, inside the store directory (same filesystem: renames work).
 const CONVERT_DIR_PREFIX: &str = ".agmsg-convert-";

@@ -8,13 +8,13 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use crate::display;
-use crate::runtime::cache::CompileCache;
-use crate::runtime::caps::log::host_log;
-use crate::runtime::{Limits, Runtime};
-use crate::terminal::driver::{Answer, ArrangeOutcome, Detection, FailKind, Intent, NamingMode, PanePresence, SpawnTarget};
-use crate::terminal::resolve::{self, OVERRIDE_VAR, Resolved};
-use crate::terminal::{TermFailure, TerminalDriver, TerminalSource};
+use agmsg_host::display;
+use agmsg_host::runtime::cache::CompileCache;
+use agmsg_host::runtime::caps::log::host_log;
+use agmsg_host::runtime::{Limits, Runtime};
+use agmsg_host::terminal::driver::{Answer, ArrangeOutcome, Detection, FailKind, Intent, NamingMode, PanePresence, SpawnTarget};
+use agmsg_host::terminal::resolve::{self, OVERRIDE_VAR, Resolved};
+use agmsg_host::terminal::{TermFailure, TerminalDriver, TerminalSource};
 
 pub const LONG_HELP: &str = "Run one terminal-driver op, with agmsg's argv, outputs and exit codes.
 

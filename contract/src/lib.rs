@@ -86,6 +86,151 @@ pub fn split_pair(pair: &str) -> Result<(&str, &str), String> {
     Ok((team, agent))
 }
 
+/// Why the pairs of one watch call were refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PairsError {
+    /// No pair at all.
+    Empty,
+    /// A pair that is not `<team>:<agent>` with valid names (the message says which).
+    Pair(String),
+    /// Two pairs of different teams.
+    Teams { first: String, other: String },
+}
+
+impl fmt::Display for PairsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PairsError::Empty => f.write_str("at least one team:agent pair is required"),
+            PairsError::Pair(message) => f.write_str(message),
+            PairsError::Teams { first, other } => write!(f, "one call cannot span teams ({first}, {other})"),
+        }
+    }
+}
+
+impl std::error::Error for PairsError {}
+
+/// Check the already split `(team, agent)` pairs of one watch call and return their team: at least one
+/// pair, valid names, and one team for all (a call reads one team's store partition).
+pub fn check_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<&'a str, PairsError> {
+    let mut first = None;
+    for (team, agent) in pairs {
+        check_name("team", team).map_err(|e| PairsError::Pair(e.to_string()))?;
+        check_name("agent", agent).map_err(|e| PairsError::Pair(e.to_string()))?;
+        let first = *first.get_or_insert(team);
+        if team != first {
+            return Err(PairsError::Teams { first: first.to_owned(), other: team.to_owned() });
+        }
+    }
+    first.ok_or(PairsError::Empty)
+}
+
+/// Split the `<team>:<agent>` arguments of one watch call ([`split_pair`]) and check them as
+/// [`check_pairs`] does, in argument order.
+pub fn split_pairs<S: AsRef<str>>(args: &[S]) -> Result<Vec<(&str, &str)>, PairsError> {
+    let mut pairs: Vec<(&str, &str)> = Vec::with_capacity(args.len());
+    for arg in args {
+        let (team, agent) = split_pair(arg.as_ref()).map_err(PairsError::Pair)?;
+        if let Some(&(first, _)) = pairs.first()
+            && team != first
+        {
+            return Err(PairsError::Teams { first: first.to_owned(), other: team.to_owned() });
+        }
+        pairs.push((team, agent));
+    }
+    if pairs.is_empty() {
+        return Err(PairsError::Empty);
+    }
+    Ok(pairs)
+}
+
+/// The driver-name alphabet, as agmsg's registry matches driver directories.
+pub const DRIVER_NAME_PATTERN: &str = "[a-zA-Z0-9_-]+";
+
+/// A name refused by [`check_driver_name`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DriverNameError {
+    pub name: String,
+}
+
+impl fmt::Display for DriverNameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "name must match {DRIVER_NAME_PATTERN}, not {:?}", self.name)
+    }
+}
+
+impl std::error::Error for DriverNameError {}
+
+/// Check a driver's name (storage or terminal, bundled or plugin): [`DRIVER_NAME_PATTERN`], the names
+/// agmsg's registry accepts. A driver is selected by it and it is a directory name, so it is never a
+/// path and never empty.
+pub fn check_driver_name(name: &str) -> Result<(), DriverNameError> {
+    if is_driver_name(name) { Ok(()) } else { Err(DriverNameError { name: name.to_owned() }) }
+}
+
+/// Whether [`check_driver_name`] accepts `name`.
+pub fn is_driver_name(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// The §2.3 failure classes of a terminal op, with their exit codes (the terminal counterpart of
+/// [`Status`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TermFailKind {
+    /// The terminal is unreachable or could not be asked (including a driver that trapped).
+    Unreachable,
+    /// The terminal answered, but the operation failed.
+    Failed,
+    /// No path: unsupported here, a malformed or foreign id, an op the driver does not implement.
+    Unsupported,
+    /// From `check` only: something the driver needs is not installed.
+    MissingDeps,
+}
+
+impl TermFailKind {
+    /// The process exit code: 10 unreachable or missing deps, 12 failed, 13 unsupported.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            TermFailKind::Unreachable | TermFailKind::MissingDeps => 10,
+            TermFailKind::Failed => 12,
+            TermFailKind::Unsupported => 13,
+        }
+    }
+}
+
+/// What starts a §1.6 directive line on stdout; the JSON object follows
+/// ([`records::directive`] with the `records` feature).
+pub const DIRECTIVE_PREFIX: &str = "AGMSG-DIRECTIVE: ";
+
+/// agmsg's `terminal.conf` reader (§6.1: read-only `key=value`, never sourced), shared by the host,
+/// which reads a driver's manifest, and drivers, which describe themselves from the same file.
+pub mod terminal_conf {
+    /// The priority of a manifest whose `priority` is missing or not a number, as in agmsg.
+    pub const DEFAULT_PRIORITY: u32 = 50;
+
+    /// The value of the first line `^\s*key\s*=`, with surrounding spaces and one pair of double
+    /// quotes stripped; `#` lines are comments.
+    pub fn value<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+        text.lines().find_map(|line| {
+            let (k, v) = line.split_once('=')?;
+            if k.trim() != key || k.trim_start().starts_with('#') {
+                return None;
+            }
+            let v = v.trim();
+            Some(v.strip_prefix('"').and_then(|v| v.strip_suffix('"')).unwrap_or(v))
+        })
+    }
+
+    /// A space-separated list value (`capabilities`, `programs`, `env`); missing is empty.
+    pub fn words<'a>(text: &'a str, key: &str) -> Vec<&'a str> {
+        value(text, key).map(|v| v.split_whitespace().collect()).unwrap_or_default()
+    }
+
+    /// `priority`, or [`DEFAULT_PRIORITY`] when it is missing or not a number.
+    pub fn priority(text: &str) -> u32 {
+        value(text, "priority").and_then(|p| p.parse().ok()).unwrap_or(DEFAULT_PRIORITY)
+    }
+}
+
 /// Whether `token` can travel as an id or a delivery cursor (§2.2): non-empty, single-line,
 /// whitespace-free, printable, and of a sane length.
 pub fn is_transport_token(token: &str) -> bool {
@@ -148,6 +293,24 @@ pub mod records {
     pub fn cursor(cursor: &str) -> String {
         line(&Cursor { kind: "cursor", cursor })
     }
+
+    /// Keys in alphabetical order, as agmsg's drivers print them.
+    #[derive(Serialize)]
+    struct Directive<'a> {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        commands: Option<&'a [String]>,
+        driver: &'a str,
+        reason: &'a str,
+        #[serde(rename = "type")]
+        kind: &'a str,
+    }
+
+    /// A §1.6 directive line (without its newline): [`crate::DIRECTIVE_PREFIX`] and the JSON object
+    /// `{"commands":[...],"driver":...,"reason":...,"type":...}`; `commands` is left out when `None`.
+    /// The caller makes the strings safe to print.
+    pub fn directive(kind: &str, driver: &str, commands: Option<&[String]>, reason: &str) -> String {
+        format!("{}{}", crate::DIRECTIVE_PREFIX, line(&Directive { commands, driver, reason, kind }))
+    }
 }
 
 #[cfg(test)]
@@ -170,6 +333,60 @@ mod tests {
         assert!(split_pair("t").is_err());
         assert!(split_pair("t:a:b").is_err());
         assert!(split_pair(":a").is_err());
+    }
+
+    #[test]
+    fn watch_pairs_span_one_team() {
+        assert_eq!(split_pairs(&["t:a", "t:b"]).unwrap(), [("t", "a"), ("t", "b")]);
+        assert_eq!(split_pairs::<&str>(&[]), Err(PairsError::Empty));
+        assert_eq!(split_pairs(&["t:a", "u:b"]).unwrap_err().to_string(), "one call cannot span teams (t, u)");
+        assert!(matches!(split_pairs(&["t:a", "t:"]), Err(PairsError::Pair(_))));
+        assert_eq!(check_pairs([("t", "a"), ("t", "b")]), Ok("t"));
+        assert_eq!(check_pairs([]), Err(PairsError::Empty));
+        assert_eq!(check_pairs([("t", "a"), ("u", "a")]).unwrap_err().to_string(), "one call cannot span teams (t, u)");
+        assert_eq!(check_pairs([("t", "a/b")]).unwrap_err().to_string(), r#"invalid agent name "a/b": must not contain '/' or '\'"#);
+    }
+
+    #[test]
+    fn driver_names() {
+        // Every bundled driver, the names the tests use, and agmsg's own alphabet.
+        for good in ["sqlite", "jsonl", "tmux", "plain", "herdr", "orca", "hostile-text", "scaffold-term", "case1", "My_Driver"] {
+            assert!(check_driver_name(good).is_ok(), "{good}");
+        }
+        for bad in ["", "../x", "a/b", "Bad Name", "a.b", "a:b", "日本", "x\n"] {
+            assert_eq!(check_driver_name(bad).unwrap_err().to_string(), format!("name must match [a-zA-Z0-9_-]+, not {bad:?}"));
+        }
+    }
+
+    #[test]
+    fn terminal_fail_kinds() {
+        let codes = [TermFailKind::Unreachable, TermFailKind::Failed, TermFailKind::Unsupported, TermFailKind::MissingDeps].map(TermFailKind::exit_code);
+        assert_eq!(codes, [10, 12, 13, 10]);
+    }
+
+    #[test]
+    fn terminal_conf() {
+        let conf = "# name=commented\nname=tmux\n priority = \"20\"\nbackend=tmux pane/window\nbackend=ignored\ncapabilities=spawn  peek\n";
+        assert_eq!(terminal_conf::value(conf, "name"), Some("tmux"));
+        assert_eq!(terminal_conf::priority(conf), 20);
+        assert_eq!(terminal_conf::value(conf, "backend"), Some("tmux pane/window"));
+        assert_eq!(terminal_conf::words(conf, "capabilities"), ["spawn", "peek"]);
+        assert!(terminal_conf::words(conf, "env").is_empty());
+        assert_eq!(terminal_conf::priority("priority=high"), terminal_conf::DEFAULT_PRIORITY);
+    }
+
+    #[cfg(feature = "records")]
+    #[test]
+    fn directives() {
+        let commands = ["apt-get install tmux".to_owned()];
+        assert_eq!(
+            records::directive("install_deps", "sqlite", Some(&commands), "no tmux"),
+            r#"AGMSG-DIRECTIVE: {"commands":["apt-get install tmux"],"driver":"sqlite","reason":"no tmux","type":"install_deps"}"#
+        );
+        assert_eq!(
+            records::directive("install_deps", "terminals/tmux", None, "tmux not found"),
+            r#"AGMSG-DIRECTIVE: {"driver":"terminals/tmux","reason":"tmux not found","type":"install_deps"}"#
+        );
     }
 
     #[test]

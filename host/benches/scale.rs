@@ -9,11 +9,11 @@
 mod common;
 
 use agmsg_host::runtime::cache::CompileCache;
-use agmsg_host::runtime::sandbox::bindings::storage::agmsg::storage::types::{Event, Message, ReadMark};
+use agmsg_host::storage::world::wit::{Event, Message, ReadMark};
 use agmsg_host::runtime::sandbox::StoreDir;
 use agmsg_host::runtime::{Limits, Runtime};
 use agmsg_host::storage::driver::Pair;
-use agmsg_host::storage::{DriverSource, StorageDriver};
+use agmsg_host::storage::{DriverSource, Storage};
 use common::{ms, time};
 
 const AGENTS: usize = 50;
@@ -65,7 +65,7 @@ struct Figures {
 
 fn measure(runtime: &Runtime, source: &DriverSource, events: usize) -> Figures {
     let dir = tempfile::tempdir().unwrap();
-    let mut driver = StorageDriver::open(runtime, source, StoreDir::open(dir.path()).unwrap()).unwrap();
+    let mut driver = Storage::open(runtime, source, StoreDir::open(dir.path()).unwrap()).unwrap();
     driver.init().unwrap();
     let data = dataset(events);
     let started = std::time::Instant::now();
@@ -80,7 +80,7 @@ fn measure(runtime: &Runtime, source: &DriverSource, events: usize) -> Figures {
 
     let list_unread = ms(time(RUNS, |i| driver.list_unread("t", &agent(i), None).unwrap().len()));
     let list_unread_fresh = ms(time(FRESH_RUNS, |i| {
-        let mut fresh = StorageDriver::open(runtime, source, StoreDir::open(dir.path()).unwrap()).unwrap();
+        let mut fresh = Storage::open(runtime, source, StoreDir::open(dir.path()).unwrap()).unwrap();
         fresh.list_unread("t", &agent(i), None).unwrap().len()
     }));
     // Last: sends change the store (to other team, so the read figures above are unaffected).
@@ -107,7 +107,7 @@ fn main() {
     };
     println!("storage components at scale: {AGENTS} agents, {UNREAD_PER_AGENT} unread each, median of {RUNS} calls in one warm process");
     for name in drivers {
-        let source = DriverSource::resolve(&name).unwrap();
+        let source = agmsg_host::storage::source::resolve(&name).unwrap();
         println!("\n{name}:");
         let small = measure(&runtime, &source, 10_000);
         let large = measure(&runtime, &source, 100_000);

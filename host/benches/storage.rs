@@ -21,7 +21,7 @@ use common::{ms, time};
 use agmsg_host::runtime::cache::CompileCache;
 use agmsg_host::runtime::sandbox::StoreDir;
 use agmsg_host::runtime::{Limits, Runtime};
-use agmsg_host::storage::{DriverSource, StorageDriver};
+use agmsg_host::storage::{DriverSource, Storage};
 use rusqlite::{Connection, params};
 
 const BIN: &str = env!("CARGO_BIN_EXE_agmsg-host");
@@ -90,7 +90,7 @@ fn main() {
     std::fs::create_dir_all(&native_dir).unwrap();
     unsafe { std::env::set_var("AGMSG_CACHE_DIR", &cache_dir) };
 
-    let source = DriverSource::resolve("sqlite").unwrap();
+    let source = agmsg_host::storage::source::resolve("sqlite").unwrap();
     let runtime = Runtime::new(CompileCache::from_env(), Limits::from_env().unwrap()).unwrap();
 
     println!("agmsg-host storage benchmarks (median of N runs; ratio = ours / baseline)\n");
@@ -102,7 +102,7 @@ fn main() {
     row("component load from cache (mmap)", cached, compile, "Cranelift compile");
 
     // 1. Per-op latency in one warm process.
-    let mut driver = StorageDriver::open(&runtime, &source, StoreDir::open(&component_store).unwrap()).unwrap();
+    let mut driver = Storage::open(&runtime, &source, StoreDir::open(&component_store).unwrap()).unwrap();
     driver.init().unwrap();
     let mut native = native_store(&native_dir.join("messages.db"), "WAL");
     let rollback_dir = dir.path().join("native-rollback");

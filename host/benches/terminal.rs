@@ -1,7 +1,7 @@
 //! Terminal benchmarks: peek and poke through the tmux component vs the same raw `tmux` commands, side
 //! by side against one private tmux server.
 //!
-//! 1. In one warm process: `TerminalDriver::peek` / `poke` (component, host-brokered process) vs
+//! 1. In one warm process: `Terminal::peek` / `poke` (component, host-brokered process) vs
 //!    spawning the same `tmux -S <socket> capture-pane` / `send-keys` commands directly.
 //! 2. The whole process: `agmsg-host terminal peek <id>` vs `tmux -S <socket> capture-pane -p -t %N`.
 //!
@@ -17,7 +17,7 @@ use common::{ms, time};
 
 use agmsg_host::runtime::cache::CompileCache;
 use agmsg_host::runtime::{Limits, Runtime};
-use agmsg_host::terminal::{TerminalDriver, TerminalSource};
+use agmsg_host::terminal::{Terminal, TerminalSource};
 
 const BIN: &str = env!("CARGO_BIN_EXE_agmsg-host");
 const RUNS: usize = 100;
@@ -62,7 +62,7 @@ fn main() {
     unsafe { std::env::set_var("AGMSG_CACHE_DIR", cache.path()) };
     let runtime = Runtime::new(CompileCache::from_env(), Limits::from_env().unwrap()).unwrap();
     let source = TerminalSource::resolve("tmux", &TerminalSource::available()).unwrap();
-    let mut driver = TerminalDriver::open(&runtime, &source).unwrap();
+    let mut driver = Terminal::open(&runtime, &source).unwrap();
     assert!(driver.peek(&id, None).unwrap().contains("agmsg bench line"));
 
     println!("terminal: tmux {} on a private socket; medians", run_ok({

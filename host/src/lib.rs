@@ -11,10 +11,13 @@
 //!   sandbox.
 //! - [`display`] is the one rule for printing text a driver or a manifest supplied.
 
+pub mod axis;
 pub mod bundled;
 pub mod capabilities;
 pub mod display;
+pub mod log;
 pub mod plugin;
 pub mod runtime;
+pub mod semver;
 pub mod storage;
 pub mod terminal;

@@ -13,7 +13,6 @@ use std::process::ExitCode;
 use agmsg_conformance::{Harness, Rule, run_rule, storage, terminal, tmux};
 
 use agmsg_host::runtime::cache::CompileCache;
-use agmsg_host::storage::DriverSource;
 use agmsg_host::terminal::TerminalSource;
 
 /// Which suite, the driver as the rules pass it (a path made absolute: the rules run in their own
@@ -26,11 +25,11 @@ fn suite_for(driver: &str) -> Result<(&'static str, Vec<&'static Rule>, String, 
         let source = TerminalSource::resolve(driver, &available)?;
         let name = if is_terminal_dir { absolute(std::path::Path::new(driver))? } else { driver.to_owned() };
         // A driver that may run tmux is tmux-like: its panes are checked against a real tmux server.
-        let runs_tmux = source.capabilities.programs().any(|(program, _)| program == "tmux");
+        let runs_tmux = source.driver.capabilities.programs().any(|(program, _)| program == "tmux");
         let rules = terminal::RULES.iter().chain(if runs_tmux { tmux::PANE_RULES } else { &[] }).collect();
-        return Ok(("terminal", rules, name, source.sha256));
+        return Ok(("terminal", rules, name, source.driver.sha256));
     }
-    let source = DriverSource::resolve(driver).map_err(|e| e.to_string())?;
+    let source = agmsg_host::storage::source::resolve(driver).map_err(|e| e.to_string())?;
     let name = match &source.path {
         Some(path) => absolute(path)?,
         None => source.name.clone(),

@@ -13,11 +13,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::storage::{Store, record_failure};
+use super::framing::record_failure;
+use agmsg_host::storage::StoreSession;
 use agmsg_host::display;
 use agmsg_host::storage::driver::{Message, Pair};
 use agmsg_host::storage::records::message_line;
-use agmsg_host::storage::{OpError, StorageDriver};
+use agmsg_host::storage::{OpError, Storage};
 
 /// Where messages go and how they look.
 struct Printer {
@@ -75,7 +76,7 @@ pub fn send(store: Option<PathBuf>, driver: Option<String>, team: &str, from: &s
     } else {
         body.to_owned()
     };
-    let result = Store::resolve(store, driver, Some(team), true).and_then(|store| {
+    let result = StoreSession::resolve(store, driver, Some(team), true).and_then(|store| {
         let mut driver = store.driver()?;
         driver.send(team, from, to, &body)
     });
@@ -90,7 +91,7 @@ pub fn send(store: Option<PathBuf>, driver: Option<String>, team: &str, from: &s
 
 /// `history <team> [agent] [--limit N]`: oldest to newest.
 pub fn history(store: Option<PathBuf>, driver: Option<String>, team: &str, agent: Option<&str>, limit: Option<u32>, json: bool) -> ExitCode {
-    let result = Store::resolve(store, driver, Some(team), true).and_then(|store| store.driver()?.history(team, agent, limit));
+    let result = StoreSession::resolve(store, driver, Some(team), true).and_then(|store| store.driver()?.history(team, agent, limit));
     match result {
         Ok(messages) => {
             let mut printer = Printer::new(json);
@@ -117,7 +118,7 @@ fn show(printer: &mut Printer, messages: &[Message]) -> (Vec<String>, bool) {
 
 /// `inbox <team> <agent>`: the unread messages, then consume exactly those.
 pub fn inbox(store: Option<PathBuf>, driver: Option<String>, team: &str, agent: &str, json: bool) -> ExitCode {
-    let result = Store::resolve(store, driver, Some(team), true).and_then(|store| {
+    let result = StoreSession::resolve(store, driver, Some(team), true).and_then(|store| {
         let mut driver = store.driver()?;
         let pair = Pair { team: team.to_owned(), agent: agent.to_owned() };
         // The tip first: what arrives after it is consumed only if shown (its exact id).
@@ -146,7 +147,7 @@ pub fn watch(store: Option<PathBuf>, driver: Option<String>, team: &str, agent: 
     if let Err(e) = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)) {
         return record_failure(&OpError::runtime(format!("cannot handle Ctrl-C: {e}")));
     }
-    let result = Store::resolve(store, driver, Some(team), true).and_then(|store| {
+    let result = StoreSession::resolve(store, driver, Some(team), true).and_then(|store| {
         let mut driver = store.driver()?;
         let mut printer = Printer::new(json);
         let _ = printer.note(&format!("watching {team}:{agent} (Ctrl-C to stop)"));
@@ -169,7 +170,7 @@ pub fn watch(store: Option<PathBuf>, driver: Option<String>, team: &str, agent: 
 
 /// One round: deliver after the stored cursor, print, consume what was printed. False once stdout is
 /// gone (what was not printed stays unread: the consume's frontier stops at the first unshown message).
-fn watch_once(driver: &mut StorageDriver<'_>, printer: &mut Printer, team: &str, agent: &str) -> Result<bool, OpError> {
+fn watch_once(driver: &mut Storage<'_>, printer: &mut Printer, team: &str, agent: &str) -> Result<bool, OpError> {
     let cursor = driver.read_cursor_get(team, agent)?;
     let pair = Pair { team: team.to_owned(), agent: agent.to_owned() };
     let batch = driver.watch_after(&cursor, std::slice::from_ref(&pair))?;

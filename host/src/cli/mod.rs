@@ -1,6 +1,7 @@
 //! The command line: parse, call the library, print. No driver logic lives here.
 
 mod driver;
+mod framing;
 mod messaging;
 mod plugin;
 mod scaffold;

@@ -16,12 +16,13 @@ use serde_json::json;
 use agmsg_host::bundled::{BUNDLED_STORAGE, BUNDLED_TERMINAL};
 use agmsg_host::capabilities::{Capabilities, Capability};
 use agmsg_host::display;
-use agmsg_host::plugin::manifest::{Axis, INSTALLED_COMPONENT, MANIFEST_FILE, PluginManifest};
+use agmsg_host::axis::Axis;
+use agmsg_host::plugin::manifest::{INSTALLED_COMPONENT, MANIFEST_FILE, PluginManifest};
 use agmsg_host::plugin::registry::{self, Candidate, agmsg_home, sha256_hex};
 use agmsg_host::plugin::trust::{TrustFile, TrustRecord, TrustState};
-use agmsg_host::runtime::cache::CompileCache;
-use agmsg_host::runtime::sandbox::{self, Grants, OFFERED_PACKAGES};
-use agmsg_host::runtime::{Limits, Runtime};
+use agmsg_host::axis::offered_packages;
+use agmsg_host::runtime::sandbox::{self, Grants};
+use agmsg_host::runtime::Runtime;
 
 /// How the user answers the consent question.
 #[derive(Clone, Debug, Default, clap::Args)]
@@ -150,8 +151,7 @@ struct Report {
 }
 
 fn runtime() -> Result<Runtime, String> {
-    let limits = Limits::from_env().map_err(|e| format!("{e:#}"))?;
-    Runtime::new(CompileCache::from_env(), limits).map_err(|e| format!("{e:#}"))
+    Runtime::from_env()
 }
 
 /// Compile the component and check it as it would be checked at load, granted all it declares; also
@@ -429,7 +429,7 @@ fn list(json: bool) -> Result<(), String> {
         for name in bundled_names(axis) {
             let granted = match axis {
                 Axis::Storage => "store".to_owned(),
-                Axis::Terminal => agmsg_host::terminal::TerminalSource::resolve_bundled(name).map(|s| s.capabilities.summary()).unwrap_or_default(),
+                Axis::Terminal => agmsg_host::terminal::TerminalSource::resolve_bundled(name).map(|s| s.driver.capabilities.summary()).unwrap_or_default(),
             };
             rows.push(Row {
                 reference: format!("{axis}/{name}"),
@@ -498,7 +498,7 @@ fn inspect(target: &str, manifest: Option<&Path>, json: bool) -> Result<bool, St
     };
     let report = examine(&runtime()?, &package.manifest, &package.wasm, &package.sha256);
     let m = &package.manifest;
-    let offered: Vec<String> = OFFERED_PACKAGES.iter().map(|(p, v)| format!("{p}@{v}")).collect();
+    let offered: Vec<String> = offered_packages().map(|(p, v)| format!("{p}@{v}")).collect();
     let verdict = match &report.verdict {
         Ok(()) => "loads on this host (with what it asks for granted)".to_owned(),
         Err(e) => format!("REFUSED: {e}"),
@@ -551,7 +551,7 @@ fn inspect_bundled(target: &str, json: bool) -> Option<Result<bool, String>> {
             let driver = BUNDLED_TERMINAL.iter().find(|d| d.name == name)?;
             // What its terminal.conf declares, as terminal::TerminalSource gives it.
             let source = agmsg_host::terminal::TerminalSource::resolve_bundled(name)?;
-            (driver.sha256, driver.wasm, source.capabilities, driver.manifest)
+            (driver.sha256, driver.wasm, source.driver.capabilities, driver.manifest)
         }
     };
     Some(report_bundled(axis, name, sha256, wasm, &runs_with, conf, json))
@@ -573,7 +573,7 @@ fn report_bundled(axis: Axis, name: &str, sha256: &str, wasm: &[u8], runs_with: 
     let prefix = format!("agmsg:{axis}/");
     let api = exports.iter().find_map(|e| e.strip_prefix(&prefix)?.split_once('@').map(|(_, v)| v.to_owned())).unwrap_or_else(|| "?".into());
     let version = env!("CARGO_PKG_VERSION");
-    let offered: Vec<String> = OFFERED_PACKAGES.iter().map(|(p, v)| format!("{p}@{v}")).collect();
+    let offered: Vec<String> = offered_packages().map(|(p, v)| format!("{p}@{v}")).collect();
     let caps: Vec<String> = runs_with.0.iter().map(ToString::to_string).collect();
     let verdict_text = match &verdict {
         Ok(()) => "loads on this host (with what it runs with)".to_owned(),

@@ -13,7 +13,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use agmsg_host::storage::{DriverSource, location};
+use agmsg_host::storage::location;
 
 /// Single-quote for bash.
 fn quote(s: &str) -> String {
@@ -156,7 +156,7 @@ pub fn run(driver_flag: Option<String>, name: Option<String>, output: Option<Pat
 fn write_shim(driver_flag: Option<String>, name: Option<String>, output: Option<PathBuf>) -> Result<(), String> {
     let driver = location::storage_driver(driver_flag).map_err(|e| e.to_string())?;
     // Resolve now, so a typo fails here rather than inside agmsg.
-    let source = DriverSource::resolve(&driver).map_err(|e| e.to_string())?;
+    let source = agmsg_host::storage::source::resolve(&driver).map_err(|e| e.to_string())?;
     let driver = match &source.path {
         Some(path) => std::path::absolute(path).map_err(|e| e.to_string())?.display().to_string(),
         None => source.name.clone(),

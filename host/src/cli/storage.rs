@@ -10,16 +10,11 @@ use std::process::ExitCode;
 
 use agmsg_contract::{Status, check_name, split_pair};
 
-use agmsg_host::display;
-use agmsg_host::runtime::cache::CompileCache;
-use agmsg_host::runtime::caps::log::host_log;
-use agmsg_host::runtime::sandbox::StoreDir;
-use agmsg_host::runtime::{Limits, Runtime};
-use agmsg_host::storage::records::{cursor_line, event_line, message_line, parse_import};
-use agmsg_host::storage::driver::{Directive, Pair};
-use agmsg_host::storage::atomic_file::write_atomically;
-use agmsg_host::storage::location::StorePlace;
-use agmsg_host::storage::{DriverSource, OpError, StorageDriver, location};
+use super::framing::{control_failure, record_failure};
+use agmsg_host::log::host_log;
+use agmsg_host::storage::driver::Pair;
+use agmsg_host::storage::records::{cursor_line, message_line, parse_import};
+use agmsg_host::storage::{OpError, StoreSession, location};
 
 pub const LONG_HELP: &str = "Run one storage-driver op, with agmsg's argv, stdout framing and exit codes.
 
@@ -155,33 +150,6 @@ pub fn run(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Option<
     }
 }
 
-/// A control op's failure: the §1.6 directive if any, the status word last on stdout, the message on
-/// stderr, the status's exit code.
-pub(super) fn control_failure(e: &OpError, driver: &str) -> ExitCode {
-    let mut out = io::stdout().lock();
-    if let Some(d) = &e.directive {
-        let _ = writeln!(out, "AGMSG-DIRECTIVE: {}", directive_json(d, driver));
-    }
-    let _ = writeln!(out, "{}", e.status.word());
-    record_failure(e)
-}
-
-/// A record op's failure: nothing on stdout, the message on stderr, the status's exit code. The message
-/// may carry a driver's text (its error, its panic): it is printed as one visible, capped line, so a
-/// driver can neither drive the terminal nor forge a line of its own.
-pub(super) fn record_failure(e: &OpError) -> ExitCode {
-    eprintln!("agmsg-host: {}", display::line(&e.message));
-    ExitCode::from(e.status.exit_code())
-}
-
-/// A §1.6 directive line's JSON; the host adds the driver's name. The driver's strings go through the
-/// same rule as its messages (JSON would escape a newline, but not an escape sequence's DEL/C1 or bidi
-/// controls, nor cap a huge reason).
-fn directive_json(d: &Directive, driver: &str) -> String {
-    let commands: Vec<_> = d.commands.iter().map(|c| display::line(c)).collect();
-    serde_json::json!({ "type": display::line(&d.kind), "driver": driver, "commands": commands, "reason": display::line(&d.reason) }).to_string()
-}
-
 fn parse(op: &str, args: &[String]) -> Result<Op, Usage> {
     let usage = |text: &str| Err(Usage(format!("usage: agmsg-host storage {op} {text}")));
     Ok(match op {
@@ -312,64 +280,9 @@ fn parse_pairs(args: &[String]) -> Result<Vec<Pair>, Usage> {
     Ok(pairs)
 }
 
-/// A resolved store: where it is, which driver, and the runtime to run it in.
-pub(super) struct Store {
-    pub runtime: Runtime,
-    pub source: DriverSource,
-    pub dir: PathBuf,
-    /// The directory the driver is granted as its store, held open.
-    pub grant: StoreDir,
-    /// An empty directory granted instead of a store that does not exist (removed on drop).
-    empty_stand_in: Option<tempfile::TempDir>,
-}
-
-impl Store {
-    /// Resolve the store of `team` (its partition) and the active driver, as agmsg does; create the
-    /// store directory when `create`.
-    pub fn resolve(store_flag: Option<PathBuf>, driver_flag: Option<String>, team: Option<&str>, create: bool) -> Result<Store, OpError> {
-        let place = store_place(store_flag, team)?;
-        let source = DriverSource::resolve(&location::storage_driver(driver_flag)?)?;
-        let opened = place.open(create)?;
-        let runtime = Runtime::new(CompileCache::from_env(), Limits::from_env().map_err(|e| OpError::runtime(format!("{e:#}")))?)
-            .map_err(|e| OpError::runtime(format!("{e:#}")))?;
-        // check/describe on a store that does not exist yet get an empty private directory (removed
-        // afterwards) instead, so that they never create the user's store.
-        let (grant, empty) = match opened {
-            Some(dir) => (dir, None),
-            None => {
-                let empty = tempfile::Builder::new()
-                    .prefix("agmsg-host-empty-")
-                    .tempdir()
-                    .map_err(|e| OpError::runtime(format!("cannot create an empty sandbox directory: {e}")))?;
-                let dir = StoreDir::open(empty.path()).map_err(|e| OpError::runtime(format!("cannot open an empty sandbox directory: {e}")))?;
-                (dir, Some(empty))
-            }
-        };
-        Ok(Store { runtime, source, dir: place.path(), grant, empty_stand_in: empty })
-    }
-
-    pub fn driver(&self) -> Result<StorageDriver<'_>, OpError> {
-        StorageDriver::open(&self.runtime, &self.source, self.grant.clone())
-    }
-
-    /// Whether the store directory exists (else the driver is granted an empty stand-in).
-    pub fn exists(&self) -> bool {
-        self.empty_stand_in.is_none()
-    }
-}
-
-/// The store directory an op on `team` uses (its partition), as agmsg resolves it.
-fn store_place(store_flag: Option<PathBuf>, team: Option<&str>) -> Result<StorePlace, OpError> {
-    let root = location::store_dir(store_flag)?;
-    match team {
-        Some(team) => location::partition(&root, team),
-        None => Ok(StorePlace::shared(root)),
-    }
-}
-
 fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Op) -> Result<ExitCode, OpError> {
     let started = std::time::Instant::now();
-    let store = Store::resolve(store_flag, driver_flag, op.team(), op.creates_store())?;
+    let store = StoreSession::resolve(store_flag, driver_flag, op.team(), op.creates_store())?;
     if matches!(op, Op::StoreExists { .. }) && !store.exists() {
         // The store directory is the driver's whole world: where it does not exist, no store does.
         return Ok(ExitCode::from(1));
@@ -461,7 +374,7 @@ fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Op) -> 
                 print(&mut out, &message_line(&m))?;
             }
         }
-        Op::Export { file, .. } => export(&mut driver, &file)?,
+        Op::Export { file, .. } => driver.export_to_file(&file)?,
         Op::Import { file, .. } => {
             let text = std::fs::read(&file).map_err(|e| OpError::runtime(format!("import failed: cannot read {}: {e}", file.display())))?;
             let text = String::from_utf8(text).map_err(|_| OpError::runtime(format!("import failed: {} is not UTF-8", file.display())))?;
@@ -486,18 +399,4 @@ fn read_stdin_body() -> Result<String, OpError> {
 
 fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
-}
-
-/// Write the export atomically (see [`atomic_file`]): a failure or a kill leaves the target as it was
-/// and no temp file behind.
-fn export(driver: &mut StorageDriver<'_>, file: &Path) -> Result<(), OpError> {
-    let io_error = |e: io::Error| OpError::runtime(format!("export failed: {}: {e}", file.display()));
-    write_atomically(file, io_error, |writer| {
-        driver.export_events(|page| {
-            for event in page {
-                writeln!(writer, "{}", event_line(event)).map_err(io_error)?;
-            }
-            Ok(())
-        })
-    })
 }

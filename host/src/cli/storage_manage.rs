@@ -14,12 +14,13 @@ use std::process::ExitCode;
 use agmsg_contract::Status;
 use sha2::{Digest, Sha256};
 
-use super::storage::{Store, control_failure, record_failure};
+use super::framing::{control_failure, record_failure};
+use agmsg_host::storage::StoreSession;
 use agmsg_host::bundled::BUNDLED_STORAGE;
 use agmsg_host::storage::driver::{Event, Pair};
 use agmsg_host::runtime::sandbox::StoreDir;
 use agmsg_host::storage::records::event_line;
-use agmsg_host::storage::{DriverSource, OpError, StorageDriver, location};
+use agmsg_host::storage::{OpError, Storage, location};
 
 /// Where `convert` builds the new store, inside the store directory (same filesystem: renames work).
 const CONVERT_DIR_PREFIX: &str = ".agmsg-convert-";
@@ -29,7 +30,7 @@ pub fn list(store_flag: Option<PathBuf>, json: bool) -> ExitCode {
     let active = location::storage_driver(None).unwrap_or_default();
     let mut rows = Vec::new();
     for bundled in BUNDLED_STORAGE {
-        let store = match Store::resolve(store_flag.clone(), Some(bundled.name.to_owned()), None, false) {
+        let store = match StoreSession::resolve(store_flag.clone(), Some(bundled.name.to_owned()), None, false) {
             Ok(store) => store,
             Err(e) => return record_failure(&e),
         };
@@ -59,13 +60,13 @@ pub fn list(store_flag: Option<PathBuf>, json: bool) -> ExitCode {
 
 /// Run `driver`'s check against the store; a missing dependency prints agmsg's directive.
 fn check(store_flag: Option<PathBuf>, driver: &str) -> Result<(), OpError> {
-    let store = Store::resolve(store_flag, Some(driver.to_owned()), None, false)?;
+    let store = StoreSession::resolve(store_flag, Some(driver.to_owned()), None, false)?;
     store.driver()?.check()
 }
 
 /// `storage switch <name>`: check the driver, then make it the configured one.
 pub fn switch(store_flag: Option<PathBuf>, name: &str) -> ExitCode {
-    if let Err(e) = DriverSource::resolve(name).and_then(|_| check(store_flag, name)) {
+    if let Err(e) = agmsg_host::storage::source::resolve(name).and_then(|_| check(store_flag, name)) {
         return control_failure(&e, name);
     }
     match set_configured_driver(name) {
@@ -126,7 +127,7 @@ impl Tally {
 }
 
 /// Export `driver`'s whole log into a [`Tally`].
-fn tally(driver: &mut StorageDriver<'_>, progress: &Progress, what: &str) -> Result<(usize, [u8; 32]), OpError> {
+fn tally(driver: &mut Storage<'_>, progress: &Progress, what: &str) -> Result<(usize, [u8; 32]), OpError> {
     let mut tally = Tally::default();
     driver.export_events(|page| {
         tally.add(page);
@@ -171,9 +172,9 @@ fn convert_inner(store_flag: Option<PathBuf>, to: &str) -> Result<(), OpError> {
     if from == to {
         return Err(OpError::runtime(format!("the store already uses '{to}'")));
     }
-    DriverSource::resolve(to)?;
+    agmsg_host::storage::source::resolve(to)?;
     check(store_flag.clone(), to)?;
-    let source_store = Store::resolve(store_flag, Some(from.clone()), None, false)?;
+    let source_store = StoreSession::resolve(store_flag, Some(from.clone()), None, false)?;
     let dir = source_store.dir.clone();
     let mut source = source_store.driver()?;
     if !dir.is_dir() || !source.store_exists()? {
@@ -187,9 +188,9 @@ fn convert_inner(store_flag: Option<PathBuf>, to: &str) -> Result<(), OpError> {
         .prefix(&format!("{CONVERT_DIR_PREFIX}{to}-"))
         .tempdir_in(&dir)
         .map_err(|e| OpError::runtime(format!("cannot create a work directory in {}: {e}", dir.display())))?;
-    let target_source = DriverSource::resolve(to)?;
+    let target_source = agmsg_host::storage::source::resolve(to)?;
     let work_dir = StoreDir::open(work.path()).map_err(|e| OpError::runtime(format!("cannot open {}: {e}", work.path().display())))?;
-    let mut target = StorageDriver::open(&source_store.runtime, &target_source, work_dir)?;
+    let mut target = Storage::open(&source_store.runtime, &target_source, work_dir)?;
     target.init()?;
     // Stream the event log across, page by page: neither side is ever held whole in memory (the
     // export's own bounds stop a source that never ends). Remember what it adds up to, and whose

@@ -9,12 +9,11 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use agmsg_host::display;
-use agmsg_host::runtime::cache::CompileCache;
-use agmsg_host::runtime::caps::log::host_log;
-use agmsg_host::runtime::{Limits, Runtime};
+use agmsg_host::log::host_log;
+use agmsg_host::runtime::Runtime;
 use agmsg_host::terminal::driver::{Answer, ArrangeOutcome, Detection, FailKind, Intent, NamingMode, PanePresence, SpawnTarget};
 use agmsg_host::terminal::resolve::{self, OVERRIDE_VAR, Resolved};
-use agmsg_host::terminal::{TermFailure, TerminalDriver, TerminalSource};
+use agmsg_host::terminal::{TermFailure, Terminal, TerminalSource};
 
 pub const LONG_HELP: &str = "Run one terminal-driver op, with agmsg's argv, outputs and exit codes.
 
@@ -119,8 +118,7 @@ impl<T> Framed<T> for Result<T, TermFailure> {
 }
 
 fn runtime() -> Result<Runtime, TermFailure> {
-    let fail = |e: wasmtime::Error| TermFailure::new(FailKind::Unreachable, format!("{e:#}"));
-    Runtime::new(CompileCache::from_env(), Limits::from_env().map_err(fail)?).map_err(fail)
+    Runtime::from_env().map_err(|e| TermFailure::new(FailKind::Unreachable, e))
 }
 
 fn print(text: &str) -> Result<(), Outcome> {
@@ -175,7 +173,7 @@ fn run_op(driver_flag: Option<&str>, op: &str, args: &[String]) -> Result<ExitCo
         _ => args.first(),
     };
     let (source, scheme) = pick_driver(&runtime, &candidates, driver_flag, id_arg.map(String::as_str)).framed(Shape::Record)?;
-    let mut driver = TerminalDriver::open(&runtime, &source).framed(Shape::Record)?;
+    let mut driver = Terminal::open(&runtime, &source).framed(Shape::Record)?;
     host_log::debug(&format!(
         "timing: runtime {:.2} ms, driver chosen, loaded and linked {:.2} ms",
         runtime_ready.as_secs_f64() * 1e3,

@@ -28,7 +28,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::axis::Axis;
 use crate::capabilities::{Capabilities, Capability};
+use crate::semver::is_semver;
 use crate::display::is_printable_line;
 
 /// The longest description, component path or `[terminal]` backend; the longest `[terminal]` capability.
@@ -39,34 +41,6 @@ const MAX_TOKEN_CHARS: usize = 64;
 pub const MANIFEST_FILE: &str = "agmsg-driver.toml";
 /// Where an installed plugin's component lives, beside its manifest.
 pub const INSTALLED_COMPONENT: &str = "driver.wasm";
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord, Hash)]
-#[serde(rename_all = "lowercase")]
-pub enum Axis {
-    Storage,
-    Terminal,
-}
-
-impl Axis {
-    pub const ALL: [Axis; 2] = [Axis::Storage, Axis::Terminal];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Axis::Storage => "storage",
-            Axis::Terminal => "terminal",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Axis> {
-        Axis::ALL.into_iter().find(|a| a.as_str() == s)
-    }
-}
-
-impl std::fmt::Display for Axis {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -145,7 +119,7 @@ impl PluginManifest {
     pub fn read(path: &Path) -> Result<(PluginManifest, String), String> {
         let bytes = super::read_file(path, super::MAX_TEXT_BYTES)?;
         let text = String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8", path.display()))?;
-        Ok((PluginManifest::parse(&text, path)?, super::registry::sha256_hex(text.as_bytes())))
+        Ok((PluginManifest::parse(&text, path)?, super::sha256_hex(text.as_bytes())))
     }
 
     fn validate(&self) -> Result<(), String> {
@@ -182,13 +156,15 @@ impl PluginManifest {
                 return Err(format!("[terminal] capabilities must be printable words, not {c:?}"));
             }
         }
-        match (self.axis, &self.terminal) {
-            (Axis::Storage, Some(_)) => return Err("a storage driver has no [terminal] table".into()),
-            (Axis::Terminal, _) if self.capabilities.store => return Err("a terminal driver cannot ask for a store".into()),
-            (Axis::Storage, _) if !self.capabilities.programs.is_empty() => {
-                return Err("a storage driver cannot run programs (only terminal drivers can)".into());
-            }
-            _ => {}
+        let axis = self.axis;
+        if self.terminal.is_some() && axis.manifest_table() != Some("terminal") {
+            return Err(format!("a {axis} driver has no [terminal] table"));
+        }
+        if self.capabilities.store && !axis.has_store() {
+            return Err(format!("a {axis} driver cannot ask for a store"));
+        }
+        if !self.capabilities.programs.is_empty() && !axis.runs_programs() {
+            return Err(format!("a {axis} driver cannot run programs (only terminal drivers can)"));
         }
         for cap in &self.capabilities().0 {
             cap.validate()?;
@@ -223,42 +199,6 @@ impl PluginManifest {
         let body = toml::to_string(&installed).expect("a manifest serializes");
         format!("# Installed by agmsg-host plugin install; the component is {INSTALLED_COMPONENT} beside this file.\n{body}")
     }
-}
-
-/// Whether `version` is semver text (semver.org 2.0.0): `MAJOR.MINOR.PATCH` without leading zeros,
-/// then optionally `-PRERELEASE` and `+BUILD`, each dot-separated identifiers of `[0-9A-Za-z-]`
-/// (numeric pre-release identifiers without leading zeros); at most 64 characters.
-pub fn is_semver(version: &str) -> bool {
-    let number = |n: &str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && (n == "0" || !n.starts_with('0'));
-    let identifiers = |s: &str, numeric_rule: bool| {
-        s.split('.').all(|id| {
-            !id.is_empty()
-                && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-                && (!numeric_rule || !id.bytes().all(|b| b.is_ascii_digit()) || number(id))
-        })
-    };
-    let (rest, build) = match version.split_once('+') {
-        Some((rest, build)) => (rest, Some(build)),
-        None => (version, None),
-    };
-    let (core, pre) = match rest.split_once('-') {
-        Some((core, pre)) => (core, Some(pre)),
-        None => (rest, None),
-    };
-    let parts: Vec<&str> = core.split('.').collect();
-    version.len() <= 64
-        && parts.len() == 3
-        && parts.iter().all(|p| number(p) && p.parse::<u64>().is_ok())
-        && pre.is_none_or(|p| identifiers(p, true))
-        && build.is_none_or(|b| identifiers(b, false))
-}
-
-/// `MAJOR.MINOR.PATCH` (a pre-release or build suffix is ignored).
-pub fn semver_parts(version: &str) -> Option<(u64, u64, u64)> {
-    let core = version.split(['-', '+']).next()?;
-    let mut parts = core.split('.').map(|p| p.parse::<u64>().ok());
-    let parsed = (parts.next()??, parts.next()??, parts.next()??);
-    parts.next().is_none().then_some(parsed)
 }
 
 #[cfg(test)]
@@ -305,23 +245,5 @@ capabilities = ["peek"]
             let err = PluginManifest::parse(&bad, Path::new("m.toml")).unwrap_err();
             assert!(err.contains(why), "{why}: {err}");
         }
-    }
-
-    #[test]
-    fn semver_text() {
-        for good in ["0.1.0", "1.2.3", "1.0.0-rc.1", "1.0.0-alpha-2+build.5", "10.20.30+20260101"] {
-            assert!(is_semver(good), "{good}");
-        }
-        for bad in ["1.2", "01.2.3", "1.2.3-", "1.2.3-01", "1.2.3+", "1.2.3-a..b", "1.2.3-\u{1b}[8m", "1.2.3 ", "+1.2.3", "1.2.3-ü"] {
-            assert!(!is_semver(bad), "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn semver() {
-        assert_eq!(semver_parts("1.2.3"), Some((1, 2, 3)));
-        assert_eq!(semver_parts("1.2.3-rc.1"), Some((1, 2, 3)));
-        assert_eq!(semver_parts("1.2"), None);
-        assert_eq!(semver_parts("1.2.3.4"), None);
     }
 }

@@ -42,6 +42,12 @@ pub fn read_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
+/// A component's or a manifest's identity, as trust pins it.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// `s` as one shell word: as is when it is plain, else single-quoted (for commands users paste).
 pub fn shell_word(s: &str) -> String {
     let plain = !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+:,=@%".contains(&b));

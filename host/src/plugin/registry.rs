@@ -8,9 +8,10 @@
 
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
 
-use super::manifest::{Axis, MANIFEST_FILE, PluginManifest};
+use super::manifest::{MANIFEST_FILE, PluginManifest};
+pub use super::sha256_hex;
+use crate::axis::Axis;
 use super::trust::{TrustFile, TrustState};
 use crate::capabilities::Capabilities;
 
@@ -86,10 +87,6 @@ pub fn bases() -> Vec<PathBuf> {
         bases.extend(std::env::split_paths(&dirs).filter(|p| !p.as_os_str().is_empty()));
     }
     bases.into_iter().map(|b| std::path::absolute(&b).unwrap_or(b)).collect()
-}
-
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Read one plugin directory: its manifest (checked against where it was found), its component's
@@ -174,7 +171,7 @@ pub fn find(axis: Axis, name: &str) -> Result<Option<Candidate>, String> {
 pub fn pick(axis: Axis, name: &str, candidates: Vec<Candidate>) -> Option<Candidate> {
     let (chosen, warnings) = choose(axis, name, candidates);
     for warning in warnings {
-        crate::runtime::caps::log::host_log::warn(&warning);
+        crate::log::host_log::warn(&warning);
     }
     chosen
 }

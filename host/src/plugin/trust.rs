@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::manifest::Axis;
+use crate::axis::Axis;
 use crate::capabilities::{Capabilities, Capability};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -17,7 +17,7 @@ use wasmtime::error::Context;
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-use super::caps::log::host_log;
+use crate::log::host_log;
 
 pub struct CompileCache {
     dir: Option<PathBuf>,

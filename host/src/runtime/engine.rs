@@ -2,7 +2,8 @@
 //! the per-call path.
 
 use std::sync::OnceLock;
-use std::time::Duration;
+
+pub use super::limits::{EPOCH_TICK, Limits};
 
 use wasmtime::Result;
 use wasmtime::error::Context;
@@ -11,87 +12,15 @@ use wasmtime::Engine;
 
 use super::cache::CompileCache;
 use super::sandbox::HostState;
+use crate::axis::Axis;
 
-/// How often the epoch advances: the granularity of call deadlines.
-pub const EPOCH_TICK: Duration = Duration::from_millis(10);
-
-/// Limits every call and every instance runs under.
-#[derive(Clone, Copy, Debug)]
-pub struct Limits {
-    /// Wall-clock deadline of one call into a driver.
-    pub call_timeout: Duration,
-    /// Cap on a driver instance's linear memory (and tables).
-    pub memory_bytes: usize,
-    /// Time limit of one program a terminal driver runs (kept below the call deadline).
-    pub process_timeout: Duration,
-    /// Wall-clock limit of a whole op made of many calls (an export, a convert): each call has its own
-    /// deadline, and this bounds a driver that keeps answering forever.
-    pub op_timeout: Duration,
-    /// How much an export (or a convert) may carry: a driver whose exporter never ends cannot fill the
-    /// user's disk or the host's memory.
-    pub max_export_bytes: u64,
-}
-
-impl Limits {
-    pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
-    pub const DEFAULT_MEMORY_BYTES: usize = 256 << 20;
-    pub const DEFAULT_PROCESS_TIMEOUT: Duration = Duration::from_secs(10);
-    pub const DEFAULT_OP_TIMEOUT: Duration = Duration::from_secs(600);
-    pub const DEFAULT_MAX_EXPORT_BYTES: u64 = 1 << 30;
-
-    /// Defaults, overridden by `AGMSG_DRIVER_TIMEOUT_MS`, `AGMSG_DRIVER_MEMORY_MB`,
-    /// `AGMSG_PROCESS_TIMEOUT_MS`, `AGMSG_OP_TIMEOUT_MS` and `AGMSG_EXPORT_MAX_MB`.
-    pub fn from_env() -> Result<Limits> {
-        let mut limits = Limits {
-            call_timeout: Self::DEFAULT_CALL_TIMEOUT,
-            memory_bytes: Self::DEFAULT_MEMORY_BYTES,
-            process_timeout: Self::DEFAULT_PROCESS_TIMEOUT,
-            op_timeout: Self::DEFAULT_OP_TIMEOUT,
-            max_export_bytes: Self::DEFAULT_MAX_EXPORT_BYTES,
-        };
-        if let Some(ms) = env_number("AGMSG_OP_TIMEOUT_MS")? {
-            limits.op_timeout = Duration::from_millis(ms);
-        }
-        if let Some(mb) = env_number("AGMSG_EXPORT_MAX_MB")? {
-            limits.max_export_bytes = mb.saturating_mul(1 << 20);
-        }
-        if let Some(ms) = env_number("AGMSG_PROCESS_TIMEOUT_MS")? {
-            limits.process_timeout = Duration::from_millis(ms);
-        }
-        if let Some(ms) = env_number("AGMSG_DRIVER_TIMEOUT_MS")? {
-            limits.call_timeout = Duration::from_millis(ms);
-        }
-        if let Some(mb) = env_number("AGMSG_DRIVER_MEMORY_MB")? {
-            limits.memory_bytes = usize::try_from(mb).unwrap_or(usize::MAX).saturating_mul(1 << 20);
-        }
-        Ok(limits)
-    }
-
-    /// The call deadline in epoch ticks (at least one).
-    pub fn deadline_ticks(&self) -> u64 {
-        (self.call_timeout.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64
-    }
-}
-
-fn env_number(name: &str) -> Result<Option<u64>> {
-    match std::env::var(name) {
-        Ok(v) => v
-            .trim()
-            .parse::<u64>()
-            .ok()
-            .filter(|n| *n > 0)
-            .map(Some)
-            .with_context(|| format!("{name} must be a positive whole number, not {v:?}")),
-        Err(_) => Ok(None),
-    }
-}
 
 /// The process-wide runtime: engine, linker and compile cache.
 pub struct Runtime {
     pub engine: Engine,
-    /// Built on first use: a process runs drivers of one axis, and start-up pays only for that one.
-    storage_linker: OnceLock<Linker<HostState>>,
-    terminal_linker: OnceLock<Linker<HostState>>,
+    /// One per axis, built on first use: a process usually runs drivers of one axis, and start-up pays
+    /// only for that one.
+    linkers: [OnceLock<Linker<HostState>>; Axis::ALL.len()],
     pub cache: CompileCache,
     pub limits: Limits,
 }
@@ -101,17 +30,24 @@ impl Runtime {
         let config = super::engine_config::engine_config();
         let engine = Engine::new(&config).context("creating the wasmtime engine")?;
         start_epoch_ticker(&engine);
-        Ok(Runtime { engine, storage_linker: OnceLock::new(), terminal_linker: OnceLock::new(), cache, limits })
+        Ok(Runtime { engine, linkers: Default::default(), cache, limits })
     }
 
-    /// The linker storage drivers are instantiated with.
-    pub fn storage_linker(&self) -> Result<&Linker<HostState>> {
-        linker(&self.storage_linker, || super::sandbox::storage_linker(&self.engine))
+    /// The runtime as the user's environment configures it: the compile cache (`AGMSG_CACHE_DIR`) and
+    /// the limits (`AGMSG_*_MS`, `AGMSG_*_MB`); the error says which setting is wrong.
+    pub fn from_env() -> std::result::Result<Runtime, String> {
+        let limits = Limits::from_env().map_err(|e| format!("{e:#}"))?;
+        Runtime::new(CompileCache::from_env(), limits).map_err(|e| format!("{e:#}"))
     }
 
-    /// The linker terminal drivers are instantiated with.
-    pub fn terminal_linker(&self) -> Result<&Linker<HostState>> {
-        linker(&self.terminal_linker, || super::sandbox::terminal_linker(&self.engine))
+    /// The linker drivers of `axis` are instantiated with.
+    pub fn linker(&self, axis: Axis) -> Result<&Linker<HostState>> {
+        let cell = &self.linkers[axis.index()];
+        if let Some(linker) = cell.get() {
+            return Ok(linker);
+        }
+        let built = super::sandbox::linker(&self.engine, axis)?;
+        Ok(cell.get_or_init(|| built))
     }
 
     /// Load a component through the compile cache; a bundled driver with the machine code built into
@@ -119,14 +55,6 @@ impl Runtime {
     pub fn load(&self, wasm: &[u8], sha256: &str) -> Result<Component> {
         self.cache.load(&self.engine, wasm, sha256, crate::bundled::precompiled(sha256))
     }
-}
-
-fn linker<'a>(cell: &'a OnceLock<Linker<HostState>>, build: impl FnOnce() -> Result<Linker<HostState>>) -> Result<&'a Linker<HostState>> {
-    if let Some(linker) = cell.get() {
-        return Ok(linker);
-    }
-    let built = build()?;
-    Ok(cell.get_or_init(|| built))
 }
 
 /// One background thread advances the epoch for the engine's lifetime (the process).

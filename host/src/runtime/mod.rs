@@ -5,10 +5,13 @@ pub mod cache;
 pub mod caps;
 pub mod engine;
 pub mod engine_config;
+pub mod driver;
 pub mod failure;
-pub mod instance;
+pub mod limits;
 pub mod sandbox;
 
-pub use engine::{Limits, Runtime};
+pub use driver::{Driver, DriverSource, DriverWorld};
+pub use engine::Runtime;
+pub use limits::Limits;
 pub use failure::CallFailure;
 pub use sandbox::{Grants, HostState};

@@ -21,53 +21,29 @@ use std::time::{Duration, Instant};
 
 use wasmtime::Result;
 use wasmtime::error::Context;
-use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
+use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Engine, ResourceLimiter, Store};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::sockets::SocketAddrUse;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
+use crate::axis::{Axis, HostInterface, offered_packages};
 use crate::capabilities::{Capabilities, parse_endpoint};
-use crate::plugin::manifest::{Axis, semver_parts};
+use crate::log::Severity;
 
-use super::caps::log::{Severity, emit};
+use super::caps::deadline::DeadlineIo;
+use super::caps::file_lock::FileLockCtx;
+use super::caps::lock::{LockView, StoreLockCtx};
+use super::caps::log::LogCtx;
 pub use super::caps::process::ProcessGrant;
+use super::caps::process::ProcessView;
 pub use super::caps::store::StoreDir;
-use super::caps::file_lock::LockedFiles;
-use super::caps::log::LogBudget;
-use super::engine::Limits;
-
-pub mod bindings {
-    pub mod storage {
-        wasmtime::component::bindgen!({
-            world: "agmsg:storage/storage-driver@1.0.0",
-            path: ["../wit/host", "../wit/storage"],
-            with: {
-                "agmsg:host/lock.guard": crate::runtime::caps::lock::LockGuard,
-            },
-        });
-    }
-
-    pub mod terminal {
-        wasmtime::component::bindgen!({
-            world: "agmsg:terminal/terminal-driver@1.0.0",
-            path: ["../wit/host", "../wit/terminal"],
-            with: {
-                // One log interface for every axis.
-                "agmsg:host/log": super::storage::agmsg::host::log,
-            },
-        });
-    }
-}
+use super::limits::Limits;
 
 /// Where a storage driver's store directory appears inside the sandbox.
 pub const GUEST_STORE_DIR: &str = "/store";
 /// A driver's captured stdout and stderr are cut off (with a trap) beyond this.
 pub const MAX_CAPTURED_OUTPUT: usize = 1 << 20;
-
-/// The contract packages this host offers, with their WIT versions. A driver built against a
-/// semver-compatible version loads (same major; for 1.x and later a minor no newer than ours).
-pub const OFFERED_PACKAGES: [(&str, &str); 3] = [("agmsg:host", "1.0.0"), ("agmsg:storage", "1.0.0"), ("agmsg:terminal", "1.0.0")];
 
 /// Everything one driver is granted: built from its capabilities by [`Grants::new`], the one place
 /// where capabilities become access.
@@ -100,13 +76,13 @@ impl Grants {
             limits.call_timeout = limits.call_timeout.max(Duration::from_millis(ms));
         }
         let env_names: Vec<String> = caps.env().map(str::to_owned).collect();
-        let process = (axis == Axis::Terminal).then(|| {
+        let process = axis.runs_programs().then(|| {
             let programs: Vec<_> = caps.programs().map(|(name, args)| (name.to_owned(), args.cloned())).collect();
             ProcessGrant::resolve(&programs, &env_names, limits.process_timeout)
         });
         Grants {
             axis,
-            store_dir: store_dir.filter(|_| axis == Axis::Storage && caps.store()),
+            store_dir: store_dir.filter(|_| axis.has_store() && caps.store()),
             // WASI environments are strings; a variable that is not UTF-8 is not passed.
             env: env_names.iter().filter_map(|name| Some((name.clone(), std::env::var(name).ok()?))).collect(),
             process,
@@ -165,12 +141,9 @@ fn check_import(import: &str, grants: &Grants) -> std::result::Result<(), String
             }
             true
         }
-        "agmsg:host/log" => true,
         // The axis's own shared types (ids, records, errors), imported by the driver world.
-        i if i == format!("agmsg:{axis}/types") => true,
-        "agmsg:host/lock" | "agmsg:host/file-lock" => axis == Axis::Storage,
-        "agmsg:host/process" => axis == Axis::Terminal,
-        _ => false,
+        i if i == format!("{}/types", axis.package()) => true,
+        i => axis.host_interfaces().iter().any(|offered| offered.name() == i),
     };
     if !offered {
         return Err(format!("it imports {import}, which this host does not offer to {axis} drivers"));
@@ -191,37 +164,27 @@ pub fn check_api(axis: Axis, version: &str) -> std::result::Result<(), String> {
 fn check_version(name: &str) -> std::result::Result<(), String> {
     let (interface, version) = name.split_once('@').unwrap_or((name, ""));
     let package = interface.split('/').next().unwrap_or(interface);
-    let Some((_, ours)) = OFFERED_PACKAGES.iter().find(|(p, _)| *p == package) else {
+    let Some((_, ours)) = offered_packages().find(|(p, _)| *p == package) else {
         return Err(format!("built against {name}, a package this host does not offer"));
     };
-    let compatible = match (semver_parts(version), semver_parts(ours)) {
-        (Some((major, minor, patch)), Some((our_major, our_minor, our_patch))) => {
-            major == our_major && if major > 0 { minor <= our_minor } else { minor == our_minor && patch <= our_patch }
-        }
-        _ => false,
-    };
-    if compatible {
+    if crate::semver::compatible(version, ours) {
         Ok(())
     } else {
         Err(format!("built against {package}@{version}, which is not compatible with the {package}@{ours} this host offers"))
     }
 }
 
-/// Per-instance host state.
+/// Per-instance host state: each capability's own state, composed. A capability sees only its slice
+/// (the `project_*` functions below), so none depends on another or on this struct.
 pub struct HostState {
-    pub driver_name: String,
-    /// The store directory (storage drivers granted one): what the locks lock.
-    pub store_dir: Option<StoreDir>,
     /// When the current call must end; host calls that wait stop waiting by then.
     pub deadline: Instant,
-    /// What is left of this call's `agmsg:host/log` allowance.
-    pub log_budget: LogBudget,
-    /// Store files this instance holds byte-range locks on (storage drivers).
-    pub locked_files: LockedFiles,
+    log: LogCtx,
+    lock: StoreLockCtx,
+    file_lock: FileLockCtx,
     /// The programs it may run (terminal drivers).
-    pub process: Option<ProcessGrant>,
-    pub lock_held: bool,
-    pub table: ResourceTable,
+    process: Option<ProcessGrant>,
+    table: ResourceTable,
     pub limiter: MemoryLimiter,
     wasi: WasiCtx,
     stdout: MemoryOutputPipe,
@@ -240,16 +203,35 @@ impl HostState {
     pub fn drain_output(&mut self) -> String {
         let out = take(&mut self.stdout);
         let err = take(&mut self.stderr);
-        let source = format!("driver {}", self.driver_name);
-        self.log_budget.report_dropped(&source);
+        self.log.end_call();
         if !out.is_empty() {
-            emit(&source, Severity::Info, &out);
+            self.log.printed(Severity::Info, &out);
         }
         if !err.is_empty() {
-            emit(&source, Severity::Warn, &err);
+            self.log.printed(Severity::Warn, &err);
         }
         err
     }
+}
+
+fn project_log(state: &mut HostState) -> &mut LogCtx {
+    &mut state.log
+}
+
+fn project_lock(state: &mut HostState) -> LockView<'_> {
+    LockView { ctx: &mut state.lock, table: &mut state.table, deadline: state.deadline }
+}
+
+fn project_file_lock(state: &mut HostState) -> &mut FileLockCtx {
+    &mut state.file_lock
+}
+
+fn project_process(state: &mut HostState) -> ProcessView<'_> {
+    ProcessView { grant: state.process.as_ref(), log_source: state.log.source(), deadline: state.deadline }
+}
+
+fn project_io(state: &mut HostState) -> DeadlineIo<'_> {
+    DeadlineIo { table: &mut state.table, deadline: state.deadline }
 }
 
 fn take(pipe: &mut MemoryOutputPipe) -> String {
@@ -281,31 +263,28 @@ impl ResourceLimiter for MemoryLimiter {
     }
 }
 
-/// WASI for every axis, with the sandbox's two changes: blocking `wasi:io` calls end at the call's
-/// deadline, and no symlink can be created.
-fn wasi_linker(engine: &Engine) -> Result<Linker<HostState>> {
+/// The linker for drivers of `axis`: WASI, with the sandbox's two changes (blocking `wasi:io` calls end
+/// at the call's deadline, and no symlink can be created), plus the `agmsg:host` interfaces the axis is
+/// offered and the axis's types interface. Which of those a driver may actually use is decided by its
+/// grants ([`admit`] and [`new_store`]).
+pub fn linker(engine: &Engine, axis: Axis) -> Result<Linker<HostState>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_sync(&mut linker).context("adding WASI to the linker")?;
-    super::caps::deadline::bind_wasi_io(&mut linker).context("binding wasi:io to call deadlines")?;
+    super::caps::deadline::bind_wasi_io(&mut linker, project_io).context("binding wasi:io to call deadlines")?;
     super::caps::store::deny_symlinks(&mut linker).context("denying symlinks")?;
-    Ok(linker)
-}
-
-/// The linker for storage drivers: WASI (filesystem confined by the preopen, no sockets granted) plus
-/// the `agmsg:host` interfaces.
-pub fn storage_linker(engine: &Engine) -> Result<Linker<HostState>> {
-    let mut linker = wasi_linker(engine)?;
-    bindings::storage::StorageDriver::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
-        .context("adding the agmsg host interfaces to the linker")?;
-    Ok(linker)
-}
-
-/// The linker for terminal drivers: WASI (no preopens are ever granted) plus `agmsg:host` log and
-/// process.
-pub fn terminal_linker(engine: &Engine) -> Result<Linker<HostState>> {
-    let mut linker = wasi_linker(engine)?;
-    bindings::terminal::TerminalDriver::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
-        .context("adding the agmsg host interfaces to the linker")?;
+    for interface in axis.host_interfaces() {
+        match interface {
+            HostInterface::Log => super::caps::log::link(&mut linker, project_log),
+            HostInterface::Lock => super::caps::lock::link(&mut linker, project_lock),
+            HostInterface::FileLock => super::caps::file_lock::link(&mut linker, project_file_lock),
+            HostInterface::Process => super::caps::process::link(&mut linker, project_process),
+        }
+        .with_context(|| format!("adding {} to the linker", interface.name()))?;
+    }
+    // The axis's `types` interface has no functions, but a driver imports it: an empty instance.
+    linker
+        .instance(&format!("{}/types@{}", axis.package(), axis.package_version()))
+        .with_context(|| format!("adding {}/types to the linker", axis.package()))?;
     Ok(linker)
 }
 
@@ -336,13 +315,11 @@ pub fn new_store(engine: &Engine, driver_name: &str, grants: &Grants) -> Result<
         grant_network(&mut builder, &grants.network)?;
     }
     let state = HostState {
-        driver_name: driver_name.to_owned(),
-        store_dir: grants.store_dir.clone(),
         deadline: Instant::now() + grants.limits.call_timeout,
-        log_budget: LogBudget::default(),
+        log: LogCtx::new(driver_name),
+        lock: StoreLockCtx::new(grants.store_dir.clone()),
+        file_lock: FileLockCtx::new(grants.store_dir.clone()),
         process: grants.process.clone(),
-        lock_held: false,
-        locked_files: LockedFiles::default(),
         table: ResourceTable::new(),
         limiter: MemoryLimiter { max_bytes: grants.limits.memory_bytes, hit: false },
         wasi: builder.build(),
@@ -378,7 +355,3 @@ fn grant_network(builder: &mut WasiCtxBuilder, endpoints: &[String]) -> Result<(
     });
     Ok(())
 }
-
-/// The `types` interfaces have no functions; their host traits are empty.
-impl bindings::storage::agmsg::storage::types::Host for HostState {}
-impl bindings::terminal::agmsg::terminal::types::Host for HostState {}

@@ -6,22 +6,18 @@
 //! store, exported events as `import` would check them.
 
 use std::fmt;
+use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 
 use agmsg_contract::{Status, check_name, is_transport_token};
 use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
-use crate::runtime::instance::DriverInstance;
-
 use super::records::check_event;
-use super::source::DriverSource;
+use super::world::{StorageWorld, wit};
 use crate::display;
-use crate::runtime::sandbox::bindings::storage::agmsg::storage::types as wit;
-use crate::runtime::sandbox::bindings::storage::{StorageDriver as Bindings, StorageDriverPre};
-use crate::plugin::manifest::Axis;
-use crate::runtime::sandbox::{self, Grants, HostState, StoreDir};
-use crate::runtime::Runtime;
+use crate::runtime::sandbox::StoreDir;
+use crate::runtime::{Driver, DriverSource, HostState, Runtime};
 
 pub use wit::{Description, Directive, Event, Message, Pair, StoreFile, WatchBatch};
 
@@ -65,52 +61,39 @@ impl From<wit::DriverError> for OpError {
     }
 }
 
-pub struct StorageDriver<'rt> {
-    runtime: &'rt Runtime,
-    name: String,
-    pre: StorageDriverPre<HostState>,
-    grants: Grants,
-    instance: DriverInstance<Bindings>,
+/// A storage driver, loaded and ready for calls: the host's handle on one store through one driver.
+pub struct Storage<'rt> {
+    driver: Driver<'rt, StorageWorld>,
 }
 
-impl<'rt> StorageDriver<'rt> {
-    /// Load (through the compile cache) a driver, check that it is one and imports nothing beyond its
-    /// grants, and link it; instances are created on first call. `store_dir` is its store (granted
-    /// when its capabilities include `store`).
+impl<'rt> Storage<'rt> {
+    /// Load a driver for the store `store_dir` (granted when its capabilities include `store`);
+    /// instances are created on first call.
     pub fn open(runtime: &'rt Runtime, source: &DriverSource, store_dir: StoreDir) -> Result<Self, OpError> {
-        let load_error = |e: String| OpError::runtime(format!("driver '{}' cannot be loaded: {e}", source.name));
-        let component = runtime.load(&source.wasm, &source.sha256).map_err(|e| load_error(format!("{e:#}")))?;
-        let grants = Grants::new(Axis::Storage, &source.capabilities, Some(store_dir), runtime.limits);
-        sandbox::admit(&runtime.engine, &component, &grants).map_err(load_error)?;
-        let pre = runtime
-            .storage_linker()
-            .and_then(|linker| linker.instantiate_pre(&component))
-            .and_then(StorageDriverPre::new)
-            .map_err(|e| load_error(format!("{e:#}")))?;
-        let instance = DriverInstance::new(&source.name, grants.limits);
-        Ok(StorageDriver { runtime, name: source.name.clone(), pre, grants, instance })
+        let driver = Driver::open(runtime, source, Some(store_dir)).map_err(|failure| OpError::runtime(failure.message))?;
+        Ok(Storage { driver })
     }
 
     pub fn name(&self) -> &str {
-        &self.name
+        self.driver.name()
     }
 
     /// Run one call into the driver.
-    fn call<T>(&mut self, op: &str, f: impl FnOnce(&mut Store<HostState>, &Bindings) -> wasmtime::Result<T>) -> Result<T, OpError> {
-        let runtime = self.runtime;
-        let (name, grants, pre) = (&self.name, &self.grants, &self.pre);
-        self.instance
-            .call(op, || sandbox::new_store(&runtime.engine, name, grants), |store| pre.instantiate(store), f)
-            .map_err(|failure| OpError::runtime(failure.message))
+    fn call<T>(&mut self, op: &str, f: impl FnOnce(&mut Store<HostState>, &StorageWorld) -> wasmtime::Result<T>) -> Result<T, OpError> {
+        self.driver.call(op, f).map_err(|failure| OpError::runtime(failure.message))
     }
 
     /// A call whose result is the driver's own `result<T, driver-error>`.
-    fn op<T>(&mut self, op: &str, f: impl FnOnce(&mut Store<HostState>, &Bindings) -> wasmtime::Result<Result<T, wit::DriverError>>) -> Result<T, OpError> {
+    fn op<T>(
+        &mut self,
+        op: &str,
+        f: impl FnOnce(&mut Store<HostState>, &StorageWorld) -> wasmtime::Result<Result<T, wit::DriverError>>,
+    ) -> Result<T, OpError> {
         self.call(op, f)?.map_err(OpError::from)
     }
 
     fn malformed(&self, what: &str, value: &str) -> OpError {
-        OpError::runtime(format!("driver '{}' returned a malformed {what}: {value:?}", self.name))
+        OpError::runtime(format!("driver '{}' returned a malformed {what}: {value:?}", self.name()))
     }
 
     fn checked_token(&self, what: &str, token: String) -> Result<String, OpError> {
@@ -148,7 +131,7 @@ impl<'rt> StorageDriver<'rt> {
 
     fn checked_description(&self, d: Description) -> Result<Description, OpError> {
         let refuse = |what: &str, value: &str, why: &str| {
-            OpError::runtime(format!("driver '{}' returned a malformed describe {what} {value:?}: {why}", self.name))
+            OpError::runtime(format!("driver '{}' returned a malformed describe {what} {value:?}: {why}", self.name()))
         };
         let token = |what: &str, value: &str, max: usize| {
             if value.is_empty() || value.contains(char::is_whitespace) || value.contains(',') || !display::is_printable_line(value, max) {
@@ -163,7 +146,7 @@ impl<'rt> StorageDriver<'rt> {
         if d.capabilities.len() > MAX_DESCRIBE_CAPABILITIES {
             return Err(OpError::runtime(format!(
                 "driver '{}' returned a malformed describe: {} capabilities (at most {MAX_DESCRIBE_CAPABILITIES})",
-                self.name,
+                self.name(),
                 d.capabilities.len()
             )));
         }
@@ -195,7 +178,7 @@ impl<'rt> StorageDriver<'rt> {
     pub fn store_file_path(&self, store_dir: &Path, file: &StoreFile) -> Result<PathBuf, OpError> {
         let path = store_dir.join(&file.path);
         let outside = || {
-            OpError::runtime(format!("driver '{}' returned a malformed describe store-file path {:?}: it lies outside the store", self.name, file.path))
+            OpError::runtime(format!("driver '{}' returned a malformed describe store-file path {:?}: it lies outside the store", self.name(), file.path))
         };
         if !path.starts_with(store_dir) {
             return Err(outside());
@@ -267,7 +250,7 @@ impl<'rt> StorageDriver<'rt> {
     /// it ([`check_event`]).
     pub fn export_events(&mut self, mut sink: impl FnMut(&[Event]) -> Result<(), OpError>) -> Result<(), OpError> {
         const PAGE: u32 = 1000;
-        let limits = self.runtime.limits;
+        let limits = self.driver.runtime().limits;
         let started = std::time::Instant::now();
         let exporter = self.op("export", |s, b| b.agmsg_storage_driver().call_export_events(s))?;
         let mut exported = 0u64;
@@ -283,26 +266,26 @@ impl<'rt> StorageDriver<'rt> {
             if bytes > limits.max_export_bytes {
                 return Err(OpError::runtime(format!(
                     "driver '{}' exported more than {} MiB (AGMSG_EXPORT_MAX_MB); stopped",
-                    self.name,
+                    self.name(),
                     limits.max_export_bytes >> 20
                 )));
             }
             if started.elapsed() > limits.op_timeout {
                 return Err(OpError::runtime(format!(
                     "driver '{}' was still exporting after {} ms (AGMSG_OP_TIMEOUT_MS); stopped",
-                    self.name,
+                    self.name(),
                     limits.op_timeout.as_millis()
                 )));
             }
             if page.len() > PAGE as usize {
-                return Err(OpError::runtime(format!("driver '{}' returned an oversized export page", self.name)));
+                return Err(OpError::runtime(format!("driver '{}' returned an oversized export page", self.name())));
             }
             // An export is an import file: each event passes the rules `import` applies, or the export
             // fails here, before the sink writes it.
             for event in &page {
                 exported += 1;
                 check_event(event).map_err(|e| {
-                    OpError::runtime(format!("driver '{}' exported an event that import would refuse (event {exported}): {e}", self.name))
+                    OpError::runtime(format!("driver '{}' exported an event that import would refuse (event {exported}): {e}", self.name()))
                 })?;
             }
             sink(&page)?;
@@ -312,6 +295,20 @@ impl<'rt> StorageDriver<'rt> {
     }
 
     /// Apply `events` all or nothing.
+    /// Export the store's event log to `file`, atomically: a failure or a kill leaves the target as it
+    /// was and no temporary file behind.
+    pub fn export_to_file(&mut self, file: &Path) -> Result<(), OpError> {
+        let io_error = |e: std::io::Error| OpError::runtime(format!("export failed: {}: {e}", file.display()));
+        super::atomic_file::write_atomically(file, io_error, |writer| {
+            self.export_events(|page| {
+                for event in page {
+                    writeln!(writer, "{}", super::records::event_line(event)).map_err(io_error)?;
+                }
+                Ok(())
+            })
+        })
+    }
+
     pub fn import_events(&mut self, events: &[Event]) -> Result<(), OpError> {
         let mut import = self.begin_import()?;
         import.push(events)?;
@@ -327,13 +324,13 @@ impl<'rt> StorageDriver<'rt> {
     }
 
     fn drop_resource(&mut self, resource: ResourceAny) {
-        self.instance.cleanup(|store| resource.resource_drop(store));
+        self.driver.cleanup(|store| resource.resource_drop(store));
     }
 }
 
-/// An import being staged in a driver (see [`StorageDriver::begin_import`]).
+/// An import being staged in a driver (see [`Storage::begin_import`]).
 pub struct Import<'d, 'rt> {
-    driver: &'d mut StorageDriver<'rt>,
+    driver: &'d mut Storage<'rt>,
     importer: ResourceAny,
 }
 

@@ -5,7 +5,10 @@ pub mod atomic_file;
 pub mod driver;
 pub mod location;
 pub mod records;
+pub mod session;
 pub mod source;
+pub mod world;
 
-pub use driver::{OpError, StorageDriver};
-pub use source::DriverSource;
+pub use driver::{OpError, Storage};
+pub use session::StoreSession;
+pub use crate::runtime::DriverSource;

@@ -13,12 +13,8 @@ use wasmtime::Store;
 use super::manifest::TerminalManifest;
 use super::source::TerminalSource;
 use crate::display;
-use crate::runtime::instance::DriverInstance;
-use crate::runtime::sandbox::bindings::terminal::agmsg::terminal::types as wit;
-use crate::runtime::sandbox::bindings::terminal::{TerminalDriver as Bindings, TerminalDriverPre};
-use crate::plugin::manifest::Axis;
-use crate::runtime::sandbox::{self, Grants, HostState};
-use crate::runtime::Runtime;
+use super::world::{TerminalWorld, wit};
+use crate::runtime::{Driver, HostState, Runtime};
 
 pub use wit::{Answer, ArrangeOutcome, Description, Detection, Intent, NamingMode, PanePresence, SpawnTarget};
 
@@ -82,32 +78,21 @@ impl From<wit::TermError> for TermFailure {
     }
 }
 
-pub struct TerminalDriver<'rt> {
-    runtime: &'rt Runtime,
+/// A terminal driver, loaded and ready for calls: the host's handle on the terminal through one driver.
+pub struct Terminal<'rt> {
     manifest: TerminalManifest,
-    pre: TerminalDriverPre<HostState>,
-    grants: Grants,
-    instance: DriverInstance<Bindings>,
+    driver: Driver<'rt, TerminalWorld>,
 }
 
 type Call<T> = Result<T, TermFailure>;
 
-impl<'rt> TerminalDriver<'rt> {
-    /// Load (through the compile cache) a driver, check that it is one and imports nothing beyond its
-    /// grants, resolve the programs it may run, and link it; instances are created on first call.
+impl<'rt> Terminal<'rt> {
+    /// Load a driver, check that it is one and imports nothing beyond its grants, resolve the programs it
+    /// may run, and link it; instances are created on first call. A driver that cannot be loaded is
+    /// unreachable.
     pub fn open(runtime: &'rt Runtime, source: &TerminalSource) -> Call<Self> {
-        let name = &source.manifest.name;
-        let load_error = |e: String| TermFailure::new(FailKind::Unreachable, format!("driver '{name}' cannot be loaded: {e}"));
-        let component = runtime.load(&source.wasm, &source.sha256).map_err(|e| load_error(format!("{e:#}")))?;
-        let grants = Grants::new(Axis::Terminal, &source.capabilities, None, runtime.limits);
-        sandbox::admit(&runtime.engine, &component, &grants).map_err(load_error)?;
-        let pre = runtime
-            .terminal_linker()
-            .and_then(|linker| linker.instantiate_pre(&component))
-            .and_then(TerminalDriverPre::new)
-            .map_err(|e| load_error(format!("{e:#}")))?;
-        let instance = DriverInstance::new(name, grants.limits);
-        Ok(TerminalDriver { runtime, manifest: source.manifest.clone(), pre, grants, instance })
+        let driver = Driver::open(runtime, &source.driver, None).map_err(|failure| TermFailure::new(FailKind::Unreachable, failure.message))?;
+        Ok(Terminal { manifest: source.manifest.clone(), driver })
     }
 
     pub fn manifest(&self) -> &TerminalManifest {
@@ -118,15 +103,13 @@ impl<'rt> TerminalDriver<'rt> {
         &self.manifest.name
     }
 
-    fn call<T>(&mut self, op: &str, f: impl FnOnce(&mut Store<HostState>, &Bindings) -> wasmtime::Result<T>) -> Call<T> {
-        let runtime = self.runtime;
-        let (name, grants, pre) = (&self.manifest.name, &self.grants, &self.pre);
-        self.instance
-            .call(op, || sandbox::new_store(&runtime.engine, name, grants), |store| pre.instantiate(store), f)
-            .map_err(|failure| TermFailure::new(FailKind::Unreachable, failure.message))
+    /// A call the driver could not answer (it trapped, or ran out of time or memory) left the terminal
+    /// unasked: unreachable.
+    fn call<T>(&mut self, op: &str, f: impl FnOnce(&mut Store<HostState>, &TerminalWorld) -> wasmtime::Result<T>) -> Call<T> {
+        self.driver.call(op, f).map_err(|failure| TermFailure::new(FailKind::Unreachable, failure.message))
     }
 
-    fn op<T>(&mut self, op: &str, f: impl FnOnce(&mut Store<HostState>, &Bindings) -> wasmtime::Result<Result<T, wit::TermError>>) -> Call<T> {
+    fn op<T>(&mut self, op: &str, f: impl FnOnce(&mut Store<HostState>, &TerminalWorld) -> wasmtime::Result<Result<T, wit::TermError>>) -> Call<T> {
         self.call(op, f)?.map_err(TermFailure::from)
     }
 

@@ -5,7 +5,8 @@ pub mod driver;
 pub mod manifest;
 pub mod resolve;
 pub mod source;
+pub mod world;
 
-pub use driver::{TermFailure, TerminalDriver};
+pub use driver::{TermFailure, Terminal};
 pub use manifest::TerminalManifest;
 pub use source::TerminalSource;

@@ -5,7 +5,7 @@
 //! own?) needs an id: every candidate is tried, the first real id wins, and a candidate that is present
 //! but cannot name its pane makes resolution fail loudly rather than fall back to plain.
 
-use super::driver::{Detection, FailKind, TermFailure, TerminalDriver};
+use super::driver::{Detection, FailKind, TermFailure, Terminal};
 use super::source::TerminalSource;
 use crate::runtime::Runtime;
 
@@ -35,7 +35,7 @@ pub fn override_driver<'a>(candidates: &'a [TerminalSource]) -> Result<Option<&'
 /// Ask one candidate; a driver that fails to answer counts as present but unresolved, so a broken
 /// driver is reported, never silently skipped.
 fn detect(runtime: &Runtime, candidate: &TerminalSource, session_id: &str) -> Detection {
-    match TerminalDriver::open(runtime, candidate).and_then(|mut d| d.detect(session_id)) {
+    match Terminal::open(runtime, candidate).and_then(|mut d| d.detect(session_id)) {
         Ok(detection) => detection,
         Err(e) => Detection::Unresolved(format!("detection failed: {e}")),
     }

@@ -8,18 +8,24 @@ use std::path::Path;
 use super::manifest::{DEFAULT_PRIORITY, TerminalManifest};
 use crate::bundled::BUNDLED_TERMINAL;
 use crate::capabilities::{Capabilities, Capability};
-use crate::plugin::manifest::Axis;
+use crate::axis::Axis;
+use crate::runtime::DriverSource;
 use crate::plugin::registry::{self, Candidate, sha256_hex};
 
-/// A terminal driver ready to load: its manifest, its component, and its capabilities.
+/// A terminal driver ready to load: its manifest (agmsg's `terminal.conf` keys) and its component. The
+/// component runs with, for bundled drivers and directories named on the command line, the programs and
+/// variables their `terminal.conf` declares; for a plugin, what it declared AND the user granted.
 #[derive(Clone)]
 pub struct TerminalSource {
     pub manifest: TerminalManifest,
-    pub sha256: String,
-    pub wasm: Cow<'static, [u8]>,
-    /// Bundled drivers and directories named on the command line: the programs and variables their
-    /// `terminal.conf` declares; a plugin: what it declared AND the user granted.
-    pub capabilities: Capabilities,
+    pub driver: DriverSource,
+}
+
+impl TerminalSource {
+    fn new(manifest: TerminalManifest, sha256: String, wasm: Cow<'static, [u8]>, capabilities: Capabilities, path: Option<std::path::PathBuf>) -> Self {
+        let driver = DriverSource { name: manifest.name.clone(), sha256, wasm, path, capabilities };
+        TerminalSource { manifest, driver }
+    }
 }
 
 /// The capabilities a `terminal.conf` declares (programs with any arguments).
@@ -36,7 +42,8 @@ impl TerminalSource {
             .map(|d| {
                 let manifest = TerminalManifest::parse(d.manifest.expect("terminal drivers are bundled with their manifest"))
                     .expect("bundled manifests are valid (checked by the test suite)");
-                TerminalSource { capabilities: conf_capabilities(&manifest), manifest, sha256: d.sha256.to_owned(), wasm: Cow::Borrowed(d.wasm) }
+                let capabilities = conf_capabilities(&manifest);
+                TerminalSource::new(manifest, d.sha256.to_owned(), Cow::Borrowed(d.wasm), capabilities, None)
             })
             .collect()
     }
@@ -46,7 +53,7 @@ impl TerminalSource {
     pub fn available() -> Vec<TerminalSource> {
         let mut all = Self::bundled();
         let plugins = registry::candidates(Axis::Terminal, None).unwrap_or_else(|e| {
-            crate::runtime::caps::log::host_log::warn(&e);
+            crate::log::host_log::warn(&e);
             Vec::new()
         });
         // Each name's candidates, in base order (as found).
@@ -97,6 +104,7 @@ impl TerminalSource {
     /// `[terminal]` table.
     fn from_plugin(plugin: Candidate) -> TerminalSource {
         let capabilities = plugin.runs_with();
+        let path = plugin.component();
         let declared = plugin.manifest.expect("a plugin that can run has a manifest");
         let keys = declared.terminal.clone().unwrap_or_default();
         let manifest = TerminalManifest {
@@ -107,7 +115,7 @@ impl TerminalSource {
             programs: capabilities.programs().map(|(name, _)| name.to_owned()).collect(),
             env: capabilities.env().map(str::to_owned).collect(),
         };
-        TerminalSource { manifest, sha256: plugin.sha256.unwrap_or_default(), wasm: Cow::Owned(plugin.wasm.unwrap_or_default()), capabilities }
+        TerminalSource::new(manifest, plugin.sha256.unwrap_or_default(), Cow::Owned(plugin.wasm.unwrap_or_default()), capabilities, path)
     }
 
     fn from_dir(dir: &Path) -> Result<TerminalSource, String> {
@@ -115,6 +123,7 @@ impl TerminalSource {
         let manifest = String::from_utf8(read("terminal.conf", crate::plugin::MAX_TEXT_BYTES)?).map_err(|_| format!("{}/terminal.conf is not UTF-8", dir.display()))?;
         let manifest = TerminalManifest::parse(&manifest).map_err(|e| format!("{}/terminal.conf: {e}", dir.display()))?;
         let wasm = read("driver.wasm", crate::plugin::MAX_COMPONENT_BYTES)?;
-        Ok(TerminalSource { capabilities: conf_capabilities(&manifest), manifest, sha256: sha256_hex(&wasm), wasm: Cow::Owned(wasm) })
+        let capabilities = conf_capabilities(&manifest);
+        Ok(TerminalSource::new(manifest, sha256_hex(&wasm), Cow::Owned(wasm), capabilities, Some(dir.join("driver.wasm"))))
     }
 }

@@ -17,7 +17,6 @@ use wasmtime_wasi::p2::{DynPollable, StreamError, StreamResult};
 use wasmtime_wasi::runtime::in_tokio;
 use wasmtime_wasi_io::streams::{DynInputStream, DynOutputStream};
 
-use crate::runtime::sandbox::HostState;
 
 /// A call ran past its deadline while blocked in a host call. The failure mapping reports it as the
 /// time limit, like an epoch interrupt.
@@ -34,8 +33,8 @@ impl std::error::Error for DeadlineExceeded {}
 
 /// The guest's view of `wasi:io` while a call runs: the resource table and the call's deadline.
 pub struct DeadlineIo<'a> {
-    table: &'a mut ResourceTable,
-    deadline: Instant,
+    pub table: &'a mut ResourceTable,
+    pub deadline: Instant,
 }
 
 struct DeadlineIoData;
@@ -44,14 +43,12 @@ impl HasData for DeadlineIoData {
     type Data<'a> = DeadlineIo<'a>;
 }
 
-/// Replace the blocking `wasi:io` functions of a linker that already has WASI with deadline-bound ones.
-pub fn bind_wasi_io(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
-    fn project(state: &mut HostState) -> DeadlineIo<'_> {
-        DeadlineIo { deadline: state.deadline, table: &mut state.table }
-    }
+/// Replace the blocking `wasi:io` functions of a linker that already has WASI with deadline-bound ones,
+/// for a state that projects a [`DeadlineIo`].
+pub fn bind_wasi_io<T: 'static>(linker: &mut Linker<T>, project: fn(&mut T) -> DeadlineIo<'_>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
-    let result = poll::add_to_linker::<HostState, DeadlineIoData>(linker, project)
-        .and_then(|()| streams::add_to_linker::<HostState, DeadlineIoData>(linker, project));
+    let result = poll::add_to_linker::<T, DeadlineIoData>(linker, project)
+        .and_then(|()| streams::add_to_linker::<T, DeadlineIoData>(linker, project));
     linker.allow_shadowing(false);
     result
 }

@@ -11,13 +11,21 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::os::fd::AsRawFd;
 
-use crate::runtime::sandbox::HostState;
-use crate::runtime::sandbox::bindings::storage::agmsg::host::file_lock::{FileLockError, Host, LockMode};
+use wasmtime::component::{HasSelf, Linker};
 
-/// The store files an instance has locked, by name.
+use super::store::StoreDir;
+use super::wit::file_lock::{FileLockError, Host, LockMode, add_to_linker};
+
+/// One instance's byte-range locks: its store, and the store files it has locked, by name.
 #[derive(Default)]
-pub struct LockedFiles {
+pub struct FileLockCtx {
+    dir: Option<StoreDir>,
     files: HashMap<String, File>,
+}
+
+/// Add `agmsg:host/file-lock` to a linker whose state projects a [`FileLockCtx`].
+pub fn link<T: 'static>(linker: &mut Linker<T>, project: fn(&mut T) -> &mut FileLockCtx) -> wasmtime::Result<()> {
+    add_to_linker::<T, HasSelf<FileLockCtx>>(linker, project)
 }
 
 /// A plain file name in the store: no directories, no `.`/`..`, nothing empty.
@@ -25,20 +33,25 @@ fn valid_name(name: &str) -> bool {
     !name.is_empty() && name != "." && name != ".." && !name.contains('/') && !name.contains('\0')
 }
 
-impl HostState {
+impl FileLockCtx {
+    /// `dir`: the driver's store (none: every lock fails as unavailable).
+    pub fn new(dir: Option<StoreDir>) -> FileLockCtx {
+        FileLockCtx { dir, files: HashMap::new() }
+    }
+
     fn locked_file(&mut self, name: &str) -> Result<&File, FileLockError> {
         if !valid_name(name) {
             return Err(FileLockError::InvalidPath);
         }
-        let store = self.store_dir.as_ref().ok_or(FileLockError::Unavailable)?;
-        if !self.locked_files.files.contains_key(name) {
+        let store = self.dir.as_ref().ok_or(FileLockError::Unavailable)?;
+        if !self.files.contains_key(name) {
             // Relative to the store's descriptor, never through a symlink.
             let file = store
                 .open_file(name)
                 .map_err(|e| if e.raw_os_error() == Some(libc::ELOOP) { FileLockError::InvalidPath } else { FileLockError::Unavailable })?;
-            self.locked_files.files.insert(name.to_owned(), file);
+            self.files.insert(name.to_owned(), file);
         }
-        Ok(&self.locked_files.files[name])
+        Ok(&self.files[name])
     }
 }
 
@@ -72,14 +85,14 @@ fn fcntl(file: &File, command: i32, lock: &mut libc::flock) -> Result<bool, File
     }
 }
 
-impl Host for HostState {
+impl Host for FileLockCtx {
     fn try_lock(&mut self, path: String, start: u64, len: u64, mode: LockMode) -> Result<bool, FileLockError> {
         let mut lock = flock(lock_type(mode), start, len)?;
         fcntl(self.locked_file(&path)?, libc::F_OFD_SETLK, &mut lock)
     }
 
     fn unlock(&mut self, path: String, start: u64, len: u64) -> Result<(), FileLockError> {
-        if !self.locked_files.files.contains_key(&path) {
+        if !self.files.contains_key(&path) {
             return if valid_name(&path) { Ok(()) } else { Err(FileLockError::InvalidPath) };
         }
         let mut lock = flock(libc::F_UNLCK, start, len)?;

@@ -10,10 +10,10 @@
 use std::fs::{File, TryLockError};
 use std::time::{Duration, Instant};
 
-use wasmtime::component::Resource;
+use wasmtime::component::{HasData, Linker, Resource, ResourceTable};
 
-use crate::runtime::sandbox::{HostState, StoreDir};
-use crate::runtime::sandbox::bindings::storage::agmsg::host::lock::{Host, HostGuard, LockError};
+use super::store::StoreDir;
+use super::wit::lock::{Guard, Host, HostGuard, LockError, add_to_linker};
 
 /// The longest wait a driver may ask for (a call's deadline usually ends it sooner).
 const MAX_WAIT: Duration = Duration::from_secs(60);
@@ -41,23 +41,57 @@ pub fn lock_dir(dir: &StoreDir, wait: Duration, deadline: Instant) -> Result<Loc
     }
 }
 
-impl Host for HostState {
-    fn acquire(&mut self, timeout_ms: u32) -> Result<Resource<LockGuard>, LockError> {
-        if self.lock_held {
-            return Err(LockError::AlreadyHeld);
-        }
-        let dir = self.store_dir.as_ref().ok_or(LockError::Unavailable)?;
-        let guard = lock_dir(dir, Duration::from_millis(u64::from(timeout_ms)), self.deadline)?;
-        let resource = self.table.push(guard).map_err(|_| LockError::Unavailable)?;
-        self.lock_held = true;
-        Ok(resource)
+/// The store lock of one instance: the store it locks, and whether the instance holds the lock.
+#[derive(Default)]
+pub struct StoreLockCtx {
+    dir: Option<StoreDir>,
+    held: bool,
+}
+
+impl StoreLockCtx {
+    /// `dir`: the driver's store (none: every acquire fails as unavailable).
+    pub fn new(dir: Option<StoreDir>) -> StoreLockCtx {
+        StoreLockCtx { dir, held: false }
     }
 }
 
-impl HostGuard for HostState {
-    fn drop(&mut self, guard: Resource<LockGuard>) -> wasmtime::Result<()> {
-        self.table.delete(guard)?;
-        self.lock_held = false;
+/// What the lock interface sees of an instance's state: its lock, the resource table the guards live
+/// in, and the call's deadline (no wait outlives it).
+pub struct LockView<'a> {
+    pub ctx: &'a mut StoreLockCtx,
+    pub table: &'a mut ResourceTable,
+    pub deadline: Instant,
+}
+
+struct LockData;
+
+impl HasData for LockData {
+    type Data<'a> = LockView<'a>;
+}
+
+/// Add `agmsg:host/lock` to a linker whose state projects a [`LockView`].
+pub fn link<T: 'static>(linker: &mut Linker<T>, project: fn(&mut T) -> LockView<'_>) -> wasmtime::Result<()> {
+    add_to_linker::<T, LockData>(linker, project)
+}
+
+impl Host for LockView<'_> {
+    fn acquire(&mut self, timeout_ms: u32) -> Result<Resource<Guard>, LockError> {
+        if self.ctx.held {
+            return Err(LockError::AlreadyHeld);
+        }
+        let dir = self.ctx.dir.as_ref().ok_or(LockError::Unavailable)?;
+        let guard = lock_dir(dir, Duration::from_millis(u64::from(timeout_ms)), self.deadline)?;
+        let resource = self.table.push(guard).map_err(|_| LockError::Unavailable)?;
+        self.ctx.held = true;
+        // The guest's handle names the table entry, which holds the host's guard.
+        Ok(Resource::new_own(resource.rep()))
+    }
+}
+
+impl HostGuard for LockView<'_> {
+    fn drop(&mut self, guard: Resource<Guard>) -> wasmtime::Result<()> {
+        self.table.delete(Resource::<LockGuard>::new_own(guard.rep()))?;
+        self.ctx.held = false;
         Ok(())
     }
 }

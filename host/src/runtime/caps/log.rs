@@ -1,16 +1,11 @@
-//! `agmsg:host/log`: a driver's log lines, prefixed with its name, on the host's stderr.
-//!
-//! The level shown is `AGMSG_LOG` (`error`, `warn`, `info`, `debug`, `trace`; default `warn`). The same
-//! routing serves the host's own diagnostics ([`host_log`]) and whatever a driver writes to its
-//! stdout/stderr, which the sandbox captures.
+//! `agmsg:host/log`: a driver's log lines, prefixed with its name, on the host's stderr (through the
+//! host's log, [`crate::log`]), within an allowance per call.
 
-use std::sync::OnceLock;
+use wasmtime::component::{HasSelf, Linker};
 
-use crate::runtime::sandbox::HostState;
-use crate::runtime::sandbox::bindings::storage::agmsg::host::log::{Host, Level};
+use super::wit::log::{Host, Level, add_to_linker};
+use crate::log::{Severity, emit};
 
-/// One log message (all its lines) is cut at this length.
-const MAX_MESSAGE: usize = 4096;
 /// What one call may log through `agmsg:host/log`, like its captured stdout; the rest is dropped and
 /// counted.
 pub const MAX_LOG_PER_CALL: usize = 1 << 20;
@@ -53,71 +48,40 @@ impl LogBudget {
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
-pub enum Severity {
-    Trace,
-    Debug,
-    Info,
-    Warn,
-    Error,
+/// A driver's log: its name as the log shows it, and this call's allowance.
+#[derive(Debug)]
+pub struct LogCtx {
+    source: String,
+    budget: LogBudget,
 }
 
-impl Severity {
-    fn name(self) -> &'static str {
-        match self {
-            Severity::Trace => "trace",
-            Severity::Debug => "debug",
-            Severity::Info => "info",
-            Severity::Warn => "warn",
-            Severity::Error => "error",
-        }
+impl LogCtx {
+    pub fn new(driver_name: &str) -> LogCtx {
+        LogCtx { source: format!("driver {driver_name}"), budget: LogBudget::default() }
     }
-}
 
-fn threshold() -> Severity {
-    static THRESHOLD: OnceLock<Severity> = OnceLock::new();
-    *THRESHOLD.get_or_init(|| match std::env::var("AGMSG_LOG").as_deref() {
-        Ok("trace") => Severity::Trace,
-        Ok("debug") => Severity::Debug,
-        Ok("info") => Severity::Info,
-        Ok("error") => Severity::Error,
-        _ => Severity::Warn,
-    })
-}
+    /// How the log names this driver (`driver <name>`).
+    pub fn source(&self) -> &str {
+        &self.source
+    }
 
-/// Print one log line for `source` (`host` or `driver <name>`), if the level is shown.
-pub fn emit(source: &str, severity: Severity, message: &str) {
-    if severity < threshold() {
-        return;
+    /// Log what the driver printed to its stdout or stderr.
+    pub fn printed(&self, severity: Severity, text: &str) {
+        emit(&self.source, severity, text);
     }
-    let mut message = message.trim_end();
-    if message.len() > MAX_MESSAGE {
-        let mut cut = MAX_MESSAGE;
-        while !message.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        message = &message[..cut];
-    }
-    // One line of the host's stderr per line of the message, each shown by the one rule for text a
-    // driver supplied: no control character reaches the terminal, and none can forge a line.
-    for line in message.lines() {
-        eprintln!("agmsg-host: [{source}] {}: {}", severity.name(), crate::display::line(line));
+
+    /// At the end of a call: report what was dropped, and start the next call's allowance.
+    pub fn end_call(&mut self) {
+        self.budget.report_dropped(&self.source);
     }
 }
 
-/// The host's own diagnostics.
-pub mod host_log {
-    use super::{Severity, emit};
-
-    pub fn debug(message: &str) {
-        emit("host", Severity::Debug, message);
-    }
-    pub fn warn(message: &str) {
-        emit("host", Severity::Warn, message);
-    }
+/// Add `agmsg:host/log` to a linker whose state projects a [`LogCtx`].
+pub fn link<T: 'static>(linker: &mut Linker<T>, project: fn(&mut T) -> &mut LogCtx) -> wasmtime::Result<()> {
+    add_to_linker::<T, HasSelf<LogCtx>>(linker, project)
 }
 
-impl Host for HostState {
+impl Host for LogCtx {
     fn log(&mut self, level: Level, message: String) {
         let severity = match level {
             Level::Trace => Severity::Trace,
@@ -126,8 +90,8 @@ impl Host for HostState {
             Level::Warn => Severity::Warn,
             Level::Error => Severity::Error,
         };
-        if self.log_budget.take(message.len()) {
-            emit(&format!("driver {}", self.driver_name), severity, &message);
+        if self.budget.take(message.len()) {
+            emit(&self.source, severity, &message);
         }
     }
 }

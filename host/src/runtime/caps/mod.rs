@@ -1,5 +1,6 @@
-//! Host interfaces granted to drivers beyond WASI, one module each (its policy, state and linker
-//! additions live together).
+//! Host interfaces granted to drivers beyond WASI, one module each: its policy, its state and its linker
+//! additions live together, and it knows nothing of the state that composes them (`sandbox::HostState`
+//! projects each one's view). [`link`] is the one place an `agmsg:host` interface is added to a linker.
 
 pub mod deadline;
 pub mod file_lock;
@@ -7,3 +8,4 @@ pub mod lock;
 pub mod log;
 pub mod process;
 pub mod store;
+pub mod wit;

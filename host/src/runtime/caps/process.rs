@@ -18,9 +18,10 @@ use std::time::{Duration, Instant};
 
 use wait_timeout::ChildExt;
 
-use crate::runtime::caps::log::{Severity, emit};
-use crate::runtime::sandbox::HostState;
-use crate::runtime::sandbox::bindings::terminal::agmsg::host::process::{Host, Output, ProcessError};
+use wasmtime::component::{HasData, Linker};
+
+use super::wit::process::{Host, Output, ProcessError, add_to_linker};
+use crate::log::{Severity, emit};
 
 /// Captured stdout and stderr are each cut at this size (and the output marked truncated).
 pub const MAX_PROCESS_OUTPUT: usize = 4 << 20;
@@ -186,10 +187,29 @@ fn find_on_path(name: &str, path: &std::ffi::OsStr) -> Option<PathBuf> {
     })
 }
 
-impl Host for HostState {
+/// What the process interface sees of an instance's state: its grant (none: it may run nothing), the
+/// name its log lines carry, and the call's deadline (no program outlives it).
+pub struct ProcessView<'a> {
+    pub grant: Option<&'a ProcessGrant>,
+    pub log_source: &'a str,
+    pub deadline: Instant,
+}
+
+struct ProcessData;
+
+impl HasData for ProcessData {
+    type Data<'a> = ProcessView<'a>;
+}
+
+/// Add `agmsg:host/process` to a linker whose state projects a [`ProcessView`].
+pub fn link<T: 'static>(linker: &mut Linker<T>, project: fn(&mut T) -> ProcessView<'_>) -> wasmtime::Result<()> {
+    add_to_linker::<T, ProcessData>(linker, project)
+}
+
+impl Host for ProcessView<'_> {
     fn run(&mut self, program: String, args: Vec<String>, stdin: Option<Vec<u8>>, env: Vec<(String, String)>) -> Result<Output, ProcessError> {
         let started = Instant::now();
-        let result = match &self.process {
+        let result = match self.grant {
             Some(grant) => grant.run(&program, &args, stdin.as_deref(), &env, self.deadline),
             None => Err(ProcessError::NotAllowed("this driver may not run programs".into())),
         };
@@ -197,12 +217,11 @@ impl Host for HostState {
             Ok(output) => format!("exit {:?}", output.status),
             Err(e) => format!("refused or failed: {e:?}"),
         };
-        let source = format!("driver {}", self.driver_name);
-        emit(&source, Severity::Debug, &format!("ran {program} {args:?}: {outcome} in {:?}", started.elapsed()));
+        emit(self.log_source, Severity::Debug, &format!("ran {program} {args:?}: {outcome} in {:?}", started.elapsed()));
         result
     }
 
     fn available(&mut self, program: String) -> bool {
-        self.process.as_ref().is_some_and(|grant| grant.program(&program).is_ok())
+        self.grant.is_some_and(|grant| grant.program(&program).is_ok())
     }
 }

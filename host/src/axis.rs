@@ -1,0 +1,123 @@
+//! The driver axes and what the host knows of each, in one table: its WIT package and version, the
+//! `agmsg:host` interfaces its drivers are offered, and what its plugins may ask for. Every per-axis
+//! fact is an exhaustive `match` here, so a new axis does not compile until each one is stated.
+//!
+//! Build scripts read this file too (`host/build.rs` includes it), so it depends on nothing.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum Axis {
+    Storage,
+    Terminal,
+}
+
+/// The `agmsg:host` package every axis imports from, and the version this host offers.
+pub const HOST_PACKAGE: (&str, &str) = ("agmsg:host", "1.0.0");
+
+/// An `agmsg:host` interface: a capability the host gives drivers through the component model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostInterface {
+    /// Log lines, to the host's stderr (every axis).
+    Log,
+    /// The store's exclusive lock.
+    Lock,
+    /// Byte-range locks on plain files of the store.
+    FileLock,
+    /// Named programs, as granted.
+    Process,
+}
+
+impl HostInterface {
+    /// Its name without a version (`agmsg:host/lock`).
+    pub fn name(self) -> &'static str {
+        match self {
+            HostInterface::Log => "agmsg:host/log",
+            HostInterface::Lock => "agmsg:host/lock",
+            HostInterface::FileLock => "agmsg:host/file-lock",
+            HostInterface::Process => "agmsg:host/process",
+        }
+    }
+}
+
+impl Axis {
+    pub const ALL: [Axis; 2] = [Axis::Storage, Axis::Terminal];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Axis::Storage => "storage",
+            Axis::Terminal => "terminal",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Axis> {
+        Axis::ALL.into_iter().find(|a| a.as_str() == s)
+    }
+
+    /// Its position in [`Axis::ALL`] (per-axis tables are arrays indexed by it).
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The WIT package its drivers export (`agmsg:storage`).
+    pub fn package(self) -> &'static str {
+        match self {
+            Axis::Storage => "agmsg:storage",
+            Axis::Terminal => "agmsg:terminal",
+        }
+    }
+
+    /// The version of its package this host offers (`wit/<axis>/*.wit`).
+    pub fn package_version(self) -> &'static str {
+        match self {
+            Axis::Storage => "1.0.0",
+            Axis::Terminal => "1.0.0",
+        }
+    }
+
+    /// The `agmsg:host` interfaces its drivers may import (each only as far as the driver is granted).
+    pub fn host_interfaces(self) -> &'static [HostInterface] {
+        match self {
+            Axis::Storage => &[HostInterface::Log, HostInterface::Lock, HostInterface::FileLock],
+            Axis::Terminal => &[HostInterface::Log, HostInterface::Process],
+        }
+    }
+
+    /// Whether its drivers may be given a store directory.
+    pub fn has_store(self) -> bool {
+        match self {
+            Axis::Storage => true,
+            Axis::Terminal => false,
+        }
+    }
+
+    /// Whether its drivers may be given programs to run.
+    pub fn runs_programs(self) -> bool {
+        match self {
+            Axis::Storage => false,
+            Axis::Terminal => true,
+        }
+    }
+
+    /// The table of agmsg keys a plugin manifest of this axis may carry (`[terminal]`), if any.
+    pub fn manifest_table(self) -> Option<&'static str> {
+        match self {
+            Axis::Storage => None,
+            Axis::Terminal => Some("terminal"),
+        }
+    }
+}
+
+impl fmt::Display for Axis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Every contract package this host offers with its version: `agmsg:host` and each axis's.
+pub fn offered_packages() -> impl Iterator<Item = (&'static str, &'static str)> {
+    std::iter::once(HOST_PACKAGE).chain(Axis::ALL.into_iter().map(|a| (a.package(), a.package_version())))
+}

@@ -1,0 +1,37 @@
+//! How a command reports its outcome, in one place: agmsg's status words and exit codes, the
+//! `AGMSG-DIRECTIVE` line, and failure messages (a driver's text shown as one visible line).
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use agmsg_host::display;
+use agmsg_host::storage::OpError;
+use agmsg_host::storage::driver::Directive;
+
+/// A control op's failure: the §1.6 directive if any, the status word last on stdout, the message on
+/// stderr, the status's exit code.
+pub fn control_failure(e: &OpError, driver: &str) -> ExitCode {
+    let mut out = io::stdout().lock();
+    if let Some(d) = &e.directive {
+        let _ = writeln!(out, "AGMSG-DIRECTIVE: {}", directive_json(d, driver));
+    }
+    let _ = writeln!(out, "{}", e.status.word());
+    record_failure(e)
+}
+
+/// A record op's failure: nothing on stdout, the message on stderr, the status's exit code. The message
+/// may carry a driver's text (its error, its panic): it is printed as one visible, capped line, so a
+/// driver can neither drive the terminal nor forge a line of its own.
+pub fn record_failure(e: &OpError) -> ExitCode {
+    eprintln!("agmsg-host: {}", display::line(&e.message));
+    ExitCode::from(e.status.exit_code())
+}
+
+/// A §1.6 directive line's JSON; the host adds the driver's name. The driver's strings go through the
+/// same rule as its messages (JSON would escape a newline, but not an escape sequence's DEL/C1 or bidi
+/// controls, nor cap a huge reason).
+fn directive_json(d: &Directive, driver: &str) -> String {
+    let commands: Vec<_> = d.commands.iter().map(|c| display::line(c)).collect();
+    serde_json::json!({ "type": display::line(&d.kind), "driver": driver, "commands": commands, "reason": display::line(&d.reason) }).to_string()
+}
+

@@ -1,0 +1,74 @@
+//! The host's log: its own diagnostics and drivers' log lines, on stderr, one rule for both.
+//!
+//! The level shown is `AGMSG_LOG` (`error`, `warn`, `info`, `debug`, `trace`; default `warn`). Every line
+//! goes through [`crate::display::line`], since much of what is logged is text a driver supplied.
+
+use std::sync::OnceLock;
+
+/// One log message (all its lines) is cut at this length.
+const MAX_MESSAGE: usize = 4096;
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub enum Severity {
+    Trace,
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+impl Severity {
+    fn name(self) -> &'static str {
+        match self {
+            Severity::Trace => "trace",
+            Severity::Debug => "debug",
+            Severity::Info => "info",
+            Severity::Warn => "warn",
+            Severity::Error => "error",
+        }
+    }
+}
+
+fn threshold() -> Severity {
+    static THRESHOLD: OnceLock<Severity> = OnceLock::new();
+    *THRESHOLD.get_or_init(|| match std::env::var("AGMSG_LOG").as_deref() {
+        Ok("trace") => Severity::Trace,
+        Ok("debug") => Severity::Debug,
+        Ok("info") => Severity::Info,
+        Ok("error") => Severity::Error,
+        _ => Severity::Warn,
+    })
+}
+
+/// Print one log line for `source` (`host` or `driver <name>`), if the level is shown.
+pub fn emit(source: &str, severity: Severity, message: &str) {
+    if severity < threshold() {
+        return;
+    }
+    let mut message = message.trim_end();
+    if message.len() > MAX_MESSAGE {
+        let mut cut = MAX_MESSAGE;
+        while !message.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        message = &message[..cut];
+    }
+    // One line of the host's stderr per line of the message, each shown by the one rule for text a
+    // driver supplied: no control character reaches the terminal, and none can forge a line.
+    for line in message.lines() {
+        eprintln!("agmsg-host: [{source}] {}: {}", severity.name(), crate::display::line(line));
+    }
+}
+
+/// The host's own diagnostics.
+pub mod host_log {
+    use super::{Severity, emit};
+
+    pub fn debug(message: &str) {
+        emit("host", Severity::Debug, message);
+    }
+    pub fn warn(message: &str) {
+        emit("host", Severity::Warn, message);
+    }
+}
+

@@ -1,0 +1,131 @@
+//! Loading and calling a driver, whatever its axis: the one path from a component's bytes to a call.
+//!
+//! [`Driver::open`] loads the component (through the compile cache, or the machine code built into
+//! this binary), builds its [`Grants`] from its capabilities, refuses it if it imports beyond them
+//! ([`sandbox::admit`]), and links it with its axis's linker. Instances are created on the first call.
+//! Every call sets the deadline, runs, routes the driver's captured output to the log, and on a trap or
+//! limit drops the instance, so a poisoned instance is never entered again (the next call gets a fresh
+//! one, and dropping the store releases whatever the instance held, such as the store lock).
+//!
+//! An axis plugs in by implementing [`DriverWorld`] for its generated world bindings.
+
+use std::borrow::Cow;
+use std::path::PathBuf;
+
+use wasmtime::Store;
+use wasmtime::component::InstancePre;
+
+use super::sandbox::{self, Grants, HostState, StoreDir};
+use super::engine::Runtime;
+use super::failure::{self, CallFailure};
+use super::limits::Limits;
+use crate::axis::Axis;
+use crate::capabilities::Capabilities;
+
+/// An axis's world, as the host calls it: the bindings `wasmtime::component::bindgen!` generates for
+/// `agmsg:<axis>/<axis>-driver`, and how to instantiate them.
+pub trait DriverWorld: Sized + 'static {
+    const AXIS: Axis;
+    /// The world's pre-instantiated form (`<World>Pre<HostState>`).
+    type Pre;
+    fn pre(instance_pre: InstancePre<HostState>) -> wasmtime::Result<Self::Pre>;
+    fn instantiate(pre: &Self::Pre, store: &mut Store<HostState>) -> wasmtime::Result<Self>;
+}
+
+/// A driver component ready to load, of any axis: its name, its bytes, and what it runs with.
+#[derive(Clone, Debug)]
+pub struct DriverSource {
+    pub name: String,
+    pub sha256: String,
+    pub wasm: Cow<'static, [u8]>,
+    /// The component file (plugins and files named on the command line).
+    pub path: Option<PathBuf>,
+    /// Bundled drivers: their fixed capabilities; a plugin: what it declared AND the user granted.
+    pub capabilities: Capabilities,
+}
+
+/// A loaded driver of world `W`, with its instance (created on first call).
+pub struct Driver<'rt, W: DriverWorld> {
+    runtime: &'rt Runtime,
+    name: String,
+    pre: W::Pre,
+    grants: Grants,
+    live: Option<(Store<HostState>, W)>,
+}
+
+impl<'rt, W: DriverWorld> Driver<'rt, W> {
+    /// Load, admit and link `source`; `store_dir` is its store (granted only to an axis with stores,
+    /// and only when its capabilities include `store`).
+    pub fn open(runtime: &'rt Runtime, source: &DriverSource, store_dir: Option<StoreDir>) -> Result<Self, CallFailure> {
+        let load_error = |e: String| CallFailure { message: format!("driver '{}' cannot be loaded: {e}", source.name) };
+        let component = runtime.load(&source.wasm, &source.sha256).map_err(|e| load_error(format!("{e:#}")))?;
+        let grants = Grants::new(W::AXIS, &source.capabilities, store_dir, runtime.limits);
+        sandbox::admit(&runtime.engine, &component, &grants).map_err(load_error)?;
+        let pre = runtime
+            .linker(W::AXIS)
+            .and_then(|linker| linker.instantiate_pre(&component))
+            .and_then(W::pre)
+            .map_err(|e| load_error(format!("{e:#}")))?;
+        Ok(Driver { runtime, name: source.name.clone(), pre, grants, live: None })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn runtime(&self) -> &'rt Runtime {
+        self.runtime
+    }
+
+    /// What the driver runs with.
+    pub fn grants(&self) -> &Grants {
+        &self.grants
+    }
+
+    /// Call `f` on the live instance, creating it first if needed. `op` names the call in errors.
+    pub fn call<T>(&mut self, op: &str, f: impl FnOnce(&mut Store<HostState>, &W) -> wasmtime::Result<T>) -> Result<T, CallFailure> {
+        let limits = self.grants.limits;
+        if self.live.is_none() {
+            let mut store = sandbox::new_store(&self.runtime.engine, &self.name, &self.grants)
+                .map_err(|e| CallFailure { message: format!("driver '{}': {e:#}", self.name) })?;
+            begin_call(&mut store, &limits);
+            let bindings = W::instantiate(&self.pre, &mut store).map_err(|e| {
+                let memory_hit = store.data().limiter.hit;
+                let stderr = store.data_mut().drain_output();
+                failure::explain(&self.name, "instantiation", &e, &limits, memory_hit, &stderr)
+            })?;
+            self.live = Some((store, bindings));
+        }
+        let (store, bindings) = self.live.as_mut().expect("instance was just created");
+        begin_call(store, &limits);
+        let result = f(store, bindings);
+        let stderr = store.data_mut().drain_output();
+        match result {
+            Ok(value) => Ok(value),
+            Err(e) => {
+                let memory_hit = store.data().limiter.hit;
+                let failure = failure::explain(&self.name, op, &e, &limits, memory_hit, &stderr);
+                self.live = None;
+                Err(failure)
+            }
+        }
+    }
+
+    /// Run `f` on the live instance, if there is one, under a fresh deadline; drop the instance if it
+    /// fails (cleanup such as dropping a resource).
+    pub fn cleanup(&mut self, f: impl FnOnce(&mut Store<HostState>) -> wasmtime::Result<()>) {
+        let limits = self.grants.limits;
+        if let Some((store, _)) = self.live.as_mut() {
+            begin_call(store, &limits);
+            if f(store).is_err() {
+                self.live = None;
+            }
+        }
+    }
+}
+
+/// A call's fresh deadline, for its wasm (epoch ticks) and for the host calls it makes (an instant).
+fn begin_call(store: &mut Store<HostState>, limits: &Limits) {
+    store.set_epoch_deadline(limits.deadline_ticks());
+    store.data_mut().deadline = std::time::Instant::now() + limits.call_timeout;
+}

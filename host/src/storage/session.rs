@@ -1,0 +1,66 @@
+//! A store session: the protocol every storage command starts with. Resolve the store directory (the
+//! team's partition, as agmsg does), the active driver and the runtime, and open the store for the driver
+//! (or an empty stand-in where a read-only op finds no store, so that it never creates the user's).
+
+use std::path::PathBuf;
+
+use super::location::{self, StorePlace};
+use super::{OpError, Storage};
+use crate::runtime::sandbox::StoreDir;
+use crate::runtime::{DriverSource, Runtime};
+
+/// A resolved store: where it is, which driver, and the runtime to run it in.
+pub struct StoreSession {
+    pub runtime: Runtime,
+    pub source: DriverSource,
+    pub dir: PathBuf,
+    /// The directory the driver is granted as its store, held open.
+    pub grant: StoreDir,
+    /// An empty directory granted instead of a store that does not exist (removed on drop).
+    empty_stand_in: Option<tempfile::TempDir>,
+}
+
+impl StoreSession {
+    /// Resolve the store of `team` (its partition) and the active driver, as agmsg does; create the
+    /// store directory when `create`.
+    pub fn resolve(store_flag: Option<PathBuf>, driver_flag: Option<String>, team: Option<&str>, create: bool) -> Result<StoreSession, OpError> {
+        let place = store_place(store_flag, team)?;
+        let source = super::source::resolve(&location::storage_driver(driver_flag)?)?;
+        let opened = place.open(create)?;
+        let runtime = Runtime::from_env().map_err(OpError::runtime)?;
+        // check/describe on a store that does not exist yet get an empty private directory (removed
+        // afterwards) instead, so that they never create the user's store.
+        let (grant, empty) = match opened {
+            Some(dir) => (dir, None),
+            None => {
+                let empty = tempfile::Builder::new()
+                    .prefix("agmsg-host-empty-")
+                    .tempdir()
+                    .map_err(|e| OpError::runtime(format!("cannot create an empty sandbox directory: {e}")))?;
+                let dir = StoreDir::open(empty.path()).map_err(|e| OpError::runtime(format!("cannot open an empty sandbox directory: {e}")))?;
+                (dir, Some(empty))
+            }
+        };
+        Ok(StoreSession { runtime, source, dir: place.path(), grant, empty_stand_in: empty })
+    }
+
+    /// Load the driver on this store (its instance is created on the first call).
+    pub fn driver(&self) -> Result<Storage<'_>, OpError> {
+        Storage::open(&self.runtime, &self.source, self.grant.clone())
+    }
+
+    /// Whether the store directory exists (else the driver is granted an empty stand-in).
+    pub fn exists(&self) -> bool {
+        self.empty_stand_in.is_none()
+    }
+}
+
+/// The store directory an op on `team` uses (its partition), as agmsg resolves it.
+fn store_place(store_flag: Option<PathBuf>, team: Option<&str>) -> Result<StorePlace, OpError> {
+    let root = location::store_dir(store_flag)?;
+    match team {
+        Some(team) => location::partition(&root, team),
+        None => Ok(StorePlace::shared(root)),
+    }
+}
+

@@ -90,28 +90,26 @@ fn main() {
 
 fn build_drivers(workspace: &Path) -> PathBuf {
     let target_dir = workspace.join("target").join("wasm");
-    // One cargo per axis: a component exports one axis, so the SDK's axis features must not be unified
-    // across the two sets of drivers.
-    for axis in ["storage", "terminal"] {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.current_dir(workspace)
-            .args(["build", "--target", "wasm32-wasip2", "--profile", "driver", "--target-dir"])
-            .arg(&target_dir);
-        for driver in BUNDLED.iter().filter(|d| d.axis == axis) {
-            cmd.args(["-p", driver.package]);
-        }
-        // Flags meant for the host build must not leak into the wasm build.
-        for var in ["RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_TARGET", "CARGO_TARGET_DIR", "CARGO_BUILD_RUSTFLAGS"] {
-            cmd.env_remove(var);
-        }
-        let status = cmd.status().expect("failed to run cargo for the bundled drivers");
-        if !status.success() {
-            panic!(
-                "building the bundled {axis} driver components failed. They need the wasm32-wasip2 target and \
-                 Debian's clang-19 and wasi-libc: run `scripts/setup` (see README.md)."
-            );
-        }
+    // One cargo for both axes: the SDK's axis features are additive, and each component exports only the
+    // world of the export macro it invokes.
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(workspace)
+        .args(["build", "--target", "wasm32-wasip2", "--profile", "driver", "--target-dir"])
+        .arg(&target_dir);
+    for driver in BUNDLED {
+        cmd.args(["-p", driver.package]);
+    }
+    // Flags meant for the host build must not leak into the wasm build.
+    for var in ["RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_TARGET", "CARGO_TARGET_DIR", "CARGO_BUILD_RUSTFLAGS"] {
+        cmd.env_remove(var);
+    }
+    let status = cmd.status().expect("failed to run cargo for the bundled drivers");
+    if !status.success() {
+        panic!(
+            "building the bundled driver components failed. They need the wasm32-wasip2 target and Debian's \
+             clang-19 and wasi-libc: run `scripts/setup` (see README.md)."
+        );
     }
     target_dir.join("wasm32-wasip2").join("driver")
 }

@@ -35,7 +35,7 @@
 /// }
 /// assert_eq!(mode_for(true), LockMode::Write);
 /// ```
-pub use crate::bindings::agmsg::host::file_lock::LockMode;
+pub use crate::bindings::storage::agmsg::host::file_lock::LockMode;
 
 /// Why the host refused a file-lock call: the name is not a plain file in the store
 /// ([`FileLockError::InvalidPath`]), or the file could not be opened or locked
@@ -60,9 +60,9 @@ pub use crate::bindings::agmsg::host::file_lock::LockMode;
 /// assert!(!e.message().is_empty());
 /// assert!(e.to_string().starts_with("unavailable"));
 /// ```
-pub use crate::bindings::agmsg::host::file_lock::FileLockError;
+pub use crate::bindings::storage::agmsg::host::file_lock::FileLockError;
 
-use crate::bindings::agmsg::host::file_lock as host;
+use crate::bindings::storage::agmsg::host::file_lock as host;
 
 /// Take or convert this instance's lock on `[start, start + len)` of the store file `name` (a plain file
 /// name in the store). `Ok(false)`: someone else's lock conflicts.

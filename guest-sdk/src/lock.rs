@@ -19,7 +19,7 @@
 
 use std::time::Duration;
 
-use crate::bindings::agmsg::host::lock::{self as host_lock, Guard, LockError};
+use crate::bindings::storage::agmsg::host::lock::{self as host_lock, Guard, LockError};
 
 /// How long [`StoreLock::acquire_default`] waits for another holder: writers wait rather than fail.
 ///

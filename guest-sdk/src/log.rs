@@ -17,7 +17,7 @@
 //! log::warn("the index was stale and has been rebuilt");
 //! ```
 
-use crate::bindings::agmsg::host::log::{Level, log};
+use crate::bindings::log::{Level, log};
 
 /// Log at the `trace` level: step-by-step detail, for chasing one bug.
 ///

@@ -1,5 +1,7 @@
 //! The driver components built into this binary (see build.rs), every axis.
 
+use crate::axis::Axis;
+
 /// A bundled driver, embedded at build time with its sha256.
 pub struct BundledDriver {
     pub name: &'static str,
@@ -12,9 +14,17 @@ pub struct BundledDriver {
     pub precompiled: Option<&'static [u8]>,
 }
 
+/// The drivers of `axis` built into this binary.
+pub fn of(axis: Axis) -> &'static [BundledDriver] {
+    match axis {
+        Axis::Storage => BUNDLED_STORAGE,
+        Axis::Terminal => BUNDLED_TERMINAL,
+    }
+}
+
 /// The machine code built into this binary for the bundled component whose sha256 is `sha256`.
 pub fn precompiled(sha256: &str) -> Option<&'static [u8]> {
-    BUNDLED_STORAGE.iter().chain(BUNDLED_TERMINAL).find(|d| d.sha256 == sha256).and_then(|d| d.precompiled)
+    Axis::ALL.iter().flat_map(|a| of(*a)).find(|d| d.sha256 == sha256).and_then(|d| d.precompiled)
 }
 
 include!(concat!(env!("OUT_DIR"), "/bundled.rs"));

@@ -14,6 +14,7 @@
 pub mod axis;
 pub mod bundled;
 pub mod capabilities;
+pub mod catalog;
 pub mod display;
 pub mod log;
 pub mod plugin;

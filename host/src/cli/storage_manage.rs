@@ -16,7 +16,9 @@ use sha2::{Digest, Sha256};
 
 use super::framing::{control_failure, record_failure};
 use agmsg_host::storage::StoreSession;
-use agmsg_host::bundled::BUNDLED_STORAGE;
+use agmsg_host::axis::Axis;
+use agmsg_host::catalog::{self, Origin};
+use agmsg_host::display;
 use agmsg_host::storage::driver::{Event, Pair};
 use agmsg_host::runtime::sandbox::StoreDir;
 use agmsg_host::storage::records::event_line;
@@ -25,34 +27,48 @@ use agmsg_host::storage::{OpError, Storage, location};
 /// Where `convert` builds the new store, inside the store directory (same filesystem: renames work).
 const CONVERT_DIR_PREFIX: &str = ".agmsg-convert-";
 
-/// `storage list [--json]`: every driver this host can run, the active one marked.
+/// `storage list [--json]`: every driver this host can run (bundled, trusted plugins), the active one
+/// marked, and the plugins that run once trusted, with the command that trusts them (the catalog's rows,
+/// as `terminal list` shows them).
 pub fn list(store_flag: Option<PathBuf>, json: bool) -> ExitCode {
     let active = location::storage_driver(None).unwrap_or_default();
+    let entries = match catalog::entries(Axis::Storage) {
+        Ok(entries) => entries,
+        Err(e) => return record_failure(&OpError::runtime(e)),
+    };
     let mut rows = Vec::new();
-    for bundled in BUNDLED_STORAGE {
-        let store = match StoreSession::resolve(store_flag.clone(), Some(bundled.name.to_owned()), None, false) {
-            Ok(store) => store,
-            Err(e) => return record_failure(&e),
+    for entry in entries {
+        let (backend, capabilities) = match &entry.origin {
+            Origin::Untrusted { trust_command, .. } => (format!("(not trusted: {trust_command})"), Vec::new()),
+            _ => {
+                let store = match StoreSession::resolve(store_flag.clone(), Some(entry.name.clone()), None, false) {
+                    Ok(store) => store,
+                    Err(e) => return record_failure(&e),
+                };
+                match store.driver().and_then(|mut d| d.describe()) {
+                    Ok(d) => (d.backend, d.capabilities),
+                    Err(e) => (format!("(cannot describe: {e})"), Vec::new()),
+                }
+            }
         };
-        let description = store.driver().and_then(|mut d| d.describe());
-        let (backend, capabilities) = match description {
-            Ok(d) => (d.backend, d.capabilities),
-            Err(e) => (format!("(cannot describe: {e})"), Vec::new()),
-        };
-        rows.push((bundled.name, backend, capabilities));
+        rows.push((entry, backend, capabilities));
     }
     if json {
         let value: Vec<_> = rows
             .iter()
-            .map(|(name, backend, caps)| {
-                serde_json::json!({"name": name, "backend": backend, "capabilities": caps, "source": "bundled", "active": *name == active})
+            .map(|(entry, backend, caps)| {
+                let mut row = entry.json_fields();
+                row.insert("backend".into(), backend.clone().into());
+                row.insert("capabilities".into(), caps.clone().into());
+                row.insert("active".into(), (entry.origin.runs() && entry.name == active).into());
+                serde_json::Value::Object(row)
             })
             .collect();
         println!("{}", serde_json::Value::Array(value));
     } else {
-        for (name, backend, _) in &rows {
-            let mark = if *name == active { "*" } else { " " };
-            println!("{mark} {name:<8} bundled  {backend}");
+        for (entry, backend, _) in &rows {
+            let mark = if entry.origin.runs() && entry.name == active { "*" } else { " " };
+            println!("{mark} {:<8} {:<9} {}", display::line(&entry.name), entry.origin.word(), display::line(backend));
         }
     }
     ExitCode::SUCCESS

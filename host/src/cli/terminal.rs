@@ -8,6 +8,8 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
+use agmsg_host::axis::Axis;
+use agmsg_host::catalog::{self, Entry, Origin};
 use agmsg_host::display;
 use agmsg_host::log::host_log;
 use agmsg_host::runtime::Runtime;
@@ -91,7 +93,7 @@ pub fn run(driver_flag: Option<String>, op: Option<&str>, args: &[String]) -> Ex
             if let Some(word) = word {
                 println!("{word}");
             }
-            ExitCode::from(failure.kind.exit_code() as u8)
+            ExitCode::from(failure.kind.exit_code())
         }
     }
 }
@@ -198,13 +200,10 @@ fn run_op(driver_flag: Option<&str>, op: &str, args: &[String]) -> Result<ExitCo
             exactly::<0>(op, args, "no arguments")?;
             if let Err(failure) = driver.check() {
                 if failure.kind == FailKind::MissingDeps {
-                    let directive = serde_json::json!({
-                        "type": "install_deps",
-                        "driver": format!("terminals/{}", source.manifest.name),
-                        "reason": display::line(&failure.message),
-                    });
-                    // §1.1's directive line, as agmsg's tmux driver prints it.
-                    print(&format!("AGMSG-DIRECTIVE: {directive}\n"))?;
+                    // §1.6's directive line, as agmsg's tmux driver prints it (no commands).
+                    let driver = format!("terminals/{}", source.manifest.name);
+                    let line = agmsg_contract::records::directive("install_deps", &driver, None, &display::line(&failure.message));
+                    print(&format!("{line}\n"))?;
                 }
                 return Err(Outcome::Failed(Shape::Control, failure));
             }
@@ -275,7 +274,8 @@ fn run_op(driver_flag: Option<&str>, op: &str, args: &[String]) -> Result<ExitCo
                 PanePresence::Unknown => "unknown\n",
             })?;
             if state == PanePresence::Unknown {
-                return Ok(ExitCode::from(10));
+                // Could not tell: the code of a terminal that could not be asked.
+                return Ok(ExitCode::from(FailKind::Unreachable.exit_code()));
             }
         }
         "where" => {
@@ -429,39 +429,51 @@ fn pick_driver(
     }
 }
 
+/// `terminal list [--json]`: the drivers detection may pick, in resolution order, then the plugins that
+/// run once trusted, with the command that trusts them (the catalog's rows, as `storage list` shows them).
 fn list(candidates: &[TerminalSource], args: &[String]) -> Result<ExitCode, Outcome> {
     let json = match args {
         [] => false,
         [flag] if flag == "--json" => true,
         _ => return Err(usage::<()>("list: expected [--json]").unwrap_err().into()),
     };
+    let entries = catalog::entries(Axis::Terminal).map_err(|e| TermFailure::new(FailKind::Unreachable, e)).framed(Shape::Record)?;
+    let origin_of = |name: &str| entries.iter().find(|e| e.name == name && e.origin.runs()).cloned();
+    let untrusted = entries.iter().filter(|e| !e.origin.runs());
     if json {
-        let rows: Vec<_> = candidates
+        let mut rows: Vec<_> = candidates
             .iter()
             .map(|c| {
-                serde_json::json!({
-                    "name": c.manifest.name,
-                    "priority": c.manifest.priority,
-                    "backend": c.manifest.backend,
-                    "capabilities": c.manifest.capabilities,
-                    "programs": c.manifest.programs,
-                    "env": c.manifest.env,
-                    "bundled": true,
-                })
+                let entry = origin_of(&c.manifest.name).unwrap_or(Entry { name: c.manifest.name.clone(), origin: Origin::Bundled });
+                let mut row = entry.json_fields();
+                row.insert("priority".into(), c.manifest.priority.into());
+                row.insert("backend".into(), c.manifest.backend.clone().into());
+                row.insert("capabilities".into(), c.manifest.capabilities.clone().into());
+                row.insert("programs".into(), c.manifest.programs.clone().into());
+                row.insert("env".into(), c.manifest.env.clone().into());
+                row.insert("bundled".into(), (entry.origin == Origin::Bundled).into());
+                serde_json::Value::Object(row)
             })
             .collect();
+        rows.extend(untrusted.map(|e| serde_json::Value::Object(e.json_fields())));
         print(&format!("{}\n", serde_json::Value::Array(rows)))?;
     } else {
-        let mut text = format!("{:<10} {:>8}  {:<44} {}\n", "DRIVER", "PRIORITY", "CAPABILITIES", "RUNS");
+        let mut text = format!("{:<10} {:>8}  {:<44} {:<24} {}\n", "DRIVER", "PRIORITY", "CAPABILITIES", "RUNS", "SOURCE");
         for c in candidates {
+            let origin = origin_of(&c.manifest.name).map_or("bundled", |e| e.origin.word());
             // Manifest text (a plugin's, a driver directory's): shown, never sent to the terminal.
             text.push_str(&format!(
-                "{:<10} {:>8}  {:<44} {}\n",
+                "{:<10} {:>8}  {:<44} {:<24} {origin}\n",
                 display::line(&c.manifest.name),
                 c.manifest.priority,
                 display::line(&c.manifest.capabilities.join(" ")),
                 display::line(&c.manifest.programs.join(" "))
             ));
+        }
+        for e in untrusted {
+            if let Origin::Untrusted { trust_command, .. } = &e.origin {
+                text.push_str(&format!("{:<10} {:>8}  {:<44} {:<24} untrusted: {trust_command}\n", display::line(&e.name), "-", "-", "-"));
+            }
         }
         print(&text)?;
     }

@@ -28,28 +28,24 @@
 /// assert!(!out.success());
 /// assert!(out.stderr_text().contains("no server"));
 /// ```
-pub use crate::bindings::terminal::agmsg::host::process::Output;
+pub use crate::bindings::agmsg::host::process::Output;
 
 /// Why a program did not run to completion. A program that ran and failed is not an error: it is an
-/// [`Output`] whose status is not 0.
+/// [`Output`] whose status is not 0. [`TermError::from_process`](crate::terminal::TermError::from_process)
+/// gives its failure class.
 ///
-/// ```
-/// use agmsg_guest_sdk::process::ProcessError;
+/// ```no_run
+/// use agmsg_guest_sdk::process::{self, Output};
 /// use agmsg_guest_sdk::terminal::TermError;
 ///
-/// /// Nothing could be asked: for the contract, the terminal is unreachable (exit 10).
-/// fn unreachable(e: ProcessError) -> TermError {
-///     match e {
-///         ProcessError::NotFound(program) => TermError::unreachable(format!("{program} is not installed")),
-///         ProcessError::TimedOut(ms) => TermError::unreachable(format!("no answer within {ms} ms")),
-///         ProcessError::NotAllowed(why) | ProcessError::Failed(why) => TermError::unreachable(why),
-///     }
+/// fn tmux(args: &[&str]) -> Result<Output, TermError> {
+///     process::run("tmux", args).map_err(|e| TermError::from_process("tmux", e))
 /// }
-/// assert!(matches!(unreachable(ProcessError::TimedOut(10_000)), TermError::Unreachable(_)));
+/// # let _ = tmux;
 /// ```
-pub use crate::bindings::terminal::agmsg::host::process::ProcessError;
+pub use crate::bindings::agmsg::host::process::ProcessError;
 
-use crate::bindings::terminal::agmsg::host::process as host;
+use crate::bindings::agmsg::host::process as host;
 
 impl Output {
     /// Exited with status 0.

@@ -37,11 +37,8 @@ use answers::{ArrangeState, Layout, Presence, SessionLookup};
 use id::HerdrId;
 use run::{herdr, herdr_best_effort, herdr_ok, json_of, reach, require_herdr};
 
-/// What `terminal.conf` says; `describe` must agree with it.
-const NAME: &str = "herdr";
-const PRIORITY: u32 = 10;
-const BACKEND: &str = "herdr pane";
-const CAPABILITIES: [&str; 7] = ["spawn", "despawn", "peek", "poke", "where", "arrange", "name"];
+/// The driver's manifest, the one source of what `describe` says (name, priority, backend, capabilities).
+const MANIFEST: &str = include_str!("../terminal.conf");
 
 /// How long spawn waits for the new pane's shell to reach its prompt before typing the boot command:
 /// agmsg's fixed bound (50 polls, 0.1 s apart). Part of the behaviour, not a tunable.
@@ -105,10 +102,6 @@ impl TerminalDriver for Herdr {
     fn describe(&self) -> Description {
         let hint = |k: &str, v: &str| (k.to_owned(), v.to_owned());
         Description {
-            name: NAME.to_owned(),
-            priority: PRIORITY,
-            backend: BACKEND.to_owned(),
-            capabilities: CAPABILITIES.iter().map(|c| (*c).to_owned()).collect(),
             hints: vec![
                 hint("syntax_help", "herdr --help"),
                 hint("skill_help", "herdr --skill"),
@@ -122,6 +115,7 @@ impl TerminalDriver for Herdr {
                 ),
                 hint("intent.swap", "herdr pane swap --source-pane SOURCE --target-pane TARGET"),
             ],
+            ..Description::from_terminal_conf(MANIFEST)
         }
     }
 
@@ -467,5 +461,17 @@ mod tests {
         assert_eq!(key.len(), 25);
         assert!(key.starts_with('a') && key[1..].bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
         assert_ne!(internal_key("a-b", "c"), internal_key("a", "b-c"));
+    }
+}
+
+#[cfg(test)]
+mod describe_tests {
+    use super::*;
+
+    #[test]
+    fn describe_reads_terminal_conf() {
+        let d = Herdr.describe();
+        assert_eq!((d.name.as_str(), d.priority, d.backend.as_str()), ("herdr", 10, "herdr pane"));
+        assert_eq!(d.capabilities, ["spawn", "despawn", "peek", "poke", "where", "arrange", "name"]);
     }
 }

@@ -1,8 +1,8 @@
 //! Running `herdr` through the host, and which instance a call reaches.
 //!
 //! Every argument is its own argv entry and no shell is involved, so text from users (a poke, a label, a
-//! boot command) reaches herdr exactly as given. A program the host could not run is a terminal that could
-//! not be asked (unreachable, 10); one the host refused to run is this driver's own fault (failed, 12).
+//! boot command) reaches herdr exactly as given. A program the host could not run or refused to run is
+//! classed by the SDK's `TermError::from_process`.
 //!
 //! Routing. herdr has no command-line flag for the instance: agmsg's driver sends a call about
 //! `<socket>:wN:pX` to that instance by running the CLI with `HERDR_SOCKET_PATH=<socket>`, and so does
@@ -10,7 +10,7 @@
 //! goes to the ambient instance.
 
 use agmsg_guest_sdk::log;
-use agmsg_guest_sdk::process::{self, Output, ProcessError};
+use agmsg_guest_sdk::process::{self, Output};
 use agmsg_guest_sdk::terminal::TermError;
 use serde_json::Value;
 
@@ -48,7 +48,7 @@ pub fn herdr(args: &[&str]) -> Result<Output, TermError> {
     log::debug(&format!("herdr {}", args.iter().take(2).copied().collect::<Vec<_>>().join(" ")));
     let socket = ROUTE.with(|route| route.borrow().clone());
     let env: Vec<(&str, &str)> = socket.as_deref().map(|s| ("HERDR_SOCKET_PATH", s)).into_iter().collect();
-    process::run_with("herdr", args, None, &env).map_err(process_error)
+    process::run_with("herdr", args, None, &env).map_err(|e| TermError::from_process("herdr", e))
 }
 
 /// Run `args` and require exit 0; `on_failure` builds the error from herdr's own words.
@@ -72,15 +72,6 @@ pub fn json_of(out: &Output) -> Option<Value> {
         return None;
     }
     serde_json::from_slice(&out.stdout).ok()
-}
-
-fn process_error(e: ProcessError) -> TermError {
-    match e {
-        ProcessError::NotFound(_) => TermError::unreachable("herdr: not on PATH — cannot reach the terminal"),
-        ProcessError::TimedOut(ms) => TermError::unreachable(format!("herdr did not answer within {ms} ms")),
-        ProcessError::Failed(why) => TermError::unreachable(format!("could not run herdr: {why}")),
-        ProcessError::NotAllowed(why) => TermError::failed(format!("the host refused to run herdr: {why}")),
-    }
 }
 
 /// How a failed run explains itself: its exit status and what herdr said (herdr writes its error JSON to

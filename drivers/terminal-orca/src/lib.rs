@@ -15,17 +15,14 @@ mod id;
 
 use agmsg_guest_sdk::export_terminal_driver;
 use agmsg_guest_sdk::log;
-use agmsg_guest_sdk::process::{self, Output, ProcessError};
+use agmsg_guest_sdk::process::{self, Output};
 use agmsg_guest_sdk::terminal::{
     ArrangeOutcome, Description, Detection, Intent, NamingMode, PanePresence, SpawnTarget, TermError, TerminalDriver,
 };
 use serde_json::Value;
 
-/// What `terminal.conf` says; `describe` must agree with it.
-const NAME: &str = "orca";
-const PRIORITY: u32 = 5;
-const BACKEND: &str = "orca terminal pane";
-const CAPABILITIES: [&str; 6] = ["peek", "where", "spawn", "despawn", "name", "poke"];
+/// The driver's manifest, the one source of what `describe` says (name, priority, backend, capabilities).
+const MANIFEST: &str = include_str!("../terminal.conf");
 
 /// The error code with which a live CLI says the whole Orca runtime is down (it still exits 0).
 const RUNTIME_UNAVAILABLE: &str = "runtime_unavailable";
@@ -52,12 +49,7 @@ fn var(name: &str) -> Option<String> {
 /// `orca <args...>`. Only the verb is logged: the rest may be a user's message.
 fn orca(args: &[&str]) -> Result<Output, TermError> {
     log::debug(&format!("orca {}", args.iter().take(2).copied().collect::<Vec<_>>().join(" ")));
-    process::run("orca", args).map_err(|e| match e {
-        ProcessError::NotFound(_) => TermError::unreachable("orca: not on PATH — cannot reach the terminal"),
-        ProcessError::TimedOut(ms) => TermError::unreachable(format!("orca did not answer within {ms} ms")),
-        ProcessError::Failed(why) => TermError::unreachable(format!("could not run orca: {why}")),
-        ProcessError::NotAllowed(why) => TermError::failed(format!("the host refused to run orca: {why}")),
-    })
+    process::run("orca", args).map_err(|e| TermError::from_process("orca", e))
 }
 
 fn require_orca() -> Result<(), TermError> {
@@ -113,11 +105,8 @@ impl TerminalDriver for Orca {
 
     fn describe(&self) -> Description {
         Description {
-            name: NAME.to_owned(),
-            priority: PRIORITY,
-            backend: BACKEND.to_owned(),
-            capabilities: CAPABILITIES.iter().map(|c| (*c).to_owned()).collect(),
             hints: vec![("syntax_help".to_owned(), "orca terminal --help".to_owned())],
+            ..Description::from_terminal_conf(MANIFEST)
         }
     }
 
@@ -339,7 +328,7 @@ impl TerminalDriver for Orca {
                 Some(handle) => format!("{}\t{handle}", id::INSTANCE),
                 None => "unknown:invalid_orca_id".to_owned(),
             },
-            Some((terminal, _)) if terminal_name_ok(terminal) => "unknown:wrong_terminal".to_owned(),
+            Some((terminal, _)) if agmsg_guest_sdk::terminal::is_driver_name(terminal) => "unknown:wrong_terminal".to_owned(),
             _ => "unknown:invalid_locator".to_owned(),
         })
     }
@@ -351,7 +340,14 @@ impl TerminalDriver for Orca {
     }
 }
 
-/// agmsg's terminal-name rule: `[a-zA-Z0-9_-]+`.
-fn terminal_name_ok(name: &str) -> bool {
-    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+#[cfg(test)]
+mod describe_tests {
+    use super::*;
+
+    #[test]
+    fn describe_reads_terminal_conf() {
+        let d = Orca.describe();
+        assert_eq!((d.name.as_str(), d.priority, d.backend.as_str()), ("orca", 5, "orca terminal pane"));
+        assert_eq!(d.capabilities, ["peek", "where", "spawn", "despawn", "name", "poke"]);
+    }
 }

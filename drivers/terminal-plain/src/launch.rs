@@ -15,7 +15,7 @@
 use std::env::{self, VarError};
 
 use agmsg_guest_sdk::log;
-use agmsg_guest_sdk::process::{self, ProcessError};
+use agmsg_guest_sdk::process;
 use agmsg_guest_sdk::terminal::TermError;
 
 use crate::quote;
@@ -85,7 +85,7 @@ fn macos_app(hint: Option<&str>) -> Option<&'static str> {
 /// Run a launcher; its failure is agmsg's 13 (no window was opened, and there is no other path).
 fn launch(program: &str, args: &[&str]) -> Result<(), TermError> {
     log::debug(&format!("plain spawn: launching with {program}"));
-    let out = process::run(program, args).map_err(|e| process_error(program, e))?;
+    let out = process::run(program, args).map_err(|e| TermError::from_process(program, e))?;
     for (stream, text) in [("stdout", out.stdout_text()), ("stderr", out.stderr_text())] {
         if !text.trim().is_empty() {
             log::debug(&format!("{program} {stream}: {}", text.trim_end()));
@@ -96,14 +96,5 @@ fn launch(program: &str, args: &[&str]) -> Result<(), TermError> {
     } else {
         let status = out.status.map_or_else(|| "a signal".to_owned(), |code| format!("rc={code}"));
         Err(TermError::unsupported(format!("{program} could not open a window ({status})")))
-    }
-}
-
-fn process_error(program: &str, e: ProcessError) -> TermError {
-    match e {
-        ProcessError::NotFound(_) => TermError::unreachable(format!("{program} not found")),
-        ProcessError::TimedOut(ms) => TermError::unreachable(format!("{program} did not return within {ms} ms")),
-        ProcessError::Failed(why) => TermError::unreachable(format!("could not run {program}: {why}")),
-        ProcessError::NotAllowed(why) => TermError::failed(format!("the host refused to run {program}: {why}")),
     }
 }

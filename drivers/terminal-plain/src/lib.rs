@@ -22,11 +22,8 @@ use agmsg_guest_sdk::terminal::{
 
 use id::PlainId;
 
-/// What `terminal.conf` says; `describe` must agree with it.
-const NAME: &str = "plain";
-const PRIORITY: u32 = 100;
-const BACKEND: &str = "OS terminal window (no addressable pane)";
-const CAPABILITIES: [&str; 4] = ["spawn", "despawn", "peek", "poke"];
+/// The driver's manifest, the one source of what `describe` says (name, priority, backend, capabilities).
+const MANIFEST: &str = include_str!("../terminal.conf");
 
 #[derive(Default)]
 struct Plain;
@@ -55,11 +52,8 @@ impl TerminalDriver for Plain {
 
     fn describe(&self) -> Description {
         Description {
-            name: NAME.to_owned(),
-            priority: PRIORITY,
-            backend: BACKEND.to_owned(),
-            capabilities: CAPABILITIES.iter().map(|c| (*c).to_owned()).collect(),
             hints: Vec::new(),
+            ..Description::from_terminal_conf(MANIFEST)
         }
     }
 
@@ -154,5 +148,17 @@ impl TerminalDriver for Plain {
             Some(PlainId::Sentinel) => Err(TermError::unsupported("unsupported: the plain sentinel '-' names no place")),
             None => Err(TermError::unsupported(format!("unsupported: not a plain terminal id: {id:?}"))),
         }
+    }
+}
+
+#[cfg(test)]
+mod describe_tests {
+    use super::*;
+
+    #[test]
+    fn describe_reads_terminal_conf() {
+        let d = Plain.describe();
+        assert_eq!((d.name.as_str(), d.priority, d.backend.as_str()), ("plain", 100, "OS terminal window (no addressable pane)"));
+        assert_eq!(d.capabilities, ["spawn", "despawn", "peek", "poke"]);
     }
 }

@@ -35,11 +35,8 @@ use geometry::Placement;
 use id::{Kind, TmuxId};
 use run::{Server, captured};
 
-/// What `terminal.conf` says; `describe` must agree with it.
-const NAME: &str = "tmux";
-const PRIORITY: u32 = 20;
-const BACKEND: &str = "tmux pane/window";
-const CAPABILITIES: [&str; 7] = ["spawn", "despawn", "peek", "poke", "where", "arrange", "name"];
+/// The driver's manifest, the one source of what `describe` says (name, priority, backend, capabilities).
+const MANIFEST: &str = include_str!("../terminal.conf");
 
 /// The pause between the text burst and the submit burst of a poke (agmsg #619: text and Enter in one
 /// burst read as a paste in Codex, and the Enter becomes a newline). Part of the behaviour, not a tunable.
@@ -75,16 +72,13 @@ impl TerminalDriver for Tmux {
     fn describe(&self) -> Description {
         let hint = |k: &str, v: &str| (k.to_owned(), v.to_owned());
         Description {
-            name: NAME.to_owned(),
-            priority: PRIORITY,
-            backend: BACKEND.to_owned(),
-            capabilities: CAPABILITIES.iter().map(|c| (*c).to_owned()).collect(),
             hints: vec![
                 hint("syntax_help", "tmux list-commands"),
                 hint("intent.place_below", "tmux move-pane -s SOURCE -t TARGET -v"),
                 hint("intent.place_right", "tmux move-pane -s SOURCE -t TARGET -h"),
                 hint("intent.swap", "tmux swap-pane -s SOURCE -t TARGET"),
             ],
+            ..Description::from_terminal_conf(MANIFEST)
         }
     }
 
@@ -364,7 +358,7 @@ fn instance_for_ref(reference: &str) -> String {
     } else {
         match reference.split_once(':') {
             Some(("tmux", id)) => id,
-            Some((terminal, _)) if terminal_name_ok(terminal) => return "unknown:wrong_terminal".to_owned(),
+            Some((terminal, _)) if agmsg_guest_sdk::terminal::is_driver_name(terminal) => return "unknown:wrong_terminal".to_owned(),
             _ => return "unknown:invalid_locator".to_owned(),
         }
     };
@@ -375,7 +369,14 @@ fn instance_for_ref(reference: &str) -> String {
     }
 }
 
-/// agmsg's terminal-name rule: `[a-zA-Z0-9_-]+`.
-fn terminal_name_ok(name: &str) -> bool {
-    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+#[cfg(test)]
+mod describe_tests {
+    use super::*;
+
+    #[test]
+    fn describe_reads_terminal_conf() {
+        let d = Tmux.describe();
+        assert_eq!((d.name.as_str(), d.priority, d.backend.as_str()), ("tmux", 20, "tmux pane/window"));
+        assert_eq!(d.capabilities, ["spawn", "despawn", "peek", "poke", "where", "arrange", "name"]);
+    }
 }

@@ -1,12 +1,11 @@
 //! Running `tmux` (and `ps`) through the host, and reading what they print.
 //!
 //! Every argument is its own argv entry and no shell is involved, so text from users (a poke, a label, a
-//! boot command) reaches tmux exactly as given. A program the host could not run is a terminal that could
-//! not be asked (unreachable, 10); one the host refused to run is this driver's own fault (failed, 12),
-//! because it means the driver asked for something its manifest does not declare.
+//! boot command) reaches tmux exactly as given. A program the host could not run or refused to run is
+//! classed by the SDK's `TermError::from_process`.
 
 use agmsg_guest_sdk::log;
-use agmsg_guest_sdk::process::{self, Output, ProcessError};
+use agmsg_guest_sdk::process::{self, Output};
 use agmsg_guest_sdk::terminal::TermError;
 
 use crate::id::TmuxId;
@@ -63,16 +62,7 @@ impl<'a> Server<'a> {
 
 /// Run a declared program, mapping the host's refusals onto the exit-code taxonomy.
 pub fn run_program(program: &str, args: &[&str]) -> Result<Output, TermError> {
-    process::run(program, args).map_err(|e| process_error(program, e))
-}
-
-fn process_error(program: &str, e: ProcessError) -> TermError {
-    match e {
-        ProcessError::NotFound(_) => TermError::unreachable(format!("{program} not found")),
-        ProcessError::TimedOut(ms) => TermError::unreachable(format!("{program} did not answer within {ms} ms")),
-        ProcessError::Failed(why) => TermError::unreachable(format!("could not run {program}: {why}")),
-        ProcessError::NotAllowed(why) => TermError::failed(format!("the host refused to run {program}: {why}")),
-    }
+    process::run(program, args).map_err(|e| TermError::from_process(program, e))
 }
 
 /// stdout as bash's `$(...)` would capture it: trailing newlines removed, nothing else touched.

@@ -28,7 +28,7 @@
 /// assert!(!out.success());
 /// assert!(out.stderr_text().contains("no server"));
 /// ```
-pub use crate::bindings::agmsg::host::process::Output;
+pub use crate::bindings::terminal::agmsg::host::process::Output;
 
 /// Why a program did not run to completion. A program that ran and failed is not an error: it is an
 /// [`Output`] whose status is not 0. [`TermError::from_process`](crate::terminal::TermError::from_process)
@@ -43,9 +43,9 @@ pub use crate::bindings::agmsg::host::process::Output;
 /// }
 /// # let _ = tmux;
 /// ```
-pub use crate::bindings::agmsg::host::process::ProcessError;
+pub use crate::bindings::terminal::agmsg::host::process::ProcessError;
 
-use crate::bindings::agmsg::host::process as host;
+use crate::bindings::terminal::agmsg::host::process as host;
 
 impl Output {
     /// Exited with status 0.

@@ -40,7 +40,7 @@
 
 use std::cell::RefCell;
 
-use crate::bindings::exports::agmsg::storage::driver::{self as wit, Guest, GuestExporter, GuestImporter};
+use crate::bindings::storage::exports::agmsg::storage::driver::{self as wit, Guest, GuestExporter, GuestImporter};
 
 /// The driver's registry metadata, returned by [`StorageDriver::describe`]: its `name`, a one-line
 /// `backend` description, its `capabilities`, and the `store_file` agmsg shows as `<key>=<path>`
@@ -57,7 +57,7 @@ use crate::bindings::exports::agmsg::storage::driver::{self as wit, Guest, Guest
 /// };
 /// # let _ = description;
 /// ```
-pub use crate::bindings::agmsg::storage::types::Description;
+pub use crate::bindings::storage::agmsg::storage::types::Description;
 
 /// A §1.6 directive carried by a `missing_deps` [`DriverError`]: a `kind` (`install_deps`, ...), the
 /// `commands` that fix the problem, and the `reason`. [`DriverError::missing_deps`] builds one.
@@ -70,7 +70,7 @@ pub use crate::bindings::agmsg::storage::types::Description;
 /// assert_eq!(directive.kind, "install_deps");
 /// assert_eq!(directive.commands, ["apt-get install sqlite3"]);
 /// ```
-pub use crate::bindings::agmsg::storage::types::Directive;
+pub use crate::bindings::storage::agmsg::storage::types::Directive;
 
 /// How a storage op fails: a [`Status`], a `message` for the user, and for `missing_deps` a
 /// [`Directive`]. Build one with [`DriverError::runtime`], [`DriverError::corrupt`] or
@@ -87,7 +87,7 @@ pub use crate::bindings::agmsg::storage::types::Directive;
 /// assert_eq!(error.status, Status::RuntimeError);
 /// assert_eq!(error.message, "not a cursor: \"abc\"");
 /// ```
-pub use crate::bindings::agmsg::storage::types::DriverError;
+pub use crate::bindings::storage::agmsg::storage::types::DriverError;
 
 /// One event of the v1 event log, the unit of export and import: a message sent or a read mark.
 ///
@@ -102,7 +102,7 @@ pub use crate::bindings::agmsg::storage::types::DriverError;
 /// }
 /// # let _ = describe;
 /// ```
-pub use crate::bindings::agmsg::storage::types::Event;
+pub use crate::bindings::storage::agmsg::storage::types::Event;
 
 /// A message as stored and delivered: its UUIDv7 `id`, `team`, sender `from`, recipient `to`, `body`,
 /// and `at`, when it was sent.
@@ -121,7 +121,7 @@ pub use crate::bindings::agmsg::storage::types::Event;
 /// };
 /// assert_eq!(message.to, "bob");
 /// ```
-pub use crate::bindings::agmsg::storage::types::Message;
+pub use crate::bindings::storage::agmsg::storage::types::Message;
 
 /// A `<team>:<agent>` subscription of a watch op, already split and checked by the SDK. All the pairs
 /// of one call share one team.
@@ -134,7 +134,7 @@ pub use crate::bindings::agmsg::storage::types::Message;
 /// }
 /// # let _ = addressed_to;
 /// ```
-pub use crate::bindings::agmsg::storage::types::Pair;
+pub use crate::bindings::storage::agmsg::storage::types::Pair;
 
 /// A read mark: the event that says `agent` of `team` read the message `msg_id`. It has an `id` of its
 /// own (a UUIDv7, as every event) and an `at`.
@@ -148,7 +148,7 @@ pub use crate::bindings::agmsg::storage::types::Pair;
 /// }
 /// # let _ = read_by_recipient;
 /// ```
-pub use crate::bindings::agmsg::storage::types::ReadMark;
+pub use crate::bindings::storage::agmsg::storage::types::ReadMark;
 
 /// The status of a failed op, which sets agmsg's status word and exit code.
 ///
@@ -164,7 +164,7 @@ pub use crate::bindings::agmsg::storage::types::ReadMark;
 /// }
 /// assert_eq!(exit_code(&DriverError::corrupt("bad line")), 12);
 /// ```
-pub use crate::bindings::agmsg::storage::types::Status;
+pub use crate::bindings::storage::agmsg::storage::types::Status;
 
 /// The store's main file, as [`Description::store_file`] reports it.
 ///
@@ -174,7 +174,7 @@ pub use crate::bindings::agmsg::storage::types::Status;
 /// let db = StoreFile { key: "db".into(), path: "messages.db".into() };
 /// # let _ = db;
 /// ```
-pub use crate::bindings::agmsg::storage::types::StoreFile;
+pub use crate::bindings::storage::agmsg::storage::types::StoreFile;
 
 /// What one [`StorageDriver::watch_after`] poll returns: the unread `messages` after the cursor, for
 /// the subscribed pairs, oldest first, and the `cursor` to resume from.
@@ -186,7 +186,7 @@ pub use crate::bindings::agmsg::storage::types::StoreFile;
 /// let batch = WatchBatch { messages: Vec::new(), cursor: "42".into() };
 /// # let _ = batch;
 /// ```
-pub use crate::bindings::agmsg::storage::types::WatchBatch;
+pub use crate::bindings::storage::agmsg::storage::types::WatchBatch;
 
 pub use crate::lock::{LockFailure, StoreLock};
 
@@ -1035,9 +1035,10 @@ pub trait EventImporter {
 /// Register `$driver` (a type implementing [`StorageDriver`] and `Default`) as this component's storage
 /// driver.
 ///
-/// Call it once, at the top level of the driver crate (only with the `storage` feature). It generates
-/// the constructor the SDK's exports call; the host then creates one driver value per instance with
-/// `Default::default()`.
+/// Call it once, at the top level of the driver crate (only with the `storage` feature). It generates the
+/// component's exports, the `agmsg:storage/driver` interface, in the driver crate: invoking this macro is
+/// what makes the component a storage driver, and nothing of the other axis is exported; the host then
+/// creates one driver value per instance with `Default::default()`.
 ///
 /// ```rust,standalone_crate
 /// use agmsg_guest_sdk::storage::{DriverError, StorageDriver};
@@ -1073,24 +1074,22 @@ pub trait EventImporter {
 #[macro_export]
 macro_rules! export_storage_driver {
     ($driver:ty) => {
-        #[doc(hidden)]
-        #[unsafe(no_mangle)]
-        pub fn __agmsg_new_storage_driver() -> ::std::boxed::Box<dyn $crate::storage::StorageDriver> {
-            ::std::boxed::Box::new(<$driver as ::core::default::Default>::default())
-        }
+        // The world's exports, expanded here in the driver crate: with them, and only with them, the
+        // world's type information (its exports) reaches this component.
+        const _: () = {
+            type __AgmsgComponent = $crate::storage::Component<$driver>;
+            $crate::bindings::storage::export!(__AgmsgComponent with_types_in $crate::bindings::storage);
+        };
     };
 }
 
-unsafe extern "Rust" {
-    fn __agmsg_new_storage_driver() -> Box<dyn StorageDriver>;
-}
-
 thread_local! {
-    static DRIVER: Box<dyn StorageDriver> = unsafe { __agmsg_new_storage_driver() };
+    /// This instance's driver value, made by the first call.
+    static DRIVER: std::cell::OnceCell<Box<dyn StorageDriver>> = const { std::cell::OnceCell::new() };
 }
 
-fn with_driver<T>(f: impl FnOnce(&dyn StorageDriver) -> T) -> T {
-    DRIVER.with(|driver| f(driver.as_ref()))
+fn with_driver<D: StorageDriver + Default + 'static, T>(f: impl FnOnce(&dyn StorageDriver) -> T) -> T {
+    DRIVER.with(|driver| f(driver.get_or_init(|| Box::new(D::default())).as_ref()))
 }
 
 fn check_team_agent(team: &str, agent: &str) -> Result<(), DriverError> {
@@ -1106,8 +1105,10 @@ fn check_pairs(pairs: &[Pair]) -> Result<(), DriverError> {
         .map_err(|e| DriverError::runtime(e.to_string()))
 }
 
+/// The exports of a component whose driver is `D`: what [`export_storage_driver!`](crate::export_storage_driver)
+/// registers.
 #[doc(hidden)]
-pub struct Component;
+pub struct Component<D>(std::marker::PhantomData<D>);
 
 #[doc(hidden)]
 pub struct ExporterResource(RefCell<Box<dyn EventExporter>>);
@@ -1130,70 +1131,68 @@ impl GuestImporter for ImporterResource {
     }
 }
 
-impl Guest for Component {
+impl<D: StorageDriver + Default + 'static> Guest for Component<D> {
     type Exporter = ExporterResource;
     type Importer = ImporterResource;
 
     fn check() -> Result<(), DriverError> {
-        with_driver(|d| d.check())
+        with_driver::<D, _>(|d| d.check())
     }
     fn describe() -> Description {
-        with_driver(|d| d.describe())
+        with_driver::<D, _>(|d| d.describe())
     }
     fn init() -> Result<(), DriverError> {
-        with_driver(|d| d.init())
+        with_driver::<D, _>(|d| d.init())
     }
     fn store_exists() -> Result<bool, DriverError> {
-        with_driver(|d| d.store_exists())
+        with_driver::<D, _>(|d| d.store_exists())
     }
     fn send(team: String, sender: String, recipient: String, body: String) -> Result<String, DriverError> {
         crate::check_name("team", &team)?;
         crate::check_name("sender", &sender)?;
         crate::check_name("recipient", &recipient)?;
-        with_driver(|d| d.send(&team, &sender, &recipient, &body))
+        with_driver::<D, _>(|d| d.send(&team, &sender, &recipient, &body))
     }
     fn list_unread(team: String, agent: String, limit: Option<u32>) -> Result<Vec<Message>, DriverError> {
         check_team_agent(&team, &agent)?;
-        with_driver(|d| d.list_unread(&team, &agent, limit))
+        with_driver::<D, _>(|d| d.list_unread(&team, &agent, limit))
     }
     fn mark_read_batch(team: String, agent: String, ids: Vec<String>) -> Result<(), DriverError> {
         check_team_agent(&team, &agent)?;
-        with_driver(|d| d.mark_read_batch(&team, &agent, &ids))
+        with_driver::<D, _>(|d| d.mark_read_batch(&team, &agent, &ids))
     }
     fn read_cursor_get(team: String, agent: String) -> Result<String, DriverError> {
         check_team_agent(&team, &agent)?;
-        with_driver(|d| d.read_cursor_get(&team, &agent))
+        with_driver::<D, _>(|d| d.read_cursor_get(&team, &agent))
     }
     fn read_cursor_consume(team: String, agent: String, cursor: String, ids: Vec<String>) -> Result<(), DriverError> {
         check_team_agent(&team, &agent)?;
-        with_driver(|d| d.read_cursor_consume(&team, &agent, &cursor, &ids))
+        with_driver::<D, _>(|d| d.read_cursor_consume(&team, &agent, &cursor, &ids))
     }
     fn watch_tip(pairs: Vec<Pair>) -> Result<String, DriverError> {
         check_pairs(&pairs)?;
-        with_driver(|d| d.watch_tip(&pairs))
+        with_driver::<D, _>(|d| d.watch_tip(&pairs))
     }
     fn watch_after(cursor: String, pairs: Vec<Pair>) -> Result<WatchBatch, DriverError> {
         check_pairs(&pairs)?;
-        with_driver(|d| d.watch_after(&cursor, &pairs))
+        with_driver::<D, _>(|d| d.watch_after(&cursor, &pairs))
     }
     fn history(team: String, agent: Option<String>, limit: Option<u32>) -> Result<Vec<Message>, DriverError> {
         crate::check_name("team", &team)?;
         if let Some(agent) = &agent {
             crate::check_name("agent", agent)?;
         }
-        with_driver(|d| d.history(&team, agent.as_deref(), limit))
+        with_driver::<D, _>(|d| d.history(&team, agent.as_deref(), limit))
     }
     fn export_events() -> Result<wit::Exporter, DriverError> {
-        let exporter = with_driver(|d| d.export_events())?;
+        let exporter = with_driver::<D, _>(|d| d.export_events())?;
         Ok(wit::Exporter::new(ExporterResource(RefCell::new(exporter))))
     }
     fn import_events() -> Result<wit::Importer, DriverError> {
-        let importer = with_driver(|d| d.import_events())?;
+        let importer = with_driver::<D, _>(|d| d.import_events())?;
         Ok(wit::Importer::new(ImporterResource(RefCell::new(importer))))
     }
     fn compact() -> Result<(), DriverError> {
-        with_driver(|d| d.compact())
+        with_driver::<D, _>(|d| d.compact())
     }
 }
-
-crate::bindings::export!(Component with_types_in crate::bindings);

@@ -21,7 +21,7 @@
 //! assert_eq!(e.kind().exit_code(), 13);
 //! ```
 
-use crate::bindings::exports::agmsg::terminal::driver::Guest;
+use crate::bindings::terminal::exports::agmsg::terminal::driver::Guest;
 
 /// A tri-state answer, for [`TerminalDriver::capability`] and [`TerminalDriver::team_input_ready`]:
 /// agmsg's exit 0 (`Yes`), 1 (`No`) or 2 (`Unknown`). Answer `No` only when the terminal said so;
@@ -39,7 +39,7 @@ use crate::bindings::exports::agmsg::terminal::driver::Guest;
 /// }
 /// assert_eq!(answer(None), Answer::Unknown);
 /// ```
-pub use crate::bindings::agmsg::terminal::types::Answer;
+pub use crate::bindings::terminal::agmsg::terminal::types::Answer;
 
 /// What [`TerminalDriver::arrange`] did: `Moved` the pane, or left it `Unchanged` because it already
 /// was where the intent wanted it.
@@ -51,7 +51,7 @@ pub use crate::bindings::agmsg::terminal::types::Answer;
 /// let outcome = if already_below { ArrangeOutcome::Unchanged } else { ArrangeOutcome::Moved };
 /// assert_eq!(outcome, ArrangeOutcome::Unchanged);
 /// ```
-pub use crate::bindings::agmsg::terminal::types::ArrangeOutcome;
+pub use crate::bindings::terminal::agmsg::terminal::types::ArrangeOutcome;
 
 /// The driver's metadata, returned by [`TerminalDriver::describe`]: `name`, `priority` (lower is tried
 /// first), a one-line `backend`, its `capabilities`, and extra `key=value` `hints`. It must agree with
@@ -70,7 +70,7 @@ pub use crate::bindings::agmsg::terminal::types::ArrangeOutcome;
 /// };
 /// # let _ = description;
 /// ```
-pub use crate::bindings::agmsg::terminal::types::Description;
+pub use crate::bindings::terminal::agmsg::terminal::types::Description;
 
 /// What [`TerminalDriver::detect`] found: this session does not run under the terminal (`Absent`), it
 /// does but its own pane cannot be named (`Unresolved`, with the reason), or it does in the pane whose
@@ -88,7 +88,7 @@ pub use crate::bindings::agmsg::terminal::types::Description;
 /// }
 /// assert!(matches!(detection(true, Some("%3")), Detection::Resolved(id) if id == "%3"));
 /// ```
-pub use crate::bindings::agmsg::terminal::types::Detection;
+pub use crate::bindings::terminal::agmsg::terminal::types::Detection;
 
 /// Where [`TerminalDriver::arrange`] should put the source pane: below the target (`PlaceBelow`), to its
 /// right (`PlaceRight`), or in its place, swapping the two (`Swap`).
@@ -105,7 +105,7 @@ pub use crate::bindings::agmsg::terminal::types::Detection;
 /// }
 /// assert_eq!(tmux_split_flag(Intent::PlaceRight), Some("-h"));
 /// ```
-pub use crate::bindings::agmsg::terminal::types::Intent;
+pub use crate::bindings::terminal::agmsg::terminal::types::Intent;
 
 /// What [`TerminalDriver::name`] sets: the resolvable key and the visible label (`LabelAndKey`), or the
 /// key only (`KeyOnly`), leaving what the user sees alone.
@@ -116,7 +116,7 @@ pub use crate::bindings::agmsg::terminal::types::Intent;
 /// let relabel = |mode: NamingMode| mode == NamingMode::LabelAndKey;
 /// assert!(!relabel(NamingMode::KeyOnly));
 /// ```
-pub use crate::bindings::agmsg::terminal::types::NamingMode;
+pub use crate::bindings::terminal::agmsg::terminal::types::NamingMode;
 
 /// The answer of [`TerminalDriver::pane_state`]. `Gone` is a fact callers act on (they delete the
 /// member's placement record), so it must come from the terminal's own positive answer; when in doubt
@@ -134,7 +134,7 @@ pub use crate::bindings::agmsg::terminal::types::NamingMode;
 /// }
 /// assert_eq!(presence(None), PanePresence::Unknown);
 /// ```
-pub use crate::bindings::agmsg::terminal::types::PanePresence;
+pub use crate::bindings::terminal::agmsg::terminal::types::PanePresence;
 
 /// What [`TerminalDriver::spawn`] opens: a new `Window`, or a pane split off the caller's, beside it
 /// (`PaneH`, tmux's `split-window -h`) or below it (`PaneV`).
@@ -150,7 +150,7 @@ pub use crate::bindings::agmsg::terminal::types::PanePresence;
 /// }
 /// assert_eq!(tmux_verb(SpawnTarget::PaneV), "split-window");
 /// ```
-pub use crate::bindings::agmsg::terminal::types::SpawnTarget;
+pub use crate::bindings::terminal::agmsg::terminal::types::SpawnTarget;
 
 /// How a terminal op fails, in the contract's failure classes ([`TermFailKind`], which holds the exit
 /// codes): the terminal could not be asked (`Unreachable`), it answered but the operation failed
@@ -170,7 +170,7 @@ pub use crate::bindings::agmsg::terminal::types::SpawnTarget;
 /// assert_eq!(pane_id("%7").ok(), Some(7));
 /// assert!(matches!(pane_id("%9;kill"), Err(TermError::Unsupported(_))));
 /// ```
-pub use crate::bindings::agmsg::terminal::types::TermError;
+pub use crate::bindings::terminal::agmsg::terminal::types::TermError;
 
 impl TermError {
     /// The op is not implemented by this driver, or has no path for this id.
@@ -1302,9 +1302,10 @@ pub trait TerminalDriver {
 /// Register `$driver` (a type implementing [`TerminalDriver`] and `Default`) as this component's
 /// terminal driver.
 ///
-/// Call it once, at the top level of the driver crate (only with the `terminal` feature). It generates
-/// the constructor the SDK's exports call; each instance creates its driver value with
-/// `Default::default()`.
+/// Call it once, at the top level of the driver crate (only with the `terminal` feature). It generates the
+/// component's exports, the `agmsg:terminal/driver` interface, in the driver crate: invoking this macro is
+/// what makes the component a terminal driver, and nothing of the other axis is exported; each instance
+/// creates its driver value with `Default::default()`.
 ///
 /// ```rust,standalone_crate
 /// use agmsg_guest_sdk::terminal::{TermError, TerminalDriver};
@@ -1335,112 +1336,110 @@ pub trait TerminalDriver {
 #[macro_export]
 macro_rules! export_terminal_driver {
     ($driver:ty) => {
-        #[doc(hidden)]
-        #[unsafe(no_mangle)]
-        pub fn __agmsg_new_terminal_driver() -> ::std::boxed::Box<dyn $crate::terminal::TerminalDriver> {
-            ::std::boxed::Box::new(<$driver as ::core::default::Default>::default())
-        }
+        // The world's exports, expanded here in the driver crate: with them, and only with them, the
+        // world's type information (its exports) reaches this component.
+        const _: () = {
+            type __AgmsgComponent = $crate::terminal::Component<$driver>;
+            $crate::bindings::terminal::export!(__AgmsgComponent with_types_in $crate::bindings::terminal);
+        };
     };
 }
 
-unsafe extern "Rust" {
-    fn __agmsg_new_terminal_driver() -> Box<dyn TerminalDriver>;
-}
-
 thread_local! {
-    static DRIVER: Box<dyn TerminalDriver> = unsafe { __agmsg_new_terminal_driver() };
+    /// This instance's driver value, made by the first call.
+    static DRIVER: std::cell::OnceCell<Box<dyn TerminalDriver>> = const { std::cell::OnceCell::new() };
 }
 
-fn with_driver<T>(f: impl FnOnce(&dyn TerminalDriver) -> T) -> T {
-    DRIVER.with(|driver| f(driver.as_ref()))
+fn with_driver<D: TerminalDriver + Default + 'static, T>(f: impl FnOnce(&dyn TerminalDriver) -> T) -> T {
+    DRIVER.with(|driver| f(driver.get_or_init(|| Box::new(D::default())).as_ref()))
 }
 
+/// The exports of a component whose driver is `D`: what [`export_terminal_driver!`](crate::export_terminal_driver)
+/// registers.
 #[doc(hidden)]
-pub struct Component;
+pub struct Component<D>(std::marker::PhantomData<D>);
 
-impl Guest for Component {
+impl<D: TerminalDriver + Default + 'static> Guest for Component<D> {
     fn check() -> Result<(), TermError> {
-        with_driver(|d| d.check())
+        with_driver::<D, _>(|d| d.check())
     }
     fn describe() -> Description {
-        with_driver(|d| d.describe())
+        with_driver::<D, _>(|d| d.describe())
     }
     fn detect(session_id: String) -> Detection {
-        with_driver(|d| d.detect(&session_id))
+        with_driver::<D, _>(|d| d.detect(&session_id))
     }
     fn spawn(name: String, project: String, target: SpawnTarget, boot: Vec<String>) -> Result<String, TermError> {
-        with_driver(|d| d.spawn(&name, &project, target, &boot))
+        with_driver::<D, _>(|d| d.spawn(&name, &project, target, &boot))
     }
     fn despawn(id: String) -> Result<(), TermError> {
-        with_driver(|d| d.despawn(&id))
+        with_driver::<D, _>(|d| d.despawn(&id))
     }
     fn peek(id: String, lines: Option<u32>) -> Result<String, TermError> {
-        with_driver(|d| d.peek(&id, lines))
+        with_driver::<D, _>(|d| d.peek(&id, lines))
     }
     fn poke(id: String, text: String) -> Result<(), TermError> {
-        with_driver(|d| d.poke(&id, &text))
+        with_driver::<D, _>(|d| d.poke(&id, &text))
     }
     fn pane_state(id: String) -> Result<PanePresence, TermError> {
-        with_driver(|d| d.pane_state(&id))
+        with_driver::<D, _>(|d| d.pane_state(&id))
     }
     fn where_is(id: String) -> Result<String, TermError> {
-        with_driver(|d| d.where_is(&id))
+        with_driver::<D, _>(|d| d.where_is(&id))
     }
     fn arrange(source: String, intent: Intent, target: String) -> Result<ArrangeOutcome, TermError> {
-        with_driver(|d| d.arrange(&source, intent, &target))
+        with_driver::<D, _>(|d| d.arrange(&source, intent, &target))
     }
     fn name(id: String, team: String, agent: String, mode: NamingMode) -> Result<(), TermError> {
         crate::check_name("team", &team)?;
         crate::check_name("agent", &agent)?;
-        with_driver(|d| d.name(&id, &team, &agent, mode))
+        with_driver::<D, _>(|d| d.name(&id, &team, &agent, mode))
     }
     fn capability(capability: String, id: Option<String>) -> Result<Answer, TermError> {
-        with_driver(|d| d.capability(&capability, id.as_deref()))
+        with_driver::<D, _>(|d| d.capability(&capability, id.as_deref()))
     }
     fn team_observe(id: String) -> Result<String, TermError> {
-        with_driver(|d| d.team_observe(&id))
+        with_driver::<D, _>(|d| d.team_observe(&id))
     }
     fn team_input_ready(id: String, expected: String) -> Result<Answer, TermError> {
-        with_driver(|d| d.team_input_ready(&id, &expected))
+        with_driver::<D, _>(|d| d.team_input_ready(&id, &expected))
     }
     fn find_by_label(label: String) -> Result<Vec<String>, TermError> {
-        with_driver(|d| d.find_by_label(&label))
+        with_driver::<D, _>(|d| d.find_by_label(&label))
     }
     fn label_of(id: String) -> Result<String, TermError> {
-        with_driver(|d| d.label_of(&id))
+        with_driver::<D, _>(|d| d.label_of(&id))
     }
     fn id_ok(id: String) -> Result<bool, TermError> {
-        with_driver(|d| d.id_ok(&id))
+        with_driver::<D, _>(|d| d.id_ok(&id))
     }
     fn pane_process_observe(id: String) -> Result<Vec<String>, TermError> {
-        with_driver(|d| d.pane_process_observe(&id))
+        with_driver::<D, _>(|d| d.pane_process_observe(&id))
     }
     fn enumerate_panes() -> Result<Vec<String>, TermError> {
-        with_driver(|d| d.enumerate_panes())
+        with_driver::<D, _>(|d| d.enumerate_panes())
     }
     fn fence(id: String, seat_pid: Option<String>) -> Result<String, TermError> {
-        with_driver(|d| d.fence(&id, seat_pid.as_deref()))
+        with_driver::<D, _>(|d| d.fence(&id, seat_pid.as_deref()))
     }
     fn pane_focused(id: String) -> Result<bool, TermError> {
-        with_driver(|d| d.pane_focused(&id))
+        with_driver::<D, _>(|d| d.pane_focused(&id))
     }
     fn input_clear(id: String) -> Result<(), TermError> {
-        with_driver(|d| d.input_clear(&id))
+        with_driver::<D, _>(|d| d.input_clear(&id))
     }
     fn input_type(id: String, text: String) -> Result<(), TermError> {
-        with_driver(|d| d.input_type(&id, &text))
+        with_driver::<D, _>(|d| d.input_type(&id, &text))
     }
     fn expected_label(team: String, agent: String) -> Result<String, TermError> {
         crate::check_name("team", &team)?;
         crate::check_name("agent", &agent)?;
-        with_driver(|d| d.expected_label(&team, &agent))
+        with_driver::<D, _>(|d| d.expected_label(&team, &agent))
     }
     fn instance_for_ref(reference: String) -> Result<String, TermError> {
-        with_driver(|d| d.instance_for_ref(&reference))
+        with_driver::<D, _>(|d| d.instance_for_ref(&reference))
     }
     fn id_split(id: String) -> Result<(String, String), TermError> {
-        with_driver(|d| d.id_split(&id))
+        with_driver::<D, _>(|d| d.id_split(&id))
     }
 }
-
-crate::bindings::export!(Component with_types_in crate::bindings);

@@ -13,7 +13,7 @@ use agmsg_host::storage::driver::Directive;
 pub fn control_failure(e: &OpError, driver: &str) -> ExitCode {
     let mut out = io::stdout().lock();
     if let Some(d) = &e.directive {
-        let _ = writeln!(out, "AGMSG-DIRECTIVE: {}", directive_json(d, driver));
+        let _ = writeln!(out, "{}", directive_line(d, driver));
     }
     let _ = writeln!(out, "{}", e.status.word());
     record_failure(e)
@@ -27,11 +27,11 @@ pub fn record_failure(e: &OpError) -> ExitCode {
     ExitCode::from(e.status.exit_code())
 }
 
-/// A §1.6 directive line's JSON; the host adds the driver's name. The driver's strings go through the
-/// same rule as its messages (JSON would escape a newline, but not an escape sequence's DEL/C1 or bidi
+/// A §1.6 directive line; the host adds the driver's name. The driver's strings go through the same
+/// rule as its messages (JSON would escape a newline, but not an escape sequence's DEL/C1 or bidi
 /// controls, nor cap a huge reason).
-fn directive_json(d: &Directive, driver: &str) -> String {
-    let commands: Vec<_> = d.commands.iter().map(|c| display::line(c)).collect();
-    serde_json::json!({ "type": display::line(&d.kind), "driver": driver, "commands": commands, "reason": display::line(&d.reason) }).to_string()
+fn directive_line(d: &Directive, driver: &str) -> String {
+    let commands: Vec<String> = d.commands.iter().map(|c| display::line(c).into_owned()).collect();
+    agmsg_contract::records::directive(&display::line(&d.kind), driver, Some(&commands), &display::line(&d.reason))
 }
 

@@ -136,7 +136,7 @@ enum DriverCommand {
     /// answers "unsupported" to every op (terminal); both pass `driver test` as generated
     New {
         axis: scaffold::Axis,
-        /// The driver's name (lowercase letters, digits, '-')
+        /// The driver's name (lowercase letters, digits, '-' and '_', starting with a letter)
         name: String,
         /// Where to create it [default: ./<name>]
         #[arg(long, value_name = "DIR")]

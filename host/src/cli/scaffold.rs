@@ -26,10 +26,10 @@ const TERMINAL: &[(&str, &str)] = &[
     ("src/lib.rs", include_str!("../../templates/terminal/src/lib.rs")),
 ];
 
-/// A cargo package name that is also a valid agmsg driver name.
+/// An agmsg driver name (the contract's rule) that is also a conventional cargo package name: cargo
+/// refuses a leading digit, '-' or '_', and rustc warns about an uppercase crate name.
 fn valid_name(name: &str) -> bool {
-    let mut bytes = name.bytes();
-    bytes.next().is_some_and(|b| b.is_ascii_lowercase()) && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    agmsg_contract::is_driver_name(name) && name.starts_with(|c: char| c.is_ascii_lowercase()) && !name.contains(|c: char| c.is_ascii_uppercase())
 }
 
 /// The SDK this binary was built with, when its source is still where it was built.
@@ -57,7 +57,7 @@ pub fn new(axis: Axis, name: &str, path: Option<PathBuf>, sdk: Option<PathBuf>) 
 
 fn create(axis: Axis, name: &str, path: Option<PathBuf>, sdk: Option<PathBuf>) -> Result<PathBuf, String> {
     if !valid_name(name) {
-        return Err(format!("the name must be lowercase letters, digits and '-', starting with a letter, not {name:?}"));
+        return Err(format!("the name must be lowercase letters, digits, '-' and '_', starting with a letter, not {name:?}"));
     }
     let sdk = match sdk {
         Some(sdk) => sdk.canonicalize().map_err(|e| format!("--sdk {}: {e}", sdk.display()))?,

@@ -20,10 +20,6 @@ fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-fn is_shim_name(name: &str) -> bool {
-    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
-
 /// The shim's text: `bin` runs `driver` (a bundled name or a component path).
 pub fn storage_shim(name: &str, bin: &str, driver: &str) -> String {
     let mut text = format!(
@@ -162,7 +158,7 @@ fn write_shim(driver_flag: Option<String>, name: Option<String>, output: Option<
         None => source.name.clone(),
     };
     let name = name.unwrap_or_else(|| format!("host-{}", source.name));
-    if !is_shim_name(&name) {
+    if !agmsg_contract::is_driver_name(&name) {
         return Err(format!("--name must match [a-zA-Z0-9_-]+ (agmsg's driver names), not {name:?}"));
     }
     let bin = std::env::current_exe().and_then(|p| p.canonicalize()).map_err(|e| format!("cannot locate agmsg-host itself: {e}"))?;

@@ -8,7 +8,7 @@ use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use agmsg_contract::{Status, check_name, split_pair};
+use agmsg_contract::{Status, check_name};
 
 use super::framing::{control_failure, record_failure};
 use agmsg_host::log::host_log;
@@ -265,19 +265,10 @@ fn split_limit(args: &[String]) -> Result<(Vec<String>, Option<u32>), Usage> {
     Ok((positional, limit))
 }
 
-/// Split `<team>:<agent>` pairs; all must name the same team.
+/// Split `<team>:<agent>` pairs by the contract's rule (the SDK checks the same): one team for all.
 fn parse_pairs(args: &[String]) -> Result<Vec<Pair>, Usage> {
-    let mut pairs: Vec<Pair> = Vec::with_capacity(args.len());
-    for arg in args {
-        let (team, agent) = split_pair(arg).map_err(Usage)?;
-        if let Some(first) = pairs.first()
-            && first.team != team
-        {
-            return Err(Usage(format!("one call cannot span teams ({}, {team})", first.team)));
-        }
-        pairs.push(Pair { team: team.to_owned(), agent: agent.to_owned() });
-    }
-    Ok(pairs)
+    let pairs = agmsg_contract::split_pairs(args).map_err(|e| Usage(e.to_string()))?;
+    Ok(pairs.into_iter().map(|(team, agent)| Pair { team: team.to_owned(), agent: agent.to_owned() }).collect())
 }
 
 fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Op) -> Result<ExitCode, OpError> {

@@ -3,7 +3,7 @@
 //! so a typo cannot silently drop a request or a limit).
 //!
 //! ```toml
-//! name = "notes"                 # [a-z0-9_-]+, the name users select it by
+//! name = "notes"                 # [a-zA-Z0-9_-]+, the name users select it by
 //! axis = "storage"               # storage | terminal
 //! version = "0.1.0"              # the driver's own version
 //! api = "1.0.0"                  # the agmsg:<axis> WIT version it was built against
@@ -123,9 +123,7 @@ impl PluginManifest {
     }
 
     fn validate(&self) -> Result<(), String> {
-        if self.name.is_empty() || !self.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_') {
-            return Err(format!("name must match [a-z0-9_-]+, not {:?}", self.name));
-        }
+        agmsg_contract::check_driver_name(&self.name).map_err(|e| e.to_string())?;
         // Everything below is shown to the user asked to consent: text that could drive the terminal
         // (`ESC[8m` hides what follows), reorder it or flood it is refused here, and printed through
         // `crate::display` anyway.

@@ -117,10 +117,8 @@ pub fn read_candidate(axis: Axis, name: &str, dir: &Path, trust: &TrustFile) -> 
     Candidate { axis, name: name.to_owned(), dir: dir.to_owned(), manifest, wasm, sha256, wasm_error, manifest_sha256, state }
 }
 
-/// A name a driver can be selected by (and a safe path segment).
-pub fn is_driver_name(name: &str) -> bool {
-    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
+/// A name a driver can be selected by (and a safe path segment): the contract's rule.
+pub use agmsg_contract::is_driver_name;
 
 /// Every plugin directory of `axis` (or only those named `name`), in base order.
 pub fn candidates(axis: Axis, name: Option<&str>) -> Result<Vec<Candidate>, String> {

@@ -24,28 +24,8 @@ const MAX_DESCRIBE_TOKEN: usize = 64;
 const MAX_DESCRIBE_TEXT: usize = 1024;
 const MAX_DESCRIBE_ITEMS: usize = 64;
 
-/// The §2.3 failure classes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FailKind {
-    /// 10: the terminal is unreachable or could not be asked (including a driver that trapped).
-    Unreachable,
-    /// 12: the terminal answered, but the operation failed.
-    Failed,
-    /// 13: no path: unsupported here, a malformed or foreign id, an op the driver does not implement.
-    Unsupported,
-    /// 10, from `check`: something the driver needs is not installed.
-    MissingDeps,
-}
-
-impl FailKind {
-    pub fn exit_code(self) -> i32 {
-        match self {
-            FailKind::Unreachable | FailKind::MissingDeps => 10,
-            FailKind::Failed => 12,
-            FailKind::Unsupported => 13,
-        }
-    }
-}
+/// The §2.3 failure classes and their exit codes: the contract's, which the SDK's `TermError` maps to.
+pub use agmsg_contract::TermFailKind as FailKind;
 
 #[derive(Clone, Debug)]
 pub struct TermFailure {

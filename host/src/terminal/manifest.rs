@@ -5,7 +5,6 @@
 use std::fmt;
 
 use crate::capabilities::{is_env_name, is_program_name};
-use crate::plugin::registry::is_driver_name;
 
 /// What a terminal driver declares about itself.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,31 +29,18 @@ impl fmt::Display for ManifestError {
 
 impl std::error::Error for ManifestError {}
 
-pub const DEFAULT_PRIORITY: u32 = 50;
-
-/// agmsg's manifest reader: the first line `^\s*key\s*=`, its value with surrounding spaces and one
-/// pair of double quotes stripped.
-fn value<'a>(text: &'a str, key: &str) -> Option<&'a str> {
-    text.lines().find_map(|line| {
-        let (k, v) = line.split_once('=')?;
-        if k.trim() != key || k.trim_start().starts_with('#') {
-            return None;
-        }
-        let v = v.trim();
-        Some(v.strip_prefix('"').and_then(|v| v.strip_suffix('"')).unwrap_or(v))
-    })
-}
+// agmsg's manifest reader lives in the contract: drivers describe themselves from the same file.
+pub use agmsg_contract::terminal_conf::DEFAULT_PRIORITY;
+use agmsg_contract::terminal_conf::value;
 
 fn words(text: &str, key: &str) -> Vec<String> {
-    value(text, key).map(|v| v.split_whitespace().map(str::to_owned).collect()).unwrap_or_default()
+    agmsg_contract::terminal_conf::words(text, key).into_iter().map(str::to_owned).collect()
 }
 
 impl TerminalManifest {
     pub fn parse(text: &str) -> Result<TerminalManifest, ManifestError> {
         let name = value(text, "name").unwrap_or_default().to_owned();
-        if !is_driver_name(&name) {
-            return Err(ManifestError(format!("manifest: name must match [a-zA-Z0-9_-]+, not {name:?}")));
-        }
+        agmsg_contract::check_driver_name(&name).map_err(|e| ManifestError(format!("manifest: {e}")))?;
         let bad = |what: &str, v: &str| ManifestError(format!("manifest of '{name}': invalid {what} {v:?}"));
         let programs = words(text, "programs");
         if let Some(p) = programs.iter().find(|p| !is_program_name(p)) {
@@ -74,7 +60,7 @@ impl TerminalManifest {
             return Err(bad("capability", c));
         }
         Ok(TerminalManifest {
-            priority: value(text, "priority").and_then(|p| p.parse().ok()).unwrap_or(DEFAULT_PRIORITY),
+            priority: agmsg_contract::terminal_conf::priority(text),
             backend,
             capabilities,
             programs,

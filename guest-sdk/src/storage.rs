@@ -1075,10 +1075,15 @@ pub trait EventImporter {
 macro_rules! export_storage_driver {
     ($driver:ty) => {
         // The world's exports, expanded here in the driver crate: with them, and only with them, the
-        // world's type information (its exports) reaches this component.
+        // world's type information (its exports) reaches this component. A native build (a driver's unit
+        // tests) is no component: it exports nothing, and only checks that `$driver` is a driver.
         const _: () = {
             type __AgmsgComponent = $crate::storage::Component<$driver>;
+            #[cfg(target_arch = "wasm32")]
             $crate::bindings::storage::export!(__AgmsgComponent with_types_in $crate::bindings::storage);
+            #[cfg(not(target_arch = "wasm32"))]
+            const _: fn() -> $crate::storage::Description =
+                <__AgmsgComponent as $crate::bindings::storage::exports::agmsg::storage::driver::Guest>::describe;
         };
     };
 }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use agmsg_conformance::storage::RULES;
+use agmsg_host::storage::suite::RULES;
 
 /// One module per driver, one test per rule; the test fails with the rule's own assertion.
 macro_rules! contract_suite {

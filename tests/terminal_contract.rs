@@ -4,7 +4,8 @@
 
 mod common;
 
-use agmsg_conformance::{Rule, run_rule, terminal::RULES, tmux::PANE_RULES};
+use agmsg_conformance::{Rule, run_rule, tmux::PANE_RULES};
+use agmsg_host::terminal::suite::RULES;
 
 fn all_rules(driver: &str) {
     check(driver, RULES);

@@ -1,14 +1,13 @@
-//! The driver contract suite, written once: each rule drives the `agmsg-host` binary against a driver
-//! in a fresh store and panics (an assertion) when the driver breaks the contract. The test suite runs
-//! every rule against every bundled driver (`tests/storage_contract.rs`); `agmsg-host driver test`
-//! runs the same rules against any driver and reports each one.
+//! The harness of the driver contract suites: a rule drives the `agmsg-host` binary against a driver in
+//! a fresh home and store and panics (an assertion) when the driver breaks the contract. Each axis's
+//! rules live with the axis (`host/src/<axis>/suite.rs`); the test suite runs them against every bundled
+//! driver, and `agmsg-host driver test` against any driver. The tmux pane rules and the private tmux
+//! server they drive are here ([`tmux`]), for any driver that runs tmux.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
-pub mod storage;
-pub mod terminal;
 pub mod tmux;
 
 /// Which binary the rules run and where it caches compiled components.

@@ -12,6 +12,7 @@
 //! - [`display`] is the one rule for printing text a driver or a manifest supplied.
 
 pub mod axis;
+pub mod axis_module;
 pub mod bundled;
 pub mod capabilities;
 pub mod catalog;
@@ -22,3 +23,12 @@ pub mod runtime;
 pub mod semver;
 pub mod storage;
 pub mod terminal;
+
+/// The host module that serves `axis` (its contract suite, template and bundled drivers, for the
+/// commands shared by every axis).
+pub fn module(axis: axis::Axis) -> &'static dyn axis_module::AxisModule {
+    match axis {
+        axis::Axis::Storage => &storage::module::StorageModule,
+        axis::Axis::Terminal => &terminal::module::TerminalModule,
+    }
+}

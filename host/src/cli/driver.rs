@@ -4,41 +4,34 @@
 //! with `terminal.conf` and `driver.wasm`, or an installed plugin: the terminal rules that need no
 //! terminal, and for a driver granted `tmux` the pane rules, against a private tmux server.
 //!
-//! The rules are `agmsg-conformance`'s, the same ones `tests/storage_contract.rs` and
+//! The rules are each axis's (`host/src/<axis>/suite.rs`), the same ones `tests/storage_contract.rs` and
 //! `tests/terminal_contract.rs` run: each drives this very binary against the driver in a fresh
 //! temporary home.
 
 use std::process::ExitCode;
 
-use agmsg_conformance::{Harness, Rule, run_rule, storage, terminal, tmux};
+use agmsg_conformance::{Harness, run_rule};
 
+use agmsg_host::axis::Axis;
+use agmsg_host::axis_module::Suite;
 use agmsg_host::runtime::cache::CompileCache;
-use agmsg_host::terminal::TerminalSource;
 
-/// Which suite, the driver as the rules pass it (a path made absolute: the rules run in their own
-/// directories), and the component's hash.
-fn suite_for(driver: &str) -> Result<(&'static str, Vec<&'static Rule>, String, String), String> {
-    let absolute = |p: &std::path::Path| std::path::absolute(p).map(|p| p.display().to_string()).map_err(|e| format!("{}: {e}", p.display()));
-    let is_terminal_dir = TerminalSource::is_dir_reference(driver) && std::path::Path::new(driver).join("terminal.conf").is_file();
-    let available = TerminalSource::available();
-    if is_terminal_dir || TerminalSource::names(&available).contains(&driver) {
-        let source = TerminalSource::resolve(driver, &available)?;
-        let name = if is_terminal_dir { absolute(std::path::Path::new(driver))? } else { driver.to_owned() };
-        // A driver that may run tmux is tmux-like: its panes are checked against a real tmux server.
-        let runs_tmux = source.driver.capabilities.programs().any(|(program, _)| program == "tmux");
-        let rules = terminal::RULES.iter().chain(if runs_tmux { tmux::PANE_RULES } else { &[] }).collect();
-        return Ok(("terminal", rules, name, source.driver.sha256));
+/// The axis whose driver `reference` names, and that driver's suite.
+fn suite_for(reference: &str) -> Result<(Axis, Suite), String> {
+    for axis in Axis::ALL {
+        let module = agmsg_host::module(axis);
+        if module.claims(reference) {
+            return Ok((axis, module.suite(reference)?));
+        }
     }
-    let source = agmsg_host::storage::source::resolve(driver).map_err(|e| e.to_string())?;
-    let name = match &source.path {
-        Some(path) => absolute(path)?,
-        None => source.name.clone(),
-    };
-    Ok(("storage", storage::RULES.iter().collect(), name, source.sha256))
+    Err(format!(
+        "'{reference}' names no driver: not a bundled or trusted plugin's name, a component file (.wasm) or a driver directory \
+         (with terminal.conf and driver.wasm); `agmsg-host plugin list` shows the drivers"
+    ))
 }
 
 pub fn test(driver: &str) -> ExitCode {
-    let (axis, rules, driver, sha256) = match suite_for(driver) {
+    let (axis, Suite { rules, driver, sha256 }) = match suite_for(driver) {
         Ok(suite) => suite,
         Err(e) => {
             eprintln!("agmsg-host driver test: {}", agmsg_host::display::line(&e.to_string()));

@@ -135,7 +135,9 @@ enum DriverCommand {
     /// Create a cargo project for a new driver: a small working store (storage) or a driver that
     /// answers "unsupported" to every op (terminal); both pass `driver test` as generated
     New {
-        axis: scaffold::Axis,
+        /// The driver's axis
+        #[arg(value_parser = axis_parser())]
+        axis: agmsg_host::axis::Axis,
         /// The driver's name (lowercase letters, digits, '-' and '_', starting with a letter)
         name: String,
         /// Where to create it [default: ./<name>]
@@ -162,6 +164,13 @@ enum ShimAxis {
         #[arg(long, short, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+}
+
+/// An axis named on the command line: one of the axes' names, listed in `--help`.
+fn axis_parser() -> impl clap::builder::TypedValueParser<Value = agmsg_host::axis::Axis> {
+    use agmsg_host::axis::Axis;
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(Axis::ALL.map(Axis::as_str)).map(|s| Axis::parse(&s).expect("only an axis's name gets here"))
 }
 
 /// A positive number of seconds, fractions allowed (`--interval 0.2`).

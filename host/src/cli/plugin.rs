@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use serde_json::json;
 
-use agmsg_host::bundled::{BUNDLED_STORAGE, BUNDLED_TERMINAL};
+use agmsg_host::bundled;
 use agmsg_host::capabilities::{Capabilities, Capability};
 use agmsg_host::display;
 use agmsg_host::axis::Axis;
@@ -309,10 +309,7 @@ fn put_in_place(axis_dir: &Path, name: &str, files: &[(&str, &[u8])]) -> Result<
 }
 
 fn bundled_names(axis: Axis) -> Vec<&'static str> {
-    match axis {
-        Axis::Storage => BUNDLED_STORAGE.iter().map(|d| d.name).collect(),
-        Axis::Terminal => BUNDLED_TERMINAL.iter().map(|d| d.name).collect(),
-    }
+    bundled::of(axis).iter().map(|d| d.name).collect()
 }
 
 /// `axis/name` or a bare name: its candidates (a bare name must be unambiguous across axes).
@@ -427,10 +424,7 @@ fn list(json: bool) -> Result<(), String> {
     let mut rows = Vec::new();
     for axis in Axis::ALL {
         for name in bundled_names(axis) {
-            let granted = match axis {
-                Axis::Storage => "store".to_owned(),
-                Axis::Terminal => agmsg_host::terminal::TerminalSource::resolve_bundled(name).map(|s| s.driver.capabilities.summary()).unwrap_or_default(),
-            };
+            let granted = agmsg_host::module(axis).bundled_source(name).map(|s| s.capabilities.summary()).unwrap_or_default();
             rows.push(Row {
                 reference: format!("{axis}/{name}"),
                 version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -541,20 +535,11 @@ fn inspect_bundled(target: &str, json: bool) -> Option<Result<bool, String>> {
         Some((axis, name)) => (Axis::parse(axis)?, name),
         None => (Axis::ALL.into_iter().find(|axis| bundled_names(*axis).contains(&target))?, target),
     };
-    let (sha256, wasm, runs_with, conf): (&str, &[u8], Capabilities, Option<&str>) = match axis {
-        Axis::Storage => {
-            let driver = BUNDLED_STORAGE.iter().find(|d| d.name == name)?;
-            // As storage::DriverSource gives a bundled storage driver: its store, nothing else.
-            (driver.sha256, driver.wasm, Capabilities(vec![Capability::Store]), None)
-        }
-        Axis::Terminal => {
-            let driver = BUNDLED_TERMINAL.iter().find(|d| d.name == name)?;
-            // What its terminal.conf declares, as terminal::TerminalSource gives it.
-            let source = agmsg_host::terminal::TerminalSource::resolve_bundled(name)?;
-            (driver.sha256, driver.wasm, source.driver.capabilities, driver.manifest)
-        }
-    };
-    Some(report_bundled(axis, name, sha256, wasm, &runs_with, conf, json))
+    let driver = bundled::of(axis).iter().find(|d| d.name == name)?;
+    // What it runs with, as its axis gives a bundled driver (storage: its store; terminal: what its
+    // terminal.conf declares).
+    let runs_with = agmsg_host::module(axis).bundled_source(name)?.capabilities;
+    Some(report_bundled(axis, name, driver.sha256, driver.wasm, &runs_with, driver.manifest, json))
 }
 
 fn report_bundled(axis: Axis, name: &str, sha256: &str, wasm: &[u8], runs_with: &Capabilities, conf: Option<&str>, json: bool) -> Result<bool, String> {

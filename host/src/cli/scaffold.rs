@@ -1,30 +1,11 @@
-//! `agmsg-host driver new <axis> <name>`: a ready cargo project for a driver, from the templates in
-//! `host/templates/` (compiled into the binary). As generated, the storage driver is a small working
+//! `agmsg-host driver new <axis> <name>`: a ready cargo project for a driver, from the axis's template
+//! (`host/src/<axis>/template/`, compiled into the binary). As generated, the storage driver is a small working
 //! store and the terminal driver answers "unsupported" to every op; both pass `driver test`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-#[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum Axis {
-    Storage,
-    Terminal,
-}
-
-const STORAGE: &[(&str, &str)] = &[
-    ("Cargo.toml", include_str!("../../templates/storage/Cargo.toml")),
-    ("README.md", include_str!("../../templates/storage/README.md")),
-    ("agmsg-driver.toml", include_str!("../../templates/storage/agmsg-driver.toml")),
-    ("src/lib.rs", include_str!("../../templates/storage/src/lib.rs")),
-];
-
-const TERMINAL: &[(&str, &str)] = &[
-    ("Cargo.toml", include_str!("../../templates/terminal/Cargo.toml")),
-    ("README.md", include_str!("../../templates/terminal/README.md")),
-    ("terminal.conf", include_str!("../../templates/terminal/terminal.conf")),
-    ("agmsg-driver.toml", include_str!("../../templates/terminal/agmsg-driver.toml")),
-    ("src/lib.rs", include_str!("../../templates/terminal/src/lib.rs")),
-];
+use agmsg_host::axis::Axis;
 
 /// An agmsg driver name (the contract's rule) that is also a conventional cargo package name: cargo
 /// refuses a leading digit, '-' or '_', and rustc warns about an uppercase crate name.
@@ -40,11 +21,7 @@ fn default_sdk() -> Option<PathBuf> {
 pub fn new(axis: Axis, name: &str, path: Option<PathBuf>, sdk: Option<PathBuf>) -> ExitCode {
     match create(axis, name, path, sdk) {
         Ok(dir) => {
-            let axis_word = match axis {
-                Axis::Storage => "storage",
-                Axis::Terminal => "terminal",
-            };
-            println!("created the {axis_word} driver '{name}' in {}", dir.display());
+            println!("created the {axis} driver '{name}' in {}", dir.display());
             println!("next: cd {} && cargo build --release --target wasm32-wasip2  (then see README.md)", dir.display());
             ExitCode::SUCCESS
         }
@@ -77,11 +54,7 @@ fn create(axis: Axis, name: &str, path: Option<PathBuf>, sdk: Option<PathBuf>) -
             .replace("{{name}}", name)
             .replace("{{sdk}}", &sdk_text.replace('\\', "\\\\").replace('"', "\\\""))
     };
-    let files = match axis {
-        Axis::Storage => STORAGE,
-        Axis::Terminal => TERMINAL,
-    };
-    for (relative, template) in files {
+    for (relative, template) in agmsg_host::module(axis).template() {
         let target = dir.join(relative);
         if let Some(parent) = target.parent() {
             std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;

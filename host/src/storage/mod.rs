@@ -4,9 +4,11 @@
 pub mod atomic_file;
 pub mod driver;
 pub mod location;
+pub mod module;
 pub mod records;
 pub mod session;
 pub mod source;
+pub mod suite;
 pub mod world;
 
 pub use driver::{OpError, Storage};

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::OpError;
 use crate::runtime::DriverSource;
-use crate::bundled::BUNDLED_STORAGE;
+use crate::bundled;
 use crate::capabilities::{Capabilities, Capability};
 use crate::axis::Axis;
 use crate::plugin::registry::{self, Candidate, sha256_hex};
@@ -14,32 +14,38 @@ use crate::plugin::registry::{self, Candidate, sha256_hex};
 /// `name` is the path of a component file (anything with a `/` or ending in `.wasm`), or a driver name: a
 /// trusted plugin of that name (which shadows a bundled driver), else a bundled driver.
 pub fn resolve(name: &str) -> Result<DriverSource, OpError> {
-    if name.contains('/') || name.ends_with(".wasm") {
+    if is_file_reference(name) {
         return from_file(Path::new(name));
     }
     if let Some(plugin) = registry::find(Axis::Storage, name).map_err(OpError::runtime)? {
         return Ok(from_plugin(plugin));
     }
-    BUNDLED_STORAGE
-        .iter()
-        .find(|d| d.name == name)
-        .map(|d| DriverSource {
-            name: d.name.to_owned(),
-            sha256: d.sha256.to_owned(),
-            wasm: Cow::Borrowed(d.wasm),
-            path: None,
-            capabilities: Capabilities(vec![Capability::Store]),
-        })
-        .ok_or_else(|| {
-            let mut known: Vec<String> = BUNDLED_STORAGE.iter().map(|d| d.name.to_owned()).collect();
-            if let Ok(plugins) = registry::candidates(Axis::Storage, None) {
-                known.extend(plugins.into_iter().filter(|c| c.problem().is_none()).map(|c| c.name));
-            }
-            OpError::runtime(format!(
-                "unknown storage driver '{name}' (available: {}; `agmsg-host plugin list` shows plugins)",
-                known.join(", ")
-            ))
-        })
+    bundled_driver(name).ok_or_else(|| {
+        let mut known: Vec<String> = bundled::of(Axis::Storage).iter().map(|d| d.name.to_owned()).collect();
+        if let Ok(plugins) = registry::candidates(Axis::Storage, None) {
+            known.extend(plugins.into_iter().filter(|c| c.problem().is_none()).map(|c| c.name));
+        }
+        OpError::runtime(format!(
+            "unknown storage driver '{name}' (available: {}; `agmsg-host plugin list` shows plugins)",
+            known.join(", ")
+        ))
+    })
+}
+
+/// Whether `reference` names a component file (anything with a `/` or ending in `.wasm`), not a driver.
+pub fn is_file_reference(reference: &str) -> bool {
+    reference.contains('/') || reference.ends_with(".wasm")
+}
+
+/// The bundled driver `name`: it runs with its store, and nothing else.
+pub fn bundled_driver(name: &str) -> Option<DriverSource> {
+    bundled::of(Axis::Storage).iter().find(|d| d.name == name).map(|d| DriverSource {
+        name: d.name.to_owned(),
+        sha256: d.sha256.to_owned(),
+        wasm: Cow::Borrowed(d.wasm),
+        path: None,
+        capabilities: Capabilities(vec![Capability::Store]),
+    })
 }
 
 /// A trusted plugin (the registry has checked it can run).

@@ -3,8 +3,10 @@
 
 pub mod driver;
 pub mod manifest;
+pub mod module;
 pub mod resolve;
 pub mod source;
+pub mod suite;
 pub mod world;
 
 pub use driver::{TermFailure, Terminal};

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use std::path::Path;
 
 use super::manifest::{DEFAULT_PRIORITY, TerminalManifest};
-use crate::bundled::BUNDLED_TERMINAL;
+use crate::bundled;
 use crate::capabilities::{Capabilities, Capability};
 use crate::axis::Axis;
 use crate::runtime::DriverSource;
@@ -37,7 +37,7 @@ fn conf_capabilities(manifest: &TerminalManifest) -> Capabilities {
 
 impl TerminalSource {
     fn bundled() -> Vec<TerminalSource> {
-        BUNDLED_TERMINAL
+        bundled::of(Axis::Terminal)
             .iter()
             .map(|d| {
                 let manifest = TerminalManifest::parse(d.manifest.expect("terminal drivers are bundled with their manifest"))

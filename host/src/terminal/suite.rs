@@ -1,8 +1,8 @@
 //! The terminal contract (spec §6) rules that need no terminal: what every terminal driver must do
 //! outside any terminal and with ids it cannot have produced. (The rules that drive real panes, for
-//! drivers that run tmux, are in [`crate::tmux`].)
+//! drivers that run tmux, are in [`agmsg_conformance::tmux`].)
 
-use crate::{Env, Harness, Rule, Run};
+use agmsg_conformance::{Env, Harness, Rule, Run};
 
 fn run(env: &Env, driver: &str, args: &[&str]) -> Run {
     let mut all = vec!["terminal", "--driver", driver];

@@ -1,6 +1,6 @@
 //! The storage contract (spec §2), rule by rule.
 
-use crate::{Env, Harness, Rule};
+use agmsg_conformance::{Env, Harness, Rule};
 
 fn env_for(harness: &Harness, driver: &str) -> Env {
     Env::new(harness).env("AGMSG_STORAGE_DRIVER", driver)

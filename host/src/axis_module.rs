@@ -1,0 +1,41 @@
+//! What an axis's host module provides to the parts of the host that serve every axis: `driver test`
+//! (its contract suite), `driver new` (its project template), and `plugin list` / `inspect` (what a
+//! bundled driver runs with). Each axis implements [`AxisModule`] in its own folder; [`crate::module`]
+//! maps an [`crate::axis::Axis`] to it, with one exhaustive `match`.
+
+use agmsg_conformance::Rule;
+
+use crate::runtime::DriverSource;
+
+/// A driver's contract suite, ready to run.
+pub struct Suite {
+    /// The rules it must pass.
+    pub rules: Vec<&'static Rule>,
+    /// The driver as the rules pass it to `--driver` (a path made absolute: rules run in their own
+    /// directories).
+    pub driver: String,
+    /// Its component's sha256.
+    pub sha256: String,
+}
+
+/// An axis's host-side descriptor.
+pub trait AxisModule: Sync {
+    /// Whether `reference` (a driver name, a component file, a driver directory) names a driver of this
+    /// axis, without loading it.
+    fn claims(&self, reference: &str) -> bool;
+
+    /// The contract suite for the driver `reference` names.
+    fn suite(&self, reference: &str) -> Result<Suite, String>;
+
+    /// The cargo project `driver new` writes: (path relative to the project, template text), where the
+    /// text's `{{name}}`, `{{crate}}` and `{{sdk}}` are filled in.
+    fn template(&self) -> &'static [(&'static str, &'static str)];
+
+    /// The bundled driver `name` as it runs (its fixed capabilities), if this binary has one.
+    fn bundled_source(&self, name: &str) -> Option<DriverSource>;
+}
+
+/// A path made absolute, for a rule that runs in its own directory.
+pub fn absolute(path: &std::path::Path) -> Result<String, String> {
+    std::path::absolute(path).map(|p| p.display().to_string()).map_err(|e| format!("{}: {e}", path.display()))
+}

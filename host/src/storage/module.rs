@@ -1,0 +1,42 @@
+//! The storage axis's descriptor for the host's shared commands (see [`crate::axis_module`]).
+
+use crate::axis_module::{AxisModule, Suite, absolute};
+use crate::runtime::DriverSource;
+
+pub struct StorageModule;
+
+/// `driver new storage`: a small working store.
+const TEMPLATE: &[(&str, &str)] = &[
+    ("Cargo.toml", include_str!("template/Cargo.toml")),
+    ("README.md", include_str!("template/README.md")),
+    ("agmsg-driver.toml", include_str!("template/agmsg-driver.toml")),
+    ("src/lib.rs", include_str!("template/src/lib.rs")),
+];
+
+impl AxisModule for StorageModule {
+    /// A component file, or the name of a bundled or trusted storage driver.
+    fn claims(&self, reference: &str) -> bool {
+        if super::source::is_file_reference(reference) {
+            std::path::Path::new(reference).is_file()
+        } else {
+            super::source::resolve(reference).is_ok()
+        }
+    }
+
+    fn suite(&self, reference: &str) -> Result<Suite, String> {
+        let source = super::source::resolve(reference).map_err(|e| e.to_string())?;
+        let driver = match &source.path {
+            Some(path) => absolute(path)?,
+            None => source.name.clone(),
+        };
+        Ok(Suite { rules: super::suite::RULES.iter().collect(), driver, sha256: source.sha256 })
+    }
+
+    fn template(&self) -> &'static [(&'static str, &'static str)] {
+        TEMPLATE
+    }
+
+    fn bundled_source(&self, name: &str) -> Option<DriverSource> {
+        super::source::bundled_driver(name)
+    }
+}

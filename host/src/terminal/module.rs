@@ -1,0 +1,49 @@
+//! The terminal axis's descriptor for the host's shared commands (see [`crate::axis_module`]).
+
+use std::path::Path;
+
+use super::source::TerminalSource;
+use crate::axis_module::{AxisModule, Suite, absolute};
+use crate::runtime::DriverSource;
+
+pub struct TerminalModule;
+
+/// `driver new terminal`: a driver that answers "unsupported" to every op.
+const TEMPLATE: &[(&str, &str)] = &[
+    ("Cargo.toml", include_str!("template/Cargo.toml")),
+    ("README.md", include_str!("template/README.md")),
+    ("terminal.conf", include_str!("template/terminal.conf")),
+    ("agmsg-driver.toml", include_str!("template/agmsg-driver.toml")),
+    ("src/lib.rs", include_str!("template/src/lib.rs")),
+];
+
+/// Whether `reference` is a driver directory (it holds a `terminal.conf`).
+fn is_driver_dir(reference: &str) -> bool {
+    TerminalSource::is_dir_reference(reference) && Path::new(reference).join("terminal.conf").is_file()
+}
+
+impl AxisModule for TerminalModule {
+    /// A driver directory, or the name of a bundled or trusted terminal driver.
+    fn claims(&self, reference: &str) -> bool {
+        is_driver_dir(reference) || TerminalSource::names(&TerminalSource::available()).contains(&reference)
+    }
+
+    /// The rules that need no terminal; for a driver that may run tmux (tmux-like), also the pane rules,
+    /// against a private tmux server.
+    fn suite(&self, reference: &str) -> Result<Suite, String> {
+        let source = TerminalSource::resolve(reference, &TerminalSource::available())?;
+        let driver = if is_driver_dir(reference) { absolute(Path::new(reference))? } else { reference.to_owned() };
+        let runs_tmux = source.driver.capabilities.programs().any(|(program, _)| program == "tmux");
+        let pane_rules: &[agmsg_conformance::Rule] = if runs_tmux { agmsg_conformance::tmux::PANE_RULES } else { &[] };
+        let rules = super::suite::RULES.iter().chain(pane_rules).collect();
+        Ok(Suite { rules, driver, sha256: source.driver.sha256 })
+    }
+
+    fn template(&self) -> &'static [(&'static str, &'static str)] {
+        TEMPLATE
+    }
+
+    fn bundled_source(&self, name: &str) -> Option<DriverSource> {
+        TerminalSource::resolve_bundled(name).map(|source| source.driver)
+    }
+}

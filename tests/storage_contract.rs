@@ -1,6 +1,6 @@
 //! The storage contract suite (spec §2), run against every storage driver the runtime ships: one test
-//! per rule and driver. The rules live in the `agmsg-conformance` crate, which `agmsg-host driver test`
-//! runs too, so a third-party driver is held to exactly these.
+//! per rule and driver. The rules live with the axis (`host/src/storage/suite.rs`), and `agmsg-host driver
+//! test` runs them too, so a third-party driver is held to exactly these.
 
 mod common;
 

@@ -68,7 +68,7 @@ impl Entry {
 /// Every driver of `axis`: the bundled ones in their order (each replaced by a trusted plugin of its
 /// name), then trusted plugins of new names, then the untrusted plugins, by name.
 pub fn entries(axis: Axis) -> Result<Vec<Entry>, String> {
-    let mut all: Vec<Entry> = bundled::of(axis).iter().map(|d| Entry { name: d.name.to_owned(), origin: Origin::Bundled }).collect();
+    let mut all: Vec<Entry> = bundled::of(axis).map(|d| Entry { name: d.name.to_owned(), origin: Origin::Bundled }).collect();
     let mut untrusted = Vec::new();
     let mut by_name: BTreeMap<String, Vec<registry::Candidate>> = BTreeMap::new();
     for candidate in registry::candidates(axis, None)? {

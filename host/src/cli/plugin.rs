@@ -309,7 +309,7 @@ fn put_in_place(axis_dir: &Path, name: &str, files: &[(&str, &[u8])]) -> Result<
 }
 
 fn bundled_names(axis: Axis) -> Vec<&'static str> {
-    bundled::of(axis).iter().map(|d| d.name).collect()
+    bundled::of(axis).map(|d| d.name).collect()
 }
 
 /// `axis/name` or a bare name: its candidates (a bare name must be unambiguous across axes).
@@ -535,7 +535,7 @@ fn inspect_bundled(target: &str, json: bool) -> Option<Result<bool, String>> {
         Some((axis, name)) => (Axis::parse(axis)?, name),
         None => (Axis::ALL.into_iter().find(|axis| bundled_names(*axis).contains(&target))?, target),
     };
-    let driver = bundled::of(axis).iter().find(|d| d.name == name)?;
+    let driver = bundled::of(axis).find(|d| d.name == name)?;
     // What it runs with, as its axis gives a bundled driver (storage: its store; terminal: what its
     // terminal.conf declares).
     let runs_with = agmsg_host::module(axis).bundled_source(name)?.capabilities;

@@ -21,7 +21,7 @@ pub fn resolve(name: &str) -> Result<DriverSource, OpError> {
         return Ok(from_plugin(plugin));
     }
     bundled_driver(name).ok_or_else(|| {
-        let mut known: Vec<String> = bundled::of(Axis::Storage).iter().map(|d| d.name.to_owned()).collect();
+        let mut known: Vec<String> = bundled::of(Axis::Storage).map(|d| d.name.to_owned()).collect();
         if let Ok(plugins) = registry::candidates(Axis::Storage, None) {
             known.extend(plugins.into_iter().filter(|c| c.problem().is_none()).map(|c| c.name));
         }
@@ -39,7 +39,7 @@ pub fn is_file_reference(reference: &str) -> bool {
 
 /// The bundled driver `name`: it runs with its store, and nothing else.
 pub fn bundled_driver(name: &str) -> Option<DriverSource> {
-    bundled::of(Axis::Storage).iter().find(|d| d.name == name).map(|d| DriverSource {
+    bundled::of(Axis::Storage).find(|d| d.name == name).map(|d| DriverSource {
         name: d.name.to_owned(),
         sha256: d.sha256.to_owned(),
         wasm: Cow::Borrowed(d.wasm),

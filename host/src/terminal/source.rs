@@ -38,7 +38,6 @@ fn conf_capabilities(manifest: &TerminalManifest) -> Capabilities {
 impl TerminalSource {
     fn bundled() -> Vec<TerminalSource> {
         bundled::of(Axis::Terminal)
-            .iter()
             .map(|d| {
                 let manifest = TerminalManifest::parse(d.manifest.expect("terminal drivers are bundled with their manifest"))
                     .expect("bundled manifests are valid (checked by the test suite)");

@@ -3,8 +3,9 @@
 //! `NO_COLOR`) or, with `--json`, agmsg's JSONL records. Text output shows control and bidi characters
 //! as escapes ([`agmsg_host::display`]); `--json` is JSON-escaped as it is.
 //!
-//! `inbox` and `watch` consume through the read cursor exactly what they printed (§2.2): a crash
-//! before the consume re-delivers, after it does not; a message not shown is never consumed.
+//! `inbox` and `watch` consume through the read cursor exactly what they printed (§2.2, the library's
+//! `storage::delivery`): a crash before the consume re-delivers, after it does not; a message not shown
+//! is never consumed.
 
 use std::io::{self, IsTerminal, Read, Write};
 use std::path::PathBuf;
@@ -16,9 +17,10 @@ use std::time::{Duration, Instant};
 use super::framing::record_failure;
 use agmsg_host::storage::StoreSession;
 use agmsg_host::display;
-use agmsg_host::storage::driver::{Message, Pair};
+use agmsg_host::storage::delivery;
+use agmsg_host::storage::driver::Message;
 use agmsg_host::storage::records::message_line;
-use agmsg_host::storage::{OpError, Storage};
+use agmsg_host::storage::OpError;
 
 /// Where messages go and how they look.
 struct Printer {
@@ -51,6 +53,11 @@ impl Printer {
             writeln!(self.out, "{indent}{line}")?;
         }
         Ok(())
+    }
+
+    /// Print one message and flush it: whether it reached stdout (what `delivery` consumes).
+    fn deliver(&mut self, m: &Message) -> bool {
+        self.message(m).and_then(|()| self.flush()).is_ok()
     }
 
     fn note(&mut self, text: &str) -> io::Result<()> {
@@ -104,33 +111,14 @@ pub fn history(store: Option<PathBuf>, driver: Option<String>, team: &str, agent
     }
 }
 
-/// Print `messages` until stdout fails; returns the ids shown, and whether stdout is still there.
-fn show(printer: &mut Printer, messages: &[Message]) -> (Vec<String>, bool) {
-    let mut shown = Vec::new();
-    for m in messages {
-        if printer.message(m).and_then(|()| printer.flush()).is_err() {
-            return (shown, false);
-        }
-        shown.push(m.id.clone());
-    }
-    (shown, true)
-}
-
 /// `inbox <team> <agent>`: the unread messages, then consume exactly those.
 pub fn inbox(store: Option<PathBuf>, driver: Option<String>, team: &str, agent: &str, json: bool) -> ExitCode {
     let result = StoreSession::resolve(store, driver, Some(team), true).and_then(|store| {
         let mut driver = store.driver()?;
-        let pair = Pair { team: team.to_owned(), agent: agent.to_owned() };
-        // The tip first: what arrives after it is consumed only if shown (its exact id).
-        let tip = driver.watch_tip(std::slice::from_ref(&pair))?;
-        let unread = driver.list_unread(team, agent, None)?;
         let mut printer = Printer::new(json);
-        let (shown, _) = show(&mut printer, &unread);
-        if unread.is_empty() {
+        let unread = delivery::inbox(&mut driver, team, agent, |m| printer.deliver(m))?;
+        if unread == 0 {
             let _ = printer.note("(no unread messages)");
-        }
-        if !shown.is_empty() {
-            driver.read_cursor_consume(team, agent, &tip, &shown)?;
         }
         Ok(())
     });
@@ -152,7 +140,7 @@ pub fn watch(store: Option<PathBuf>, driver: Option<String>, team: &str, agent: 
         let mut printer = Printer::new(json);
         let _ = printer.note(&format!("watching {team}:{agent} (Ctrl-C to stop)"));
         while !stop.load(Ordering::SeqCst) {
-            if !watch_once(&mut driver, &mut printer, team, agent)? {
+            if !delivery::watch_round(&mut driver, team, agent, |m| printer.deliver(m))? {
                 return Ok(());
             }
             let until = Instant::now() + interval;
@@ -166,17 +154,4 @@ pub fn watch(store: Option<PathBuf>, driver: Option<String>, team: &str, agent: 
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => record_failure(&e),
     }
-}
-
-/// One round: deliver after the stored cursor, print, consume what was printed. False once stdout is
-/// gone (what was not printed stays unread: the consume's frontier stops at the first unshown message).
-fn watch_once(driver: &mut Storage<'_>, printer: &mut Printer, team: &str, agent: &str) -> Result<bool, OpError> {
-    let cursor = driver.read_cursor_get(team, agent)?;
-    let pair = Pair { team: team.to_owned(), agent: agent.to_owned() };
-    let batch = driver.watch_after(&cursor, std::slice::from_ref(&pair))?;
-    let (shown, open) = show(printer, &batch.messages);
-    if batch.cursor != cursor || !shown.is_empty() {
-        driver.read_cursor_consume(team, agent, &batch.cursor, &shown)?;
-    }
-    Ok(open)
 }

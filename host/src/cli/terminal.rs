@@ -14,7 +14,7 @@ use agmsg_host::display;
 use agmsg_host::log::host_log;
 use agmsg_host::runtime::Runtime;
 use agmsg_host::terminal::driver::{Answer, ArrangeOutcome, Detection, FailKind, Intent, NamingMode, PanePresence, SpawnTarget};
-use agmsg_host::terminal::resolve::{self, OVERRIDE_VAR, Resolved};
+use agmsg_host::terminal::resolve::{self, Resolved};
 use agmsg_host::terminal::{TermFailure, Terminal, TerminalSource};
 
 pub const LONG_HELP: &str = "Run one terminal-driver op, with agmsg's argv, outputs and exit codes.
@@ -174,7 +174,7 @@ fn run_op(driver_flag: Option<&str>, op: &str, args: &[String]) -> Result<ExitCo
         "arrange" => args.first(),
         _ => args.first(),
     };
-    let (source, scheme) = pick_driver(&runtime, &candidates, driver_flag, id_arg.map(String::as_str)).framed(Shape::Record)?;
+    let (source, scheme) = resolve::choose_driver(&runtime, &candidates, driver_flag, id_arg.map(String::as_str)).framed(Shape::Record)?;
     let mut driver = Terminal::open(&runtime, &source).framed(Shape::Record)?;
     host_log::debug(&format!(
         "timing: runtime {:.2} ms, driver chosen, loaded and linked {:.2} ms",
@@ -184,15 +184,7 @@ fn run_op(driver_flag: Option<&str>, op: &str, args: &[String]) -> Result<ExitCo
     let known = TerminalSource::names(&candidates);
     // A placement reference of this driver is passed on as its bare id.
     let id = |raw: &str| -> Result<String, Outcome> {
-        match resolve::split_reference(raw, &known) {
-            Some((owner, id)) if owner == source.manifest.name && scheme.is_some() => Ok(id.to_owned()),
-            Some((owner, id)) if owner == source.manifest.name && raw.starts_with(&format!("{owner}:")) => Ok(id.to_owned()),
-            Some((owner, _)) if owner != source.manifest.name && raw.starts_with(&format!("{owner}:")) => Err(Outcome::Failed(
-                Shape::Record,
-                TermFailure::new(FailKind::Unsupported, format!("{raw:?} is a {owner} placement, not {}", source.manifest.name)),
-            )),
-            _ => Ok(raw.to_owned()),
-        }
+        resolve::bare_id(raw, &known, &source.manifest.name, scheme.as_deref()).framed(Shape::Record)
     };
 
     match op {
@@ -400,33 +392,6 @@ fn run_op(driver_flag: Option<&str>, op: &str, args: &[String]) -> Result<ExitCo
 
 fn print_lines(lines: Vec<String>) -> Result<(), Outcome> {
     print(&lines.iter().map(|l| format!("{l}\n")).collect::<String>())
-}
-
-/// The driver an op runs on, and the scheme of the id if it was a placement reference.
-fn pick_driver(
-    runtime: &Runtime,
-    candidates: &[TerminalSource],
-    flag: Option<&str>,
-    id: Option<&str>,
-) -> Result<(TerminalSource, Option<String>), TermFailure> {
-    let unsupported = |m: String| TermFailure::new(FailKind::Unsupported, m);
-    let known = TerminalSource::names(candidates);
-    let scheme = id.and_then(|id| resolve::split_reference(id, &known)).map(|(scheme, _)| scheme.to_owned());
-    if let Some(name) = flag {
-        return TerminalSource::resolve(name, candidates).map(|s| (s, scheme)).map_err(unsupported);
-    }
-    if let Some(forced) = resolve::override_driver(candidates)? {
-        return Ok((forced.clone(), scheme));
-    }
-    if let Some(name) = &scheme {
-        return Ok((TerminalSource::resolve(name, candidates).map_err(unsupported)?, scheme));
-    }
-    match resolve::resolve_placement(runtime, candidates, "")? {
-        Some(found) => Ok((TerminalSource::resolve(&found.driver, candidates).map_err(unsupported)?, None)),
-        None => Err(unsupported(format!(
-            "no terminal detected: give --driver, {OVERRIDE_VAR}, or a placement reference such as tmux:<id>"
-        ))),
-    }
 }
 
 /// `terminal list [--json]`: the drivers detection may pick, in resolution order, then the plugins that

@@ -106,9 +106,60 @@ pub fn split_reference<'a>(reference: &'a str, known: &[&str]) -> Option<(&'a st
     (legacy('%') || legacy('@')).then_some(("tmux", reference))
 }
 
+/// The driver an op runs on, as agmsg picks it: `--driver`, else [`OVERRIDE_VAR`], else the scheme of the
+/// op's id when it is a placement reference, else the terminal this session is placed in. Also the id's
+/// scheme, when it had one.
+pub fn choose_driver(
+    runtime: &Runtime,
+    candidates: &[TerminalSource],
+    flag: Option<&str>,
+    id: Option<&str>,
+) -> Result<(TerminalSource, Option<String>), TermFailure> {
+    let unsupported = |m: String| TermFailure::new(FailKind::Unsupported, m);
+    let known = TerminalSource::names(candidates);
+    let scheme = id.and_then(|id| split_reference(id, &known)).map(|(scheme, _)| scheme.to_owned());
+    if let Some(name) = flag {
+        return TerminalSource::resolve(name, candidates).map(|s| (s, scheme)).map_err(unsupported);
+    }
+    if let Some(forced) = override_driver(candidates)? {
+        return Ok((forced.clone(), scheme));
+    }
+    if let Some(name) = &scheme {
+        return Ok((TerminalSource::resolve(name, candidates).map_err(unsupported)?, scheme));
+    }
+    match resolve_placement(runtime, candidates, "")? {
+        Some(found) => Ok((TerminalSource::resolve(&found.driver, candidates).map_err(unsupported)?, None)),
+        None => Err(unsupported(format!("no terminal detected: give --driver, {OVERRIDE_VAR}, or a placement reference such as tmux:<id>"))),
+    }
+}
+
+/// The id to hand driver `driver` for `raw`: a placement reference of that driver becomes its bare id; one
+/// of another driver is refused (unsupported); anything else is passed on as it is. `scheme` is what
+/// [`choose_driver`] found in the op's id.
+pub fn bare_id(raw: &str, known: &[&str], driver: &str, scheme: Option<&str>) -> Result<String, TermFailure> {
+    match split_reference(raw, known) {
+        Some((owner, id)) if owner == driver && scheme.is_some() => Ok(id.to_owned()),
+        Some((owner, id)) if owner == driver && raw.starts_with(&format!("{owner}:")) => Ok(id.to_owned()),
+        Some((owner, _)) if owner != driver && raw.starts_with(&format!("{owner}:")) => {
+            Err(TermFailure::new(FailKind::Unsupported, format!("{raw:?} is a {owner} placement, not {driver}")))
+        }
+        _ => Ok(raw.to_owned()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::split_reference;
+    use super::{bare_id, split_reference};
+
+    #[test]
+    fn ids_for_a_driver() {
+        let known = ["tmux", "plain"];
+        assert_eq!(bare_id("tmux:/tmp/s:%3", &known, "tmux", Some("tmux")).unwrap(), "/tmp/s:%3");
+        assert_eq!(bare_id("tmux:%3", &known, "tmux", None).unwrap(), "%3");
+        assert_eq!(bare_id("%3", &known, "tmux", None).unwrap(), "%3");
+        assert!(bare_id("plain:-", &known, "tmux", None).is_err());
+        assert_eq!(bare_id("/tmp/s:%3", &known, "tmux", None).unwrap(), "/tmp/s:%3");
+    }
 
     #[test]
     fn placement_references() {

@@ -17,9 +17,10 @@ use agmsg_host::bundled;
 use agmsg_host::capabilities::{Capabilities, Capability};
 use agmsg_host::display;
 use agmsg_host::axis::Axis;
-use agmsg_host::plugin::manifest::{INSTALLED_COMPONENT, MANIFEST_FILE, PluginManifest};
-use agmsg_host::plugin::registry::{self, Candidate, agmsg_home, sha256_hex};
-use agmsg_host::plugin::trust::{TrustFile, TrustRecord, TrustState};
+use agmsg_host::plugin::manifest::{MANIFEST_FILE, PluginManifest};
+use agmsg_host::plugin::registry;
+use agmsg_host::plugin::trust::TrustState;
+use agmsg_host::plugin::workflow::{self, ConsentRequest, Package, Trusted, examine};
 use agmsg_host::axis::offered_packages;
 use agmsg_host::runtime::sandbox::{self, Grants};
 use agmsg_host::runtime::Runtime;
@@ -111,63 +112,8 @@ pub fn run(command: PluginCommand) -> ExitCode {
     }
 }
 
-/// A package read from where the user pointed: its manifest, component bytes and hash.
-struct Package {
-    manifest: PluginManifest,
-    manifest_path: PathBuf,
-    component_path: PathBuf,
-    wasm: Vec<u8>,
-    sha256: String,
-}
-
-impl Package {
-    fn read(source: &Path, manifest: Option<&Path>) -> Result<Package, String> {
-        let is_wasm = source.extension().is_some_and(|e| e == "wasm");
-        let manifest_path = match manifest {
-            Some(path) => path.to_owned(),
-            None if source.is_dir() => source.join(MANIFEST_FILE),
-            None if is_wasm => source.parent().unwrap_or(Path::new(".")).join(MANIFEST_FILE),
-            None => source.to_owned(),
-        };
-        let (manifest, _) = PluginManifest::read(&manifest_path)?;
-        let component_path = if is_wasm {
-            source.to_owned()
-        } else {
-            manifest_path.parent().unwrap_or(Path::new(".")).join(&manifest.component)
-        };
-        let wasm = agmsg_host::plugin::read_file(&component_path, agmsg_host::plugin::MAX_COMPONENT_BYTES)
-            .map_err(|e| format!("{e} (the component: build it first, or point at the .wasm with --manifest)"))?;
-        let sha256 = sha256_hex(&wasm);
-        Ok(Package { manifest, manifest_path, component_path, wasm, sha256 })
-    }
-}
-
-/// What a component really is, against this host.
-struct Report {
-    imports: Vec<String>,
-    exports: Vec<String>,
-    /// `Ok` when this host would load it with everything its manifest asks for granted.
-    verdict: Result<(), String>,
-}
-
 fn runtime() -> Result<Runtime, String> {
     Runtime::from_env()
-}
-
-/// Compile the component and check it as it would be checked at load, granted all it declares; also
-/// check the manifest's own contract version.
-fn examine(runtime: &Runtime, manifest: &PluginManifest, wasm: &[u8], sha256: &str) -> Report {
-    let component = match runtime.load(wasm, sha256) {
-        Ok(component) => component,
-        Err(e) => return Report { imports: vec![], exports: vec![], verdict: Err(format!("not a valid component: {e:#}")) },
-    };
-    let (imports, exports) = sandbox::interfaces(&runtime.engine, &component);
-    // Admission reads the grants' kinds, never the store: no directory is opened for it.
-    let grants = Grants::new(manifest.axis, &manifest.capabilities(), None, runtime.limits);
-    let verdict = sandbox::check_api(manifest.axis, &manifest.api)
-        .map_err(|e| format!("its manifest says it was {e}"))
-        .and_then(|()| sandbox::admit(&runtime.engine, &component, &grants));
-    Report { imports, exports, verdict }
 }
 
 /// What a driver is and asks for, as the consent prompt and `inspect` show it. The manifest was
@@ -202,21 +148,19 @@ fn describe_request(manifest: &PluginManifest, sha256: &str, from: &Path) -> Str
     text
 }
 
-/// The user's answer for the plugin that is (or will be) in `dir`: what is granted. An earlier trust
-/// of it shows what widened.
-fn ask(home: &Path, dir: &Path, manifest: &PluginManifest, sha256: &str, from: &Path, consent: &Consent) -> Result<Capabilities, String> {
-    let asked = manifest.capabilities();
-    let mut text = describe_request(manifest, sha256, from);
-    if let Some(previous) = TrustFile::load(home)?.record(manifest.axis, &manifest.name, dir) {
-        let widened = asked.beyond(&previous.consented);
-        if widened.is_empty() {
-            text.push_str("Compared with what you trusted before, it asks for nothing more.\n");
-        } else {
+/// The user's answer to `request`: what is granted. An earlier trust of the plugin shows what widened.
+fn ask(request: &ConsentRequest, consent: &Consent) -> Result<Capabilities, String> {
+    let asked = request.manifest.capabilities();
+    let mut text = describe_request(request.manifest, request.sha256, request.from);
+    match &request.widened {
+        Some(widened) if widened.is_empty() => text.push_str("Compared with what you trusted before, it asks for nothing more.\n"),
+        Some(widened) => {
             text.push_str("Compared with what you trusted before, it now also asks for:\n");
-            for cap in &widened {
+            for cap in widened {
                 text.push_str(&format!("  + {}\n", display::line(&cap.to_string())));
             }
         }
+        None => {}
     }
     eprint!("{text}");
     if !consent.grants.is_empty() {
@@ -236,75 +180,15 @@ fn ask(home: &Path, dir: &Path, manifest: &PluginManifest, sha256: &str, from: &
     if matches!(answer.trim(), "y" | "Y" | "yes" | "Yes") { Ok(asked) } else { Err("not trusted: you declined".into()) }
 }
 
-/// Record the user's trust in the plugin in `dir` (pinned to its component's and manifest's hashes);
-/// what it then runs with.
-fn record_trust(home: &Path, dir: &Path, manifest: &PluginManifest, hashes: (String, String), granted: Capabilities) -> Result<Capabilities, String> {
-    let consented = manifest.capabilities();
-    let effective = consented.granted_by(&granted);
-    let (sha256, manifest_sha256) = hashes;
-    let record = TrustRecord { axis: manifest.axis, name: manifest.name.clone(), path: dir.to_owned(), sha256, manifest_sha256, consented, granted };
-    TrustFile::update(home, |trust| {
-        trust.trust(record);
-        Ok(())
-    })?;
-    Ok(effective)
-}
-
 fn install(source: &Path, manifest: Option<&Path>, consent: &Consent) -> Result<(), String> {
     let package = Package::read(source, manifest)?;
-    let runtime = runtime()?;
-    let report = examine(&runtime, &package.manifest, &package.wasm, &package.sha256);
-    report.verdict.map_err(|e| format!("refusing to install {}/{}: {e}", package.manifest.axis, package.manifest.name))?;
-
-    let home = agmsg_home()?;
-    let (axis, name) = (package.manifest.axis, package.manifest.name.clone());
-    let axis_dir = home.join("plugins").join(axis.as_str());
-    let dir = axis_dir.join(&name);
-    let granted = ask(&home, &dir, &package.manifest, &package.sha256, &package.component_path, consent)?;
-
-    let manifest_text = package.manifest.installed_text();
-    put_in_place(&axis_dir, &name, &[(INSTALLED_COMPONENT, &package.wasm), (MANIFEST_FILE, manifest_text.as_bytes())])?;
-    let hashes = (package.sha256.clone(), sha256_hex(manifest_text.as_bytes()));
-    let effective = record_trust(&home, &dir, &package.manifest, hashes, granted)?;
+    let (trusted, shadowed) = workflow::install(&runtime()?, &package, |request| ask(request, consent))?;
+    let Trusted { axis, name, dir, runs_with } = trusted;
     println!("installed {axis}/{name} {} in {}", display::line(&package.manifest.version), dir.display());
-    println!("trusted; it runs with: {}", display::line(&effective.summary()));
-    if let Some(shadowed) = bundled_names(axis).into_iter().find(|b| *b == name) {
+    println!("trusted; it runs with: {}", display::line(&runs_with.summary()));
+    if let Some(shadowed) = shadowed {
         println!("note: it shadows the bundled {axis} driver '{shadowed}'");
     }
-    Ok(())
-}
-
-/// Write `files` into `<axis_dir>/<name>/`, replacing what is there as one step: staged beside it,
-/// the old directory moved aside, the new one renamed in (the old one put back if that fails), then
-/// the old one deleted.
-fn put_in_place(axis_dir: &Path, name: &str, files: &[(&str, &[u8])]) -> Result<(), String> {
-    let dir = axis_dir.join(name);
-    std::fs::create_dir_all(axis_dir).map_err(|e| format!("cannot create {}: {e}", axis_dir.display()))?;
-    let scratch = |what: &str| {
-        tempfile::Builder::new()
-            .prefix(&format!(".{name}.{what}-"))
-            .tempdir_in(axis_dir)
-            .map_err(|e| format!("cannot write in {}: {e}", axis_dir.display()))
-    };
-    let staging = scratch("installing")?;
-    for (file, bytes) in files {
-        let path = staging.path().join(file);
-        std::fs::write(&path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    }
-    // `old` is an empty directory that a rename may replace; dropped, it deletes what it then holds.
-    let old = scratch("replaced")?;
-    let had_old = dir.exists();
-    if had_old {
-        std::fs::rename(&dir, old.path()).map_err(|e| format!("cannot move {} aside: {e}", dir.display()))?;
-    }
-    if let Err(e) = std::fs::rename(staging.path(), &dir) {
-        if had_old {
-            let _ = std::fs::rename(old.path(), &dir);
-        }
-        return Err(format!("cannot move the package into {}: {e}", dir.display()));
-    }
-    // Renamed away: nothing left for the staging guard to delete.
-    let _ = staging.keep();
     Ok(())
 }
 
@@ -312,100 +196,20 @@ fn bundled_names(axis: Axis) -> Vec<&'static str> {
     bundled::of(axis).map(|d| d.name).collect()
 }
 
-/// `axis/name` or a bare name: its candidates (a bare name must be unambiguous across axes).
-fn find_ref(reference: &str) -> Result<(Axis, String, Vec<Candidate>), String> {
-    let (axis, name) = match reference.split_once('/') {
-        Some((axis, name)) => {
-            let axis = Axis::parse(axis).ok_or_else(|| format!("unknown axis {axis:?} in {reference:?} (storage or terminal)"))?;
-            (Some(axis), name)
-        }
-        None => (None, reference),
-    };
-    if !registry::is_driver_name(name) {
-        return Err(format!("{name:?} is not a driver name"));
-    }
-    let mut found: Vec<(Axis, Vec<Candidate>)> = Vec::new();
-    for candidate_axis in Axis::ALL.into_iter().filter(|a| axis.is_none_or(|x| x == *a)) {
-        let candidates = registry::candidates(candidate_axis, Some(name))?;
-        if !candidates.is_empty() {
-            found.push((candidate_axis, candidates));
-        }
-    }
-    match found.len() {
-        0 => Err(format!("no plugin {reference:?} in the plugin directories (`agmsg-host plugin list` shows them)")),
-        1 => {
-            let (axis, candidates) = found.pop().expect("one");
-            Ok((axis, name.to_owned(), candidates))
-        }
-        _ => {
-            let refs: Vec<String> = found.iter().map(|(a, _)| format!("{a}/{name}")).collect();
-            Err(format!("{name:?} is ambiguous: say which, {}", refs.join(" or ")))
-        }
-    }
-}
-
 fn trust(reference: &str, path: Option<&Path>, consent: &Consent) -> Result<(), String> {
-    let (axis, name, mut candidates) = find_ref(reference)?;
-    let candidate = match path {
-        Some(path) => {
-            let path = std::path::absolute(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let at = candidates.iter().position(|c| c.dir == path);
-            let at = at.ok_or_else(|| format!("{axis}/{name} is not found at {}", path.display()))?;
-            candidates.swap_remove(at)
-        }
-        None => candidates.pop().expect("find_ref returns at least one"),
-    };
-    let manifest = candidate.manifest.clone()?;
-    let (Some(wasm), Some(sha256)) = (&candidate.wasm, &candidate.sha256) else {
-        return Err(candidate.problem().unwrap_or_else(|| "its component cannot be read".into()));
-    };
-    let report = examine(&runtime()?, &manifest, wasm, sha256);
-    report.verdict.map_err(|e| format!("refusing to trust {axis}/{name}: {e}"))?;
-    let home = agmsg_home()?;
-    let component = candidate.component().unwrap_or_default();
-    let granted = ask(&home, &candidate.dir, &manifest, sha256, &component, consent)?;
-    let hashes = (sha256.clone(), candidate.manifest_sha256.clone().unwrap_or_default());
-    let effective = record_trust(&home, &candidate.dir, &manifest, hashes, granted)?;
-    println!("trusted {axis}/{name} at {}; it runs with: {}", candidate.dir.display(), display::line(&effective.summary()));
+    let Trusted { axis, name, dir, runs_with } = workflow::trust(&runtime()?, reference, path, |request| ask(request, consent))?;
+    println!("trusted {axis}/{name} at {}; it runs with: {}", dir.display(), display::line(&runs_with.summary()));
     Ok(())
 }
 
 fn untrust(reference: &str) -> Result<(), String> {
-    let home = agmsg_home()?;
-    let (axis, name) = match find_ref(reference) {
-        Ok((axis, name, _)) => (axis, name),
-        // A record may outlive its plugin directory.
-        Err(e) => match reference.split_once('/').and_then(|(a, n)| Some((Axis::parse(a)?, n))) {
-            Some((axis, name)) => (axis, name.to_owned()),
-            None => return Err(e),
-        },
-    };
-    TrustFile::update(&home, |trust| match trust.untrust(axis, &name) {
-        0 => Err(format!("{axis}/{name} was not trusted")),
-        _ => Ok(()),
-    })?;
+    let (axis, name) = workflow::untrust(reference)?;
     println!("untrusted {axis}/{name}; it is ignored from now on");
     Ok(())
 }
 
 fn remove(reference: &str) -> Result<(), String> {
-    let (axis, name, candidates) = find_ref(reference)?;
-    let home = agmsg_home()?;
-    let installed = home.join("plugins").join(axis.as_str()).join(&name);
-    let installed = std::path::absolute(&installed).unwrap_or(installed);
-    if !candidates.iter().any(|c| c.dir == installed) {
-        let elsewhere: Vec<String> = candidates.iter().map(|c| c.dir.display().to_string()).collect();
-        return Err(format!(
-            "{axis}/{name} is not installed in {}; it is found at {} (not ours to delete: remove it yourself, or `plugin untrust` it)",
-            home.join("plugins").display(),
-            elsewhere.join(", ")
-        ));
-    }
-    std::fs::remove_dir_all(&installed).map_err(|e| format!("cannot remove {}: {e}", installed.display()))?;
-    TrustFile::update(&home, |trust| {
-        trust.plugins.retain(|r| !(r.axis == axis && r.name == name && r.path == installed));
-        Ok(())
-    })?;
+    let (axis, name, installed) = workflow::remove(reference)?;
     println!("removed {axis}/{name} ({})", installed.display());
     Ok(())
 }
@@ -475,7 +279,7 @@ fn inspect(target: &str, manifest: Option<&Path>, json: bool) -> Result<bool, St
     let (package, installed) = if path.exists() || manifest.is_some() {
         (Package::read(path, manifest)?, None)
     } else {
-        let (axis, name, mut candidates) = match find_ref(target) {
+        let (axis, name, mut candidates) = match workflow::find_ref(target) {
             Ok(found) => found,
             // No plugin of that name: a driver bundled in this binary, reported the same way.
             Err(e) => return inspect_bundled(target, json).unwrap_or(Err(e)),

@@ -6,10 +6,13 @@
 //! - [`registry`]: discovery in agmsg's base order, and which candidate runs.
 //! - [`trust`]: the trust file (pinned to path, component and manifest hashes, consented and granted
 //!   capabilities).
+//! - [`workflow`]: install, trust, untrust and remove, as one protocol with the user's consent asked by
+//!   the caller.
 
 pub mod manifest;
 pub mod registry;
 pub mod trust;
+pub mod workflow;
 
 use std::io::Read;
 use std::path::Path;

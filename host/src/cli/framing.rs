@@ -8,6 +8,19 @@ use agmsg_host::display;
 use agmsg_host::storage::OpError;
 use agmsg_host::storage::driver::Directive;
 
+/// How an op reports its outcome, as agmsg's drivers do (spec §2.1, §6.2).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Shape {
+    /// The status word as the last stdout line (`ok`, or the failure's word), its exit code.
+    Control,
+    /// Data only on stdout; a failure prints nothing there, its message on stderr.
+    Record,
+    /// A terminal token op: `unknown` for 10 and 12, `unsupported` for 13.
+    Token,
+    /// A terminal pane-state: `unknown` whatever the failure.
+    Presence,
+}
+
 /// A control op's failure: the §1.6 directive if any, the status word last on stdout, the message on
 /// stderr, the status's exit code.
 pub fn control_failure(e: &OpError, driver: &str) -> ExitCode {

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use agmsg_contract::{Status, check_name};
 
-use super::framing::{control_failure, record_failure};
+use super::framing::{Shape, control_failure, record_failure};
 use agmsg_host::log::host_log;
 use agmsg_host::storage::driver::Pair;
 use agmsg_host::storage::records::{cursor_line, message_line, parse_import};
@@ -44,15 +44,6 @@ Choosing the driver (agmsg's config file records the choice):
 
 Exit codes: 0 ok, 10 missing_deps, 12 corrupt_state, 13 runtime_error, 2 usage error.";
 
-/// How an op reports its outcome.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Framing {
-    /// Status word as the last stdout line.
-    Control,
-    /// Data only on stdout; failures on stderr.
-    Record,
-}
-
 struct Usage(String);
 
 enum Op {
@@ -79,12 +70,12 @@ enum Body {
 }
 
 impl Op {
-    fn framing(&self) -> Framing {
+    fn shape(&self) -> Shape {
         match self {
             Op::Check | Op::Init { .. } | Op::MarkReadBatch { .. } | Op::CursorConsume { .. } | Op::Compact { .. } => {
-                Framing::Control
+                Shape::Control
             }
-            _ => Framing::Record,
+            _ => Shape::Record,
         }
     }
 
@@ -139,10 +130,10 @@ pub fn run(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Option<
             return ExitCode::from(2);
         }
     };
-    let framing = op.framing();
+    let shape = op.shape();
     match execute(store_flag, driver_flag.clone(), op) {
         Ok(code) => code,
-        Err(e) if framing == Framing::Control => {
+        Err(e) if shape == Shape::Control => {
             let driver = driver_flag.or_else(|| location::storage_driver(None).ok()).unwrap_or_default();
             control_failure(&e, &driver)
         }

@@ -8,6 +8,7 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
+use super::framing::Shape;
 use agmsg_host::axis::Axis;
 use agmsg_host::catalog::{self, Entry, Origin};
 use agmsg_host::display;
@@ -43,19 +44,6 @@ Exit codes: 0 ok, 10 unreachable or missing deps, 12 failed, 13 unsupported, 2 u
 An optional op a driver does not implement is unsupported (13).";
 
 struct Usage(String);
-
-/// How a failed op is printed: as agmsg's drivers print it.
-#[derive(Clone, Copy)]
-enum Shape {
-    /// `ok` on success, `runtime_error` on failure.
-    Control,
-    /// Data only; a failure prints nothing on stdout.
-    Record,
-    /// A token op: `unknown` for 10 and 12, `unsupported` for 13.
-    Token,
-    /// pane-state: `unknown` whatever the failure.
-    Presence,
-}
 
 fn usage<T>(message: impl Into<String>) -> Result<T, Usage> {
     Err(Usage(message.into()))

@@ -10,11 +10,15 @@ use std::process::{Command, Output, Stdio};
 
 pub mod tmux;
 
-/// Which binary the rules run and where it caches compiled components.
+/// Which binary the rules run, where it caches compiled components, and the variables every run gets
+/// (a driver whose store is not a directory, postgres, needs to be told its database). In a value,
+/// `{env}` stands for a name unique to each rule's [`Env`], so that each rule starts from an empty
+/// store there too.
 #[derive(Clone, Debug)]
 pub struct Harness {
     pub bin: PathBuf,
     pub cache: PathBuf,
+    pub env: Vec<(String, String)>,
 }
 
 /// One rule of the contract: a name, and a check that panics when the driver breaks it.
@@ -79,7 +83,13 @@ impl Env {
     pub fn new(harness: &Harness) -> Env {
         let dir = tempfile::tempdir().unwrap();
         let store = dir.path().join("store");
-        Env { store, cache: harness.cache.clone(), bin: harness.bin.clone(), dir, extra: Vec::new() }
+        let unique: String = dir
+            .path()
+            .file_name()
+            .map(|n| n.to_string_lossy().chars().filter(|c| c.is_ascii_alphanumeric()).collect())
+            .unwrap_or_default();
+        let extra = harness.env.iter().map(|(k, v)| (k.clone(), v.replace("{env}", &unique))).collect();
+        Env { store, cache: harness.cache.clone(), bin: harness.bin.clone(), dir, extra }
     }
 
     pub fn with_cache(mut self, cache: PathBuf) -> Env {

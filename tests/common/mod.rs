@@ -9,6 +9,8 @@ use std::sync::OnceLock;
 #[allow(unused_imports)]
 pub use agmsg_conformance::{Harness, Run};
 
+pub mod postgres;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_agmsg-host");
 
 pub fn workspace() -> PathBuf {
@@ -22,7 +24,7 @@ pub fn shared_cache() -> PathBuf {
 
 /// The binary under test and the run's shared compile cache, for the contract suite's harness.
 pub fn harness() -> Harness {
-    Harness { bin: PathBuf::from(BIN), cache: shared_cache() }
+    Harness { bin: PathBuf::from(BIN), cache: shared_cache(), env: Vec::new() }
 }
 
 /// An isolated home, store and config for one test: the contract suite's [`agmsg_conformance::Env`]

@@ -55,7 +55,14 @@ pub fn test(driver: &str) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let harness = Harness { bin, cache };
+    let env = match agmsg_host::storage::source::suite_env(&driver) {
+        Ok(env) => env,
+        Err(e) => {
+            eprintln!("agmsg-host driver test: {}", agmsg_host::display::line(&e.to_string()));
+            return ExitCode::from(2);
+        }
+    };
+    let harness = Harness { bin, cache, env };
     println!("{axis} contract suite against '{driver}' (sha256 {})", &sha256[..16.min(sha256.len())]);
     // Assertions are the rules' failure reports: print them in the table, not as panic noise.
     let default_hook = std::panic::take_hook();

@@ -39,6 +39,9 @@ Ops (snake_case names are accepted too; a leading <team> selects the store as ag
 Choosing the driver (agmsg's config file records the choice):
   list [--json]                              the drivers this host can run; * marks the active one
   switch <driver>                            the driver's check, then make it the configured driver
+  switch postgres --url postgres://USER@HOST:PORT/DB[?sslmode=verify-full&sslrootcert=CA.pem]
+                                             the same, and record the database (never a password:
+                                             PGPASSWORD or ~/.pgpass; AGMSG_POSTGRES_URL overrides it)
   convert <driver>                           copy the store (its v1 event log) into <driver>, verify,
                                              then switch; on any failure nothing changes
 
@@ -115,10 +118,11 @@ pub fn run(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Option<
     match (op_name.as_str(), args) {
         ("list", []) => return super::storage_manage::list(store_flag, false),
         ("list", [flag]) if flag == "--json" => return super::storage_manage::list(store_flag, true),
-        ("switch", [name]) => return super::storage_manage::switch(store_flag, name),
+        ("switch", [name]) => return super::storage_manage::switch(store_flag, name, None),
+        ("switch", [name, flag, url]) if flag == "--url" => return super::storage_manage::switch(store_flag, name, Some(url)),
         ("convert", [to]) => return super::storage_manage::convert(store_flag, to),
         ("list" | "switch" | "convert", _) => {
-            eprintln!("agmsg-host storage {op_name}: usage: storage list [--json] | storage switch <driver> | storage convert <driver>");
+            eprintln!("agmsg-host storage {op_name}: usage: storage list [--json] | storage switch <driver> [--url URL] | storage convert <driver>");
             return ExitCode::from(2);
         }
         _ => {}

@@ -80,12 +80,18 @@ fn check(store_flag: Option<PathBuf>, driver: &str) -> Result<(), OpError> {
     store.driver()?.check()
 }
 
-/// `storage switch <name>`: check the driver, then make it the configured one.
-pub fn switch(store_flag: Option<PathBuf>, name: &str) -> ExitCode {
-    if let Err(e) = agmsg_host::storage::source::resolve(name).and_then(|_| check(store_flag, name)) {
+/// `storage switch <name> [--url URL]`: check the driver, then make it the configured one. With `--url`
+/// (the postgres driver), the check runs against that database, and the URL is recorded with the
+/// choice, in the same write.
+pub fn switch(store_flag: Option<PathBuf>, name: &str, url: Option<&str>) -> ExitCode {
+    let checked = match url {
+        None => agmsg_host::storage::source::resolve(name).and_then(|_| check(store_flag, name)),
+        Some(url) => check_postgres_url(name, url),
+    };
+    if let Err(e) = checked {
         return control_failure(&e, name);
     }
-    match set_configured_driver(name) {
+    match set_configured_driver(name, url) {
         Ok(path) => {
             println!("{}", Status::Ok.word());
             eprintln!("storage driver is now '{name}' ({})", path.display());
@@ -95,8 +101,23 @@ pub fn switch(store_flag: Option<PathBuf>, name: &str) -> ExitCode {
     }
 }
 
-/// Write `storage: name` into agmsg's config, keeping every other key; atomic.
-fn set_configured_driver(name: &str) -> Result<PathBuf, OpError> {
+/// The postgres driver's check against the database `url` (not yet recorded).
+fn check_postgres_url(name: &str, url: &str) -> Result<(), OpError> {
+    use agmsg_host::storage::source;
+    if name != source::POSTGRES {
+        return Err(OpError::runtime(format!("--url is for the postgres driver, not '{name}'")));
+    }
+    let driver = source::resolve_at(name, None, Some(url))?;
+    let runtime = agmsg_host::runtime::Runtime::from_env().map_err(OpError::runtime)?;
+    // The driver has no store directory; the handle still wants one, and is never granted it.
+    let empty = tempfile::tempdir().map_err(|e| OpError::runtime(format!("cannot create a temporary directory: {e}")))?;
+    let dir = StoreDir::open(empty.path()).map_err(|e| OpError::runtime(format!("cannot open {}: {e}", empty.path().display())))?;
+    Storage::open(&runtime, &driver, dir)?.check()
+}
+
+/// Write `storage: name` (and with `url`, `postgres.url`) into agmsg's config, keeping every other key;
+/// atomic.
+fn set_configured_driver(name: &str, url: Option<&str>) -> Result<PathBuf, OpError> {
     let path = location::config_file().ok_or_else(|| OpError::runtime("cannot find agmsg's config: set AGMSG_CONFIG or HOME"))?;
     let mut config = match std::fs::read_to_string(&path) {
         Ok(text) => serde_json::from_str::<serde_json::Value>(&text)
@@ -106,6 +127,15 @@ fn set_configured_driver(name: &str) -> Result<PathBuf, OpError> {
     };
     let object = config.as_object_mut().ok_or_else(|| OpError::runtime(format!("{} is not a JSON object", path.display())))?;
     object.insert("storage".into(), serde_json::Value::String(name.to_owned()));
+    if let Some(url) = url {
+        let postgres = object.entry("postgres").or_insert_with(|| serde_json::json!({}));
+        match postgres.as_object_mut() {
+            Some(table) => {
+                table.insert("url".into(), serde_json::Value::String(url.to_owned()));
+            }
+            None => return Err(OpError::runtime(format!("{}: \"postgres\" is not a JSON object", path.display()))),
+        }
+    }
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| OpError::runtime(format!("cannot create {}: {e}", dir.display())))?;
     let write = || -> std::io::Result<()> {
@@ -192,6 +222,10 @@ fn convert_inner(store_flag: Option<PathBuf>, to: &str) -> Result<(), OpError> {
     check(store_flag.clone(), to)?;
     let source_store = StoreSession::resolve(store_flag, Some(from.clone()), None, false)?;
     let dir = source_store.dir.clone();
+    if !source_store.source.capabilities.store() && !dir.is_dir() {
+        // A source with no store directory (postgres): the new store still goes into this one.
+        std::fs::create_dir_all(&dir).map_err(|e| OpError::runtime(format!("cannot create {}: {e}", dir.display())))?;
+    }
     let mut source = source_store.driver()?;
     if !dir.is_dir() || !source.store_exists()? {
         return Err(OpError::runtime(format!("there is no '{from}' store in {} to convert", dir.display())));
@@ -208,6 +242,16 @@ fn convert_inner(store_flag: Option<PathBuf>, to: &str) -> Result<(), OpError> {
     let work_dir = StoreDir::open(work.path()).map_err(|e| OpError::runtime(format!("cannot open {}: {e}", work.path().display())))?;
     let mut target = Storage::open(&source_store.runtime, &target_source, work_dir)?;
     target.init()?;
+    // A target outside the work directory (postgres: a database) may hold events already: never merge.
+    let mut occupied = false;
+    let probe = target.export_events(|page| {
+        occupied = !page.is_empty();
+        if occupied { Err(OpError::runtime("occupied")) } else { Ok(()) }
+    });
+    if occupied {
+        return Err(OpError::runtime(format!("the '{to}' store already holds events: convert only into an empty store")));
+    }
+    probe?;
     // Stream the event log across, page by page: neither side is ever held whole in memory (the
     // export's own bounds stop a source that never ends). Remember what it adds up to, and whose
     // frontiers to move.
@@ -248,7 +292,7 @@ fn convert_inner(store_flag: Option<PathBuf>, to: &str) -> Result<(), OpError> {
     drop(target);
 
     move_in(work.path(), &dir)?;
-    set_configured_driver(to)?;
+    set_configured_driver(to, None)?;
     eprintln!("converted {count} events from '{from}' to '{to}'; the '{from}' store is left in place");
     if from == "sqlite" {
         // The v1 event log is what converts (as agmsg's export): legacy rows outside it stay behind.

@@ -42,6 +42,10 @@ pub struct DriverSource {
     pub path: Option<PathBuf>,
     /// Bundled drivers: their fixed capabilities; a plugin: what it declared AND the user granted.
     pub capabilities: Capabilities,
+    /// Variables the host itself sets in the driver's environment (values it resolved, such as the
+    /// postgres driver's database from agmsg's config), beside the granted `env:NAME` ones, which they
+    /// replace.
+    pub settings: Vec<(String, String)>,
 }
 
 /// A loaded driver of world `W`, with its instance (created on first call).
@@ -59,7 +63,9 @@ impl<'rt, W: DriverWorld> Driver<'rt, W> {
     pub fn open(runtime: &'rt Runtime, source: &DriverSource, store_dir: Option<StoreDir>) -> Result<Self, CallFailure> {
         let load_error = |e: String| CallFailure { message: format!("driver '{}' cannot be loaded: {e}", source.name) };
         let component = runtime.load(&source.wasm, &source.sha256).map_err(|e| load_error(format!("{e:#}")))?;
-        let grants = Grants::new(W::AXIS, &source.capabilities, store_dir, runtime.limits);
+        let mut grants = Grants::new(W::AXIS, &source.capabilities, store_dir, runtime.limits);
+        grants.env.retain(|(name, _)| !source.settings.iter().any(|(set, _)| set == name));
+        grants.env.extend(source.settings.iter().cloned());
         sandbox::admit(&runtime.engine, &component, &grants).map_err(load_error)?;
         let pre = runtime
             .linker(W::AXIS)

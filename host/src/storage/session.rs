@@ -25,7 +25,7 @@ impl StoreSession {
     /// store directory when `create`.
     pub fn resolve(store_flag: Option<PathBuf>, driver_flag: Option<String>, team: Option<&str>, create: bool) -> Result<StoreSession, OpError> {
         let place = store_place(store_flag, team)?;
-        let source = super::source::resolve(&location::storage_driver(driver_flag)?)?;
+        let source = super::source::resolve_at(&location::storage_driver(driver_flag)?, place.partition.as_deref(), None)?;
         let opened = place.open(create)?;
         let runtime = Runtime::from_env().map_err(OpError::runtime)?;
         // check/describe on a store that does not exist yet get an empty private directory (removed
@@ -49,9 +49,10 @@ impl StoreSession {
         Storage::open(&self.runtime, &self.source, self.grant.clone())
     }
 
-    /// Whether the store directory exists (else the driver is granted an empty stand-in).
+    /// Whether the store directory exists (else the driver is granted an empty stand-in). A driver
+    /// granted no store directory (postgres: its store is a database) is asked instead.
     pub fn exists(&self) -> bool {
-        self.empty_stand_in.is_none()
+        self.empty_stand_in.is_none() || !self.source.capabilities.store()
     }
 }
 

@@ -23,7 +23,7 @@ pub struct TerminalSource {
 
 impl TerminalSource {
     fn new(manifest: TerminalManifest, sha256: String, wasm: Cow<'static, [u8]>, capabilities: Capabilities, path: Option<std::path::PathBuf>) -> Self {
-        let driver = DriverSource { name: manifest.name.clone(), sha256, wasm, path, capabilities };
+        let driver = DriverSource { name: manifest.name.clone(), sha256, wasm, path, capabilities, settings: Vec::new() };
         TerminalSource { manifest, driver }
     }
 }

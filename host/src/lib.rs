@@ -9,8 +9,11 @@
 //! - [`plugin`] finds third-party drivers, reads their manifests and keeps the user's trust and grants;
 //!   [`capabilities`] is the vocabulary of what a driver may touch, shared by manifests, trust and the
 //!   sandbox.
+//! - [`agent`] is the agent-type axis as data: agmsg's `type.conf` manifests (bundled, agmsg's own,
+//!   trusted external ones), detection of the calling runtime, and the launch argv spawn uses.
 //! - [`display`] is the one rule for printing text a driver or a manifest supplied.
 
+pub mod agent;
 pub mod axis;
 pub mod axis_module;
 pub mod bundled;

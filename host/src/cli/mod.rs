@@ -9,6 +9,7 @@ mod shim;
 mod storage;
 mod storage_manage;
 mod terminal;
+mod types;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -128,6 +129,9 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
         args: Vec<String>,
     },
+    /// The agent types (claude-code, codex, ...): list, describe, get a key, detect the caller, boot argv
+    #[command(subcommand, long_about = types::LONG_HELP)]
+    Types(types::TypesCommand),
 }
 
 #[derive(Subcommand, Debug)]
@@ -205,6 +209,7 @@ pub fn main() -> ExitCode {
         Command::Shim(ShimAxis::Storage { name, output }) => shim::run(cli.driver, name, output),
         Command::Driver(DriverCommand::Test { driver }) => driver::test(&driver),
         Command::Plugin(command) => plugin::run(command),
+        Command::Types(command) => types::run(command),
         Command::Driver(DriverCommand::New { axis, name, path, sdk }) => scaffold::new(axis, &name, path, sdk),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "agmsg-host", &mut std::io::stdout());

@@ -1,0 +1,288 @@
+//! The launch command of a spawned agent, exactly as agmsg's `spawn.sh` / `boot-command.sh` build
+//! it, as data: no process runs, no file is written.
+//!
+//! A direct CLI (reference §5):
+//!
+//! ```text
+//! <cli words…> [<resume_arg> <uuid>] [<model_arg> <model>] [<spawn options…>] [<name_arg> <team>-<agent>] [<prompt_arg>] <prompt>
+//! ```
+//!
+//! A node launcher (`spawn=<file>.mjs`, which wins over `cli=`):
+//!
+//! ```text
+//! <AGMSG_NODE_BIN|node> <type-dir>/<spawn> --name <agent> --team <team> --project <project> [<spawn options…>] --initial-input <prompt>
+//! ```
+//!
+//! The prompt is `<cmd_prefix><skill> actas <agent>` (`cmd_prefix` defaults to `/`; `<skill>` is the
+//! installed command's name), followed by a newline and the boot prompt when one is given. Manifest
+//! flag values are emitted unquoted by agmsg's boot script, so they split at whitespace here too; the
+//! model, names, project and prompt are one argument each. The boot script runs in `<project>` with
+//! `AGMSG_SPAWNED=1` and the type's `spawn_unset_env` variables unset; spawn waits for the agent to be
+//! ready unless `monitor=no`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::manifest::{self, is_space};
+use super::registry::AgentType;
+
+/// What to boot.
+#[derive(Clone, Debug, Default)]
+pub struct BootRequest {
+    pub team: String,
+    pub agent: String,
+    /// The project directory the agent works in.
+    pub project: PathBuf,
+    pub model: Option<String>,
+    /// Text sent after the actas prompt, on its own line.
+    pub boot_prompt: Option<String>,
+    /// A recorded session id that passed the caller's resume gate (a record exists and the type's
+    /// transcript check found it); used only when the type has `resume_arg`.
+    pub resume: Option<String>,
+    /// Spawn-option tokens (agmsg's `spawn_options.yaml`), inserted where agmsg inserts them.
+    pub spawn_options: Vec<String>,
+    /// The installed command's name (`agmsg`).
+    pub skill: String,
+    /// The node program for launcher types (`AGMSG_NODE_BIN`, else `node`).
+    pub node: String,
+}
+
+/// How the agent is launched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Launcher {
+    /// The type's `cli=` program.
+    Cli,
+    /// The type's `spawn=` node launcher.
+    Node,
+}
+
+/// The launch command, as data.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct BootCommand {
+    #[serde(rename = "type")]
+    pub agent_type: String,
+    pub launcher: Launcher,
+    /// The command line; `argv[0]` is looked up on `PATH`.
+    pub argv: Vec<String>,
+    /// Where it runs.
+    pub cwd: PathBuf,
+    /// Variables the boot script sets.
+    pub env_set: BTreeMap<String, String>,
+    /// Variables the boot script unsets (`spawn_unset_env`).
+    pub env_unset: Vec<String>,
+    /// The actas prompt (and boot prompt) the agent starts with.
+    pub prompt: String,
+    /// `<team>-<agent>` when the type names sessions (`name_arg`).
+    pub session_name: Option<String>,
+    /// The session resumed, when one was given and the type can resume.
+    pub resume: Option<String>,
+    /// Whether spawn waits for the agent's readiness (`monitor` is not `no`).
+    pub wait_ready: bool,
+}
+
+fn words(value: &str) -> impl Iterator<Item = String> + '_ {
+    value.split(is_space).filter(|w| !w.is_empty()).map(str::to_owned)
+}
+
+/// The actas prompt: `<cmd_prefix><skill> actas <agent>`, then `\n<boot prompt>` when one is given.
+pub fn actas_prompt(t: &AgentType, skill: &str, agent: &str, boot_prompt: Option<&str>) -> String {
+    let prefix = match t.value("cmd_prefix") {
+        "" => "/",
+        p => p,
+    };
+    let mut prompt = format!("{prefix}{skill} actas {agent}");
+    if let Some(extra) = boot_prompt.filter(|p| !p.is_empty()) {
+        prompt.push('\n');
+        prompt.push_str(extra);
+    }
+    prompt
+}
+
+/// The launch command for `t`, or why it cannot be launched.
+pub fn boot_command(t: &AgentType, req: &BootRequest) -> Result<BootCommand, String> {
+    agmsg_contract::check_name("team", &req.team).map_err(|e| e.to_string())?;
+    agmsg_contract::check_name("agent", &req.agent).map_err(|e| e.to_string())?;
+    if !t.spawnable() {
+        return Err(format!("agent type {} is not spawnable (its manifest has neither spawnable=yes nor spawn=)", t.name));
+    }
+    let project_text = req.project.to_string_lossy();
+    if project_text.is_empty() || project_text.chars().any(char::is_control) {
+        return Err(format!("invalid project path {project_text:?}: empty, or holds a line break or control character"));
+    }
+    let project = std::path::absolute(&req.project).map_err(|e| format!("{}: {e}", req.project.display()))?;
+    if !project.is_dir() {
+        return Err(format!("project {} is not a directory", project.display()));
+    }
+    if let Some(model) = &req.model
+        && (model.is_empty() || model.chars().any(char::is_control))
+    {
+        return Err(format!("invalid model {model:?}"));
+    }
+    let model_arg = t.value("model_arg");
+    let spawn = t.value("spawn");
+    if req.model.is_some() {
+        if model_arg.is_empty() {
+            return Err(format!("agent type {} does not accept --model (its manifest has no model_arg)", t.name));
+        }
+        if !spawn.is_empty() {
+            return Err(format!("agent type {} is started by a node launcher, which takes its model from its own configuration: --model is refused", t.name));
+        }
+    }
+    let prompt = actas_prompt(t, &req.skill, &req.agent, req.boot_prompt.as_deref());
+    let mut env_set = BTreeMap::new();
+    env_set.insert("AGMSG_SPAWNED".to_owned(), "1".to_owned());
+    let env_unset: Vec<String> = words(t.value("spawn_unset_env")).collect();
+    let wait_ready = t.value("monitor") != "no";
+
+    if !spawn.is_empty() {
+        manifest::check_relative("spawn", spawn).map_err(|e| format!("type {}: {e}", t.name))?;
+        let dir = t.dir().ok_or_else(|| format!("agent type {} names a node launcher but has no directory", t.name))?;
+        let node = if req.node.is_empty() { "node".to_owned() } else { req.node.clone() };
+        let mut argv = vec![node, dir.join(spawn).to_string_lossy().into_owned()];
+        argv.extend(["--name".to_owned(), req.agent.clone(), "--team".to_owned(), req.team.clone()]);
+        argv.extend(["--project".to_owned(), project.to_string_lossy().into_owned()]);
+        argv.extend(req.spawn_options.iter().cloned());
+        argv.extend(["--initial-input".to_owned(), prompt.clone()]);
+        return Ok(BootCommand {
+            agent_type: t.name.clone(),
+            launcher: Launcher::Node,
+            argv,
+            cwd: project,
+            env_set,
+            env_unset,
+            prompt,
+            session_name: None,
+            resume: None,
+            wait_ready,
+        });
+    }
+
+    let mut argv: Vec<String> = words(t.value("cli")).collect();
+    if argv.is_empty() {
+        return Err(format!("agent type {} is spawnable but its manifest has no cli", t.name));
+    }
+    let resume_arg = t.value("resume_arg");
+    let resume = req.resume.clone().filter(|r| !r.is_empty() && !resume_arg.is_empty());
+    if let Some(uuid) = &resume {
+        if !agmsg_contract::is_transport_token(uuid) {
+            return Err(format!("invalid session id {uuid:?}"));
+        }
+        argv.extend(words(resume_arg));
+        argv.push(uuid.clone());
+    }
+    if let Some(model) = &req.model {
+        argv.extend(words(model_arg));
+        argv.push(model.clone());
+    }
+    argv.extend(req.spawn_options.iter().cloned());
+    let name_arg = t.value("name_arg");
+    let session_name = (!name_arg.is_empty()).then(|| format!("{}-{}", req.team, req.agent));
+    if let Some(name) = &session_name {
+        argv.extend(words(name_arg));
+        argv.push(name.clone());
+    }
+    argv.extend(words(t.value("prompt_arg")));
+    argv.push(prompt.clone());
+    Ok(BootCommand { agent_type: t.name.clone(), launcher: Launcher::Cli, argv, cwd: project, env_set, env_unset, prompt, session_name, resume, wait_ready })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::registry::{Registry, Sources, trust_none};
+
+    fn req(project: &std::path::Path) -> BootRequest {
+        BootRequest { team: "t".into(), agent: "bob".into(), project: project.to_owned(), skill: "agmsg".into(), node: "node".into(), ..Default::default() }
+    }
+
+    fn argv(reg: &Registry, name: &str, r: &BootRequest) -> Vec<String> {
+        boot_command(reg.get(name).unwrap(), r).unwrap().argv
+    }
+
+    #[test]
+    fn every_bundled_spawnable_type() {
+        let reg = Registry::load(&Sources::default(), &trust_none);
+        let dir = tempfile::tempdir().unwrap();
+        let r = req(dir.path());
+        assert_eq!(argv(&reg, "claude-code", &r), ["claude", "-n", "t-bob", "/agmsg actas bob"]);
+        assert_eq!(argv(&reg, "codex", &r), ["codex", "$agmsg actas bob"]);
+        assert_eq!(argv(&reg, "gemini", &r), ["gemini", "$agmsg actas bob"]);
+        assert_eq!(argv(&reg, "antigravity", &r), ["agy", "--prompt-interactive", "$agmsg actas bob"]);
+        assert_eq!(argv(&reg, "copilot", &r), ["copilot", "--interactive", "/agmsg actas bob"]);
+        assert_eq!(argv(&reg, "opencode", &r), ["opencode", "--prompt", "$agmsg actas bob"]);
+        assert_eq!(argv(&reg, "cursor", &r), ["cursor-agent", "/agmsg actas bob"]);
+        assert_eq!(argv(&reg, "grok-build", &r), ["grok", "/agmsg actas bob"]);
+        for name in ["hermes", "agmsg-app"] {
+            assert!(boot_command(reg.get(name).unwrap(), &r).unwrap_err().contains("not spawnable"), "{name}");
+        }
+    }
+
+    #[test]
+    fn model_resume_options_and_boot_prompt_in_agmsgs_order() {
+        let reg = Registry::load(&Sources::default(), &trust_none);
+        let dir = tempfile::tempdir().unwrap();
+        let r = BootRequest {
+            model: Some("opus".into()),
+            resume: Some("0192-uuid".into()),
+            spawn_options: vec!["--x".into(), "y".into()],
+            boot_prompt: Some("review PR 7".into()),
+            ..req(dir.path())
+        };
+        let cmd = boot_command(reg.get("claude-code").unwrap(), &r).unwrap();
+        assert_eq!(cmd.argv, ["claude", "--resume", "0192-uuid", "--model", "opus", "--x", "y", "-n", "t-bob", "/agmsg actas bob\nreview PR 7"]);
+        assert_eq!(cmd.env_unset, ["CLAUDE_CODE_SESSION_ID"]);
+        assert_eq!(cmd.env_set.get("AGMSG_SPAWNED").map(String::as_str), Some("1"));
+        assert!(cmd.wait_ready);
+        assert_eq!(cmd.cwd, dir.path());
+        // codex: resume is a subcommand right after the cli; -m for the model; no readiness wait.
+        let cmd = boot_command(reg.get("codex").unwrap(), &r).unwrap();
+        assert_eq!(cmd.argv, ["codex", "resume", "0192-uuid", "-m", "opus", "--x", "y", "$agmsg actas bob\nreview PR 7"]);
+        assert!(!cmd.wait_ready);
+        // No resume_arg: a fresh boot.
+        let cmd = boot_command(reg.get("gemini").unwrap(), &r).unwrap();
+        assert_eq!(cmd.argv, ["gemini", "--model", "opus", "--x", "y", "$agmsg actas bob\nreview PR 7"]);
+        assert_eq!(cmd.resume, None);
+    }
+
+    #[test]
+    fn refusals() {
+        let skill = tempfile::tempdir().unwrap();
+        let types = skill.path().join("scripts/drivers/types");
+        for (name, conf) in [("nomodel", "cli=x\nspawnable=yes\n"), ("nocli", "spawnable=yes\n"), ("badspawn", "spawn=../x.mjs\n")] {
+            std::fs::create_dir_all(types.join(name)).unwrap();
+            std::fs::write(types.join(name).join("type.conf"), conf).unwrap();
+        }
+        let reg = Registry::load(&Sources { skill_dir: Some(skill.path().to_owned()), plugin_bases: vec![] }, &trust_none);
+        let dir = tempfile::tempdir().unwrap();
+        let with_model = BootRequest { model: Some("m".into()), ..req(dir.path()) };
+        assert!(boot_command(reg.get("nomodel").unwrap(), &with_model).unwrap_err().contains("does not accept --model"));
+        assert!(boot_command(reg.get("nocli").unwrap(), &req(dir.path())).unwrap_err().contains("no cli"));
+        assert!(boot_command(reg.get("badspawn").unwrap(), &req(dir.path())).unwrap_err().contains("invalid spawn"));
+        let claude = reg.get("claude-code").unwrap();
+        assert!(boot_command(claude, &BootRequest { team: "a/b".into(), ..req(dir.path()) }).unwrap_err().contains("team"));
+        assert!(boot_command(claude, &BootRequest { agent: String::new(), ..req(dir.path()) }).unwrap_err().contains("agent"));
+        assert!(boot_command(claude, &req(&dir.path().join("missing"))).unwrap_err().contains("not a directory"));
+        assert!(boot_command(claude, &req(std::path::Path::new("/tmp/a\nb"))).unwrap_err().contains("line break"));
+        assert!(boot_command(claude, &BootRequest { model: Some(String::new()), ..req(dir.path()) }).unwrap_err().contains("invalid model"));
+    }
+
+    #[test]
+    fn node_launcher() {
+        let skill = tempfile::tempdir().unwrap();
+        let dir = skill.path().join("scripts/drivers/types/kiro");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("type.conf"), "name=kiro\ncli=ignored\nspawn=launch.mjs\nmodel_arg=--model\ncmd_prefix=$\nmonitor=no\n").unwrap();
+        let reg = Registry::load(&Sources { skill_dir: Some(skill.path().to_owned()), plugin_bases: vec![] }, &trust_none);
+        let project = tempfile::tempdir().unwrap();
+        let r = BootRequest { spawn_options: vec!["--flag".into()], node: "/opt/node".into(), ..req(project.path()) };
+        let cmd = boot_command(reg.get("kiro").unwrap(), &r).unwrap();
+        assert_eq!(cmd.launcher, Launcher::Node);
+        let project = project.path().to_string_lossy().into_owned();
+        let launcher = dir.join("launch.mjs").to_string_lossy().into_owned();
+        assert_eq!(cmd.argv, ["/opt/node", &launcher, "--name", "bob", "--team", "t", "--project", &project, "--flag", "--initial-input", "$agmsg actas bob"]);
+        assert!(boot_command(reg.get("kiro").unwrap(), &BootRequest { model: Some("m".into()), ..r }).unwrap_err().contains("node launcher"));
+    }
+}

@@ -1,0 +1,192 @@
+//! The ten agent types agmsg 1.2.1 ships, as data built into this binary: each one's `type.conf`
+//! (values exactly as agent-types-reference §2 lists them), its command template, and what its code
+//! plug (`_delivery.sh` and friends, which agmsg-host never runs) overrides in agmsg's delivery
+//! Template Method (reference §4). The files live in `types/<name>/`.
+
+use super::plug::{Function, Plug};
+
+/// A type built into this binary.
+pub struct BundledType {
+    pub name: &'static str,
+    /// Its `type.conf`.
+    pub conf: &'static str,
+    /// Its template files: (path relative to the type dir, text).
+    pub files: &'static [(&'static str, &'static str)],
+    /// What agmsg's plug for it does.
+    pub plug: Plug,
+}
+
+macro_rules! conf {
+    ($name:literal) => {
+        include_str!(concat!("types/", $name, "/type.conf"))
+    };
+}
+
+macro_rules! template {
+    ($name:literal) => {
+        &[("template.md", include_str!(concat!("types/", $name, "/template.md")))]
+    };
+}
+
+use Function::*;
+
+const RULEFILE_STATUS: (Function, &str) = (Status, "rulefile_status: the rule file present means turn");
+
+/// The bundled types, sorted by name.
+pub const TYPES: &[BundledType] = &[
+    BundledType { name: "agmsg-app", conf: conf!("agmsg-app"), files: &[], plug: Plug { file: None, overrides: &[], code: &[] } },
+    BundledType {
+        name: "antigravity",
+        conf: conf!("antigravity"),
+        files: template!("antigravity"),
+        plug: Plug {
+            file: Some("_delivery.sh"),
+            overrides: &[
+                (Apply, "rulefile_apply: turn/both write a PostToolUse check-inbox rule to hooks_file (shared with gemini); monitor falls back to turn; off removes it"),
+                RULEFILE_STATUS,
+            ],
+            code: &[],
+        },
+    },
+    BundledType {
+        name: "claude-code",
+        conf: conf!("claude-code"),
+        files: template!("claude-code"),
+        plug: Plug {
+            file: Some("_delivery.sh"),
+            overrides: &[(
+                OnEnable,
+                "prints a notice and an AGMSG-DIRECTIVE to invoke the Monitor tool with watch.sh <session-derived instance id> <project> <type>, skipped while the pidfile's watcher is alive",
+            )],
+            code: &["_transcript-exists.sh: resume gate, checks ~/.claude/projects/<munged project>/<uuid>.jsonl"],
+        },
+    },
+    BundledType {
+        name: "codex",
+        conf: conf!("codex"),
+        files: template!("codex"),
+        plug: Plug {
+            file: Some("_delivery.sh"),
+            overrides: &[
+                (OnEnable, "prints the codex shell-function setup (codex-shim-install.sh), runs a Node preflight (AGMSG_NODE), prints a restart-Codex notice"),
+                (OnDisable, "stops this identity's codex bridge and the per-project codex app-server (pid files checked against their cmdline), removes their run/ files"),
+                (RuntimeStatus, "per-identity bridge liveness, why a bridge is missing, a loaded-thread probe of the app-server, a note when the PATH shim is shadowed"),
+            ],
+            code: &[
+                "_session-start.sh: writes the bridge request (type, thread id, app-server URL)",
+                "_transcript-exists.sh: resume gate for a recorded codex thread",
+                "codex-monitor.sh, codex-shim.sh, codex-shim-install.sh: the pseudo-monitor (a loopback codex app-server, codex --remote)",
+                "codex-bridge-launcher.sh, codex-bridge.js, watch-once.sh: the Node bridge that injects turns for new messages",
+                "codex-record-session.sh: records the role-to-thread seat used for resume",
+            ],
+        },
+    },
+    BundledType {
+        name: "copilot",
+        conf: conf!("copilot"),
+        files: template!("copilot"),
+        plug: Plug {
+            file: Some("_delivery.sh"),
+            overrides: &[
+                (Apply, "turn writes {\"version\":1,\"hooks\":{\"Stop\":[{\"type\":\"command\",\"bash\":<check-inbox>,\"timeoutSec\":30}]}} to hooks_file; off removes it"),
+                RULEFILE_STATUS,
+            ],
+            code: &[],
+        },
+    },
+    BundledType {
+        name: "cursor",
+        conf: conf!("cursor"),
+        files: template!("cursor"),
+        plug: Plug {
+            file: Some("_delivery.sh"),
+            overrides: &[(Apply, "turn writes an alwaysApply rule with a PostToolUse check-inbox instruction to hooks_file; off removes it"), RULEFILE_STATUS],
+            code: &[],
+        },
+    },
+    BundledType {
+        name: "gemini",
+        conf: conf!("gemini"),
+        files: template!("gemini"),
+        plug: Plug {
+            file: Some("_delivery.sh"),
+            overrides: &[
+                (Apply, "rulefile_apply: turn/both write a PostToolUse check-inbox rule to hooks_file (shared with antigravity); monitor falls back to turn; off removes it"),
+                RULEFILE_STATUS,
+            ],
+            code: &[],
+        },
+    },
+    BundledType {
+        name: "grok-build",
+        conf: conf!("grok-build"),
+        files: template!("grok-build"),
+        plug: Plug {
+            file: Some("_delivery.sh"),
+            overrides: &[
+                (Apply, "a rule with a mode marker: turn self-polls with inbox.sh; monitor has the monitor tool run watch.sh \"${GROK_SESSION_ID:--}\""),
+                (Status, "reads the rule's mode marker"),
+                (OnEnable, "a grok-flavoured monitor directive"),
+                (StopDirective, "kill_command_or_subagent"),
+            ],
+            code: &[],
+        },
+    },
+    BundledType {
+        name: "hermes",
+        conf: conf!("hermes"),
+        files: template!("hermes"),
+        plug: Plug {
+            file: Some("_delivery.sh"),
+            overrides: &[(Apply, "nothing"), (Status, "always mode: off"), (OnDisable, "prints a notice; deliberately does not kill watchers")],
+            code: &[],
+        },
+    },
+    BundledType {
+        name: "opencode",
+        conf: conf!("opencode"),
+        files: template!("opencode"),
+        plug: Plug {
+            file: Some("_delivery.sh"),
+            overrides: &[
+                (Apply, "markdown rule with a first-line mode marker; monitor has the sentinel_monitor tool run watch.sh \"${SENTINEL_SESSION_ID:--}\" <project> opencode, with a turn fallback"),
+                (Status, "reads the rule's mode marker"),
+            ],
+            code: &[],
+        },
+    },
+];
+
+/// The bundled type `name`.
+pub fn get(name: &str) -> Option<&'static BundledType> {
+    TYPES.iter().find(|t| t.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::manifest::Manifest;
+
+    #[test]
+    fn ten_types_sorted_each_named_as_its_directory() {
+        let names: Vec<&str> = TYPES.iter().map(|t| t.name).collect();
+        assert_eq!(names, [
+            "agmsg-app", "antigravity", "claude-code", "codex", "copilot", "cursor", "gemini", "grok-build", "hermes", "opencode"
+        ]);
+        for t in TYPES {
+            let m = Manifest::parse(t.conf.as_bytes(), t.name).unwrap();
+            assert_eq!(m.get("name"), Some(t.name));
+            assert!(m.stray_lines().is_empty(), "{}", t.name);
+            assert!(m.entries().iter().all(|e| !e.ignored), "{}: a key set twice", t.name);
+            // The template each names is bundled beside it.
+            match m.get("template") {
+                Some(file) => assert!(t.files.iter().any(|(f, text)| *f == file && text.contains("__SKILL_NAME__")), "{}", t.name),
+                None => assert_eq!(t.name, "agmsg-app"),
+            }
+            // Every key is one agmsg reads.
+            for e in m.entries() {
+                assert!(crate::agent::manifest::key_info(e.key).is_some(), "{}: {}", t.name, e.key);
+            }
+        }
+    }
+}

@@ -1,0 +1,300 @@
+//! agmsg's `type.conf` reader, exactly as `agmsg_type_get` reads it (`scripts/lib/type-registry.sh`):
+//!
+//! - the manifest is data: never sourced, never executed (`cli=$(touch x)` is the literal text);
+//! - the value of `KEY` is taken from the **first** line matching `^[[:space:]]*KEY[[:space:]]*=`;
+//! - it is everything after that line's first `=`, with surrounding whitespace trimmed and one pair of
+//!   surrounding `"` stripped;
+//! - a missing key reads as the empty string (or the caller's default); an empty value (`KEY=`) is
+//!   present and empty, not missing;
+//! - a `#` line never matches (the key pattern is anchored); multi-value keys are whitespace-separated.
+//!
+//! Whitespace is POSIX `[[:space:]]` (space, tab, newline, vertical tab, form feed, carriage return),
+//! and lines are split at `\n` only, as `grep` does. What agmsg cannot read as text (a NUL byte, bytes
+//! that are not UTF-8) is refused as malformed here instead of being half-read.
+
+/// POSIX `[[:space:]]` in the C locale.
+pub fn is_space(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\u{0b}' | '\u{0c}' | '\r')
+}
+
+fn trim(s: &str) -> &str {
+    s.trim_matches(is_space)
+}
+
+/// Whether `key` is a manifest key: ASCII letters, digits and `_`, non-empty. (agmsg puts the key
+/// into a `grep -E` pattern; anything else is not a key it could mean.)
+pub fn is_key(key: &str) -> bool {
+    !key.is_empty() && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// One `KEY=value` line of a manifest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry<'a> {
+    pub key: &'a str,
+    /// The value as the reader returns it (trimmed, one pair of quotes stripped).
+    pub value: &'a str,
+    /// 1-based line number.
+    pub line: usize,
+    /// Whether an earlier line already set this key (so this line is never read).
+    pub ignored: bool,
+}
+
+/// A manifest's text, read as agmsg reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Manifest {
+    text: String,
+}
+
+/// The largest `type.conf` read.
+pub const MAX_MANIFEST_BYTES: u64 = 256 << 10;
+
+impl Manifest {
+    /// A manifest from its bytes; `origin` names it in errors. Refused (malformed): bytes that are not
+    /// UTF-8, a NUL byte.
+    pub fn parse(bytes: &[u8], origin: &str) -> Result<Manifest, String> {
+        let text = std::str::from_utf8(bytes).map_err(|e| format!("{origin}: malformed manifest: not UTF-8 text ({e})"))?;
+        if text.contains('\0') {
+            return Err(format!("{origin}: malformed manifest: contains a NUL byte"));
+        }
+        Ok(Manifest { text: text.to_owned() })
+    }
+
+    /// Read `path` (a regular file, at most [`MAX_MANIFEST_BYTES`]).
+    pub fn read(path: &std::path::Path) -> Result<Manifest, String> {
+        let bytes = crate::plugin::read_file(path, MAX_MANIFEST_BYTES)?;
+        Manifest::parse(&bytes, &path.display().to_string())
+    }
+
+    /// The manifest's text.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The first line setting `key`, as agmsg reads it; `None` when no line does (or `key` is not a
+    /// key).
+    pub fn entry(&self, key: &str) -> Option<Entry<'_>> {
+        if !is_key(key) {
+            return None;
+        }
+        self.text.split('\n').enumerate().find_map(|(i, line)| {
+            let value = value_of(line, key)?;
+            Some(Entry { key: &line.trim_start_matches(is_space)[..key.len()], value, line: i + 1, ignored: false })
+        })
+    }
+
+    /// `key`'s value; `None` when missing.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.entry(key).map(|e| e.value)
+    }
+
+    /// `key`'s value, or `default` when missing (agmsg's `agmsg_type_get <type> <key> [default]`).
+    pub fn get_or<'a>(&'a self, key: &str, default: &'a str) -> &'a str {
+        self.get(key).unwrap_or(default)
+    }
+
+    /// `key`'s value, or `""` when missing.
+    pub fn value(&self, key: &str) -> &str {
+        self.get_or(key, "")
+    }
+
+    /// A multi-value key's words (whitespace-separated, never glob-expanded); missing is empty.
+    pub fn words(&self, key: &str) -> Vec<&str> {
+        self.value(key).split(is_space).filter(|w| !w.is_empty()).collect()
+    }
+
+    /// Whether `key`'s list holds `token` (agmsg's `agmsg_type_has`).
+    pub fn has(&self, key: &str, token: &str) -> bool {
+        self.words(key).contains(&token)
+    }
+
+    /// Every `KEY=value` line in file order (keys as [`is_key`] allows), each marked `ignored` when an
+    /// earlier line set the same key.
+    pub fn entries(&self) -> Vec<Entry<'_>> {
+        let mut seen: Vec<&str> = Vec::new();
+        let mut out = Vec::new();
+        for (i, line) in self.text.split('\n').enumerate() {
+            let Some((key, value)) = key_value(line) else { continue };
+            let ignored = seen.contains(&key);
+            if !ignored {
+                seen.push(key);
+            }
+            out.push(Entry { key, value, line: i + 1, ignored });
+        }
+        out
+    }
+
+    /// Lines that are neither blank, nor a `#` comment, nor `KEY=value`: agmsg never reads them.
+    pub fn stray_lines(&self) -> Vec<(usize, &str)> {
+        self.text
+            .split('\n')
+            .enumerate()
+            .filter(|(_, line)| {
+                let t = trim(line);
+                !t.is_empty() && !t.starts_with('#') && key_value(line).is_none()
+            })
+            .map(|(i, line)| (i + 1, line))
+            .collect()
+    }
+}
+
+/// The value `line` gives `key`, if the line matches `^[[:space:]]*KEY[[:space:]]*=`.
+fn value_of<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    let rest = line.trim_start_matches(is_space).strip_prefix(key)?;
+    let rest = rest.trim_start_matches(is_space).strip_prefix('=')?;
+    Some(unquote(trim(rest)))
+}
+
+/// The key and value of a `KEY=value` line, for any key.
+fn key_value(line: &str) -> Option<(&str, &str)> {
+    let start = line.trim_start_matches(is_space);
+    let end = start.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(start.len());
+    let key = &start[..end];
+    if key.is_empty() {
+        return None;
+    }
+    value_of(line, key).map(|v| (key, v))
+}
+
+/// One pair of surrounding double quotes stripped (`case "$val" in \"*\")`: at least two characters).
+fn unquote(v: &str) -> &str {
+    if v.len() >= 2 && v.starts_with('"') && v.ends_with('"') { &v[1..v.len() - 1] } else { v }
+}
+
+/// Check a manifest path value (`template=`, `spawn=`, `hooks_file=`) the way agmsg does: relative to
+/// its base, never absolute and never containing `..` (agmsg's `case /*|*..*`).
+pub fn check_relative(key: &str, value: &str) -> Result<(), String> {
+    if value.starts_with('/') || value.contains("..") {
+        return Err(format!("invalid {key} {:?}: must be relative, without '..'", value));
+    }
+    Ok(())
+}
+
+/// What agmsg does with a key, and what it reads as when missing.
+pub struct KeyInfo {
+    pub key: &'static str,
+    /// The value agmsg uses when the key is missing (`None`: empty, nothing).
+    pub default: Option<&'static str>,
+    pub meaning: &'static str,
+}
+
+/// Every key agmsg 1.2.1 reads (agent-types-reference §2), in the reference's order.
+pub const KEYS: &[KeyInfo] = &[
+    KeyInfo { key: "name", default: None, meaning: "the type name (= its directory); documentation only" },
+    KeyInfo { key: "template", default: None, meaning: "the /agmsg command template, relative to the type dir (becomes SKILL.md)" },
+    KeyInfo { key: "detect", default: None, meaning: "env variables whose presence selects this type; `explicit`: never auto-detected" },
+    KeyInfo { key: "detect_proc", default: None, meaning: "ancestor process-name globs that select this type" },
+    KeyInfo { key: "cli", default: None, meaning: "launch command: the first word is the program, the rest a fixed prefix" },
+    KeyInfo { key: "spawnable", default: None, meaning: "`yes` lets spawn launch the type" },
+    KeyInfo { key: "spawn", default: None, meaning: "a .mjs node launcher beside the manifest; also makes the type spawnable" },
+    KeyInfo { key: "model_arg", default: None, meaning: "the flag --model passes the model with; without it --model is refused" },
+    KeyInfo { key: "prompt_arg", default: None, meaning: "flag emitted just before the actas prompt (missing: bare positional)" },
+    KeyInfo { key: "cmd_prefix", default: Some("/"), meaning: "the skill invocation prefix: prompt = <prefix><skill> actas <agent>" },
+    KeyInfo { key: "name_arg", default: None, meaning: "session display-name flag, emitted as <name_arg> <team>-<agent>" },
+    KeyInfo { key: "resume_arg", default: None, meaning: "flag or subcommand emitted right after cli with the recorded session id" },
+    KeyInfo { key: "spawn_unset_env", default: None, meaning: "env variables the boot script unsets (a child must not inherit its parent's session)" },
+    KeyInfo { key: "vendor", default: None, meaning: "token for <project>_<role>_<vendor> role derivation" },
+    KeyInfo { key: "hooks_file", default: None, meaning: "project-relative delivery file (absolute paths and '..' refused)" },
+    KeyInfo { key: "monitor", default: None, meaning: "`no`: spawn skips the readiness wait" },
+    KeyInfo { key: "delivery_modes", default: Some("monitor turn both off"), meaning: "the delivery modes `delivery set` accepts" },
+    KeyInfo { key: "stop_output", default: Some("plain"), meaning: "`json`: the turn-end inbox check prints {\"continue\":true,\"systemMessage\":...}" },
+    KeyInfo { key: "hook_windows_wrap", default: None, meaning: "`yes`: JSON hook entries also get a Windows commandWindows variant" },
+    KeyInfo { key: "role_overlay_profile_args", default: None, meaning: "profile flags a role overlay may use (codex: -p --profile)" },
+    KeyInfo { key: "role_overlay_profile_home_env", default: None, meaning: "env variable naming the profile home (codex: CODEX_HOME)" },
+    KeyInfo { key: "role_overlay_profile_default_dir", default: None, meaning: "profile home under $HOME when that variable is unset (codex: .codex)" },
+    KeyInfo { key: "role_overlay_profile_suffix", default: None, meaning: "profile file suffix (codex: .config.toml)" },
+];
+
+/// What agmsg does with `key`, if it reads it.
+pub fn key_info(key: &str) -> Option<&'static KeyInfo> {
+    KEYS.iter().find(|k| k.key == key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(text: &str) -> Manifest {
+        Manifest::parse(text.as_bytes(), "test").unwrap()
+    }
+
+    #[test]
+    fn first_matching_line_trimmed_and_unquoted() {
+        let conf = "# cli=commented\n  cli \t=  \"claude --x\"  \ncli=second\ndetect=A  B\tC\nempty=\nquote=\"\nq2=\"\"\nhalf=\"abc\n";
+        let m = m(conf);
+        assert_eq!(m.get("cli"), Some("claude --x"));
+        assert_eq!(m.entry("cli").unwrap().line, 2);
+        assert_eq!(m.words("detect"), ["A", "B", "C"]);
+        assert_eq!(m.get("empty"), Some(""));
+        assert_eq!(m.get("missing"), None);
+        assert_eq!(m.get_or("missing", "dflt"), "dflt");
+        assert_eq!(m.get_or("empty", "dflt"), "");
+        assert_eq!(m.get("quote"), Some("\""));
+        assert_eq!(m.get("q2"), Some(""));
+        assert_eq!(m.get("half"), Some("\"abc"));
+        assert!(m.has("detect", "B"));
+        assert!(!m.has("detect", "D"));
+    }
+
+    #[test]
+    fn never_executed_and_anchored() {
+        let m = m("cli=$(touch /tmp/pwned)\nxdetect=NO\ndetect_proc=codex codex-*\nname = a=b\n");
+        assert_eq!(m.get("cli"), Some("$(touch /tmp/pwned)"));
+        assert_eq!(m.get("detect"), None, "detect_proc and xdetect are other keys");
+        assert_eq!(m.get("name"), Some("a=b"), "everything after the first '='");
+        assert_eq!(m.words("detect_proc"), ["codex", "codex-*"]);
+    }
+
+    #[test]
+    fn crlf_and_whitespace() {
+        let m = m("cli=claude\r\nmonitor=no\r\n");
+        assert_eq!(m.get("cli"), Some("claude"));
+        assert_eq!(m.get("monitor"), Some("no"));
+    }
+
+    #[test]
+    fn keys_are_validated() {
+        let m = m("a.b=1\nab=2\n");
+        assert_eq!(m.get("a.b"), None, "not a key: never a pattern");
+        assert_eq!(m.get("a.*"), None);
+        assert!(is_key("role_overlay_profile_args"));
+        for bad in ["", "a-b", "a b", "a=", ".*", "ké"] {
+            assert!(!is_key(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn entries_and_stray_lines() {
+        let m = m("# c\nname=x\n\ncli=a\ncli=b\nnot a key line\n  spaced key=1\n");
+        let e = m.entries();
+        assert_eq!(e.iter().map(|e| (e.key, e.value, e.line, e.ignored)).collect::<Vec<_>>(), [
+            ("name", "x", 2, false),
+            ("cli", "a", 4, false),
+            ("cli", "b", 5, true)
+        ]);
+        assert_eq!(m.stray_lines(), [(6, "not a key line"), (7, "  spaced key=1")]);
+    }
+
+    #[test]
+    fn malformed() {
+        assert!(Manifest::parse(b"cli=\xff\n", "x").unwrap_err().contains("not UTF-8"));
+        assert!(Manifest::parse(b"cli=a\0b\n", "x").unwrap_err().contains("NUL"));
+    }
+
+    #[test]
+    fn relative_paths() {
+        assert!(check_relative("template", "template.md").is_ok());
+        assert!(check_relative("template", "sub/t.md").is_ok());
+        assert!(check_relative("template", "/etc/passwd").is_err());
+        assert!(check_relative("template", "../x.md").is_err());
+        assert!(check_relative("template", "a..b").is_err(), "agmsg refuses any '..'");
+    }
+
+    #[test]
+    fn agrees_with_the_contract_reader() {
+        let conf = "# name=commented\nname=tmux\n priority = \"20\"\nbackend=tmux pane/window\nbackend=ignored\n";
+        let m = m(conf);
+        for key in ["name", "priority", "backend", "missing"] {
+            assert_eq!(m.get(key), agmsg_contract::terminal_conf::value(conf, key), "{key}");
+        }
+    }
+}

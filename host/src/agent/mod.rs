@@ -1,0 +1,22 @@
+//! The agent-type axis as data: which agent runtimes agmsg knows (claude-code, codex, gemini, ...),
+//! each described by agmsg's `type.conf` manifest and a command template.
+//!
+//! - [`manifest`]: agmsg's reader (never executed, first matching line, trimmed, one pair of quotes
+//!   stripped, a missing key reads as empty), and the keys agmsg reads.
+//! - [`bundled`]: the ten types agmsg 1.2.1 ships, built into this binary.
+//! - [`registry`]: bundled types, agmsg's own installed types, and trusted external types; the later
+//!   candidate of a name wins.
+//! - [`plug`]: what a type's code plug (`_delivery.sh`) overrides in agmsg's delivery engine, as data.
+//! - [`detect`]: which runtime is calling (session variables, the process tree, shared credentials,
+//!   the fallback), in a documented order.
+//! - [`boot`]: the launch argv spawn uses, exactly as agmsg builds it, without running anything.
+
+pub mod boot;
+pub mod bundled;
+pub mod detect;
+pub mod manifest;
+pub mod plug;
+pub mod registry;
+
+pub use manifest::Manifest;
+pub use registry::{AgentType, Origin, Registry};

@@ -1,0 +1,372 @@
+//! `agmsg-host types list | describe | get | detect | boot-argv`: the agent types as data.
+//!
+//! Every value a manifest supplies is printed through the one display rule; `--json` prints JSON.
+//! Exit codes: 0 done; 1 the request cannot be met (an unknown type, a type that cannot be spawned, a
+//! refused option); 2 usage (clap's, and a key that is not a key). `types get` behaves as agmsg's
+//! `agmsg_type_get`: an unknown type or a missing key prints the default and exits 0.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use serde_json::{Value, json};
+
+use agmsg_host::agent::boot::{self, BootRequest};
+use agmsg_host::agent::detect::{self, ProcFs};
+use agmsg_host::agent::manifest::{self, KEYS};
+use agmsg_host::agent::plug::Function;
+use agmsg_host::agent::registry::{self, AgentType, Origin, Registry};
+use agmsg_host::display;
+use agmsg_host::log::host_log;
+
+pub const LONG_HELP: &str = "The agent types (claude-code, codex, gemini, ...) as data.\n\n\
+    Types come from, in order (a later one of the same name wins): those bundled in this binary \
+    (agmsg 1.2.1's ten), agmsg's own installed types ($AGMSG_SKILL_DIR, else ~/.agents/skills/agmsg: \
+    scripts/drivers/types/<name>/type.conf), and external types under $AGMSG_HOME/plugins/types/<name>/ \
+    and each AGMSG_PLUGIN_DIRS directory's types/<name>/, once trusted. A manifest is read as agmsg \
+    reads it, never executed.";
+
+pub const DETECT_HELP: &str = "Which agent runtime is calling, first rule that fires:\n\n\
+    1. session variable: a type's detect= variable is set and is the runtime's own (CODEX_THREAD_ID, \
+    GROK_SESSION_ID, ...); when several types' are set, the one whose process is the nearest ancestor \
+    wins, else the first by type name;\n\
+    2. process tree: from the caller up (at most 10 processes, never pid 1), the first ancestor whose \
+    name matches a type's detect_proc= glob;\n\
+    3. credential: a detect= variable other tools share too (a name ending in _API_KEY, _KEY, _TOKEN, \
+    _SECRET, _PASSWORD or _CREDENTIALS, like GEMINI_API_KEY), or a detect_fallback= variable;\n\
+    4. fallback: claude-code.\n\n\
+    detect=explicit types are never selected from the environment. (agmsg 1.2.1 checks every detect= \
+    variable first, by type name, so GEMINI_API_KEY made a grok session detect as gemini.)";
+
+#[derive(Debug, clap::Subcommand)]
+pub enum TypesCommand {
+    /// Every type: name, where it comes from, whether spawn can launch it, its cli, detection and
+    /// delivery modes
+    List {
+        /// One JSON object per line
+        #[arg(long)]
+        json: bool,
+    },
+    /// A type's every key and where it came from, its template, its plug and what the plug overrides
+    Describe {
+        #[arg(value_name = "TYPE")]
+        agent_type: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// One key's value, as agmsg's `agmsg_type_get <type> <key> [default]`: the default (empty) for a
+    /// missing key or an unknown type, exit 0
+    Get {
+        #[arg(value_name = "TYPE")]
+        agent_type: String,
+        key: String,
+        #[arg(allow_hyphen_values = true)]
+        default: Option<String>,
+        /// Fail (exit 1) on an unknown type or a missing key instead
+        #[arg(long)]
+        strict: bool,
+    },
+    /// Which agent runtime is calling (prints its type)
+    #[command(long_about = DETECT_HELP)]
+    Detect {
+        /// Also say which rule fired and what evidence it outranked
+        #[arg(long)]
+        explain: bool,
+        /// The detection as a JSON object
+        #[arg(long)]
+        json: bool,
+        /// Walk the process tree from PID instead of from the caller
+        #[arg(long, value_name = "PID")]
+        pid: Option<u32>,
+    },
+    /// The command spawn would launch for an agent, as JSON (argv, cwd, variables set and unset);
+    /// runs nothing
+    BootArgv {
+        #[arg(value_name = "TYPE")]
+        agent_type: String,
+        team: String,
+        agent: String,
+        /// The project directory the agent works in
+        #[arg(long, value_name = "DIR")]
+        project: PathBuf,
+        /// The model, passed with the type's model_arg (refused for a type without one)
+        #[arg(long, value_name = "MODEL", allow_hyphen_values = true)]
+        model: Option<String>,
+        /// Text sent after the actas prompt, on its own line
+        #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
+        boot_prompt: Option<String>,
+        /// Resume this recorded session (when the type has resume_arg; the caller checks it exists)
+        #[arg(long, value_name = "SESSION_ID")]
+        resume: Option<String>,
+        /// A spawn-option token, inserted where agmsg inserts spawn_options.yaml's (repeatable)
+        #[arg(long = "spawn-arg", value_name = "TOKEN", allow_hyphen_values = true)]
+        spawn_args: Vec<String>,
+    },
+}
+
+enum Failure {
+    /// Exit 1.
+    Refused(String),
+    /// Exit 2.
+    Usage(String),
+}
+
+impl From<String> for Failure {
+    fn from(s: String) -> Failure {
+        Failure::Refused(s)
+    }
+}
+
+pub fn run(command: TypesCommand) -> ExitCode {
+    let result = match command {
+        TypesCommand::List { json } => list(json),
+        TypesCommand::Describe { agent_type, json } => describe(&agent_type, json),
+        TypesCommand::Get { agent_type, key, default, strict } => get(&agent_type, &key, default.as_deref().unwrap_or(""), strict),
+        TypesCommand::Detect { explain, json, pid } => detect(explain, json, pid),
+        TypesCommand::BootArgv { agent_type, team, agent, project, model, boot_prompt, resume, spawn_args } => {
+            boot_argv(&agent_type, BootRequest { team, agent, project, model, boot_prompt, resume, spawn_options: spawn_args, ..Default::default() })
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Refused(message)) => {
+            eprintln!("agmsg-host types: {}", display::line(&message));
+            ExitCode::from(1)
+        }
+        Err(Failure::Usage(message)) => {
+            eprintln!("agmsg-host types: {}", display::line(&message));
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The registry, its warnings (untrusted or unreadable candidates) on the host log.
+fn registry() -> Registry {
+    let reg = Registry::from_env();
+    for warning in &reg.warnings {
+        host_log::warn(warning);
+    }
+    reg
+}
+
+fn print(text: &str) -> Result<(), Failure> {
+    std::io::stdout().write_all(text.as_bytes()).map_err(|e| Failure::Refused(format!("writing the output: {e}")))
+}
+
+fn dir_text(origin: &Origin) -> Option<String> {
+    origin.dir().map(|d| d.display().to_string())
+}
+
+fn or_dash(s: &str) -> &str {
+    if s.is_empty() { "-" } else { s }
+}
+
+fn list(json: bool) -> Result<(), Failure> {
+    let reg = registry();
+    let mut out = String::new();
+    if !json {
+        out.push_str(&format!("{:<14} {:<8} {:<9} {:<14} {:<22} {}\n", "TYPE", "SOURCE", "SPAWNABLE", "CLI", "DELIVERY", "DETECT"));
+    }
+    for t in reg.types() {
+        let detect = detect_summary(t);
+        if json {
+            let row = json!({
+                "name": t.name,
+                "source": t.origin.label(),
+                "dir": dir_text(&t.origin),
+                "spawnable": t.spawnable(),
+                "cli": t.value("cli"),
+                "detect": t.manifest.words("detect"),
+                "detect_proc": t.manifest.words("detect_proc"),
+                "delivery_modes": delivery_modes(t),
+                "shadows": t.shadows.iter().map(origin_json).collect::<Vec<_>>(),
+            });
+            out.push_str(&format!("{row}\n"));
+        } else {
+            let spawnable = if t.spawnable() { "yes" } else { "no" };
+            let modes = delivery_modes(t).join(" ");
+            let [name, cli, detect, modes] = [t.name.as_str(), or_dash(t.value("cli")), or_dash(&detect), &modes].map(display::line);
+            out.push_str(&format!("{name:<14} {:<8} {spawnable:<9} {cli:<14} {modes:<22} {detect}", t.origin.label()));
+            if let Some(dir) = t.dir() {
+                out.push_str(&format!("  ({})", display::line(&dir.display().to_string())));
+            }
+            out.push('\n');
+        }
+    }
+    print(&out)
+}
+
+/// `detect` and `detect_proc` in one cell: `explicit`, the variables, `proc:` the globs.
+fn detect_summary(t: &AgentType) -> String {
+    let mut parts: Vec<String> = t.manifest.words("detect").into_iter().map(str::to_owned).collect();
+    let procs = t.manifest.words("detect_proc");
+    if !procs.is_empty() {
+        parts.push(format!("proc:{}", procs.join(",")));
+    }
+    parts.join(" ")
+}
+
+/// The modes `delivery set` accepts for `t` (agmsg's default when the key is missing).
+fn delivery_modes(t: &AgentType) -> Vec<String> {
+    let default = manifest::key_info("delivery_modes").and_then(|k| k.default).unwrap_or("");
+    t.manifest.get_or("delivery_modes", default).split(manifest::is_space).filter(|w| !w.is_empty()).map(str::to_owned).collect()
+}
+
+fn origin_json(origin: &Origin) -> Value {
+    json!({ "source": origin.label(), "dir": dir_text(origin) })
+}
+
+fn require<'a>(reg: &'a Registry, name: &str) -> Result<&'a AgentType, Failure> {
+    reg.require(name).map_err(Failure::Refused)
+}
+
+fn describe(name: &str, json: bool) -> Result<(), Failure> {
+    let reg = registry();
+    let t = require(&reg, name)?;
+    let manifest_path = match t.dir() {
+        Some(dir) => dir.join("type.conf").display().to_string(),
+        None => format!("(built in) {}/type.conf", t.name),
+    };
+    let entries = t.manifest.entries();
+    let missing: Vec<_> = KEYS.iter().filter(|k| t.get(k.key).is_none()).collect();
+    let template = t.template();
+    let plug = t.plug();
+    let stray = t.manifest.stray_lines();
+
+    if json {
+        let template = match &template {
+            Ok(None) => Value::Null,
+            Ok(Some(tpl)) => json!({
+                "file": tpl.file,
+                "path": tpl.path.as_ref().map(|p| p.display().to_string()),
+                "bytes": tpl.text.as_ref().ok().map(String::len),
+                "error": tpl.text.as_ref().err(),
+            }),
+            Err(e) => json!({ "file": t.value("template"), "error": e }),
+        };
+        let value = json!({
+            "name": t.name,
+            "source": t.origin.label(),
+            "dir": dir_text(&t.origin),
+            "manifest": manifest_path,
+            "shadows": t.shadows.iter().map(origin_json).collect::<Vec<_>>(),
+            "keys": entries.iter().map(|e| json!({
+                "key": e.key, "value": e.value, "line": e.line, "read": !e.ignored,
+                "known": manifest::key_info(e.key).is_some(),
+            })).collect::<Vec<_>>(),
+            "missing": missing.iter().map(|k| json!({ "key": k.key, "reads_as": k.default.unwrap_or("") })).collect::<Vec<_>>(),
+            "stray_lines": stray.iter().map(|(n, l)| json!({ "line": n, "text": l })).collect::<Vec<_>>(),
+            "spawnable": t.spawnable(),
+            "template": template,
+            "plug": {
+                "file": plug.file,
+                "overrides": plug.overrides.iter().map(|(f, what)| json!({ "function": f.name(), "does": what })).collect::<Vec<_>>(),
+                "defaults": Function::ALL.iter().filter(|f| !plug.overrides(**f)).map(|f| json!({ "function": f.name(), "does": f.default_behaviour() })).collect::<Vec<_>>(),
+                "code": plug.code,
+            },
+        });
+        return print(&format!("{value}\n"));
+    }
+
+    let l = |s: &str| display::line(s).into_owned();
+    let mut out = String::new();
+    out.push_str(&format!("type       {}\n", l(&t.name)));
+    out.push_str(&format!("source     {}\n", l(&t.origin.describe())));
+    out.push_str(&format!("manifest   {}\n", l(&manifest_path)));
+    for old in &t.shadows {
+        out.push_str(&format!("shadows    {}\n", l(&old.describe())));
+    }
+    out.push_str(&format!("spawnable  {}\n", if t.spawnable() { "yes" } else { "no" }));
+    out.push_str("keys       (agmsg's reader: the first line setting a key wins)\n");
+    for e in &entries {
+        let note = match (e.ignored, manifest::key_info(e.key)) {
+            (true, _) => " (ignored: an earlier line sets it)",
+            (false, None) => " (not a key agmsg 1.2.1 reads)",
+            (false, Some(_)) => "",
+        };
+        out.push_str(&format!("  {}={}  [type.conf line {}]{note}\n", l(e.key), l(e.value), e.line));
+    }
+    for k in &missing {
+        match k.default {
+            Some(d) => out.push_str(&format!("  {}  [missing: reads as {d:?}]\n", k.key)),
+            None => out.push_str(&format!("  {}  [missing: reads as empty]\n", k.key)),
+        }
+    }
+    for (n, line) in &stray {
+        out.push_str(&format!("  line {n} is never read: {}\n", l(line)));
+    }
+    match &template {
+        Ok(None) => out.push_str("template   none\n"),
+        Ok(Some(tpl)) => {
+            let place = tpl.path.as_ref().map_or_else(|| format!("(built in) {}/{}", t.name, tpl.file), |p| p.display().to_string());
+            match &tpl.text {
+                Ok(text) => out.push_str(&format!("template   {} ({} bytes)\n", l(&place), text.len())),
+                Err(e) => out.push_str(&format!("template   {} (cannot be read: {})\n", l(&place), l(e))),
+            }
+        }
+        Err(e) => out.push_str(&format!("template   {}\n", l(e))),
+    }
+    match &plug.file {
+        Some(file) => out.push_str(&format!("plug       {}\n", l(file))),
+        None => out.push_str("plug       none: agmsg's delivery defaults throughout\n"),
+    }
+    for f in Function::ALL {
+        match plug.overrides.iter().find(|(g, _)| *g == f) {
+            Some((_, Some(what))) => out.push_str(&format!("  {:<15} overridden: {}\n", f.name(), l(what))),
+            Some((_, None)) => out.push_str(&format!("  {:<15} overridden (by {})\n", f.name(), f.shell_name())),
+            None => out.push_str(&format!("  {:<15} default: {}\n", f.name(), f.default_behaviour())),
+        }
+    }
+    for code in &plug.code {
+        out.push_str(&format!("code       {}\n", l(code)));
+    }
+    print(&out)
+}
+
+fn get(name: &str, key: &str, default: &str, strict: bool) -> Result<(), Failure> {
+    if !manifest::is_key(key) {
+        return Err(Failure::Usage(format!("invalid key {key:?}: a key is letters, digits and '_'")));
+    }
+    // As agmsg_type_get: no warnings about other candidates, the default for what cannot be found.
+    let reg = Registry::from_env();
+    let value = match reg.get(name) {
+        Some(t) => match t.get(key) {
+            Some(v) => v,
+            None if strict => return Err(Failure::Refused(format!("agent type {name} has no key {key}"))),
+            None => default,
+        },
+        None if strict => return Err(Failure::Refused(reg.require(name).err().unwrap_or_default())),
+        None => default,
+    };
+    print(&format!("{}\n", display::text(value)))
+}
+
+fn detect(explain: bool, json: bool, pid: Option<u32>) -> Result<(), Failure> {
+    let reg = registry();
+    let start = pid.unwrap_or_else(detect::caller);
+    let env = |v: &str| std::env::var_os(v).map(|s| s.to_string_lossy().into_owned());
+    let found = detect::detect(&reg, &env, &ProcFs, start);
+    if json {
+        let mut value = serde_json::to_value(&found).expect("a detection serializes");
+        value["explanation"] = Value::String(found.explain());
+        return print(&format!("{value}\n"));
+    }
+    let mut out = format!("{}\n", display::line(&found.agent_type));
+    if explain {
+        out.push_str(&format!("{}\n", display::line(&found.explain())));
+        for note in &found.passed_over {
+            out.push_str(&format!("passed over: {}\n", display::line(note)));
+        }
+    }
+    print(&out)
+}
+
+fn boot_argv(name: &str, mut req: BootRequest) -> Result<(), Failure> {
+    let reg = registry();
+    let t = require(&reg, name)?;
+    req.skill = registry::skill_name();
+    req.node = std::env::var("AGMSG_NODE_BIN").ok().filter(|n| !n.is_empty()).unwrap_or_else(|| "node".to_owned());
+    let command = boot::boot_command(t, &req)?;
+    let value = serde_json::to_value(&command).expect("a boot command serializes");
+    print(&format!("{value}\n"))
+}

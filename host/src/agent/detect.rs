@@ -138,6 +138,12 @@ impl Processes for ProcFs {
     }
 }
 
+/// Whether `name` is a shell variable name: `[A-Za-z_][A-Za-z0-9_]*`.
+pub fn is_variable_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    bytes.next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_') && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
 /// Whether `variable` names a credential other tools share too (rule 3), by its suffix.
 pub fn is_credential(variable: &str) -> bool {
     ["_API_KEY", "_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_CREDENTIALS"].iter().any(|s| variable.ends_with(s))
@@ -175,7 +181,8 @@ pub fn ancestry(procs: &dyn Processes, start: u32) -> Vec<(u32, Vec<String>)> {
 /// Detect the calling runtime among `reg`'s types, from `env` (a variable's value, if set) and the
 /// process tree from `start` (usually [`caller`]).
 pub fn detect(reg: &Registry, env: &dyn Fn(&str) -> Option<String>, procs: &dyn Processes, start: u32) -> Detection {
-    let set = |v: &str| env(v).is_some_and(|value| !value.is_empty());
+    // A token that is not a variable name is never set (bash would stop on it: `invalid variable name`).
+    let set = |v: &str| is_variable_name(v) && env(v).is_some_and(|value| !value.is_empty());
     let mut sessions: Vec<(&AgentType, String)> = Vec::new();
     let mut credentials: Vec<(&AgentType, String)> = Vec::new();
     for t in reg.types() {
@@ -377,6 +384,23 @@ mod tests {
         assert_eq!(d.agent_type, "codex");
         let d = detect(&reg, &vars, &chain(&["bash"]), 100);
         assert_eq!((d.agent_type.as_str(), d.rule), ("aaa", Rule::Credential { variable: "AAA_HOME".into() }));
+    }
+
+    #[test]
+    fn only_variable_names_are_looked_up() {
+        let skill = tempfile::tempdir().unwrap();
+        let dir = skill.path().join("scripts/drivers/types/aaa");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("type.conf"), "name=aaa\ndetect=A=B 1X -\n").unwrap();
+        let reg = Registry::load(&Sources { skill_dir: Some(skill.path().to_owned()), plugin_bases: vec![] }, &trust_none);
+        let asked = std::cell::RefCell::new(Vec::new());
+        let env = |v: &str| {
+            asked.borrow_mut().push(v.to_owned());
+            Some("1".to_owned())
+        };
+        assert_eq!(detect(&reg, &env, &chain(&["bash"]), 100).agent_type, "claude-code", "CLAUDE_CODE_SESSION_ID, asked first, is set");
+        assert!(asked.borrow().iter().all(|v| is_variable_name(v)), "{:?}", asked.borrow());
+        assert!(is_variable_name("_X1") && !is_variable_name("1X") && !is_variable_name("") && !is_variable_name("A-B"));
     }
 
     #[test]

@@ -193,12 +193,33 @@ pub struct ExternalType {
     pub content_sha256: Option<String>,
 }
 
-/// Whether an external type may be seen: `Ok` when trusted, else why not and how to opt in.
+/// Whether an external type may be seen: `Ok` when trusted, else why not (ending the sentence
+/// "external plugin 'types/<name>' found at <dir> but ...") and how to opt in.
 pub type Trust<'a> = &'a dyn Fn(&ExternalType) -> Result<(), String>;
 
 /// The trust answer until the plugin trust file knows a types axis: no external type is trusted.
 pub fn trust_none(_: &ExternalType) -> Result<(), String> {
-    Err("not trusted: this agmsg-host cannot trust external types yet".to_owned())
+    Err("not trusted (ignored): this agmsg-host cannot trust external types yet".to_owned())
+}
+
+/// The trust answer of the plugin trust file for external types registered under `axis` (the types
+/// axis, once `Axis` has one): trusted when a record pins this directory, its `type.conf`
+/// (`manifest_sha256`) and the rest of its files (`sha256` = [`ExternalType::content_sha256`]). A type
+/// declares no capabilities. Untrusted: why, and the command that trusts it.
+pub fn trust_file_answer(trust: &crate::plugin::trust::TrustFile, axis: crate::axis::Axis) -> impl Fn(&ExternalType) -> Result<(), String> + '_ {
+    move |ext: &ExternalType| {
+        let (Some(content), Some(manifest)) = (&ext.content_sha256, &ext.manifest_sha256) else {
+            return Err("cannot be read".to_owned());
+        };
+        let declared = crate::capabilities::Capabilities::default();
+        match trust.state(axis, &ext.name, &ext.dir, (content, manifest), &declared) {
+            crate::plugin::trust::TrustState::Untrusted(why) => Err(format!(
+                "{why} (ignored).\n       Opt in if you put it there intentionally: agmsg-host plugin trust {axis}/{}",
+                ext.name
+            )),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// Every external type under `bases` (or only those named `name`), in base order.
@@ -307,7 +328,7 @@ impl Registry {
             let dir = ext.dir.display();
             match (&ext.manifest, trusted(&ext)) {
                 (Err(e), _) => reg.warnings.push(format!("external plugin 'types/{}' found at {dir} cannot be read (ignored): {e}", ext.name)),
-                (Ok(_), Err(why)) => reg.warnings.push(format!("external plugin 'types/{}' found at {dir} but {why} (ignored)", ext.name)),
+                (Ok(_), Err(why)) => reg.warnings.push(format!("external plugin 'types/{}' found at {dir} but {why}", ext.name)),
                 (Ok(_), Ok(())) => {
                     let ExternalType { name, dir, manifest, .. } = ext;
                     reg.add(name, Origin::Plugin(dir), manifest.expect("checked"));
@@ -434,6 +455,41 @@ mod tests {
         let only_a = |e: &ExternalType| if e.dir.starts_with(a.path()) { Ok(()) } else { Err("not trusted".into()) };
         let reg = Registry::load(&sources, &only_a);
         assert_eq!(reg.get("kiro").unwrap().value("cli"), "kiro-a");
+    }
+
+    #[test]
+    fn the_trust_file_answers_for_external_types() {
+        use crate::axis::Axis;
+        use crate::plugin::trust::{TrustFile, TrustRecord};
+        let base = tempfile::tempdir().unwrap();
+        let dir = base.path().join("types/kiro");
+        write(&dir, "name=kiro\ncli=kiro\n");
+        let ext = external_types(&[base.path().to_owned()], Some("kiro")).pop().unwrap();
+        // Any axis value stands in for the types axis here.
+        let axis = Axis::Terminal;
+        let mut trust = TrustFile::default();
+        assert!(trust_file_answer(&trust, axis)(&ext).unwrap_err().contains("agmsg-host plugin trust terminal/kiro"));
+        trust.trust(TrustRecord {
+            axis,
+            name: "kiro".into(),
+            path: dir.clone(),
+            sha256: ext.content_sha256.clone().unwrap(),
+            manifest_sha256: ext.manifest_sha256.clone().unwrap(),
+            consented: Default::default(),
+            granted: Default::default(),
+        });
+        let answer = trust_file_answer(&trust, axis);
+        assert!(answer(&ext).is_ok());
+        let sources = Sources { skill_dir: None, plugin_bases: vec![base.path().to_owned()] };
+        assert_eq!(Registry::load(&sources, &answer).get("kiro").unwrap().value("cli"), "kiro");
+        // A changed manifest or file is untrusted again.
+        std::fs::write(dir.join("launch.mjs"), "new code").unwrap();
+        let changed = external_types(&[base.path().to_owned()], Some("kiro")).pop().unwrap();
+        assert!(answer(&changed).unwrap_err().contains("changed"));
+        std::fs::remove_file(dir.join("launch.mjs")).unwrap();
+        std::fs::write(dir.join("type.conf"), "name=kiro\ncli=other\n").unwrap();
+        let changed = external_types(&[base.path().to_owned()], Some("kiro")).pop().unwrap();
+        assert!(answer(&changed).unwrap_err().contains("changed"));
     }
 
     #[test]

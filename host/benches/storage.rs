@@ -21,7 +21,7 @@ use common::{ms, time};
 use agmsg_host::runtime::cache::CompileCache;
 use agmsg_host::runtime::sandbox::StoreDir;
 use agmsg_host::runtime::{Limits, Runtime};
-use agmsg_host::storage::{DriverSource, Storage};
+use agmsg_host::storage::Storage;
 use rusqlite::{Connection, params};
 
 const BIN: &str = env!("CARGO_BIN_EXE_agmsg-host");

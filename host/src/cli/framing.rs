@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use agmsg_host::display;
-use agmsg_host::storage::OpError;
+use agmsg_host::storage::StorageError;
 use agmsg_host::storage::driver::Directive;
 
 /// How an op reports its outcome, as agmsg's drivers do (spec §2.1, §6.2).
@@ -23,7 +23,7 @@ pub enum Shape {
 
 /// A control op's failure: the §1.6 directive if any, the status word last on stdout, the message on
 /// stderr, the status's exit code.
-pub fn control_failure(e: &OpError, driver: &str) -> ExitCode {
+pub fn control_failure(e: &StorageError, driver: &str) -> ExitCode {
     let mut out = io::stdout().lock();
     if let Some(d) = &e.directive {
         let _ = writeln!(out, "{}", directive_line(d, driver));
@@ -35,7 +35,7 @@ pub fn control_failure(e: &OpError, driver: &str) -> ExitCode {
 /// A record op's failure: nothing on stdout, the message on stderr, the status's exit code. The message
 /// may carry a driver's text (its error, its panic): it is printed as one visible, capped line, so a
 /// driver can neither drive the terminal nor forge a line of its own.
-pub fn record_failure(e: &OpError) -> ExitCode {
+pub fn record_failure(e: &StorageError) -> ExitCode {
     eprintln!("agmsg-host: {}", display::line(&e.message));
     ExitCode::from(e.status.exit_code())
 }

@@ -20,7 +20,7 @@ use agmsg_host::display;
 use agmsg_host::storage::delivery;
 use agmsg_host::storage::driver::Message;
 use agmsg_host::storage::records::message_line;
-use agmsg_host::storage::OpError;
+use agmsg_host::storage::StorageError;
 
 /// Where messages go and how they look.
 struct Printer {
@@ -74,11 +74,11 @@ pub fn send(store: Option<PathBuf>, driver: Option<String>, team: &str, from: &s
     let body = if body == "-" {
         let mut bytes = Vec::new();
         if let Err(e) = io::stdin().read_to_end(&mut bytes) {
-            return record_failure(&OpError::runtime(format!("cannot read the body from stdin: {e}")));
+            return record_failure(&StorageError::runtime(format!("cannot read the body from stdin: {e}")));
         }
         match String::from_utf8(bytes) {
             Ok(body) => body,
-            Err(_) => return record_failure(&OpError::runtime("the body on stdin is not UTF-8")),
+            Err(_) => return record_failure(&StorageError::runtime("the body on stdin is not UTF-8")),
         }
     } else {
         body.to_owned()
@@ -133,7 +133,7 @@ pub fn watch(store: Option<PathBuf>, driver: Option<String>, team: &str, agent: 
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     if let Err(e) = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)) {
-        return record_failure(&OpError::runtime(format!("cannot handle Ctrl-C: {e}")));
+        return record_failure(&StorageError::runtime(format!("cannot handle Ctrl-C: {e}")));
     }
     let result = StoreSession::resolve(store, driver, Some(team), true).and_then(|store| {
         let mut driver = store.driver()?;

@@ -14,7 +14,7 @@ use super::framing::{Shape, control_failure, record_failure};
 use agmsg_host::log::host_log;
 use agmsg_host::storage::driver::Pair;
 use agmsg_host::storage::records::{cursor_line, message_line, parse_import};
-use agmsg_host::storage::{OpError, StoreSession, location};
+use agmsg_host::storage::{StorageError, StoreSession, location};
 
 pub const LONG_HELP: &str = "Run one storage-driver op, with agmsg's argv, stdout framing and exit codes.
 
@@ -266,7 +266,7 @@ fn parse_pairs(args: &[String]) -> Result<Vec<Pair>, Usage> {
     Ok(pairs.into_iter().map(|(team, agent)| Pair { team: team.to_owned(), agent: agent.to_owned() }).collect())
 }
 
-fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Op) -> Result<ExitCode, OpError> {
+fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Op) -> Result<ExitCode, StorageError> {
     let started = std::time::Instant::now();
     let store = StoreSession::resolve(store_flag, driver_flag, op.team(), op.creates_store())?;
     if matches!(op, Op::StoreExists { .. }) && !store.exists() {
@@ -285,8 +285,8 @@ fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Op) -> 
 
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    let print = |out: &mut BufWriter<io::StdoutLock<'_>>, line: &str| -> Result<(), OpError> {
-        writeln!(out, "{line}").map_err(|e| OpError::runtime(format!("cannot write to stdout: {e}")))
+    let print = |out: &mut BufWriter<io::StdoutLock<'_>>, line: &str| -> Result<(), StorageError> {
+        writeln!(out, "{line}").map_err(|e| StorageError::runtime(format!("cannot write to stdout: {e}")))
     };
 
     match op {
@@ -362,25 +362,25 @@ fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Op) -> 
         }
         Op::Export { file, .. } => driver.export_to_file(&file)?,
         Op::Import { file, .. } => {
-            let text = std::fs::read(&file).map_err(|e| OpError::runtime(format!("import failed: cannot read {}: {e}", file.display())))?;
-            let text = String::from_utf8(text).map_err(|_| OpError::runtime(format!("import failed: {} is not UTF-8", file.display())))?;
-            let events = parse_import(&text).map_err(|e| OpError::runtime(format!("import failed: {}: {e}; nothing was imported", file.display())))?;
-            driver.import_events(&events).map_err(|e| OpError { message: format!("import failed; nothing was imported: {}", e.message), ..e })?;
+            let text = std::fs::read(&file).map_err(|e| StorageError::runtime(format!("import failed: cannot read {}: {e}", file.display())))?;
+            let text = String::from_utf8(text).map_err(|_| StorageError::runtime(format!("import failed: {} is not UTF-8", file.display())))?;
+            let events = parse_import(&text).map_err(|e| StorageError::runtime(format!("import failed: {}: {e}; nothing was imported", file.display())))?;
+            driver.import_events(&events).map_err(|e| StorageError { message: format!("import failed; nothing was imported: {}", e.message), ..e })?;
         }
         Op::Compact { .. } => {
             driver.compact()?;
             print(&mut out, Status::Ok.word())?;
         }
     }
-    out.flush().map_err(|e| OpError::runtime(format!("cannot write to stdout: {e}")))?;
+    out.flush().map_err(|e| StorageError::runtime(format!("cannot write to stdout: {e}")))?;
     host_log::debug(&format!("timing: op (with instantiation) {:.2} ms", op_started.elapsed().as_secs_f64() * 1e3));
     Ok(ExitCode::SUCCESS)
 }
 
-fn read_stdin_body() -> Result<String, OpError> {
+fn read_stdin_body() -> Result<String, StorageError> {
     let mut bytes = Vec::new();
-    io::stdin().read_to_end(&mut bytes).map_err(|e| OpError::runtime(format!("cannot read the body from stdin: {e}")))?;
-    String::from_utf8(bytes).map_err(|_| OpError::runtime("the body on stdin is not valid UTF-8"))
+    io::stdin().read_to_end(&mut bytes).map_err(|e| StorageError::runtime(format!("cannot read the body from stdin: {e}")))?;
+    String::from_utf8(bytes).map_err(|_| StorageError::runtime("the body on stdin is not valid UTF-8"))
 }
 
 fn absolute(path: &Path) -> PathBuf {

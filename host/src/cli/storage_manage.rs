@@ -22,7 +22,7 @@ use agmsg_host::display;
 use agmsg_host::storage::driver::{Event, Pair};
 use agmsg_host::runtime::sandbox::StoreDir;
 use agmsg_host::storage::records::event_line;
-use agmsg_host::storage::{OpError, Storage, location};
+use agmsg_host::storage::{StorageError, Storage, location};
 
 /// Where `convert` builds the new store, inside the store directory (same filesystem: renames work).
 const CONVERT_DIR_PREFIX: &str = ".agmsg-convert-";
@@ -34,7 +34,7 @@ pub fn list(store_flag: Option<PathBuf>, json: bool) -> ExitCode {
     let active = location::storage_driver(None).unwrap_or_default();
     let entries = match catalog::entries(Axis::Storage) {
         Ok(entries) => entries,
-        Err(e) => return record_failure(&OpError::runtime(e)),
+        Err(e) => return record_failure(&StorageError::runtime(e)),
     };
     let mut rows = Vec::new();
     for entry in entries {
@@ -75,7 +75,7 @@ pub fn list(store_flag: Option<PathBuf>, json: bool) -> ExitCode {
 }
 
 /// Run `driver`'s check against the store; a missing dependency prints agmsg's directive.
-fn check(store_flag: Option<PathBuf>, driver: &str) -> Result<(), OpError> {
+fn check(store_flag: Option<PathBuf>, driver: &str) -> Result<(), StorageError> {
     let store = StoreSession::resolve(store_flag, Some(driver.to_owned()), None, false)?;
     store.driver()?.check()
 }
@@ -102,30 +102,30 @@ pub fn switch(store_flag: Option<PathBuf>, name: &str, url: Option<&str>) -> Exi
 }
 
 /// The postgres driver's check against the database `url` (not yet recorded).
-fn check_postgres_url(name: &str, url: &str) -> Result<(), OpError> {
+fn check_postgres_url(name: &str, url: &str) -> Result<(), StorageError> {
     use agmsg_host::storage::source;
     if name != source::POSTGRES {
-        return Err(OpError::runtime(format!("--url is for the postgres driver, not '{name}'")));
+        return Err(StorageError::runtime(format!("--url is for the postgres driver, not '{name}'")));
     }
     let driver = source::resolve_at(name, None, Some(url))?;
-    let runtime = agmsg_host::runtime::Runtime::from_env().map_err(OpError::runtime)?;
+    let runtime = agmsg_host::runtime::Runtime::from_env().map_err(StorageError::runtime)?;
     // The driver has no store directory; the handle still wants one, and is never granted it.
-    let empty = tempfile::tempdir().map_err(|e| OpError::runtime(format!("cannot create a temporary directory: {e}")))?;
-    let dir = StoreDir::open(empty.path()).map_err(|e| OpError::runtime(format!("cannot open {}: {e}", empty.path().display())))?;
+    let empty = tempfile::tempdir().map_err(|e| StorageError::runtime(format!("cannot create a temporary directory: {e}")))?;
+    let dir = StoreDir::open(empty.path()).map_err(|e| StorageError::runtime(format!("cannot open {}: {e}", empty.path().display())))?;
     Storage::open(&runtime, &driver, dir)?.check()
 }
 
 /// Write `storage: name` (and with `url`, `postgres.url`) into agmsg's config, keeping every other key;
 /// atomic.
-fn set_configured_driver(name: &str, url: Option<&str>) -> Result<PathBuf, OpError> {
-    let path = location::config_file().ok_or_else(|| OpError::runtime("cannot find agmsg's config: set AGMSG_CONFIG or HOME"))?;
+fn set_configured_driver(name: &str, url: Option<&str>) -> Result<PathBuf, StorageError> {
+    let path = location::config_file().ok_or_else(|| StorageError::runtime("cannot find agmsg's config: set AGMSG_CONFIG or HOME"))?;
     let mut config = match std::fs::read_to_string(&path) {
         Ok(text) => serde_json::from_str::<serde_json::Value>(&text)
-            .map_err(|e| OpError::runtime(format!("{} is not valid JSON: {e}", path.display())))?,
+            .map_err(|e| StorageError::runtime(format!("{} is not valid JSON: {e}", path.display())))?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => serde_json::json!({}),
-        Err(e) => return Err(OpError::runtime(format!("cannot read {}: {e}", path.display()))),
+        Err(e) => return Err(StorageError::runtime(format!("cannot read {}: {e}", path.display()))),
     };
-    let object = config.as_object_mut().ok_or_else(|| OpError::runtime(format!("{} is not a JSON object", path.display())))?;
+    let object = config.as_object_mut().ok_or_else(|| StorageError::runtime(format!("{} is not a JSON object", path.display())))?;
     object.insert("storage".into(), serde_json::Value::String(name.to_owned()));
     if let Some(url) = url {
         let postgres = object.entry("postgres").or_insert_with(|| serde_json::json!({}));
@@ -133,11 +133,11 @@ fn set_configured_driver(name: &str, url: Option<&str>) -> Result<PathBuf, OpErr
             Some(table) => {
                 table.insert("url".into(), serde_json::Value::String(url.to_owned()));
             }
-            None => return Err(OpError::runtime(format!("{}: \"postgres\" is not a JSON object", path.display()))),
+            None => return Err(StorageError::runtime(format!("{}: \"postgres\" is not a JSON object", path.display()))),
         }
     }
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| OpError::runtime(format!("cannot create {}: {e}", dir.display())))?;
+    std::fs::create_dir_all(dir).map_err(|e| StorageError::runtime(format!("cannot create {}: {e}", dir.display())))?;
     let write = || -> std::io::Result<()> {
         let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
         let mut text = serde_json::to_string_pretty(&config).map_err(std::io::Error::other)?;
@@ -146,7 +146,7 @@ fn set_configured_driver(name: &str, url: Option<&str>) -> Result<PathBuf, OpErr
         tmp.as_file().sync_all()?;
         tmp.persist(&path).map(drop).map_err(|e| e.error)
     };
-    write().map_err(|e| OpError::runtime(format!("cannot write {}: {e}", path.display())))?;
+    write().map_err(|e| StorageError::runtime(format!("cannot write {}: {e}", path.display())))?;
     Ok(path)
 }
 
@@ -173,7 +173,7 @@ impl Tally {
 }
 
 /// Export `driver`'s whole log into a [`Tally`].
-fn tally(driver: &mut Storage<'_>, progress: &Progress, what: &str) -> Result<(usize, [u8; 32]), OpError> {
+fn tally(driver: &mut Storage<'_>, progress: &Progress, what: &str) -> Result<(usize, [u8; 32]), StorageError> {
     let mut tally = Tally::default();
     driver.export_events(|page| {
         tally.add(page);
@@ -213,10 +213,10 @@ pub fn convert(store_flag: Option<PathBuf>, to: &str) -> ExitCode {
     }
 }
 
-fn convert_inner(store_flag: Option<PathBuf>, to: &str) -> Result<(), OpError> {
+fn convert_inner(store_flag: Option<PathBuf>, to: &str) -> Result<(), StorageError> {
     let from = location::storage_driver(None)?;
     if from == to {
-        return Err(OpError::runtime(format!("the store already uses '{to}'")));
+        return Err(StorageError::runtime(format!("the store already uses '{to}'")));
     }
     agmsg_host::storage::source::resolve(to)?;
     check(store_flag.clone(), to)?;
@@ -224,11 +224,11 @@ fn convert_inner(store_flag: Option<PathBuf>, to: &str) -> Result<(), OpError> {
     let dir = source_store.dir.clone();
     if !source_store.source.capabilities.store() && !dir.is_dir() {
         // A source with no store directory (postgres): the new store still goes into this one.
-        std::fs::create_dir_all(&dir).map_err(|e| OpError::runtime(format!("cannot create {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(&dir).map_err(|e| StorageError::runtime(format!("cannot create {}: {e}", dir.display())))?;
     }
     let mut source = source_store.driver()?;
     if !dir.is_dir() || !source.store_exists()? {
-        return Err(OpError::runtime(format!("there is no '{from}' store in {} to convert", dir.display())));
+        return Err(StorageError::runtime(format!("there is no '{from}' store in {} to convert", dir.display())));
     }
     remove_stale_convert_dirs(&dir);
     let progress = Progress { on: std::io::stderr().is_terminal() };
@@ -237,19 +237,19 @@ fn convert_inner(store_flag: Option<PathBuf>, to: &str) -> Result<(), OpError> {
     let work = tempfile::Builder::new()
         .prefix(&format!("{CONVERT_DIR_PREFIX}{to}-"))
         .tempdir_in(&dir)
-        .map_err(|e| OpError::runtime(format!("cannot create a work directory in {}: {e}", dir.display())))?;
+        .map_err(|e| StorageError::runtime(format!("cannot create a work directory in {}: {e}", dir.display())))?;
     let target_source = agmsg_host::storage::source::resolve(to)?;
-    let work_dir = StoreDir::open(work.path()).map_err(|e| OpError::runtime(format!("cannot open {}: {e}", work.path().display())))?;
+    let work_dir = StoreDir::open(work.path()).map_err(|e| StorageError::runtime(format!("cannot open {}: {e}", work.path().display())))?;
     let mut target = Storage::open(&source_store.runtime, &target_source, work_dir)?;
     target.init()?;
     // A target outside the work directory (postgres: a database) may hold events already: never merge.
     let mut occupied = false;
     let probe = target.export_events(|page| {
         occupied = !page.is_empty();
-        if occupied { Err(OpError::runtime("occupied")) } else { Ok(()) }
+        if occupied { Err(StorageError::runtime("occupied")) } else { Ok(()) }
     });
     if occupied {
-        return Err(OpError::runtime(format!("the '{to}' store already holds events: convert only into an empty store")));
+        return Err(StorageError::runtime(format!("the '{to}' store already holds events: convert only into an empty store")));
     }
     probe?;
     // Stream the event log across, page by page: neither side is ever held whole in memory (the
@@ -282,7 +282,7 @@ fn convert_inner(store_flag: Option<PathBuf>, to: &str) -> Result<(), OpError> {
     }
     let converted = tally(&mut target, &progress, &format!("verified in {to}"))?;
     if original != converted {
-        return Err(OpError::runtime(format!(
+        return Err(StorageError::runtime(format!(
             "verification failed: '{to}' holds {} events, '{from}' {}{}",
             converted.0,
             original.0,
@@ -303,14 +303,14 @@ fn convert_inner(store_flag: Option<PathBuf>, to: &str) -> Result<(), OpError> {
 
 /// Move every entry of `work` into `dir`; none may exist there already. On failure the ones moved are
 /// moved back, so the store directory is as it was.
-fn move_in(work: &Path, dir: &Path) -> Result<(), OpError> {
+fn move_in(work: &Path, dir: &Path) -> Result<(), StorageError> {
     let entries: Vec<PathBuf> = std::fs::read_dir(work)
         .and_then(|rd| rd.map(|e| e.map(|e| e.path())).collect())
-        .map_err(|e| OpError::runtime(format!("cannot read {}: {e}", work.display())))?;
+        .map_err(|e| StorageError::runtime(format!("cannot read {}: {e}", work.display())))?;
     for entry in &entries {
         let target = dir.join(entry.file_name().expect("a directory entry has a name"));
         if target.symlink_metadata().is_ok() {
-            return Err(OpError::runtime(format!("{} already exists; move it away and convert again", target.display())));
+            return Err(StorageError::runtime(format!("{} already exists; move it away and convert again", target.display())));
         }
     }
     let mut moved = Vec::new();
@@ -320,7 +320,7 @@ fn move_in(work: &Path, dir: &Path) -> Result<(), OpError> {
             for (from, to) in moved.iter().rev() {
                 let _ = std::fs::rename(to, from);
             }
-            return Err(OpError::runtime(format!("cannot move {} into the store: {e}", entry.display())));
+            return Err(StorageError::runtime(format!("cannot move {} into the store: {e}", entry.display())));
         }
         moved.push((entry.clone(), target));
     }

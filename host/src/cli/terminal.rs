@@ -14,9 +14,9 @@ use agmsg_host::catalog::{self, Entry, Origin};
 use agmsg_host::display;
 use agmsg_host::log::host_log;
 use agmsg_host::runtime::Runtime;
-use agmsg_host::terminal::driver::{Answer, ArrangeOutcome, Detection, FailKind, Intent, NamingMode, PanePresence, SpawnTarget};
+use agmsg_host::terminal::driver::{Answer, ArrangeOutcome, Detection, TermFailKind, Intent, NamingMode, PanePresence, SpawnTarget};
 use agmsg_host::terminal::resolve::{self, Resolved};
-use agmsg_host::terminal::{TermFailure, Terminal, TerminalSource};
+use agmsg_host::terminal::{TerminalError, Terminal, TerminalSource};
 
 pub const LONG_HELP: &str = "Run one terminal-driver op, with agmsg's argv, outputs and exit codes.
 
@@ -72,10 +72,10 @@ pub fn run(driver_flag: Option<String>, op: Option<&str>, args: &[String]) -> Ex
             // The message may carry the driver's text (its error, its panic): one visible, capped line.
             eprintln!("agmsg-host: terminal {op}: {}", display::line(&failure.message));
             let word = match (shape, failure.kind) {
-                (Shape::Control, FailKind::MissingDeps) => Some("missing_deps"),
+                (Shape::Control, TermFailKind::MissingDeps) => Some("missing_deps"),
                 (Shape::Control, _) => Some("runtime_error"),
                 (Shape::Record, _) => None,
-                (Shape::Token, FailKind::Unsupported) => Some("unsupported"),
+                (Shape::Token, TermFailKind::Unsupported) => Some("unsupported"),
                 (Shape::Token, _) | (Shape::Presence, _) => Some("unknown"),
             };
             if let Some(word) = word {
@@ -88,7 +88,7 @@ pub fn run(driver_flag: Option<String>, op: Option<&str>, args: &[String]) -> Ex
 
 enum Outcome {
     Usage(Usage),
-    Failed(Shape, TermFailure),
+    Failed(Shape, TerminalError),
 }
 
 impl From<Usage> for Outcome {
@@ -101,21 +101,21 @@ trait Framed<T> {
     fn framed(self, shape: Shape) -> Result<T, Outcome>;
 }
 
-impl<T> Framed<T> for Result<T, TermFailure> {
+impl<T> Framed<T> for Result<T, TerminalError> {
     fn framed(self, shape: Shape) -> Result<T, Outcome> {
         self.map_err(|f| Outcome::Failed(shape, f))
     }
 }
 
-fn runtime() -> Result<Runtime, TermFailure> {
-    Runtime::from_env().map_err(|e| TermFailure::new(FailKind::Unreachable, e))
+fn runtime() -> Result<Runtime, TerminalError> {
+    Runtime::from_env().map_err(|e| TerminalError::new(TermFailKind::Unreachable, e))
 }
 
 fn print(text: &str) -> Result<(), Outcome> {
     let mut out = io::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
-        .map_err(|e| Outcome::Failed(Shape::Record, TermFailure::new(FailKind::Failed, format!("cannot write to stdout: {e}"))))
+        .map_err(|e| Outcome::Failed(Shape::Record, TerminalError::new(TermFailKind::Failed, format!("cannot write to stdout: {e}"))))
 }
 
 fn answer_code(answer: Answer) -> ExitCode {
@@ -179,7 +179,7 @@ fn run_op(driver_flag: Option<&str>, op: &str, args: &[String]) -> Result<ExitCo
         "check" => {
             exactly::<0>(op, args, "no arguments")?;
             if let Err(failure) = driver.check() {
-                if failure.kind == FailKind::MissingDeps {
+                if failure.kind == TermFailKind::MissingDeps {
                     // §1.6's directive line, as agmsg's tmux driver prints it (no commands).
                     let driver = format!("terminals/{}", source.manifest.name);
                     let line = agmsg_contract::records::directive("install_deps", &driver, None, &display::line(&failure.message));
@@ -219,7 +219,7 @@ fn run_op(driver_flag: Option<&str>, op: &str, args: &[String]) -> Result<ExitCo
                 "pane-h" => SpawnTarget::PaneH,
                 "pane-v" => SpawnTarget::PaneV,
                 other => {
-                    return Err(Outcome::Failed(Shape::Record, TermFailure::new(FailKind::Unsupported, format!("unknown spawn target {other:?}"))));
+                    return Err(Outcome::Failed(Shape::Record, TerminalError::new(TermFailKind::Unsupported, format!("unknown spawn target {other:?}"))));
                 }
             };
             let new_id = driver.spawn(&args[0], &args[1], target, &args[3..]).framed(Shape::Record)?;
@@ -255,7 +255,7 @@ fn run_op(driver_flag: Option<&str>, op: &str, args: &[String]) -> Result<ExitCo
             })?;
             if state == PanePresence::Unknown {
                 // Could not tell: the code of a terminal that could not be asked.
-                return Ok(ExitCode::from(FailKind::Unreachable.exit_code()));
+                return Ok(ExitCode::from(TermFailKind::Unreachable.exit_code()));
             }
         }
         "where" => {
@@ -270,12 +270,12 @@ fn run_op(driver_flag: Option<&str>, op: &str, args: &[String]) -> Result<ExitCo
                 "place_right" => Intent::PlaceRight,
                 "swap" => Intent::Swap,
                 other => {
-                    return Err(Outcome::Failed(Shape::Token, TermFailure::new(FailKind::Unsupported, format!("unknown intent {other:?}"))));
+                    return Err(Outcome::Failed(Shape::Token, TerminalError::new(TermFailKind::Unsupported, format!("unknown intent {other:?}"))));
                 }
             };
             let (source_id, target_id) = (id(source_raw)?, id(target_raw)?);
             let outcome = match driver.arrange(&source_id, intent, &target_id) {
-                Err(f) if f.kind == FailKind::Failed => return Err(Outcome::Failed(Shape::Control, f)),
+                Err(f) if f.kind == TermFailKind::Failed => return Err(Outcome::Failed(Shape::Control, f)),
                 other => other.framed(Shape::Token)?,
             };
             print(match outcome {
@@ -301,7 +301,7 @@ fn run_op(driver_flag: Option<&str>, op: &str, args: &[String]) -> Result<ExitCo
             return Ok(match driver.capability(capability, raw.as_deref()) {
                 Ok(answer) => answer_code(answer),
                 // No narrowing op: the manifest's ceiling holds for every id.
-                Err(f) if f.kind == FailKind::Unsupported => {
+                Err(f) if f.kind == TermFailKind::Unsupported => {
                     answer_code(if source.manifest.capabilities.contains(capability) { Answer::Yes } else { Answer::No })
                 }
                 Err(f) => {
@@ -390,7 +390,7 @@ fn list(candidates: &[TerminalSource], args: &[String]) -> Result<ExitCode, Outc
         [flag] if flag == "--json" => true,
         _ => return Err(usage::<()>("list: expected [--json]").unwrap_err().into()),
     };
-    let entries = catalog::entries(Axis::Terminal).map_err(|e| TermFailure::new(FailKind::Unreachable, e)).framed(Shape::Record)?;
+    let entries = catalog::entries(Axis::Terminal).map_err(|e| TerminalError::new(TermFailKind::Unreachable, e)).framed(Shape::Record)?;
     let origin_of = |name: &str| entries.iter().find(|e| e.name == name && e.origin.runs()).cloned();
     let untrusted = entries.iter().filter(|e| !e.origin.runs());
     if json {

@@ -29,35 +29,35 @@ const MAX_DESCRIBE_CAPABILITIES: usize = 64;
 
 /// A failed operation, with the §1.4 status that goes with it.
 #[derive(Debug, Clone)]
-pub struct OpError {
+pub struct StorageError {
     pub status: Status,
     pub message: String,
     /// A §1.6 directive to print (with `missing_deps`).
     pub directive: Option<wit::Directive>,
 }
 
-impl OpError {
-    pub fn runtime(message: impl Into<String>) -> OpError {
-        OpError { status: Status::RuntimeError, message: message.into(), directive: None }
+impl StorageError {
+    pub fn runtime(message: impl Into<String>) -> StorageError {
+        StorageError { status: Status::RuntimeError, message: message.into(), directive: None }
     }
 }
 
-impl fmt::Display for OpError {
+impl fmt::Display for StorageError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
     }
 }
 
-impl std::error::Error for OpError {}
+impl std::error::Error for StorageError {}
 
-impl From<wit::DriverError> for OpError {
-    fn from(e: wit::DriverError) -> OpError {
+impl From<wit::DriverError> for StorageError {
+    fn from(e: wit::DriverError) -> StorageError {
         let status = match e.status {
             wit::Status::MissingDeps => Status::MissingDeps,
             wit::Status::CorruptState => Status::CorruptState,
             wit::Status::RuntimeError => Status::RuntimeError,
         };
-        OpError { status, message: e.message, directive: e.directive }
+        StorageError { status, message: e.message, directive: e.directive }
     }
 }
 
@@ -69,8 +69,8 @@ pub struct Storage<'rt> {
 impl<'rt> Storage<'rt> {
     /// Load a driver for the store `store_dir` (granted when its capabilities include `store`);
     /// instances are created on first call.
-    pub fn open(runtime: &'rt Runtime, source: &DriverSource, store_dir: StoreDir) -> Result<Self, OpError> {
-        let driver = Driver::open(runtime, source, Some(store_dir)).map_err(|failure| OpError::runtime(failure.message))?;
+    pub fn open(runtime: &'rt Runtime, source: &DriverSource, store_dir: StoreDir) -> Result<Self, StorageError> {
+        let driver = Driver::open(runtime, source, Some(store_dir)).map_err(|failure| StorageError::runtime(failure.message))?;
         Ok(Storage { driver })
     }
 
@@ -79,8 +79,8 @@ impl<'rt> Storage<'rt> {
     }
 
     /// Run one call into the driver.
-    fn call<T>(&mut self, op: &str, f: impl FnOnce(&mut Store<HostState>, &StorageWorld) -> wasmtime::Result<T>) -> Result<T, OpError> {
-        self.driver.call(op, f).map_err(|failure| OpError::runtime(failure.message))
+    fn call<T>(&mut self, op: &str, f: impl FnOnce(&mut Store<HostState>, &StorageWorld) -> wasmtime::Result<T>) -> Result<T, StorageError> {
+        self.driver.call(op, f).map_err(|failure| StorageError::runtime(failure.message))
     }
 
     /// A call whose result is the driver's own `result<T, driver-error>`.
@@ -88,19 +88,19 @@ impl<'rt> Storage<'rt> {
         &mut self,
         op: &str,
         f: impl FnOnce(&mut Store<HostState>, &StorageWorld) -> wasmtime::Result<Result<T, wit::DriverError>>,
-    ) -> Result<T, OpError> {
-        self.call(op, f)?.map_err(OpError::from)
+    ) -> Result<T, StorageError> {
+        self.call(op, f)?.map_err(StorageError::from)
     }
 
-    fn malformed(&self, what: &str, value: &str) -> OpError {
-        OpError::runtime(format!("driver '{}' returned a malformed {what}: {value:?}", self.name()))
+    fn malformed(&self, what: &str, value: &str) -> StorageError {
+        StorageError::runtime(format!("driver '{}' returned a malformed {what}: {value:?}", self.name()))
     }
 
-    fn checked_token(&self, what: &str, token: String) -> Result<String, OpError> {
+    fn checked_token(&self, what: &str, token: String) -> Result<String, StorageError> {
         if is_transport_token(&token) { Ok(token) } else { Err(self.malformed(what, &token)) }
     }
 
-    fn checked_messages(&self, messages: Vec<Message>) -> Result<Vec<Message>, OpError> {
+    fn checked_messages(&self, messages: Vec<Message>) -> Result<Vec<Message>, StorageError> {
         for m in &messages {
             if !is_transport_token(&m.id) {
                 return Err(self.malformed("message id", &m.id));
@@ -117,21 +117,21 @@ impl<'rt> Storage<'rt> {
         Ok(messages)
     }
 
-    pub fn check(&mut self) -> Result<(), OpError> {
+    pub fn check(&mut self) -> Result<(), StorageError> {
         self.op("check", |s, b| b.agmsg_storage_driver().call_check(s))
     }
 
     /// The driver's description, checked: agmsg parses `describe`'s `key=value` lines, so every value is
     /// one printable line (no control or bidi character) of bounded length, the name and capabilities
     /// are tokens, and the store file is a key of its own and a path inside the store.
-    pub fn describe(&mut self) -> Result<Description, OpError> {
+    pub fn describe(&mut self) -> Result<Description, StorageError> {
         let d = self.call("describe", |s, b| b.agmsg_storage_driver().call_describe(s))?;
         self.checked_description(d)
     }
 
-    fn checked_description(&self, d: Description) -> Result<Description, OpError> {
+    fn checked_description(&self, d: Description) -> Result<Description, StorageError> {
         let refuse = |what: &str, value: &str, why: &str| {
-            OpError::runtime(format!("driver '{}' returned a malformed describe {what} {value:?}: {why}", self.name()))
+            StorageError::runtime(format!("driver '{}' returned a malformed describe {what} {value:?}: {why}", self.name()))
         };
         let token = |what: &str, value: &str, max: usize| {
             if value.is_empty() || value.contains(char::is_whitespace) || value.contains(',') || !display::is_printable_line(value, max) {
@@ -144,7 +144,7 @@ impl<'rt> Storage<'rt> {
             return Err(refuse("backend", &d.backend, &format!("expected one printable line of at most {MAX_DESCRIBE_TEXT} characters")));
         }
         if d.capabilities.len() > MAX_DESCRIBE_CAPABILITIES {
-            return Err(OpError::runtime(format!(
+            return Err(StorageError::runtime(format!(
                 "driver '{}' returned a malformed describe: {} capabilities (at most {MAX_DESCRIBE_CAPABILITIES})",
                 self.name(),
                 d.capabilities.len()
@@ -175,10 +175,10 @@ impl<'rt> Storage<'rt> {
 
     /// Where the store file of a checked description is: `store_dir` (absolute) joined with its path,
     /// refused if, with the symlinks that exist resolved, it lies outside the store.
-    pub fn store_file_path(&self, store_dir: &Path, file: &StoreFile) -> Result<PathBuf, OpError> {
+    pub fn store_file_path(&self, store_dir: &Path, file: &StoreFile) -> Result<PathBuf, StorageError> {
         let path = store_dir.join(&file.path);
         let outside = || {
-            OpError::runtime(format!("driver '{}' returned a malformed describe store-file path {:?}: it lies outside the store", self.name(), file.path))
+            StorageError::runtime(format!("driver '{}' returned a malformed describe store-file path {:?}: it lies outside the store", self.name(), file.path))
         };
         if !path.starts_with(store_dir) {
             return Err(outside());
@@ -196,59 +196,59 @@ impl<'rt> Storage<'rt> {
         Ok(path)
     }
 
-    pub fn init(&mut self) -> Result<(), OpError> {
+    pub fn init(&mut self) -> Result<(), StorageError> {
         self.op("init", |s, b| b.agmsg_storage_driver().call_init(s))
     }
 
-    pub fn store_exists(&mut self) -> Result<bool, OpError> {
+    pub fn store_exists(&mut self) -> Result<bool, StorageError> {
         self.op("store-exists", |s, b| b.agmsg_storage_driver().call_store_exists(s))
     }
 
-    pub fn send(&mut self, team: &str, from: &str, to: &str, body: &str) -> Result<String, OpError> {
+    pub fn send(&mut self, team: &str, from: &str, to: &str, body: &str) -> Result<String, StorageError> {
         let id = self.op("send", |s, b| b.agmsg_storage_driver().call_send(s, team, from, to, body))?;
         self.checked_token("message id", id)
     }
 
-    pub fn list_unread(&mut self, team: &str, agent: &str, limit: Option<u32>) -> Result<Vec<Message>, OpError> {
+    pub fn list_unread(&mut self, team: &str, agent: &str, limit: Option<u32>) -> Result<Vec<Message>, StorageError> {
         let messages = self.op("list-unread", |s, b| b.agmsg_storage_driver().call_list_unread(s, team, agent, limit))?;
         self.checked_messages(messages)
     }
 
-    pub fn mark_read_batch(&mut self, team: &str, agent: &str, ids: &[String]) -> Result<(), OpError> {
+    pub fn mark_read_batch(&mut self, team: &str, agent: &str, ids: &[String]) -> Result<(), StorageError> {
         self.op("mark-read-batch", |s, b| b.agmsg_storage_driver().call_mark_read_batch(s, team, agent, ids))
     }
 
-    pub fn read_cursor_get(&mut self, team: &str, agent: &str) -> Result<String, OpError> {
+    pub fn read_cursor_get(&mut self, team: &str, agent: &str) -> Result<String, StorageError> {
         let cursor = self.op("read-cursor-get", |s, b| b.agmsg_storage_driver().call_read_cursor_get(s, team, agent))?;
         self.checked_token("cursor", cursor)
     }
 
-    pub fn read_cursor_consume(&mut self, team: &str, agent: &str, cursor: &str, ids: &[String]) -> Result<(), OpError> {
+    pub fn read_cursor_consume(&mut self, team: &str, agent: &str, cursor: &str, ids: &[String]) -> Result<(), StorageError> {
         self.op("read-cursor-consume", |s, b| b.agmsg_storage_driver().call_read_cursor_consume(s, team, agent, cursor, ids))
     }
 
-    pub fn watch_tip(&mut self, pairs: &[Pair]) -> Result<String, OpError> {
+    pub fn watch_tip(&mut self, pairs: &[Pair]) -> Result<String, StorageError> {
         let cursor = self.op("watch-tip", |s, b| b.agmsg_storage_driver().call_watch_tip(s, pairs))?;
         self.checked_token("cursor", cursor)
     }
 
-    pub fn watch_after(&mut self, cursor: &str, pairs: &[Pair]) -> Result<WatchBatch, OpError> {
+    pub fn watch_after(&mut self, cursor: &str, pairs: &[Pair]) -> Result<WatchBatch, StorageError> {
         let batch = self.op("watch-after", |s, b| b.agmsg_storage_driver().call_watch_after(s, cursor, pairs))?;
         Ok(WatchBatch { messages: self.checked_messages(batch.messages)?, cursor: self.checked_token("cursor", batch.cursor)? })
     }
 
-    pub fn history(&mut self, team: &str, agent: Option<&str>, limit: Option<u32>) -> Result<Vec<Message>, OpError> {
+    pub fn history(&mut self, team: &str, agent: Option<&str>, limit: Option<u32>) -> Result<Vec<Message>, StorageError> {
         let messages = self.op("history", |s, b| b.agmsg_storage_driver().call_history(s, team, agent, limit))?;
         self.checked_messages(messages)
     }
 
-    pub fn compact(&mut self) -> Result<(), OpError> {
+    pub fn compact(&mut self) -> Result<(), StorageError> {
         self.op("compact", |s, b| b.agmsg_storage_driver().call_compact(s))
     }
 
     /// Stream the whole v1 event log, page by page, to `sink`; every event is checked as `import` checks
     /// it ([`check_event`]).
-    pub fn export_events(&mut self, mut sink: impl FnMut(&[Event]) -> Result<(), OpError>) -> Result<(), OpError> {
+    pub fn export_events(&mut self, mut sink: impl FnMut(&[Event]) -> Result<(), StorageError>) -> Result<(), StorageError> {
         const PAGE: u32 = 1000;
         let limits = self.driver.runtime().limits;
         let started = std::time::Instant::now();
@@ -264,28 +264,28 @@ impl<'rt> Storage<'rt> {
             // ends would otherwise run (and fill the disk or memory) for ever.
             bytes += page.iter().map(event_size).sum::<u64>();
             if bytes > limits.max_export_bytes {
-                return Err(OpError::runtime(format!(
+                return Err(StorageError::runtime(format!(
                     "driver '{}' exported more than {} MiB (AGMSG_EXPORT_MAX_MB); stopped",
                     self.name(),
                     limits.max_export_bytes >> 20
                 )));
             }
             if started.elapsed() > limits.op_timeout {
-                return Err(OpError::runtime(format!(
+                return Err(StorageError::runtime(format!(
                     "driver '{}' was still exporting after {} ms (AGMSG_OP_TIMEOUT_MS); stopped",
                     self.name(),
                     limits.op_timeout.as_millis()
                 )));
             }
             if page.len() > PAGE as usize {
-                return Err(OpError::runtime(format!("driver '{}' returned an oversized export page", self.name())));
+                return Err(StorageError::runtime(format!("driver '{}' returned an oversized export page", self.name())));
             }
             // An export is an import file: each event passes the rules `import` applies, or the export
             // fails here, before the sink writes it.
             for event in &page {
                 exported += 1;
                 check_event(event).map_err(|e| {
-                    OpError::runtime(format!("driver '{}' exported an event that import would refuse (event {exported}): {e}", self.name()))
+                    StorageError::runtime(format!("driver '{}' exported an event that import would refuse (event {exported}): {e}", self.name()))
                 })?;
             }
             sink(&page)?;
@@ -297,8 +297,8 @@ impl<'rt> Storage<'rt> {
     /// Apply `events` all or nothing.
     /// Export the store's event log to `file`, atomically: a failure or a kill leaves the target as it
     /// was and no temporary file behind.
-    pub fn export_to_file(&mut self, file: &Path) -> Result<(), OpError> {
-        let io_error = |e: std::io::Error| OpError::runtime(format!("export failed: {}: {e}", file.display()));
+    pub fn export_to_file(&mut self, file: &Path) -> Result<(), StorageError> {
+        let io_error = |e: std::io::Error| StorageError::runtime(format!("export failed: {}: {e}", file.display()));
         super::atomic_file::write_atomically(file, io_error, |writer| {
             self.export_events(|page| {
                 for event in page {
@@ -309,7 +309,7 @@ impl<'rt> Storage<'rt> {
         })
     }
 
-    pub fn import_events(&mut self, events: &[Event]) -> Result<(), OpError> {
+    pub fn import_events(&mut self, events: &[Event]) -> Result<(), StorageError> {
         let mut import = self.begin_import()?;
         import.push(events)?;
         import.commit()
@@ -318,7 +318,7 @@ impl<'rt> Storage<'rt> {
     /// Start an import: pages pushed into it are staged, all or nothing, until [`Import::commit`];
     /// dropped without a commit, it rolls back. Lets a caller stream events in (a convert) without
     /// holding them all.
-    pub fn begin_import(&mut self) -> Result<Import<'_, 'rt>, OpError> {
+    pub fn begin_import(&mut self) -> Result<Import<'_, 'rt>, StorageError> {
         let importer = self.op("import", |s, b| b.agmsg_storage_driver().call_import_events(s))?;
         Ok(Import { driver: self, importer })
     }
@@ -336,7 +336,7 @@ pub struct Import<'d, 'rt> {
 
 impl Import<'_, '_> {
     /// Stage `events` (sent to the driver in pages).
-    pub fn push(&mut self, events: &[Event]) -> Result<(), OpError> {
+    pub fn push(&mut self, events: &[Event]) -> Result<(), StorageError> {
         const PAGE: usize = 1000;
         let importer = self.importer;
         for page in events.chunks(PAGE) {
@@ -346,7 +346,7 @@ impl Import<'_, '_> {
     }
 
     /// Publish everything staged, at once.
-    pub fn commit(self) -> Result<(), OpError> {
+    pub fn commit(self) -> Result<(), StorageError> {
         let importer = self.importer;
         self.driver.op("import", |s, b| b.agmsg_storage_driver().importer().call_commit(s, importer))
     }

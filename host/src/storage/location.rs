@@ -3,7 +3,7 @@
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
-use super::OpError;
+use super::StorageError;
 use crate::runtime::sandbox::StoreDir;
 
 /// Where one op's store is: the shared root, or a team's per-team partition `teams/<team>` below it.
@@ -31,26 +31,26 @@ impl StorePlace {
     /// Open the store directory, creating it when `create`. Below the root (the user's path) nothing
     /// is followed through a symlink: the store is the driver's to write, and a link it planted must
     /// not make the host grant a directory outside. `Ok(None)`: it does not exist (and `create` is off).
-    pub fn open(&self, create: bool) -> Result<Option<StoreDir>, OpError> {
+    pub fn open(&self, create: bool) -> Result<Option<StoreDir>, StorageError> {
         if create {
             std::fs::DirBuilder::new()
                 .recursive(true)
                 .mode(0o700)
                 .create(&self.root)
-                .map_err(|e| OpError::runtime(format!("cannot create the store directory {}: {e}", self.root.display())))?;
+                .map_err(|e| StorageError::runtime(format!("cannot create the store directory {}: {e}", self.root.display())))?;
         }
         let below: Vec<&str> = match &self.partition {
             Some(team) => vec!["teams", team.as_str()],
             None => vec![],
         };
         StoreDir::open_beneath(&self.root, &below, create)
-            .map_err(|e| OpError::runtime(format!("cannot open the store directory {}: {e}", self.path().display())))
+            .map_err(|e| StorageError::runtime(format!("cannot open the store directory {}: {e}", self.path().display())))
     }
 }
 
 /// The store directory: `--store`, else `AGMSG_STORAGE_PATH`, else `$AGMSG_HOME/db`, else agmsg's
 /// default `~/.agents/skills/agmsg/db`.
-pub fn store_dir(flag: Option<PathBuf>) -> Result<PathBuf, OpError> {
+pub fn store_dir(flag: Option<PathBuf>) -> Result<PathBuf, StorageError> {
     if let Some(dir) = flag {
         return Ok(dir);
     }
@@ -62,7 +62,7 @@ pub fn store_dir(flag: Option<PathBuf>) -> Result<PathBuf, OpError> {
         return Ok(PathBuf::from(home).join("db"));
     }
     let home = non_empty_env("HOME")
-        .ok_or_else(|| OpError::runtime("cannot find the store: set --store, AGMSG_STORAGE_PATH or HOME"))?;
+        .ok_or_else(|| StorageError::runtime("cannot find the store: set --store, AGMSG_STORAGE_PATH or HOME"))?;
     Ok(PathBuf::from(home).join(".agents/skills/agmsg/db"))
 }
 
@@ -78,8 +78,8 @@ pub fn teams_dir() -> Option<PathBuf> {
 /// The store of `team`: the shared store, unless the team's `config.json` says
 /// `{"drivers":{"partition":"per-team"}}`, which puts its store in `<store>/teams/<team>/`. An unknown
 /// partition is an error, not a fallback.
-pub fn partition(store_root: &Path, team: &str) -> Result<StorePlace, OpError> {
-    agmsg_contract::check_name("team", team).map_err(|e| OpError::runtime(e.to_string()))?;
+pub fn partition(store_root: &Path, team: &str) -> Result<StorePlace, StorageError> {
+    agmsg_contract::check_name("team", team).map_err(|e| StorageError::runtime(e.to_string()))?;
     let shared = || Ok(StorePlace::shared(store_root.to_owned()));
     if store_is_partition() {
         // agmsg's own partition `<root>/teams/<team>`: below its root it is still opened without
@@ -98,14 +98,14 @@ pub fn partition(store_root: &Path, team: &str) -> Result<StorePlace, OpError> {
     let text = match std::fs::read_to_string(&config) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return shared(),
-        Err(e) => return Err(OpError::runtime(format!("cannot read {}: {e}", config.display()))),
+        Err(e) => return Err(StorageError::runtime(format!("cannot read {}: {e}", config.display()))),
     };
     let value: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| OpError::runtime(format!("{} is not valid JSON: {e}", config.display())))?;
+        .map_err(|e| StorageError::runtime(format!("{} is not valid JSON: {e}", config.display())))?;
     match value.pointer("/drivers/partition").map(|p| p.as_str()) {
         None | Some(Some("shared")) => shared(),
         Some(Some("per-team")) => Ok(StorePlace { root: store_root.to_owned(), partition: Some(team.to_owned()) }),
-        Some(other) => Err(OpError::runtime(format!(
+        Some(other) => Err(StorageError::runtime(format!(
             "{}: unknown partition {} for team '{team}'",
             config.display(),
             other.map_or_else(|| "(not a string)".to_owned(), |s| format!("'{s}'"))
@@ -122,7 +122,7 @@ pub fn config_file() -> Option<PathBuf> {
 
 /// The active storage driver: `--driver`, else `AGMSG_STORAGE_DRIVER`, else the config's `storage`
 /// key, else `sqlite`.
-pub fn storage_driver(flag: Option<String>) -> Result<String, OpError> {
+pub fn storage_driver(flag: Option<String>) -> Result<String, StorageError> {
     if let Some(name) = flag.or_else(|| non_empty_env("AGMSG_STORAGE_DRIVER")) {
         return Ok(name);
     }
@@ -130,13 +130,13 @@ pub fn storage_driver(flag: Option<String>) -> Result<String, OpError> {
         match std::fs::read_to_string(&path) {
             Ok(text) => {
                 let config: serde_json::Value = serde_json::from_str(&text)
-                    .map_err(|e| OpError::runtime(format!("{} is not valid JSON: {e}", path.display())))?;
+                    .map_err(|e| StorageError::runtime(format!("{} is not valid JSON: {e}", path.display())))?;
                 if let Some(name) = config.get("storage").and_then(|v| v.as_str()).filter(|s| !s.is_empty()) {
                     return Ok(name.to_owned());
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(OpError::runtime(format!("cannot read {}: {e}", path.display()))),
+            Err(e) => return Err(StorageError::runtime(format!("cannot read {}: {e}", path.display()))),
         }
     }
     Ok("sqlite".to_owned())
@@ -176,7 +176,7 @@ impl PostgresUrl {
 
 /// The configured database URL: `AGMSG_POSTGRES_URL`, else the config's `postgres.url`; `None` when
 /// neither is set.
-pub fn postgres_url() -> Result<Option<String>, OpError> {
+pub fn postgres_url() -> Result<Option<String>, StorageError> {
     if let Some(url) = non_empty_env("AGMSG_POSTGRES_URL") {
         return Ok(Some(url));
     }
@@ -184,11 +184,11 @@ pub fn postgres_url() -> Result<Option<String>, OpError> {
     match std::fs::read_to_string(&path) {
         Ok(text) => {
             let config: serde_json::Value = serde_json::from_str(&text)
-                .map_err(|e| OpError::runtime(format!("{} is not valid JSON: {e}", path.display())))?;
+                .map_err(|e| StorageError::runtime(format!("{} is not valid JSON: {e}", path.display())))?;
             Ok(config.pointer("/postgres/url").and_then(|v| v.as_str()).filter(|s| !s.is_empty()).map(str::to_owned))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(OpError::runtime(format!("cannot read {}: {e}", path.display()))),
+        Err(e) => Err(StorageError::runtime(format!("cannot read {}: {e}", path.display()))),
     }
 }
 

@@ -12,6 +12,6 @@ pub mod source;
 pub mod suite;
 pub mod world;
 
-pub use driver::{OpError, Storage};
+pub use driver::{StorageError, Storage};
 pub use session::StoreSession;
 pub use crate::runtime::DriverSource;

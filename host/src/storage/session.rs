@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use super::location::{self, StorePlace};
-use super::{OpError, Storage};
+use super::{StorageError, Storage};
 use crate::runtime::sandbox::StoreDir;
 use crate::runtime::{DriverSource, Runtime};
 
@@ -23,11 +23,11 @@ pub struct StoreSession {
 impl StoreSession {
     /// Resolve the store of `team` (its partition) and the active driver, as agmsg does; create the
     /// store directory when `create`.
-    pub fn resolve(store_flag: Option<PathBuf>, driver_flag: Option<String>, team: Option<&str>, create: bool) -> Result<StoreSession, OpError> {
+    pub fn resolve(store_flag: Option<PathBuf>, driver_flag: Option<String>, team: Option<&str>, create: bool) -> Result<StoreSession, StorageError> {
         let place = store_place(store_flag, team)?;
         let source = super::source::resolve_at(&location::storage_driver(driver_flag)?, place.partition.as_deref(), None)?;
         let opened = place.open(create)?;
-        let runtime = Runtime::from_env().map_err(OpError::runtime)?;
+        let runtime = Runtime::from_env().map_err(StorageError::runtime)?;
         // check/describe on a store that does not exist yet get an empty private directory (removed
         // afterwards) instead, so that they never create the user's store.
         let (grant, empty) = match opened {
@@ -36,8 +36,8 @@ impl StoreSession {
                 let empty = tempfile::Builder::new()
                     .prefix("agmsg-host-empty-")
                     .tempdir()
-                    .map_err(|e| OpError::runtime(format!("cannot create an empty sandbox directory: {e}")))?;
-                let dir = StoreDir::open(empty.path()).map_err(|e| OpError::runtime(format!("cannot open an empty sandbox directory: {e}")))?;
+                    .map_err(|e| StorageError::runtime(format!("cannot create an empty sandbox directory: {e}")))?;
+                let dir = StoreDir::open(empty.path()).map_err(|e| StorageError::runtime(format!("cannot open an empty sandbox directory: {e}")))?;
                 (dir, Some(empty))
             }
         };
@@ -45,7 +45,7 @@ impl StoreSession {
     }
 
     /// Load the driver on this store (its instance is created on the first call).
-    pub fn driver(&self) -> Result<Storage<'_>, OpError> {
+    pub fn driver(&self) -> Result<Storage<'_>, StorageError> {
         Storage::open(&self.runtime, &self.source, self.grant.clone())
     }
 
@@ -57,7 +57,7 @@ impl StoreSession {
 }
 
 /// The store directory an op on `team` uses (its partition), as agmsg resolves it.
-fn store_place(store_flag: Option<PathBuf>, team: Option<&str>) -> Result<StorePlace, OpError> {
+fn store_place(store_flag: Option<PathBuf>, team: Option<&str>) -> Result<StorePlace, StorageError> {
     let root = location::store_dir(store_flag)?;
     match team {
         Some(team) => location::partition(&root, team),

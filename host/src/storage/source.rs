@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::path::Path;
 
-use super::{OpError, location};
+use super::{StorageError, location};
 use crate::runtime::DriverSource;
 use crate::bundled;
 use crate::capabilities::{Capabilities, Capability};
@@ -14,18 +14,18 @@ use crate::plugin::registry::{self, Candidate, sha256_hex};
 /// `name` is the path of a component file (anything with a `/` or ending in `.wasm`), or a driver name: a
 /// trusted plugin of that name (which shadows a bundled driver), else a bundled driver. For the shared
 /// store; see [`resolve_at`].
-pub fn resolve(name: &str) -> Result<DriverSource, OpError> {
+pub fn resolve(name: &str) -> Result<DriverSource, StorageError> {
     resolve_at(name, None, None)
 }
 
 /// [`resolve`] for the store of `partition` (a per-team partition's team, `None` for the shared store).
 /// The bundled `postgres` driver, which has no store directory, is told the partition, and is granted
 /// its database (`postgres_url`, else the configured one): see [`configure_postgres`].
-pub fn resolve_at(name: &str, partition: Option<&str>, postgres_url: Option<&str>) -> Result<DriverSource, OpError> {
+pub fn resolve_at(name: &str, partition: Option<&str>, postgres_url: Option<&str>) -> Result<DriverSource, StorageError> {
     if is_file_reference(name) {
         return from_file(Path::new(name));
     }
-    if let Some(plugin) = registry::find(Axis::Storage, name).map_err(OpError::runtime)? {
+    if let Some(plugin) = registry::find(Axis::Storage, name).map_err(StorageError::runtime)? {
         return Ok(from_plugin(plugin));
     }
     if let Some(mut source) = bundled_source(name) {
@@ -39,7 +39,7 @@ pub fn resolve_at(name: &str, partition: Option<&str>, postgres_url: Option<&str
         if let Ok(plugins) = registry::candidates(Axis::Storage, None) {
             known.extend(plugins.into_iter().filter(|c| c.problem().is_none()).map(|c| c.name));
         }
-        OpError::runtime(format!(
+        StorageError::runtime(format!(
             "unknown storage driver '{name}' (available: {}; `agmsg-host plugin list` shows plugins)",
             known.join(", ")
         ))
@@ -50,14 +50,14 @@ pub fn resolve_at(name: &str, partition: Option<&str>, postgres_url: Option<&str
 /// nothing for a store directory; for postgres, the configured database (its URL, password and CA, which
 /// a fresh home no longer finds) and a namespace of its own per rule (`agmsg-driver-test-<pid>-{env}`),
 /// so that each rule starts from an empty store. The namespaces' rows stay in that database.
-pub fn suite_env(driver: &str) -> Result<Vec<(String, String)>, OpError> {
-    if driver != POSTGRES || registry::find(Axis::Storage, driver).map_err(OpError::runtime)?.is_some() {
+pub fn suite_env(driver: &str) -> Result<Vec<(String, String)>, StorageError> {
+    if driver != POSTGRES || registry::find(Axis::Storage, driver).map_err(StorageError::runtime)?.is_some() {
         return Ok(Vec::new());
     }
     let url = location::postgres_url()?.ok_or_else(|| {
-        OpError::runtime("the postgres driver has no database: run `agmsg-host storage switch postgres --url ...` first")
+        StorageError::runtime("the postgres driver has no database: run `agmsg-host storage switch postgres --url ...` first")
     })?;
-    let parsed = location::parse_postgres_url(&url).map_err(OpError::runtime)?;
+    let parsed = location::parse_postgres_url(&url).map_err(StorageError::runtime)?;
     let mut env = vec![
         ("AGMSG_POSTGRES_URL".to_owned(), url),
         ("AGMSG_POSTGRES_NAMESPACE".to_owned(), format!("agmsg-driver-test-{}-{{env}}", std::process::id())),
@@ -93,7 +93,7 @@ const MAX_CA_BYTES: u64 = 1 << 20;
 /// when set); `AGMSG_POSTGRES_TIMEOUT_MS` (its own deadline per op, below the host's call deadline, so
 /// that a slow server is an error naming it rather than a trap). With no URL configured the driver
 /// runs with no network at all, and says how to configure one.
-pub fn configure_postgres(source: &mut DriverSource, partition: Option<&str>, url_override: Option<&str>) -> Result<(), OpError> {
+pub fn configure_postgres(source: &mut DriverSource, partition: Option<&str>, url_override: Option<&str>) -> Result<(), StorageError> {
     let url = match url_override {
         Some(url) => Some(url.to_owned()),
         None => location::postgres_url()?,
@@ -102,7 +102,7 @@ pub fn configure_postgres(source: &mut DriverSource, partition: Option<&str>, ur
         source.capabilities = Capabilities(vec![Capability::InertSockets]);
         return Ok(());
     };
-    let parsed = location::parse_postgres_url(&url).map_err(OpError::runtime)?;
+    let parsed = location::parse_postgres_url(&url).map_err(StorageError::runtime)?;
     let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
     let user = parsed.user.clone().or_else(|| env("PGUSER")).or_else(|| env("USER")).unwrap_or_else(|| "postgres".into());
     let database = parsed.database.clone().or_else(|| env("PGDATABASE")).unwrap_or_else(|| user.clone());
@@ -120,15 +120,15 @@ pub fn configure_postgres(source: &mut DriverSource, partition: Option<&str>, ur
     let default_ca = env("HOME").map(|h| Path::new(&h).join(".postgresql/root.crt")).filter(|p| p.is_file());
     if let Some(ca) = named_ca.or(default_ca) {
         let pem = crate::plugin::read_file(&ca, MAX_CA_BYTES)
-            .map_err(|e| OpError::runtime(format!("the database's CA file (sslrootcert): {e}")))?;
-        let pem = String::from_utf8(pem).map_err(|_| OpError::runtime(format!("{}: not a PEM file", ca.display())))?;
+            .map_err(|e| StorageError::runtime(format!("the database's CA file (sslrootcert): {e}")))?;
+        let pem = String::from_utf8(pem).map_err(|_| StorageError::runtime(format!("{}: not a PEM file", ca.display())))?;
         settings.push(("AGMSG_POSTGRES_CA".to_owned(), pem));
     }
     let namespace = env("AGMSG_POSTGRES_NAMESPACE");
     if let Some(ns) = &namespace
         && !ns.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
     {
-        return Err(OpError::runtime(format!("AGMSG_POSTGRES_NAMESPACE {ns:?}: only letters, digits, '.', '_' and '-'")));
+        return Err(StorageError::runtime(format!("AGMSG_POSTGRES_NAMESPACE {ns:?}: only letters, digits, '.', '_' and '-'")));
     }
     // A partition key: the team ('' for the shared store), under the namespace. Team names never hold ':'.
     let part = match (&namespace, partition) {
@@ -138,7 +138,7 @@ pub fn configure_postgres(source: &mut DriverSource, partition: Option<&str>, ur
     if !part.is_empty() {
         settings.push(("AGMSG_POSTGRES_PARTITION".to_owned(), part));
     }
-    let call_timeout = crate::runtime::Limits::from_env().map_err(|e| OpError::runtime(format!("{e:#}")))?.call_timeout;
+    let call_timeout = crate::runtime::Limits::from_env().map_err(|e| StorageError::runtime(format!("{e:#}")))?.call_timeout;
     settings.push(("AGMSG_POSTGRES_TIMEOUT_MS".to_owned(), (call_timeout.as_millis() * 4 / 5).max(1).to_string()));
     source.capabilities = Capabilities(vec![Capability::Network { endpoint: parsed.endpoint() }]);
     source.settings = settings;
@@ -187,9 +187,9 @@ fn from_plugin(plugin: Candidate) -> DriverSource {
     }
 }
 
-fn from_file(path: &Path) -> Result<DriverSource, OpError> {
+fn from_file(path: &Path) -> Result<DriverSource, StorageError> {
     let wasm = crate::plugin::read_file(path, crate::plugin::MAX_COMPONENT_BYTES)
-        .map_err(|e| OpError::runtime(format!("driver component: {e}")))?;
+        .map_err(|e| StorageError::runtime(format!("driver component: {e}")))?;
     let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "driver".into());
     Ok(DriverSource {
         name,

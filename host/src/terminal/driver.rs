@@ -1,7 +1,7 @@
 //! A terminal driver and its typed calls.
 //!
 //! Calls go through [`DriverInstance`] (deadline, output routing, trap mapping, poisoned instances
-//! dropped). A driver that traps could not be asked: that is [`FailKind::Unreachable`], never an answer
+//! dropped). A driver that traps could not be asked: that is [`TermFailKind::Unreachable`], never an answer
 //! such as `gone`. What a driver returns for the CLI to print on one line is checked here; `describe`'s
 //! values as one-line tokens (agmsg parses its `key=value` lines). Failure messages carry the driver's
 //! text as it is: the CLI prints them through [`crate::display`].
@@ -25,35 +25,35 @@ const MAX_DESCRIBE_TEXT: usize = 1024;
 const MAX_DESCRIBE_ITEMS: usize = 64;
 
 /// The §2.3 failure classes and their exit codes: the contract's, which the SDK's `TermError` maps to.
-pub use agmsg_contract::TermFailKind as FailKind;
+pub use agmsg_contract::TermFailKind;
 
 #[derive(Clone, Debug)]
-pub struct TermFailure {
-    pub kind: FailKind,
+pub struct TerminalError {
+    pub kind: TermFailKind,
     pub message: String,
 }
 
-impl TermFailure {
-    pub fn new(kind: FailKind, message: impl Into<String>) -> TermFailure {
-        TermFailure { kind, message: message.into() }
+impl TerminalError {
+    pub fn new(kind: TermFailKind, message: impl Into<String>) -> TerminalError {
+        TerminalError { kind, message: message.into() }
     }
 }
 
-impl fmt::Display for TermFailure {
+impl fmt::Display for TerminalError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
     }
 }
 
-impl std::error::Error for TermFailure {}
+impl std::error::Error for TerminalError {}
 
-impl From<wit::TermError> for TermFailure {
-    fn from(e: wit::TermError) -> TermFailure {
+impl From<wit::TermError> for TerminalError {
+    fn from(e: wit::TermError) -> TerminalError {
         match e {
-            wit::TermError::Unreachable(m) => TermFailure::new(FailKind::Unreachable, m),
-            wit::TermError::Failed(m) => TermFailure::new(FailKind::Failed, m),
-            wit::TermError::Unsupported(m) => TermFailure::new(FailKind::Unsupported, m),
-            wit::TermError::MissingDeps(m) => TermFailure::new(FailKind::MissingDeps, m),
+            wit::TermError::Unreachable(m) => TerminalError::new(TermFailKind::Unreachable, m),
+            wit::TermError::Failed(m) => TerminalError::new(TermFailKind::Failed, m),
+            wit::TermError::Unsupported(m) => TerminalError::new(TermFailKind::Unsupported, m),
+            wit::TermError::MissingDeps(m) => TerminalError::new(TermFailKind::MissingDeps, m),
         }
     }
 }
@@ -64,14 +64,14 @@ pub struct Terminal<'rt> {
     driver: Driver<'rt, TerminalWorld>,
 }
 
-type Call<T> = Result<T, TermFailure>;
+type Call<T> = Result<T, TerminalError>;
 
 impl<'rt> Terminal<'rt> {
     /// Load a driver, check that it is one and imports nothing beyond its grants, resolve the programs it
     /// may run, and link it; instances are created on first call. A driver that cannot be loaded is
     /// unreachable.
     pub fn open(runtime: &'rt Runtime, source: &TerminalSource) -> Call<Self> {
-        let driver = Driver::open(runtime, &source.driver, None).map_err(|failure| TermFailure::new(FailKind::Unreachable, failure.message))?;
+        let driver = Driver::open(runtime, &source.driver, None).map_err(|failure| TerminalError::new(TermFailKind::Unreachable, failure.message))?;
         Ok(Terminal { manifest: source.manifest.clone(), driver })
     }
 
@@ -86,17 +86,17 @@ impl<'rt> Terminal<'rt> {
     /// A call the driver could not answer (it trapped, or ran out of time or memory) left the terminal
     /// unasked: unreachable.
     fn call<T>(&mut self, op: &str, f: impl FnOnce(&mut Store<HostState>, &TerminalWorld) -> wasmtime::Result<T>) -> Call<T> {
-        self.driver.call(op, f).map_err(|failure| TermFailure::new(FailKind::Unreachable, failure.message))
+        self.driver.call(op, f).map_err(|failure| TerminalError::new(TermFailKind::Unreachable, failure.message))
     }
 
     fn op<T>(&mut self, op: &str, f: impl FnOnce(&mut Store<HostState>, &TerminalWorld) -> wasmtime::Result<Result<T, wit::TermError>>) -> Call<T> {
-        self.call(op, f)?.map_err(TermFailure::from)
+        self.call(op, f)?.map_err(TerminalError::from)
     }
 
     /// A value the CLI prints as (part of) one line: no line breaks or other control characters but tab.
     fn line(&self, what: &str, value: String) -> Call<String> {
         if value.chars().any(|c| c.is_control() && c != '\t') {
-            return Err(TermFailure::new(FailKind::Unreachable, format!("driver '{}' returned a malformed {what}: {value:?}", self.name())));
+            return Err(TerminalError::new(TermFailKind::Unreachable, format!("driver '{}' returned a malformed {what}: {value:?}", self.name())));
         }
         Ok(value)
     }
@@ -116,7 +116,7 @@ impl<'rt> Terminal<'rt> {
     pub fn describe(&mut self) -> Call<Description> {
         let d = self.call("describe", |s, b| b.agmsg_terminal_driver().call_describe(s))?;
         let refuse = |what: &str, value: &str, why: &str| {
-            TermFailure::new(FailKind::Unreachable, format!("driver '{}' returned a malformed describe {what} {value:?}: {why}", self.name()))
+            TerminalError::new(TermFailKind::Unreachable, format!("driver '{}' returned a malformed describe {what} {value:?}: {why}", self.name()))
         };
         let token = |what: &str, value: &str| {
             if value.is_empty() || value.contains(char::is_whitespace) || !display::is_printable_line(value, MAX_DESCRIBE_TOKEN) {
@@ -133,8 +133,8 @@ impl<'rt> Terminal<'rt> {
         token("name", &d.name)?;
         text("backend", &d.backend)?;
         if d.capabilities.len() > MAX_DESCRIBE_ITEMS || d.hints.len() > MAX_DESCRIBE_ITEMS {
-            return Err(TermFailure::new(
-                FailKind::Unreachable,
+            return Err(TerminalError::new(
+                TermFailKind::Unreachable,
                 format!("driver '{}' returned a malformed describe: more than {MAX_DESCRIBE_ITEMS} capabilities or hints", self.name()),
             ));
         }

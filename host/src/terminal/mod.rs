@@ -9,6 +9,6 @@ pub mod source;
 pub mod suite;
 pub mod world;
 
-pub use driver::{TermFailure, Terminal};
+pub use driver::{TerminalError, Terminal};
 pub use manifest::TerminalManifest;
 pub use source::TerminalSource;

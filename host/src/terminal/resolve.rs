@@ -5,7 +5,7 @@
 //! own?) needs an id: every candidate is tried, the first real id wins, and a candidate that is present
 //! but cannot name its pane makes resolution fail loudly rather than fall back to plain.
 
-use super::driver::{Detection, FailKind, TermFailure, Terminal};
+use super::driver::{Detection, TermFailKind, TerminalError, Terminal};
 use super::source::TerminalSource;
 use crate::runtime::Runtime;
 
@@ -23,13 +23,13 @@ pub struct Resolved {
 }
 
 /// What the user forced with [`OVERRIDE_VAR`], checked against the known drivers.
-pub fn override_driver<'a>(candidates: &'a [TerminalSource]) -> Result<Option<&'a TerminalSource>, TermFailure> {
+pub fn override_driver<'a>(candidates: &'a [TerminalSource]) -> Result<Option<&'a TerminalSource>, TerminalError> {
     let Some(name) = std::env::var(OVERRIDE_VAR).ok().filter(|n| !n.is_empty()) else { return Ok(None) };
     candidates
         .iter()
         .find(|c| c.manifest.name == name)
         .map(Some)
-        .ok_or_else(|| TermFailure::new(FailKind::Unsupported, format!("unknown terminal driver '{name}' ({OVERRIDE_VAR})")))
+        .ok_or_else(|| TerminalError::new(TermFailKind::Unsupported, format!("unknown terminal driver '{name}' ({OVERRIDE_VAR})")))
 }
 
 /// Ask one candidate; a driver that fails to answer counts as present but unresolved, so a broken
@@ -42,7 +42,7 @@ fn detect(runtime: &Runtime, candidate: &TerminalSource, session_id: &str) -> De
 }
 
 /// §6.3 placement: the first candidate present at all, with its id if it gave one.
-pub fn resolve_placement(runtime: &Runtime, candidates: &[TerminalSource], session_id: &str) -> Result<Option<Resolved>, TermFailure> {
+pub fn resolve_placement(runtime: &Runtime, candidates: &[TerminalSource], session_id: &str) -> Result<Option<Resolved>, TerminalError> {
     if let Some(forced) = override_driver(candidates)? {
         let id = match detect(runtime, forced, session_id) {
             Detection::Resolved(id) => id,
@@ -62,10 +62,10 @@ pub fn resolve_placement(runtime: &Runtime, candidates: &[TerminalSource], sessi
 
 /// §6.3 naming: the first candidate with a real id; a present-but-unresolved candidate fails the whole
 /// resolution with every reason; plain's addressless `-` only when nothing else was present.
-pub fn resolve_name(runtime: &Runtime, candidates: &[TerminalSource], session_id: &str) -> Result<Option<Resolved>, TermFailure> {
+pub fn resolve_name(runtime: &Runtime, candidates: &[TerminalSource], session_id: &str) -> Result<Option<Resolved>, TerminalError> {
     let cannot_name = |reasons: &[String]| {
-        TermFailure::new(
-            FailKind::Unreachable,
+        TerminalError::new(
+            TermFailKind::Unreachable,
             format!("under a terminal but cannot identify this pane to name it — {}", reasons.join("; ")),
         )
     };
@@ -114,8 +114,8 @@ pub fn choose_driver(
     candidates: &[TerminalSource],
     flag: Option<&str>,
     id: Option<&str>,
-) -> Result<(TerminalSource, Option<String>), TermFailure> {
-    let unsupported = |m: String| TermFailure::new(FailKind::Unsupported, m);
+) -> Result<(TerminalSource, Option<String>), TerminalError> {
+    let unsupported = |m: String| TerminalError::new(TermFailKind::Unsupported, m);
     let known = TerminalSource::names(candidates);
     let scheme = id.and_then(|id| split_reference(id, &known)).map(|(scheme, _)| scheme.to_owned());
     if let Some(name) = flag {
@@ -136,12 +136,12 @@ pub fn choose_driver(
 /// The id to hand driver `driver` for `raw`: a placement reference of that driver becomes its bare id; one
 /// of another driver is refused (unsupported); anything else is passed on as it is. `scheme` is what
 /// [`choose_driver`] found in the op's id.
-pub fn bare_id(raw: &str, known: &[&str], driver: &str, scheme: Option<&str>) -> Result<String, TermFailure> {
+pub fn bare_id(raw: &str, known: &[&str], driver: &str, scheme: Option<&str>) -> Result<String, TerminalError> {
     match split_reference(raw, known) {
         Some((owner, id)) if owner == driver && scheme.is_some() => Ok(id.to_owned()),
         Some((owner, id)) if owner == driver && raw.starts_with(&format!("{owner}:")) => Ok(id.to_owned()),
         Some((owner, _)) if owner != driver && raw.starts_with(&format!("{owner}:")) => {
-            Err(TermFailure::new(FailKind::Unsupported, format!("{raw:?} is a {owner} placement, not {driver}")))
+            Err(TerminalError::new(TermFailKind::Unsupported, format!("{raw:?} is a {owner} placement, not {driver}")))
         }
         _ => Ok(raw.to_owned()),
     }

@@ -311,8 +311,9 @@ fn server_down_restarted_or_silent() {
     let run = env.storage(&["send", "t", "a", "bob", "x"]);
     let took = started.elapsed();
     assert_eq!(run.code, 13, "{run:?}");
-    assert!(run.stderr.contains(&format!("postgres at 127.0.0.1:{port}")) && run.stderr.contains("deadline"), "{run:?}");
-    assert!(took < Duration::from_secs(3), "within the call deadline: {took:?}");
+    // The driver's own error (its budget is 4/5 of the call's 3 s), not the host's trap at the call deadline.
+    assert!(run.stderr.contains(&format!("postgres at 127.0.0.1:{port}: no answer before the deadline")), "{run:?}");
+    assert!(took < Duration::from_secs(6), "{took:?}");
     held.join().unwrap();
 }
 

@@ -10,9 +10,12 @@
 //! - [`detect`]: which runtime is calling (session variables, the process tree, shared credentials,
 //!   the fallback), in a documented order.
 //! - [`boot`]: the launch argv spawn uses, exactly as agmsg builds it, without running anything.
+//! - [`delivery`]: a project's delivery file for a type and mode (agmsg's default and its bundled
+//!   plugs' behaviours as pure functions) and the one validated target they are applied to.
 
 pub mod boot;
 pub mod bundled;
+pub mod delivery;
 pub mod detect;
 pub mod manifest;
 pub mod plug;

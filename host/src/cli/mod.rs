@@ -1,5 +1,6 @@
 //! The command line: parse, call the library, print. No driver logic lives here.
 
+mod delivery;
 mod driver;
 mod framing;
 mod messaging;
@@ -132,6 +133,9 @@ enum Command {
     /// The agent types (claude-code, codex, ...): list, describe, get a key, detect the caller, boot argv
     #[command(subcommand, long_about = types::LONG_HELP)]
     Types(types::TypesCommand),
+    /// A project's delivery mode for an agent type: set, status, modes
+    #[command(subcommand, long_about = delivery::LONG_HELP)]
+    Delivery(delivery::DeliveryCommand),
 }
 
 #[derive(Subcommand, Debug)]
@@ -210,6 +214,7 @@ pub fn main() -> ExitCode {
         Command::Driver(DriverCommand::Test { driver }) => driver::test(&driver),
         Command::Plugin(command) => plugin::run(command),
         Command::Types(command) => types::run(command),
+        Command::Delivery(command) => delivery::run(command),
         Command::Driver(DriverCommand::New { axis, name, path, sdk }) => scaffold::new(axis, &name, path, sdk),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "agmsg-host", &mut std::io::stdout());

@@ -6,6 +6,7 @@
 //! a symlink at the target is replaced, never written through. Where the filesystem has no `O_TMPFILE`,
 //! a named temporary file is used instead (and removed on failure).
 
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::os::fd::{AsFd, AsRawFd};
@@ -23,6 +24,17 @@ pub fn write_atomically<E>(
     publish(target, fill, &io_error)
 }
 
+/// Write `name` in the open directory `dir` atomically, as [`write_atomically`] does (for a caller
+/// that opened the directory itself, without following symlinks).
+pub fn write_atomically_at<E>(
+    dir: &File,
+    name: &OsStr,
+    io_error: impl Fn(io::Error) -> E,
+    fill: impl FnOnce(&mut BufWriter<File>) -> Result<(), E>,
+) -> Result<(), E> {
+    publish_at(dir, name, fill, &io_error)
+}
+
 fn publish<E>(target: &Path, fill: impl FnOnce(&mut BufWriter<File>) -> Result<(), E>, io_error: &impl Fn(io::Error) -> E) -> Result<(), E> {
     let target = std::path::absolute(target).map_err(io_error)?;
     if target.is_dir() {
@@ -34,6 +46,10 @@ fn publish<E>(target: &Path, fill: impl FnOnce(&mut BufWriter<File>) -> Result<(
     let dir = File::from(
         rustix::fs::open(dir, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).map_err(|e| io_error(e.into()))?,
     );
+    publish_at(&dir, name, fill, io_error)
+}
+
+fn publish_at<E>(dir: &File, name: &OsStr, fill: impl FnOnce(&mut BufWriter<File>) -> Result<(), E>, io_error: &impl Fn(io::Error) -> E) -> Result<(), E> {
     let temp_name = format!(".{}.tmp.{}", name.to_string_lossy(), std::process::id());
     let anonymous = rustix::fs::openat(dir.as_fd(), ".", OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC, Mode::from_raw_mode(0o666));
     let (file, named) = match anonymous {

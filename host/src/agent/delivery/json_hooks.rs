@@ -1,0 +1,396 @@
+//! agmsg's default delivery: JSON event hooks in the type's `hooks_file`, as `delivery.sh` edits it
+//! with SQLite's `json_set`/`json_remove`. The output is what SQLite writes: minified, every member in
+//! its place, every scalar's text as it was (string escapes and number spellings untouched), a new
+//! member appended at the end of its object, no trailing newline.
+//!
+//! Steps (agmsg's order): strip agmsg's entries from `hooks.SessionStart`, `hooks.SessionEnd` and
+//! `hooks.Stop` (an event left with none is removed); add the mode's entries (monitor: SessionStart +
+//! SessionEnd; turn: Stop; both: all three), each `{"matcher":"","hooks":[{"type":"command",
+//! "command":...}]}` (plus `commandWindows` for `hook_windows_wrap=yes`); remove an empty `hooks`.
+//!
+//! An entry is agmsg's when one of its inner `hooks[].command` strings contains agmsg's install
+//! directory (as agmsg does since #1038; 1.2.1 matched the bare skill name, so a project's own hook
+//! whose command merely mentioned "agmsg" was stripped too).
+
+use super::{Answer, Context, Mode, Status};
+
+/// The events agmsg owns entries in, in its order.
+pub const EVENTS: [&str; 3] = ["SessionStart", "SessionEnd", "Stop"];
+
+/// The largest hooks file read (agmsg has no limit; a settings file this large is not one).
+pub const MAX_BYTES: usize = 4 << 20;
+
+/// A JSON value with its scalars kept as their source text.
+#[derive(Clone, Debug, PartialEq)]
+enum Node<'a> {
+    /// Members in order: the key's source text (with quotes) and the value.
+    Object(Vec<(&'a str, Node<'a>)>),
+    Array(Vec<Node<'a>>),
+    /// A string (with quotes), number, `true`, `false` or `null`, as written.
+    Scalar(&'a str),
+    /// Built here (agmsg's entries), already minified.
+    Owned(String),
+}
+
+impl Node<'_> {
+    fn render(&self, out: &mut String) {
+        match self {
+            Node::Object(members) => {
+                out.push('{');
+                for (i, (key, value)) in members.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(key);
+                    out.push(':');
+                    value.render(out);
+                }
+                out.push('}');
+            }
+            Node::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    item.render(out);
+                }
+                out.push(']');
+            }
+            Node::Scalar(text) => out.push_str(text),
+            Node::Owned(text) => out.push_str(text),
+        }
+    }
+
+    fn is_null(&self) -> bool {
+        matches!(self, Node::Scalar("null"))
+    }
+
+    /// The first member named `name` (SQLite's `json_extract` takes the first).
+    fn member(&self, name: &str) -> Option<&Node<'_>> {
+        match self {
+            Node::Object(members) => members.iter().find(|(k, _)| key_is(k, name)).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    fn member_index(&self, name: &str) -> Option<usize> {
+        match self {
+            Node::Object(members) => members.iter().position(|(k, _)| key_is(k, name)),
+            _ => None,
+        }
+    }
+
+    /// A string scalar's value.
+    fn string(&self) -> Option<String> {
+        match self {
+            Node::Scalar(text) if text.starts_with('"') => serde_json::from_str(text).ok(),
+            _ => None,
+        }
+    }
+}
+
+fn key_is(raw: &str, name: &str) -> bool {
+    raw.len() >= 2 && (raw[1..raw.len() - 1] == *name || serde_json::from_str::<String>(raw).is_ok_and(|k| k == name))
+}
+
+/// Parse (already validated by serde_json) JSON into a `Node` tree of source spans.
+struct Parser<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+impl<'a> Parser<'a> {
+    fn ws(&mut self) {
+        while self.text[self.pos..].starts_with([' ', '\t', '\n', '\r']) {
+            self.pos += 1;
+        }
+    }
+
+    fn value(&mut self) -> Result<Node<'a>, String> {
+        self.ws();
+        let bytes = self.text.as_bytes();
+        match bytes.get(self.pos) {
+            Some(b'{') => {
+                self.pos += 1;
+                let mut members = Vec::new();
+                self.ws();
+                if bytes.get(self.pos) == Some(&b'}') {
+                    self.pos += 1;
+                    return Ok(Node::Object(members));
+                }
+                loop {
+                    self.ws();
+                    let key = self.string()?;
+                    self.ws();
+                    self.expect(b':')?;
+                    let value = self.value()?;
+                    members.push((key, value));
+                    self.ws();
+                    match bytes.get(self.pos) {
+                        Some(b',') => self.pos += 1,
+                        Some(b'}') => {
+                            self.pos += 1;
+                            return Ok(Node::Object(members));
+                        }
+                        _ => return Err(self.error()),
+                    }
+                }
+            }
+            Some(b'[') => {
+                self.pos += 1;
+                let mut items = Vec::new();
+                self.ws();
+                if bytes.get(self.pos) == Some(&b']') {
+                    self.pos += 1;
+                    return Ok(Node::Array(items));
+                }
+                loop {
+                    items.push(self.value()?);
+                    self.ws();
+                    match bytes.get(self.pos) {
+                        Some(b',') => self.pos += 1,
+                        Some(b']') => {
+                            self.pos += 1;
+                            return Ok(Node::Array(items));
+                        }
+                        _ => return Err(self.error()),
+                    }
+                }
+            }
+            Some(b'"') => Ok(Node::Scalar(self.string()?)),
+            Some(_) => {
+                let start = self.pos;
+                while self.pos < bytes.len() && !matches!(bytes[self.pos], b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r') {
+                    self.pos += 1;
+                }
+                if start == self.pos {
+                    return Err(self.error());
+                }
+                Ok(Node::Scalar(&self.text[start..self.pos]))
+            }
+            None => Err(self.error()),
+        }
+    }
+
+    fn string(&mut self) -> Result<&'a str, String> {
+        let bytes = self.text.as_bytes();
+        let start = self.pos;
+        self.expect(b'"')?;
+        while let Some(&b) = bytes.get(self.pos) {
+            self.pos += 1;
+            match b {
+                b'\\' => self.pos += 1,
+                b'"' => return Ok(&self.text[start..self.pos]),
+                _ => {}
+            }
+        }
+        Err(self.error())
+    }
+
+    fn expect(&mut self, b: u8) -> Result<(), String> {
+        if self.text.as_bytes().get(self.pos) == Some(&b) {
+            self.pos += 1;
+            Ok(())
+        } else {
+            Err(self.error())
+        }
+    }
+
+    fn error(&self) -> String {
+        format!("unexpected input at byte {}", self.pos)
+    }
+}
+
+/// The file's JSON, checked: valid JSON (serde_json's message, with line and column), an object at
+/// the top. An absent file is `{}`, as agmsg reads it; so is an empty one.
+fn parse(current: Option<&str>) -> Result<Node<'_>, String> {
+    let text = current.unwrap_or("{}");
+    let text = if text.trim().is_empty() { "{}" } else { text };
+    if text.len() > MAX_BYTES {
+        return Err(format!("it is larger than {} MiB", MAX_BYTES >> 20));
+    }
+    serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(|e| format!("it is not valid JSON ({e})"))?;
+    let mut parser = Parser { text, pos: 0 };
+    let root = parser.value()?;
+    if !matches!(root, Node::Object(_)) {
+        return Err("its top level is not a JSON object".to_owned());
+    }
+    Ok(root)
+}
+
+/// Whether an event entry is agmsg's: an inner hook's command contains agmsg's install directory.
+fn owned(entry: &Node<'_>, skill_dir: &str) -> bool {
+    match entry.member("hooks") {
+        Some(Node::Array(hooks)) => hooks.iter().any(|h| h.member("command").and_then(Node::string).is_some_and(|c| c.contains(skill_dir))),
+        _ => false,
+    }
+}
+
+/// `hooks`, as an object (`None`: absent or null).
+fn hooks_mut<'n, 'a>(root: &'n mut Node<'a>) -> Result<Option<&'n mut Vec<(&'a str, Node<'a>)>>, String> {
+    let Node::Object(members) = root else { unreachable!("checked by parse") };
+    match members.iter_mut().find(|(k, _)| key_is(k, "hooks")) {
+        None => Ok(None),
+        Some((_, v)) if v.is_null() => Ok(None),
+        Some((_, Node::Object(hooks))) => Ok(Some(hooks)),
+        Some(_) => Err("its \"hooks\" is not a JSON object".to_owned()),
+    }
+}
+
+fn strip(root: &mut Node<'_>, event: &str, skill_dir: &str) -> Result<(), String> {
+    let Some(hooks) = hooks_mut(root)? else { return Ok(()) };
+    let Some(i) = hooks.iter().position(|(k, _)| key_is(k, event)) else { return Ok(()) };
+    match &mut hooks[i].1 {
+        v if v.is_null() => {}
+        Node::Array(entries) => {
+            entries.retain(|e| !owned(e, skill_dir));
+            if entries.is_empty() {
+                hooks.remove(i);
+            }
+        }
+        _ => return Err(format!("its \"hooks\".\"{event}\" is not a JSON array")),
+    }
+    Ok(())
+}
+
+fn add<'a>(root: &mut Node<'a>, event: &'static str, entry: String) -> Result<(), String> {
+    if hooks_mut(root)?.is_none() {
+        let Node::Object(members) = root else { unreachable!() };
+        match members.iter_mut().find(|(k, _)| key_is(k, "hooks")) {
+            Some((_, v)) => *v = Node::Object(Vec::new()),
+            None => members.push(("\"hooks\"", Node::Object(Vec::new()))),
+        }
+    }
+    let hooks = hooks_mut(root)?.expect("just set");
+    let entry = Node::Owned(entry);
+    match hooks.iter_mut().find(|(k, _)| key_is(k, event)) {
+        None => hooks.push((quoted(event), Node::Array(vec![entry]))),
+        Some((_, v)) if v.is_null() => *v = Node::Array(vec![entry]),
+        Some((_, Node::Array(entries))) => entries.push(entry),
+        Some(_) => return Err(format!("its \"hooks\".\"{event}\" is not a JSON array")),
+    }
+    Ok(())
+}
+
+fn quoted(event: &'static str) -> &'static str {
+    match event {
+        "SessionStart" => "\"SessionStart\"",
+        "SessionEnd" => "\"SessionEnd\"",
+        _ => "\"Stop\"",
+    }
+}
+
+/// One hook entry, as SQLite's `json_object` writes it.
+pub fn entry(command: &str, windows_wrap: bool) -> String {
+    let q = |s: &str| serde_json::to_string(s).expect("a string");
+    let mut hook = format!("{{\"type\":\"command\",\"command\":{}", q(command));
+    if windows_wrap {
+        hook.push_str(&format!(",\"commandWindows\":{}", q(&windows_command(command))));
+    }
+    format!("{{\"matcher\":\"\",\"hooks\":[{hook}}}]}}")
+}
+
+/// agmsg's `windows_wrap`: run the POSIX command through Git Bash from PowerShell (codex on Windows).
+pub fn windows_command(posix: &str) -> String {
+    format!(
+        "$b=$env:GIT_BASH; if (-not $b) {{ $b=$env:AGMSG_BASH }}; if (-not $b) {{ $b='C:\\Program Files\\Git\\bin\\bash.exe' }}; & $b -lc '{}'",
+        posix.replace('\'', "''")
+    )
+}
+
+/// The file's new text for `mode`.
+pub fn apply(ctx: &Context, mode: Mode, current: Option<&str>) -> Result<Answer, String> {
+    let mut root = parse(current)?;
+    for event in EVENTS {
+        strip(&mut root, event, &ctx.skill_dir)?;
+    }
+    let events: &[(&'static str, &str)] = match mode {
+        Mode::Monitor => &[("SessionStart", "session-start.sh"), ("SessionEnd", "session-end.sh")],
+        Mode::Turn => &[("Stop", "check-inbox.sh")],
+        Mode::Both => &[("SessionStart", "session-start.sh"), ("SessionEnd", "session-end.sh"), ("Stop", "check-inbox.sh")],
+        Mode::Off => &[],
+    };
+    for (event, script) in events {
+        add(&mut root, event, entry(&ctx.script_command(script), ctx.windows_wrap))?;
+    }
+    if let Some(i) = root.member_index("hooks") {
+        let Node::Object(members) = &mut root else { unreachable!() };
+        if matches!(&members[i].1, Node::Object(h) if h.is_empty()) {
+            members.remove(i);
+        }
+    }
+    let mut out = String::new();
+    root.render(&mut out);
+    Ok(Answer::Write(out))
+}
+
+/// The mode the file's agmsg entries say (SessionStart: monitor, Stop: turn, both: both), and every
+/// event's entry count (all entries, agmsg's or not, as agmsg counts them).
+pub fn status(ctx: &Context, current: Option<&str>) -> Result<Status, String> {
+    let Some(text) = current else { return Ok(Status { mode: Mode::Off, entries: None }) };
+    let root = parse(Some(text))?;
+    let event = |name: &str| match root.member("hooks").and_then(|h| h.member(name)) {
+        Some(Node::Array(entries)) => (entries.len(), entries.iter().any(|e| owned(e, &ctx.skill_dir))),
+        _ => (0, false),
+    };
+    let (ss, se, st) = (event("SessionStart"), event("SessionEnd"), event("Stop"));
+    let mode = match (ss.1, st.1) {
+        (true, true) => Mode::Both,
+        (true, false) => Mode::Monitor,
+        (false, true) => Mode::Turn,
+        (false, false) => Mode::Off,
+    };
+    Ok(Status { mode, entries: Some(vec![("SessionStart", ss.0), ("SessionEnd", se.0), ("Stop", st.0)]) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(windows: bool) -> Context {
+        Context { agent_type: "claude-code".into(), project: "/p".into(), skill_dir: "/h/.agents/skills/agmsg".into(), windows_wrap: windows }
+    }
+
+    fn write(a: Answer) -> String {
+        match a {
+            Answer::Write(t) => t,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn keeps_members_scalars_and_order() {
+        let user = "{\n  \"z\": 1.50,\n  \"hooks\": {\"Stop\": [{\"hooks\":[{\"command\":\"mine \\u00e9\"}]}], \"Pre\": []},\n  \"a\": \"\\/x\"\n}\n";
+        let on = write(apply(&ctx(false), Mode::Turn, Some(user)).unwrap());
+        let agmsg = r#"{"matcher":"","hooks":[{"type":"command","command":"'/h/.agents/skills/agmsg/scripts/check-inbox.sh' 'claude-code' '/p'"}]}"#;
+        assert_eq!(on, format!(r#"{{"z":1.50,"hooks":{{"Stop":[{{"hooks":[{{"command":"mine \u00e9"}}]}},{agmsg}],"Pre":[]}},"a":"\/x"}}"#));
+        let off = write(apply(&ctx(false), Mode::Off, Some(&on)).unwrap());
+        assert_eq!(off, r#"{"z":1.50,"hooks":{"Stop":[{"hooks":[{"command":"mine \u00e9"}]}],"Pre":[]},"a":"\/x"}"#);
+        assert_eq!(status(&ctx(false), Some(&on)).unwrap().mode, Mode::Turn);
+    }
+
+    #[test]
+    fn an_event_emptied_moves_to_the_end_and_empty_hooks_go() {
+        let on = write(apply(&ctx(false), Mode::Both, None).unwrap());
+        assert!(on.starts_with(r#"{"hooks":{"SessionStart":[{"matcher":"""#), "{on}");
+        assert_eq!(status(&ctx(false), Some(&on)).unwrap().entries, Some(vec![("SessionStart", 1), ("SessionEnd", 1), ("Stop", 1)]));
+        let turn = write(apply(&ctx(false), Mode::Turn, Some(&on)).unwrap());
+        assert_eq!(turn.matches("check-inbox").count(), 1);
+        assert_eq!(write(apply(&ctx(false), Mode::Off, Some(&on)).unwrap()), "{}");
+    }
+
+    #[test]
+    fn windows_wrap_as_agmsg() {
+        let e = entry("'/a/check-inbox.sh' 'codex' '/p'", true);
+        assert!(e.contains(r#""commandWindows":"$b=$env:GIT_BASH; if (-not $b) { $b=$env:AGMSG_BASH }; if (-not $b) { $b='C:\\Program Files\\Git\\bin\\bash.exe' }; & $b -lc '''/a/check-inbox.sh'' ''codex'' ''/p'''"}"#), "{e}");
+    }
+
+    #[test]
+    fn malformed_is_an_error() {
+        assert!(apply(&ctx(false), Mode::Turn, Some("{\"a\":")).unwrap_err().contains("not valid JSON"));
+        assert!(apply(&ctx(false), Mode::Turn, Some("[]")).is_err());
+        assert!(apply(&ctx(false), Mode::Turn, Some("{\"hooks\":[]}")).is_err());
+        assert!(apply(&ctx(false), Mode::Turn, Some("{\"hooks\":{\"Stop\":{}}}")).is_err());
+    }
+}

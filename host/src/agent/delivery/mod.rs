@@ -1,0 +1,378 @@
+//! Delivery: how an agent type is told of new messages, written into one file of the project (the
+//! type's `hooks_file=`). agmsg's `delivery.sh` is a Template Method: a default (JSON event hooks)
+//! that a type's `_delivery.sh` plug overrides. Here every behaviour is a pure function, the current
+//! file's text in and an [`Outcome`] out (write this text, remove the file, or keep it, plus notices
+//! and `AGMSG-DIRECTIVE` blocks for the caller to print); [`target`] is the one place that touches
+//! the project: it validates the target, reads it and applies the answer atomically.
+//!
+//! - [`json_hooks`]: the default, agmsg's JSON event hooks (claude-code, codex), member order and
+//!   every entry that is not agmsg's kept.
+//! - [`rules`]: the rule-file behaviours of the bundled plugs: the shared rule file of gemini and
+//!   antigravity (one rule per type in the one file, so turning one off keeps the other's),
+//!   copilot's JSON Stop hook, cursor's `.mdc` rule, opencode's and grok-build's marker rules.
+//! - [`target`]: `<project>/<hooks_file>` opened component by component without following a symlink,
+//!   read (capped), written through an anonymous file renamed into place, or removed.
+
+pub mod json_hooks;
+pub mod rules;
+pub mod target;
+
+use std::fmt;
+
+use crate::agent::plug::Function;
+use crate::agent::registry::{AgentType, Origin};
+
+/// A delivery mode (agmsg's four).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Monitor,
+    Turn,
+    Both,
+    Off,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 4] = [Mode::Monitor, Mode::Turn, Mode::Both, Mode::Off];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Monitor => "monitor",
+            Mode::Turn => "turn",
+            Mode::Both => "both",
+            Mode::Off => "off",
+        }
+    }
+
+    /// agmsg's mode names; anything else is `Unknown mode: X (use monitor|turn|both|off)`.
+    pub fn parse(text: &str) -> Result<Mode, String> {
+        Mode::ALL.into_iter().find(|m| m.name() == text).ok_or_else(|| format!("Unknown mode: {text} (use monitor|turn|both|off)"))
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What to do with the target file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// Replace (or create) it with this text.
+    Write(String),
+    /// Remove it (nothing when it is absent).
+    Remove,
+    /// Leave it as it is.
+    Keep,
+}
+
+/// An apply's answer and what to tell the user.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Outcome {
+    pub answer: Option<Answer>,
+    /// Lines for the user (stdout), in order.
+    pub notices: Vec<String>,
+    /// Warnings (stderr).
+    pub warnings: Vec<String>,
+}
+
+impl Outcome {
+    fn answer(answer: Answer) -> Outcome {
+        Outcome { answer: Some(answer), ..Outcome::default() }
+    }
+}
+
+/// What a status found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Status {
+    pub mode: Mode,
+    /// Per-event entry counts of a JSON hooks file (`SessionStart`, `SessionEnd`, `Stop`), when the
+    /// file exists and the behaviour has events.
+    pub entries: Option<Vec<(&'static str, usize)>>,
+}
+
+/// Everything a behaviour may know: no filesystem, no environment.
+#[derive(Clone, Debug)]
+pub struct Context {
+    /// The type's name.
+    pub agent_type: String,
+    /// The project directory, absolute, as written into commands.
+    pub project: String,
+    /// agmsg's install directory (its scripts are `<skill_dir>/scripts/*.sh`).
+    pub skill_dir: String,
+    /// `hook_windows_wrap=yes`: JSON hook entries also carry `commandWindows`.
+    pub windows_wrap: bool,
+}
+
+impl Context {
+    /// `'<skill_dir>/scripts/<script>' '<type>' '<project>'`, each argument POSIX single-quoted as
+    /// agmsg's `agmsg_shq` quotes it.
+    pub fn script_command(&self, script: &str) -> String {
+        format!("{} {} {}", shq(&format!("{}/scripts/{script}", self.skill_dir)), shq(&self.agent_type), shq(&self.project))
+    }
+}
+
+/// agmsg's `agmsg_shq`: one shell word in single quotes, each `'` as `'\''`.
+pub fn shq(value: &str) -> String {
+    format!("'{}'", value.replace('\'', r"'\''"))
+}
+
+/// bash's `printf %q` for text without control characters (a project path is refused earlier if it
+/// has any): `''` when empty, else each character the shell would read as syntax backslash-escaped.
+pub fn bash_q(value: &str) -> String {
+    if value.is_empty() {
+        return "''".to_owned();
+    }
+    let mut out = String::with_capacity(value.len() + 8);
+    for (i, c) in value.chars().enumerate() {
+        let special = matches!(
+            c,
+            ' ' | '\'' | '"' | '\\' | '|' | '&' | ';' | '(' | ')' | '<' | '>' | '!' | '{' | '}' | '*' | '[' | '?' | ']' | '^' | '$' | '`' | ','
+        ) || (i == 0 && matches!(c, '~' | '#'));
+        if special {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// How a type's delivery file is written: agmsg's default, or the behaviour of the plug agmsg ships
+/// for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Behaviour {
+    /// agmsg's default: JSON event hooks (claude-code, codex, and any type without an apply plug).
+    JsonHooks,
+    /// `rulefile_apply`/`rulefile_status`, one file shared by several types (gemini, antigravity).
+    RuleFile,
+    /// copilot's JSON `Stop` hook file.
+    Copilot,
+    /// cursor's `.mdc` rule.
+    Cursor,
+    /// opencode's marker rule.
+    Opencode,
+    /// grok-build's marker rule.
+    GrokBuild,
+    /// Manual delivery only (hermes, agmsg-app): nothing is written, the status is always off.
+    Manual,
+}
+
+impl Behaviour {
+    /// The behaviour of a type: a bundled type's plug by name; a type on disk whose `_delivery.sh`
+    /// overrides `apply` or `status` is refused (its plug is shell code, never run here).
+    pub fn of(t: &AgentType) -> Result<Behaviour, String> {
+        let by_name = match t.name.as_str() {
+            "claude-code" | "codex" => Some(Behaviour::JsonHooks),
+            "gemini" | "antigravity" => Some(Behaviour::RuleFile),
+            "copilot" => Some(Behaviour::Copilot),
+            "cursor" => Some(Behaviour::Cursor),
+            "opencode" => Some(Behaviour::Opencode),
+            "grok-build" => Some(Behaviour::GrokBuild),
+            "hermes" | "agmsg-app" => Some(Behaviour::Manual),
+            _ => None,
+        };
+        // A bundled type, or agmsg's own installed copy of one: the behaviour of agmsg's plug.
+        if let (Some(b), Origin::Bundled | Origin::Agmsg(_)) = (by_name, &t.origin) {
+            return Ok(b);
+        }
+        let plug = t.plug();
+        if plug.overrides(Function::Apply) || plug.overrides(Function::Status) {
+            return Err(format!(
+                "type {}: its _delivery.sh overrides {}; agmsg-host never runs shell plugs (a delivery plug component is the way to change delivery)",
+                t.name,
+                [Function::Apply, Function::Status].into_iter().filter(|f| plug.overrides(*f)).map(Function::shell_name).collect::<Vec<_>>().join(" and ")
+            ));
+        }
+        Ok(Behaviour::JsonHooks)
+    }
+
+    /// Whether the behaviour writes a file (`hooks_file=` is needed).
+    pub fn has_file(self) -> bool {
+        self != Behaviour::Manual
+    }
+
+    /// What the type's delivery file becomes for `mode`, from its current text (`None`: absent).
+    pub fn apply(self, ctx: &Context, mode: Mode, current: Option<&str>) -> Result<Outcome, String> {
+        let mut outcome = match self {
+            Behaviour::JsonHooks => Outcome::answer(json_hooks::apply(ctx, mode, current)?),
+            Behaviour::RuleFile => rules::shared_rule_apply(ctx, mode, current),
+            Behaviour::Copilot => Outcome::answer(rules::copilot_apply(ctx, mode)),
+            Behaviour::Cursor => Outcome::answer(rules::cursor_apply(ctx, mode)),
+            Behaviour::Opencode => Outcome::answer(rules::opencode_apply(ctx, mode)),
+            Behaviour::GrokBuild => Outcome::answer(rules::grok_apply(ctx, mode)),
+            Behaviour::Manual => Outcome::default(),
+        };
+        if let (Some(Answer::Write(new)), Some(old)) = (&outcome.answer, current) {
+            if new == old {
+                outcome.answer = Some(Answer::Keep);
+            }
+        }
+        if outcome.answer == Some(Answer::Remove) && current.is_none() {
+            outcome.answer = Some(Answer::Keep);
+        }
+        Ok(outcome)
+    }
+
+    /// The mode the file says (`None`: absent).
+    pub fn status(self, ctx: &Context, current: Option<&str>) -> Result<Status, String> {
+        Ok(match self {
+            Behaviour::JsonHooks => json_hooks::status(ctx, current)?,
+            Behaviour::RuleFile => Status { mode: rules::shared_rule_status(ctx, current), entries: None },
+            Behaviour::Copilot | Behaviour::Cursor => Status { mode: if current.is_some() { Mode::Turn } else { Mode::Off }, entries: None },
+            Behaviour::Opencode | Behaviour::GrokBuild => Status { mode: rules::marker_status(current), entries: None },
+            Behaviour::Manual => Status { mode: Mode::Off, entries: None },
+        })
+    }
+}
+
+/// The modes a type accepts: `delivery_modes=`, else agmsg's default `monitor turn both off`. Unknown
+/// words are left out.
+pub fn modes(t: &AgentType) -> Vec<Mode> {
+    let words = t.manifest.words("delivery_modes");
+    if words.is_empty() {
+        return Mode::ALL.to_vec();
+    }
+    words.iter().filter_map(|w| Mode::parse(w).ok()).collect()
+}
+
+/// agmsg's central gate: `mode` must be one the type declares.
+pub fn gate(t: &AgentType, mode: Mode) -> Result<(), String> {
+    let modes = modes(t);
+    if modes.contains(&mode) {
+        return Ok(());
+    }
+    let declared = t.value("delivery_modes");
+    let supported = if declared.is_empty() { "monitor turn both off" } else { declared };
+    Err(format!("Error: '{mode}' mode is not supported for {} (supported: {supported}).", t.name))
+}
+
+/// The lines agmsg's `delivery.sh set` prints after applying, other than the plug's own: the
+/// confirmation, the mode's note and, when a watcher may have been running in the session, the
+/// directive to stop it. agmsg-host touches no process: the directive says so.
+pub fn set_notices(t: &AgentType, behaviour: Behaviour, mode: Mode, project: &str) -> Vec<String> {
+    let mut lines = vec![format!("Delivery mode set to '{mode}' for {project} ({})", t.name)];
+    let automatic = modes(t).iter().any(|m| *m != Mode::Off);
+    match mode {
+        Mode::Monitor | Mode::Both => lines.push("Restart your agent (or start its watcher) to activate monitor delivery.".to_owned()),
+        Mode::Turn => {
+            lines.push("Future sessions: Stop hook will check inbox between turns.".to_owned());
+            lines.push(stop_directive(behaviour));
+        }
+        Mode::Off => {
+            lines.push("Future sessions: no automatic delivery.".to_owned());
+            if automatic {
+                lines.push(stop_directive(behaviour));
+            }
+        }
+    }
+    lines
+}
+
+/// The in-session watcher-stop directive (agmsg's default, or grok-build's wording).
+fn stop_directive(behaviour: Behaviour) -> String {
+    let body = match behaviour {
+        Behaviour::GrokBuild => {
+            "AGMSG-DIRECTIVE: If an agmsg inbox watcher is streaming into this session via\n\
+             the monitor tool, stop it with kill_command_or_subagent on its task id."
+        }
+        _ => {
+            "AGMSG-DIRECTIVE: If an agmsg watch Monitor task is running in this session,\n\
+             find it with TaskList (description starts with \"agmsg inbox stream\") and\n\
+             stop it with TaskStop."
+        }
+    };
+    format!("\n{body}\nagmsg-host stops no processes: run agmsg's `delivery.sh stop` to end watch.sh processes.")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_matches_agmsg_and_bash() {
+        assert_eq!(shq("/p/o'brien"), r"'/p/o'\''brien'");
+        for (text, q) in [("a,b", r"a\,b"), ("~x", r"\~x"), ("a~b", "a~b"), ("#a", r"\#a"), ("a#b", "a#b"), ("a=b", "a=b"), ("x:y", "x:y"), ("é", "é"), ("it's", r"it\'s"), ("/tmp/p q", r"/tmp/p\ q"), ("", "''"), ("a{b}", r"a\{b\}")] {
+            assert_eq!(bash_q(text), q, "{text}");
+        }
+    }
+
+    #[test]
+    fn modes_parse() {
+        assert_eq!(Mode::parse("both"), Ok(Mode::Both));
+        assert_eq!(Mode::parse("x").unwrap_err(), "Unknown mode: x (use monitor|turn|both|off)");
+    }
+}
+
+/// What `set` did.
+#[derive(Debug)]
+pub struct SetReport {
+    /// The file, when the type has one.
+    pub file: Option<std::path::PathBuf>,
+    /// Whether it changed.
+    pub changed: bool,
+    /// Lines for stdout (the behaviour's, then agmsg's confirmation and directive).
+    pub notices: Vec<String>,
+    /// Lines for stderr.
+    pub warnings: Vec<String>,
+}
+
+/// What `status` found.
+#[derive(Debug)]
+pub struct StatusReport {
+    pub file: Option<std::path::PathBuf>,
+    pub exists: bool,
+    pub status: Status,
+}
+
+fn context(t: &AgentType, project: &std::path::Path, skill_dir: &std::path::Path) -> Result<Context, String> {
+    let skill_dir = skill_dir.to_str().ok_or_else(|| format!("agmsg's directory {} is not UTF-8", skill_dir.display()))?;
+    Ok(Context {
+        agent_type: t.name.clone(),
+        project: project.to_str().expect("checked by project_dir").to_owned(),
+        skill_dir: skill_dir.trim_end_matches('/').to_owned(),
+        windows_wrap: t.value("hook_windows_wrap") == "yes",
+    })
+}
+
+fn hooks_file(t: &AgentType) -> Result<&str, String> {
+    let file = t.value("hooks_file");
+    if file.is_empty() {
+        return Err(format!("Unknown agent type: {} (it has no hooks_file)", t.name));
+    }
+    Ok(file)
+}
+
+/// `delivery set <mode> <type> <project>`: the gate, then the type's behaviour on its file, applied
+/// atomically. On any error the file is as it was.
+pub fn set(t: &AgentType, mode: Mode, project: &std::path::Path, skill_dir: &std::path::Path) -> Result<SetReport, String> {
+    gate(t, mode)?;
+    let behaviour = Behaviour::of(t)?;
+    let project = target::project_dir(project)?;
+    let ctx = context(t, &project, skill_dir)?;
+    let (file, changed, outcome) = if behaviour.has_file() {
+        let target = target::Target::open(&project, &t.name, hooks_file(t)?, mode != Mode::Off)?;
+        let current = target.read()?;
+        let outcome = behaviour.apply(&ctx, mode, current.as_deref()).map_err(|e| format!("{}: {e}; left as it was", target.path().display()))?;
+        let changed = target.apply(outcome.answer.as_ref().unwrap_or(&Answer::Keep))?;
+        (Some(target.path()), changed, outcome)
+    } else {
+        (None, false, behaviour.apply(&ctx, mode, None)?)
+    };
+    let mut notices = outcome.notices;
+    notices.extend(set_notices(t, behaviour, mode, &ctx.project));
+    Ok(SetReport { file, changed, notices, warnings: outcome.warnings })
+}
+
+/// `delivery status <type> <project>`: the mode the type's file says.
+pub fn status(t: &AgentType, project: &std::path::Path, skill_dir: &std::path::Path) -> Result<StatusReport, String> {
+    let behaviour = Behaviour::of(t)?;
+    let project = target::project_dir(project)?;
+    let ctx = context(t, &project, skill_dir)?;
+    if !behaviour.has_file() {
+        return Ok(StatusReport { file: None, exists: false, status: behaviour.status(&ctx, None)? });
+    }
+    let target = target::Target::open(&project, &t.name, hooks_file(t)?, false)?;
+    let current = target.read()?;
+    let status = behaviour.status(&ctx, current.as_deref()).map_err(|e| format!("{}: {e}", target.path().display()))?;
+    Ok(StatusReport { file: Some(target.path()), exists: current.is_some(), status })
+}

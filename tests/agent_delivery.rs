@@ -1,0 +1,324 @@
+//! Delivery (issue 17 part 3, the host's side): `agmsg-host delivery set | status | modes` against a
+//! temporary project for every bundled type and mode. Goldens are agmsg's output byte for byte (the
+//! JSON hooks are what agmsg's sqlite `json_set` chain writes: minified, members in place, new ones
+//! appended); enabling then disabling leaves every byte that is not agmsg's as it was; gemini and
+//! antigravity share their rule file without deleting each other's rule; a target reached through a
+//! symlink, or a file that cannot be edited, is refused with the file as it was.
+
+mod common;
+
+use std::fs;
+use std::path::PathBuf;
+
+use common::{Env, Run};
+
+const SKILL: &str = "/opt/skills/agmsg";
+
+struct Project {
+    env: Env,
+    dir: PathBuf,
+}
+
+impl Project {
+    /// A project directory whose name needs quoting (a space and a `'`).
+    fn new() -> Project {
+        let env = Env::new().env("AGMSG_SKILL_DIR", SKILL);
+        let dir = env.dir.path().join("proj o'brien");
+        fs::create_dir(&dir).unwrap();
+        Project { env, dir }
+    }
+
+    fn p(&self) -> &str {
+        self.dir.to_str().unwrap()
+    }
+
+    fn run(&self, args: &[&str]) -> Run {
+        self.env.run(args)
+    }
+
+    fn set(&self, mode: &str, t: &str) -> Run {
+        self.run(&["delivery", "set", mode, t, self.p()])
+    }
+
+    fn mode(&self, t: &str) -> String {
+        let run = self.run(&["delivery", "status", t, self.p()]);
+        run.ok();
+        run.lines()[0].strip_prefix("mode: ").unwrap().to_owned()
+    }
+
+    fn file(&self, rel: &str) -> PathBuf {
+        self.dir.join(rel)
+    }
+
+    fn read(&self, rel: &str) -> Option<String> {
+        fs::read_to_string(self.file(rel)).ok()
+    }
+}
+
+fn shq(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+fn command(script: &str, t: &str, p: &str) -> String {
+    format!("{} {} {}", shq(&format!("{SKILL}/scripts/{script}")), shq(t), shq(p))
+}
+
+fn json_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap()
+}
+
+/// agmsg's JSON hook entry (`add_event_entry_file`), with codex's `commandWindows`.
+fn entry(cmd: &str, windows: bool) -> String {
+    let mut hook = format!(r#"{{"type":"command","command":{}"#, json_str(cmd));
+    if windows {
+        let cw = format!(
+            "$b=$env:GIT_BASH; if (-not $b) {{ $b=$env:AGMSG_BASH }}; if (-not $b) {{ $b='C:\\Program Files\\Git\\bin\\bash.exe' }}; & $b -lc '{}'",
+            cmd.replace('\'', "''")
+        );
+        hook.push_str(&format!(r#","commandWindows":{}"#, json_str(&cw)));
+    }
+    format!(r#"{{"matcher":"","hooks":[{hook}}}]}}"#)
+}
+
+/// A user's settings file as agmsg leaves it (minified): unknown keys in an odd order, the user's own
+/// hooks on agmsg's events (one mentions "agmsg" without being agmsg's).
+const USER: &str = r#"{"zeta":{"b":1,"a":[1.50,"\u00e9\/"]},"hooks":{"Stop":[{"matcher":"","hooks":[{"type":"command","command":"notify-send agmsg-done"}]}],"PreToolUse":[{"matcher":"Bash","hooks":[]}]},"alpha":true}"#;
+
+#[test]
+fn claude_code_json_hooks_every_mode() {
+    let pr = Project::new();
+    let rel = ".claude/settings.local.json";
+    fs::create_dir(pr.file(".claude")).unwrap();
+    fs::write(pr.file(rel), USER).unwrap();
+    let p = pr.p();
+    let (ss, se, st) = (
+        entry(&command("session-start.sh", "claude-code", p), false),
+        entry(&command("session-end.sh", "claude-code", p), false),
+        entry(&command("check-inbox.sh", "claude-code", p), false),
+    );
+    let user_stop = r#"{"matcher":"","hooks":[{"type":"command","command":"notify-send agmsg-done"}]}"#;
+    let golden = [
+        ("monitor", format!(r#"{{"zeta":{{"b":1,"a":[1.50,"\u00e9\/"]}},"hooks":{{"Stop":[{user_stop}],"PreToolUse":[{{"matcher":"Bash","hooks":[]}}],"SessionStart":[{ss}],"SessionEnd":[{se}]}},"alpha":true}}"#)),
+        ("turn", format!(r#"{{"zeta":{{"b":1,"a":[1.50,"\u00e9\/"]}},"hooks":{{"Stop":[{user_stop},{st}],"PreToolUse":[{{"matcher":"Bash","hooks":[]}}]}},"alpha":true}}"#)),
+        ("both", format!(r#"{{"zeta":{{"b":1,"a":[1.50,"\u00e9\/"]}},"hooks":{{"Stop":[{user_stop},{st}],"PreToolUse":[{{"matcher":"Bash","hooks":[]}}],"SessionStart":[{ss}],"SessionEnd":[{se}]}},"alpha":true}}"#)),
+    ];
+    for (mode, expected) in &golden {
+        fs::write(pr.file(rel), USER).unwrap();
+        let run = pr.set(mode, "claude-code");
+        run.ok();
+        assert_eq!(run.lines()[0], format!("Delivery mode set to '{mode}' for {p} (claude-code)"));
+        assert_eq!(pr.read(rel).unwrap(), *expected, "{mode}");
+        assert_eq!(pr.mode("claude-code"), *mode);
+        // Setting the same mode again keeps one entry per event (agmsg re-adds them, at the end).
+        pr.set(mode, "claude-code").ok();
+        assert_eq!(pr.read(rel).unwrap().len(), expected.len(), "{mode} twice");
+        assert_eq!(pr.mode("claude-code"), *mode);
+        let run = pr.set("off", "claude-code");
+        run.ok();
+        assert!(run.stdout.contains("\nAGMSG-DIRECTIVE: "), "{run:#?}");
+        assert_eq!(pr.read(rel).unwrap(), USER, "{mode} then off");
+        assert_eq!(pr.mode("claude-code"), "off");
+    }
+    // From no file: agmsg's whole file, and off leaves `{}`.
+    fs::remove_file(pr.file(rel)).unwrap();
+    pr.set("turn", "claude-code").ok();
+    assert_eq!(pr.read(rel).unwrap(), format!(r#"{{"hooks":{{"Stop":[{st}]}}}}"#));
+    let status = pr.run(&["delivery", "status", "claude-code", p]);
+    assert_eq!(
+        status.stdout,
+        format!("mode: turn\nsettings hooks file: {p}/{rel}\n  SessionStart entries: 0\n  SessionEnd entries:   0\n  Stop entries:         1\n")
+    );
+    let json: serde_json::Value = serde_json::from_str(pr.run(&["delivery", "status", "claude-code", p, "--json"]).ok().stdout.trim()).unwrap();
+    assert_eq!(json["mode"], "turn");
+    assert_eq!(json["entries"]["Stop"], 1);
+    pr.set("off", "claude-code").ok();
+    assert_eq!(pr.read(rel).unwrap(), "{}");
+}
+
+#[test]
+fn codex_json_hooks_with_command_windows_and_its_gate() {
+    let pr = Project::new();
+    let rel = ".codex/hooks.json";
+    let p = pr.p();
+    let run = pr.set("monitor", "codex");
+    run.ok();
+    let (ss, se, st) = (
+        entry(&command("session-start.sh", "codex", p), true),
+        entry(&command("session-end.sh", "codex", p), true),
+        entry(&command("check-inbox.sh", "codex", p), true),
+    );
+    assert_eq!(pr.read(rel).unwrap(), format!(r#"{{"hooks":{{"SessionStart":[{ss}],"SessionEnd":[{se}]}}}}"#));
+    assert_eq!(pr.mode("codex"), "monitor");
+    pr.set("turn", "codex").ok();
+    assert_eq!(pr.read(rel).unwrap(), format!(r#"{{"hooks":{{"Stop":[{st}]}}}}"#));
+    // `both` is not among codex's delivery_modes: refused before the file is touched.
+    let before = pr.read(rel).unwrap();
+    let run = pr.set("both", "codex");
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("Error: 'both' mode is not supported for codex (supported: monitor turn off)."), "{run:#?}");
+    assert_eq!(pr.read(rel).unwrap(), before);
+    assert_eq!(pr.run(&["delivery", "modes", "codex"]).ok().stdout, "monitor turn off\n");
+    let bad = pr.set("sometimes", "codex");
+    assert_eq!(bad.code, 1);
+    assert!(bad.stderr.contains("Unknown mode: sometimes (use monitor|turn|both|off)"));
+}
+
+#[test]
+fn copilot_and_cursor_files() {
+    let pr = Project::new();
+    let p = pr.p();
+    pr.set("turn", "copilot").ok();
+    assert_eq!(
+        pr.read(".github/hooks/agmsg.json").unwrap(),
+        format!(
+            "{{\n  \"version\": 1,\n  \"hooks\": {{\n    \"Stop\": [\n      {{\n        \"type\": \"command\",\n        \"bash\": {},\n        \"timeoutSec\": 30\n      }}\n    ]\n  }}\n}}\n",
+            json_str(&command("check-inbox.sh", "copilot", p))
+        )
+    );
+    assert_eq!(pr.mode("copilot"), "turn");
+    pr.set("off", "copilot").ok();
+    assert_eq!(pr.read(".github/hooks/agmsg.json"), None);
+    assert_eq!(pr.mode("copilot"), "off");
+    assert_eq!(pr.set("monitor", "copilot").code, 1);
+
+    pr.set("turn", "cursor").ok();
+    assert_eq!(
+        pr.read(".cursor/rules/agmsg.mdc").unwrap(),
+        format!(
+            "---\nalwaysApply: true\n---\n# agmsg Integration Rule\n\n## PostToolUse\nAfter each tool call, automatically check the agmsg inbox for unread messages.\n- Command: {}\n",
+            command("check-inbox.sh", "cursor", p)
+        )
+    );
+    assert_eq!(pr.mode("cursor"), "turn");
+    pr.set("off", "cursor").ok();
+    assert_eq!(pr.read(".cursor/rules/agmsg.mdc"), None);
+}
+
+#[test]
+fn marker_rules_of_opencode_and_grok_build() {
+    let pr = Project::new();
+    let p = pr.p();
+    pr.set("turn", "opencode").ok();
+    assert_eq!(
+        pr.read(".opencode/rules/agmsg.md").unwrap(),
+        format!(
+            "<!-- agmsg-delivery-mode: turn -->\n# agmsg Integration Rule\n\n## PostToolUse\nAfter each tool call, automatically check the agmsg inbox for unread messages.\n- Command: {}\n",
+            command("check-inbox.sh", "opencode", p)
+        )
+    );
+    assert_eq!(pr.mode("opencode"), "turn");
+    pr.set("monitor", "opencode").ok();
+    let text = pr.read(".opencode/rules/agmsg.md").unwrap();
+    assert!(text.starts_with("<!-- agmsg-delivery-mode: monitor -->\n"));
+    // The project `%q`-quoted, as agmsg's printf %q does.
+    let q = p.replace(' ', r"\ ").replace('\'', r"\'");
+    assert!(text.contains(&format!("- command: '{SKILL}/scripts/watch.sh' \"${{SENTINEL_SESSION_ID:--}}\" {q} opencode\n")), "{text}");
+    assert_eq!(pr.mode("opencode"), "monitor");
+    pr.set("off", "opencode").ok();
+    assert_eq!(pr.mode("opencode"), "off");
+
+    for mode in ["turn", "monitor"] {
+        pr.set(mode, "grok-build").ok();
+        let text = pr.read(".grok/rules/agmsg.md").unwrap();
+        assert!(text.starts_with(&format!("<!-- agmsg-delivery-mode: {mode} -->\n")));
+        assert!(text.contains(&format!("`{SKILL}/scripts/whoami.sh {} grok-build`", shq(p))), "{text}");
+        assert_eq!(pr.mode("grok-build"), mode);
+    }
+    let run = pr.set("off", "grok-build");
+    assert!(run.stdout.contains("kill_command_or_subagent"), "grok's own stop directive: {run:#?}");
+    assert_eq!(pr.read(".grok/rules/agmsg.md"), None);
+}
+
+#[test]
+fn gemini_and_antigravity_share_the_rule_file_without_deleting_each_other() {
+    let pr = Project::new();
+    let p = pr.p();
+    let rel = ".agent/rules/agmsg.md";
+    let head = "# agmsg Integration Rule\n\n## PostToolUse\nAfter each tool call, automatically check the agmsg inbox for unread messages.\n";
+    let line = |t: &str| format!("- Command: {}\n", command("check-inbox.sh", t, p));
+    pr.set("turn", "gemini").ok();
+    let gemini_alone = format!("{head}{}", line("gemini"));
+    assert_eq!(pr.read(rel).unwrap(), gemini_alone, "one type: agmsg's text");
+    assert_eq!((pr.mode("gemini").as_str(), pr.mode("antigravity").as_str()), ("turn", "off"));
+    pr.set("turn", "antigravity").ok();
+    assert_eq!(pr.read(rel).unwrap(), format!("{head}{}{}", line("gemini"), line("antigravity")));
+    assert_eq!((pr.mode("gemini").as_str(), pr.mode("antigravity").as_str()), ("turn", "turn"));
+    // agmsg removes the file here; the gemini rule stays.
+    pr.set("off", "antigravity").ok();
+    assert_eq!(pr.read(rel).unwrap(), gemini_alone);
+    assert_eq!((pr.mode("gemini").as_str(), pr.mode("antigravity").as_str()), ("turn", "off"));
+    pr.set("off", "gemini").ok();
+    assert_eq!(pr.read(rel), None);
+    assert_eq!(pr.set("monitor", "gemini").code, 1, "not among gemini's delivery_modes");
+}
+
+#[test]
+fn manual_types_accept_off_only_and_write_nothing() {
+    let pr = Project::new();
+    for t in ["hermes", "agmsg-app"] {
+        pr.set("off", t).ok();
+        assert_eq!(pr.mode(t), "off");
+        assert_eq!(pr.set("turn", t).code, 1);
+        assert_eq!(pr.run(&["delivery", "modes", t]).ok().stdout, "off\n");
+    }
+    assert_eq!(fs::read_dir(&pr.dir).unwrap().count(), 0, "nothing written");
+    assert_eq!(pr.set("turn", "no-such-type").code, 1);
+}
+
+#[test]
+fn a_symlink_below_the_project_is_never_followed() {
+    let pr = Project::new();
+    let outside = pr.env.dir.path().join("outside");
+    fs::create_dir(&outside).unwrap();
+    fs::write(outside.join("settings.local.json"), "{}").unwrap();
+    std::os::unix::fs::symlink(&outside, pr.file(".claude")).unwrap();
+    let run = pr.set("turn", "claude-code");
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("symlink"), "{run:#?}");
+    assert_eq!(fs::read_to_string(outside.join("settings.local.json")).unwrap(), "{}");
+
+    // The file itself a symlink: refused too.
+    fs::remove_file(pr.file(".claude")).unwrap();
+    fs::create_dir(pr.file(".claude")).unwrap();
+    std::os::unix::fs::symlink(outside.join("settings.local.json"), pr.file(".claude/settings.local.json")).unwrap();
+    let run = pr.set("turn", "claude-code");
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("symlink"), "{run:#?}");
+    assert_eq!(fs::read_to_string(outside.join("settings.local.json")).unwrap(), "{}");
+    assert!(fs::symlink_metadata(pr.file(".claude/settings.local.json")).unwrap().file_type().is_symlink());
+}
+
+#[test]
+fn a_file_that_cannot_be_edited_is_left_as_it_was() {
+    let pr = Project::new();
+    let rel = ".claude/settings.local.json";
+    fs::create_dir(pr.file(".claude")).unwrap();
+    for bad in ["{\"hooks\": ", "[1,2]", "{\"hooks\":{\"Stop\":{}}}"] {
+        fs::write(pr.file(rel), bad).unwrap();
+        let run = pr.set("turn", "claude-code");
+        assert_eq!(run.code, 1, "{bad}");
+        assert!(run.stderr.contains("left as it was"), "{run:#?}");
+        assert_eq!(pr.read(rel).unwrap(), bad);
+    }
+    // Its permissions are kept across a rewrite.
+    use std::os::unix::fs::PermissionsExt;
+    fs::write(pr.file(rel), "{}").unwrap();
+    fs::set_permissions(pr.file(rel), fs::Permissions::from_mode(0o600)).unwrap();
+    pr.set("turn", "claude-code").ok();
+    assert_eq!(fs::metadata(pr.file(rel)).unwrap().permissions().mode() & 0o777, 0o600);
+}
+
+#[test]
+fn an_installed_type_whose_hooks_file_escapes_is_refused() {
+    let skill = tempfile::tempdir().unwrap();
+    let tdir = skill.path().join("scripts/drivers/types/sneaky");
+    fs::create_dir_all(&tdir).unwrap();
+    fs::write(tdir.join("type.conf"), "name=sneaky\nhooks_file=../outside.json\n").unwrap();
+    let env = Env::new().env("AGMSG_SKILL_DIR", skill.path().to_str().unwrap());
+    let project = env.dir.path().join("p");
+    fs::create_dir(&project).unwrap();
+    let run = env.run(&["delivery", "set", "turn", "sneaky", project.to_str().unwrap()]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("Invalid hooks_file for sneaky"), "{run:#?}");
+    assert!(!env.dir.path().join("outside.json").exists());
+}

@@ -322,3 +322,98 @@ fn an_installed_type_whose_hooks_file_escapes_is_refused() {
     assert!(run.stderr.contains("Invalid hooks_file for sneaky"), "{run:#?}");
     assert!(!env.dir.path().join("outside.json").exists());
 }
+
+/// The hostile plug fixture installed (and so trusted) as claude-code's delivery plug, with short
+/// limits; each case is a project directory named after it, holding the user's settings file.
+struct Hostile {
+    env: Env,
+}
+
+impl Hostile {
+    fn new() -> Hostile {
+        let env = Env::new().env("AGMSG_SKILL_DIR", SKILL).env("AGMSG_DRIVER_TIMEOUT_MS", "1500").env("AGMSG_DRIVER_MEMORY_MB", "64");
+        let pkg = env.dir.path().join("pkg");
+        fs::create_dir(&pkg).unwrap();
+        fs::copy(common::fixture("hostile-plug"), pkg.join("driver.wasm")).unwrap();
+        fs::write(
+            pkg.join("agmsg-driver.toml"),
+            "name = \"claude-code\"\naxis = \"types\"\nversion = \"0.1.0\"\napi = \"1.0.0\"\ncomponent = \"driver.wasm\"\n[capabilities]\n",
+        )
+        .unwrap();
+        env.run(&["plugin", "install", pkg.to_str().unwrap(), "--yes"]).ok();
+        Hostile { env }
+    }
+
+    /// A project named `case` with the user's settings file.
+    fn project(&self, case: &str) -> PathBuf {
+        let dir = self.env.dir.path().join(case);
+        fs::create_dir_all(dir.join(".claude")).unwrap();
+        fs::write(dir.join(".claude/settings.local.json"), USER).unwrap();
+        dir
+    }
+}
+
+/// Every entry below `dir`, with file contents, to compare before and after.
+fn snapshot(dir: &std::path::Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.push((path.clone(), None));
+            out.extend(snapshot(&path));
+        } else {
+            out.push((path.clone(), Some(fs::read(&path).unwrap())));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_hostile_plug_fails_clearly_and_leaves_the_file_as_it_was() {
+    let h = Hostile::new();
+    let cases: &[(&str, &str)] = &[
+        ("path", "answered text that is not JSON for .claude/settings.local.json"),
+        ("huge", "answered a file of 6291456 bytes"),
+        ("malformed", "answered text that is not JSON"),
+        ("nul", "holding a NUL byte"),
+        ("notices", "more than 64 lines"),
+        ("trap", "hostile plug: trap"),
+        ("loop", "apply"),
+        ("hog", "apply"),
+        ("failed", "failed in apply: this project is not mine"),
+    ];
+    for (case, expected) in cases {
+        let project = h.project(case);
+        let before = snapshot(h.env.dir.path());
+        let started = std::time::Instant::now();
+        let run = h.env.run(&["delivery", "set", "turn", "claude-code", project.to_str().unwrap()]);
+        assert_eq!(run.code, 1, "{case}: {run:#?}");
+        assert!(run.stderr.contains("delivery plug 'claude-code'") || run.stderr.contains("driver 'claude-code'"), "{case}: names the plug: {run:#?}");
+        assert!(run.stderr.contains(expected), "{case}: {expected}: {run:#?}");
+        assert!(run.stdout.is_empty(), "{case}: nothing claimed done: {run:#?}");
+        assert_eq!(snapshot(h.env.dir.path()), before, "{case}: nothing anywhere changed");
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "{case}: bounded");
+    }
+}
+
+#[test]
+fn a_plug_overrides_what_it_overrides_and_the_rest_is_agmsgs_default() {
+    let h = Hostile::new();
+    // apply overridden: the plug's text, in the validated file only.
+    let project = h.project("ok");
+    let p = project.to_str().unwrap();
+    let run = h.env.run(&["delivery", "set", "turn", "claude-code", p]);
+    run.ok();
+    assert_eq!(fs::read_to_string(project.join(".claude/settings.local.json")).unwrap(), "{\"hostile\":true}");
+    // on_enable/stop_directive not overridden: agmsg's default directive.
+    assert!(run.stdout.contains("AGMSG-DIRECTIVE: If an agmsg watch Monitor task is running"), "{run:#?}");
+    // status not overridden: agmsg's default (JSON hooks): no agmsg entries, off.
+    let status = h.env.run(&["delivery", "status", "claude-code", p]);
+    assert_eq!(status.ok().lines()[0], "mode: off");
+    // A plug that traps in status: a clear error.
+    let project = h.project("status-trap");
+    let run = h.env.run(&["delivery", "status", "claude-code", project.to_str().unwrap()]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("hostile plug: status trap"), "{run:#?}");
+}

@@ -17,10 +17,12 @@
 //! |------------|---------------------------------------------------------|------------------------------------|
 //! | `storage`  | `storage::StorageDriver`, `export_storage_driver!`      | `lock` (`StoreLock`), `file_lock`  |
 //! | `terminal` | `terminal::TerminalDriver`, `export_terminal_driver!`   | `process`                          |
-//! | either     |                                                         | `log`                              |
+//! | `agent`    | `agent::DeliveryPlug`, `export_agent_plug!`             |                                    |
+//! | any        |                                                         | `log`                              |
 //! | none       |                                                         | `ids`, name rules, `STORE_DIR`     |
 //!
-//! A driver crate invokes exactly one of the two export macros.
+//! A driver crate invokes exactly one of the export macros. (An `agent` plug is an agent type's
+//! delivery plug, agmsg's `_delivery.sh` as a component: see the `agent` module.)
 //!
 #![cfg_attr(
     not(all(feature = "storage", feature = "terminal")),
@@ -488,7 +490,7 @@
 /// (the `component-type` custom section with the world's exports) into the driver's wasm, so a component
 /// exports the one world whose macro it invokes. What the SDK's own code compiles is a section for each
 /// world with its imports only, and `wit-component` keeps only the imports the component really calls.
-#[cfg(any(feature = "storage", feature = "terminal"))]
+#[cfg(any(feature = "storage", feature = "terminal", feature = "agent"))]
 #[doc(hidden)]
 pub mod bindings {
     /// `agmsg:storage/storage-driver`.
@@ -515,19 +517,35 @@ pub mod bindings {
         });
     }
 
-    /// `agmsg:host/log`, which both worlds import: either world's binding of it.
+    /// `agmsg:agent/agent-plug`.
+    #[cfg(feature = "agent")]
+    pub mod agent {
+        wit_bindgen::generate!({
+            world: "agmsg:agent/agent-plug@1.0.0",
+            path: ["wit/host", "wit/agent"],
+            generate_all,
+            pub_export_macro: true,
+            default_bindings_module: "$crate::bindings::agent",
+        });
+    }
+
+    /// `agmsg:host/log`, which every world imports: one world's binding of it.
     #[cfg(feature = "storage")]
     pub use storage::agmsg::host::log;
     #[cfg(all(feature = "terminal", not(feature = "storage")))]
     pub use terminal::agmsg::host::log;
+    #[cfg(all(feature = "agent", not(feature = "storage"), not(feature = "terminal")))]
+    pub use agent::agmsg::host::log;
 }
 
+#[cfg(feature = "agent")]
+pub mod agent;
 #[cfg(feature = "storage")]
 pub mod file_lock;
 pub mod ids;
 #[cfg(feature = "storage")]
 pub mod lock;
-#[cfg(any(feature = "storage", feature = "terminal"))]
+#[cfg(any(feature = "storage", feature = "terminal", feature = "agent"))]
 pub mod log;
 #[cfg(feature = "terminal")]
 pub mod process;

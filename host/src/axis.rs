@@ -13,6 +13,8 @@ use serde::{Deserialize, Serialize};
 pub enum Axis {
     Storage,
     Terminal,
+    /// Agent types' delivery plugs (`agmsg:agent`); its plugin directory is `types`, as agmsg's.
+    Types,
 }
 
 /// The `agmsg:host` package every axis imports from, and the version this host offers.
@@ -44,12 +46,13 @@ impl HostInterface {
 }
 
 impl Axis {
-    pub const ALL: [Axis; 2] = [Axis::Storage, Axis::Terminal];
+    pub const ALL: [Axis; 3] = [Axis::Storage, Axis::Terminal, Axis::Types];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Axis::Storage => "storage",
             Axis::Terminal => "terminal",
+            Axis::Types => "types",
         }
     }
 
@@ -67,6 +70,7 @@ impl Axis {
         match self {
             Axis::Storage => "agmsg:storage",
             Axis::Terminal => "agmsg:terminal",
+            Axis::Types => "agmsg:agent",
         }
     }
 
@@ -75,6 +79,7 @@ impl Axis {
         match self {
             Axis::Storage => "1.0.0",
             Axis::Terminal => "1.0.0",
+            Axis::Types => "1.0.0",
         }
     }
 
@@ -83,6 +88,7 @@ impl Axis {
         match self {
             Axis::Storage => &[HostInterface::Log, HostInterface::Lock, HostInterface::FileLock],
             Axis::Terminal => &[HostInterface::Log, HostInterface::Process],
+            Axis::Types => &[HostInterface::Log],
         }
     }
 
@@ -90,14 +96,14 @@ impl Axis {
     pub fn has_store(self) -> bool {
         match self {
             Axis::Storage => true,
-            Axis::Terminal => false,
+            Axis::Terminal | Axis::Types => false,
         }
     }
 
     /// Whether its drivers may be given programs to run.
     pub fn runs_programs(self) -> bool {
         match self {
-            Axis::Storage => false,
+            Axis::Storage | Axis::Types => false,
             Axis::Terminal => true,
         }
     }
@@ -105,7 +111,7 @@ impl Axis {
     /// The table of agmsg keys a plugin manifest of this axis may carry (`[terminal]`), if any.
     pub fn manifest_table(self) -> Option<&'static str> {
         match self {
-            Axis::Storage => None,
+            Axis::Storage | Axis::Types => None,
             Axis::Terminal => Some("terminal"),
         }
     }

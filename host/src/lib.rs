@@ -33,5 +33,6 @@ pub fn module(axis: axis::Axis) -> &'static dyn axis_module::AxisModule {
     match axis {
         axis::Axis::Storage => &storage::module::StorageModule,
         axis::Axis::Terminal => &terminal::module::TerminalModule,
+        axis::Axis::Types => &agent::module::AgentModule,
     }
 }

@@ -18,8 +18,10 @@ pub mod bundled;
 pub mod delivery;
 pub mod detect;
 pub mod manifest;
+pub mod module;
 pub mod plug;
 pub mod registry;
+pub mod world;
 
 pub use manifest::Manifest;
 pub use registry::{AgentType, Origin, Registry};

@@ -121,11 +121,11 @@ fn runtime() -> Result<Runtime, String> {
 /// in it can hide the capability list from the user asked to consent.
 fn describe_request(manifest: &PluginManifest, sha256: &str, from: &Path) -> String {
     let mut text = format!(
-        "{}/{} {} (built against agmsg:{}@{}) from {}\n  sha256 {sha256}\n",
+        "{}/{} {} (built against {}@{}) from {}\n  sha256 {sha256}\n",
         manifest.axis,
         display::line(&manifest.name),
         display::line(&manifest.version),
-        manifest.axis,
+        manifest.axis.package(),
         display::line(&manifest.api),
         display::line(&from.display().to_string())
     );
@@ -359,7 +359,7 @@ fn report_bundled(axis: Axis, name: &str, sha256: &str, wasm: &[u8], runs_with: 
         Err(e) => (Vec::new(), Vec::new(), Err(format!("not a valid component: {e:#}"))),
     };
     // The contract version it was built against, from its own export of its axis' interface.
-    let prefix = format!("agmsg:{axis}/");
+    let prefix = format!("{}/", axis.package());
     let api = exports.iter().find_map(|e| e.strip_prefix(&prefix)?.split_once('@').map(|(_, v)| v.to_owned())).unwrap_or_else(|| "?".into());
     let version = env!("CARGO_PKG_VERSION");
     let offered: Vec<String> = offered_packages().map(|(p, v)| format!("{p}@{v}")).collect();
@@ -379,7 +379,7 @@ fn report_bundled(axis: Axis, name: &str, sha256: &str, wasm: &[u8], runs_with: 
         println!("{value}");
         return Ok(verdict.is_ok());
     }
-    let mut out = format!("{axis}/{name} {version} (built against agmsg:{axis}@{api}), bundled in agmsg-host\n  sha256 {sha256}\n");
+    let mut out = format!("{axis}/{name} {version} (built against {}@{api}), bundled in agmsg-host\n  sha256 {sha256}\n", axis.package());
     if caps.is_empty() {
         out.push_str("It runs with nothing beyond the sandbox every driver gets.\n");
     } else {

@@ -101,7 +101,7 @@ pub fn admit(engine: &Engine, component: &Component, grants: &Grants) -> std::re
     for import in &imports {
         check_import(import, grants)?;
     }
-    let package = format!("agmsg:{}", grants.axis);
+    let package = grants.axis.package();
     let contract: Vec<&String> = exports.iter().filter(|e| e.starts_with(&format!("{package}/"))).collect();
     if contract.is_empty() {
         return Err(format!("it exports no {package} interface, so it is not a {} driver (exports: {})", grants.axis, list(&exports)));
@@ -156,7 +156,7 @@ fn check_import(import: &str, grants: &Grants) -> std::result::Result<(), String
 
 /// A manifest's `api` (the `agmsg:<axis>` version a driver targets) against the version this host offers.
 pub fn check_api(axis: Axis, version: &str) -> std::result::Result<(), String> {
-    check_version(&format!("agmsg:{axis}/driver@{version}"))
+    check_version(&format!("{}/driver@{version}", axis.package()))
 }
 
 /// `agmsg:<package>/<interface>@<version>` against the version this host offers; the error completes

@@ -9,10 +9,13 @@
 //!   every entry that is not agmsg's kept.
 //! - [`rules`]: the rule-file behaviours of the bundled plugs: the shared rule file of gemini and
 //!   antigravity (one rule per type in the one file, so turning one off keeps the other's),
-//!   copilot's JSON Stop hook, cursor's `.mdc` rule, opencode's and grok-build's marker rules.
+//!   copilot's JSON Stop hook, opencode's and grok-build's marker rules.
+//! - [`component`]: a type's plug component (`agmsg:agent`, cursor's is bundled): each op it
+//!   overrides replaces the host's, each it does not falls back to it (agmsg's Template Method).
 //! - [`target`]: `<project>/<hooks_file>` opened component by component without following a symlink,
 //!   read (capped), written through an anonymous file renamed into place, or removed.
 
+pub mod component;
 pub mod json_hooks;
 pub mod rules;
 pub mod target;
@@ -21,6 +24,7 @@ use std::fmt;
 
 use crate::agent::plug::Function;
 use crate::agent::registry::{AgentType, Origin};
+use component::Overrides;
 
 /// A delivery mode (agmsg's four).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,8 +151,6 @@ pub enum Behaviour {
     RuleFile,
     /// copilot's JSON `Stop` hook file.
     Copilot,
-    /// cursor's `.mdc` rule.
-    Cursor,
     /// opencode's marker rule.
     Opencode,
     /// grok-build's marker rule.
@@ -162,10 +164,11 @@ impl Behaviour {
     /// overrides `apply` or `status` is refused (its plug is shell code, never run here).
     pub fn of(t: &AgentType) -> Result<Behaviour, String> {
         let by_name = match t.name.as_str() {
-            "claude-code" | "codex" => Some(Behaviour::JsonHooks),
+            // cursor's plug is a component (drivers/agent-cursor) overriding apply and status: under
+            // it, agmsg's default.
+            "claude-code" | "codex" | "cursor" => Some(Behaviour::JsonHooks),
             "gemini" | "antigravity" => Some(Behaviour::RuleFile),
             "copilot" => Some(Behaviour::Copilot),
-            "cursor" => Some(Behaviour::Cursor),
             "opencode" => Some(Behaviour::Opencode),
             "grok-build" => Some(Behaviour::GrokBuild),
             "hermes" | "agmsg-app" => Some(Behaviour::Manual),
@@ -197,7 +200,6 @@ impl Behaviour {
             Behaviour::JsonHooks => Outcome::answer(json_hooks::apply(ctx, mode, current)?),
             Behaviour::RuleFile => rules::shared_rule_apply(ctx, mode, current),
             Behaviour::Copilot => Outcome::answer(rules::copilot_apply(ctx, mode)),
-            Behaviour::Cursor => Outcome::answer(rules::cursor_apply(ctx, mode)),
             Behaviour::Opencode => Outcome::answer(rules::opencode_apply(ctx, mode)),
             Behaviour::GrokBuild => Outcome::answer(rules::grok_apply(ctx, mode)),
             Behaviour::Manual => Outcome::default(),
@@ -218,7 +220,7 @@ impl Behaviour {
         Ok(match self {
             Behaviour::JsonHooks => json_hooks::status(ctx, current)?,
             Behaviour::RuleFile => Status { mode: rules::shared_rule_status(ctx, current), entries: None },
-            Behaviour::Copilot | Behaviour::Cursor => Status { mode: if current.is_some() { Mode::Turn } else { Mode::Off }, entries: None },
+            Behaviour::Copilot => Status { mode: if current.is_some() { Mode::Turn } else { Mode::Off }, entries: None },
             Behaviour::Opencode | Behaviour::GrokBuild => Status { mode: rules::marker_status(current), entries: None },
             Behaviour::Manual => Status { mode: Mode::Off, entries: None },
         })
@@ -246,26 +248,31 @@ pub fn gate(t: &AgentType, mode: Mode) -> Result<(), String> {
     Err(format!("Error: '{mode}' mode is not supported for {} (supported: {supported}).", t.name))
 }
 
-/// The lines agmsg's `delivery.sh set` prints after applying, other than the plug's own: the
-/// confirmation, the mode's note and, when a watcher may have been running in the session, the
-/// directive to stop it. agmsg-host touches no process: the directive says so.
-pub fn set_notices(t: &AgentType, behaviour: Behaviour, mode: Mode, project: &str) -> Vec<String> {
+/// The lines agmsg's `delivery.sh set` prints after applying: the confirmation, then the mode's side
+/// effects (`on_enable`; the turn note and the stop directive; the off note, `on_disable` and, for a
+/// type with an automatic mode, the stop directive), each the plug's when it overrides it.
+/// agmsg-host touches no process: the default directive says so.
+fn set_notices(t: &AgentType, behaviour: Behaviour, mode: Mode, project: &str, plug: &mut dyn Overrides) -> Result<Vec<String>, String> {
     let mut lines = vec![format!("Delivery mode set to '{mode}' for {project} ({})", t.name)];
     let automatic = modes(t).iter().any(|m| *m != Mode::Off);
     match mode {
-        Mode::Monitor | Mode::Both => lines.push("Restart your agent (or start its watcher) to activate monitor delivery.".to_owned()),
+        Mode::Monitor | Mode::Both => {
+            let default = || vec!["Restart your agent (or start its watcher) to activate monitor delivery.".to_owned()];
+            lines.extend(plug.on_enable(mode)?.unwrap_or_else(default));
+        }
         Mode::Turn => {
             lines.push("Future sessions: Stop hook will check inbox between turns.".to_owned());
-            lines.push(stop_directive(behaviour));
+            lines.push(plug.stop_directive()?.unwrap_or_else(|| stop_directive(behaviour)));
         }
         Mode::Off => {
             lines.push("Future sessions: no automatic delivery.".to_owned());
+            lines.extend(plug.on_disable()?.unwrap_or_default());
             if automatic {
-                lines.push(stop_directive(behaviour));
+                lines.push(plug.stop_directive()?.unwrap_or_else(|| stop_directive(behaviour)));
             }
         }
     }
-    lines
+    Ok(lines)
 }
 
 /// The in-session watcher-stop directive (agmsg's default, or grok-build's wording).
@@ -342,24 +349,39 @@ fn hooks_file(t: &AgentType) -> Result<&str, String> {
     Ok(file)
 }
 
-/// `delivery set <mode> <type> <project>`: the gate, then the type's behaviour on its file, applied
-/// atomically. On any error the file is as it was.
+/// The type's plug component, loaded (the runtime made on first need), else [`component::NoPlug`].
+fn open_plug<'rt>(t: &AgentType, ctx: &Context, runtime: &'rt mut Option<crate::runtime::Runtime>) -> Result<Box<dyn Overrides + 'rt>, String> {
+    let Some(source) = component::source_for(t)? else { return Ok(Box::new(component::NoPlug)) };
+    let runtime = runtime.insert(crate::runtime::Runtime::from_env()?);
+    Ok(Box::new(component::Plug::open(runtime, &source, ctx, t.value("hooks_file"))?))
+}
+
+/// `delivery set <mode> <type> <project>`: the gate, then the type's plug component's answer for each
+/// op it overrides, else the host's behaviour for the type, applied atomically. On any error the file
+/// is as it was.
 pub fn set(t: &AgentType, mode: Mode, project: &std::path::Path, skill_dir: &std::path::Path) -> Result<SetReport, String> {
     gate(t, mode)?;
-    let behaviour = Behaviour::of(t)?;
     let project = target::project_dir(project)?;
     let ctx = context(t, &project, skill_dir)?;
-    let (file, changed, outcome) = if behaviour.has_file() {
+    let mut runtime = None;
+    let mut plug = open_plug(t, &ctx, &mut runtime)?;
+    let behaviour = Behaviour::of(t)?;
+    let has_file = behaviour.has_file() || !t.value("hooks_file").is_empty();
+    let (file, changed, outcome) = if has_file {
         let target = target::Target::open(&project, &t.name, hooks_file(t)?, mode != Mode::Off)?;
         let current = target.read()?;
-        let outcome = behaviour.apply(&ctx, mode, current.as_deref()).map_err(|e| format!("{}: {e}; left as it was", target.path().display()))?;
+        let left = |e: String| format!("{}: {e}; left as it was", target.path().display());
+        let outcome = match plug.apply(mode, current.as_deref()).map_err(left)? {
+            Some(outcome) => outcome,
+            None => behaviour.apply(&ctx, mode, current.as_deref()).map_err(left)?,
+        };
         let changed = target.apply(outcome.answer.as_ref().unwrap_or(&Answer::Keep))?;
         (Some(target.path()), changed, outcome)
     } else {
         (None, false, behaviour.apply(&ctx, mode, None)?)
     };
     let mut notices = outcome.notices;
-    notices.extend(set_notices(t, behaviour, mode, &ctx.project));
+    notices.extend(set_notices(t, behaviour, mode, &ctx.project, plug.as_mut())?);
     Ok(SetReport { file, changed, notices, warnings: outcome.warnings })
 }
 
@@ -373,6 +395,11 @@ pub fn status(t: &AgentType, project: &std::path::Path, skill_dir: &std::path::P
     }
     let target = target::Target::open(&project, &t.name, hooks_file(t)?, false)?;
     let current = target.read()?;
-    let status = behaviour.status(&ctx, current.as_deref()).map_err(|e| format!("{}: {e}", target.path().display()))?;
+    let mut runtime = None;
+    let mut plug = open_plug(t, &ctx, &mut runtime)?;
+    let status = match plug.status(current.as_deref())? {
+        Some(status) => status,
+        None => behaviour.status(&ctx, current.as_deref()).map_err(|e| format!("{}: {e}", target.path().display()))?,
+    };
     Ok(StatusReport { file: Some(target.path()), exists: current.is_some(), status })
 }

@@ -71,14 +71,6 @@ pub fn copilot_apply(ctx: &Context, mode: Mode) -> Answer {
     ))
 }
 
-/// cursor's plug: turn writes an always-applied `.mdc` rule, off removes it.
-pub fn cursor_apply(ctx: &Context, mode: Mode) -> Answer {
-    if mode != Mode::Turn {
-        return Answer::Remove;
-    }
-    Answer::Write(format!("---\nalwaysApply: true\n---\n{RULE_HEAD}{}\n", command_line(ctx)))
-}
-
 const MARKER: &str = "<!-- agmsg-delivery-mode: ";
 
 /// opencode's plug: a rule whose first line records the mode; monitor asks the agent to run watch.sh

@@ -1,0 +1,179 @@
+//! A type's delivery plug component (`agmsg:agent/driver`), called through the one load-and-call path
+//! (`runtime::Driver`). Every answer is checked before the host acts on it: a file text is at most
+//! [`super::target::MAX_BYTES`], holds no NUL and, for a `.json` file, is JSON; notices are few and
+//! short lines. A trap, a time-out, a memory hog or a refused answer is an error naming the plug and
+//! the op, and the file is left as it was.
+
+use crate::agent::registry::{AgentType, Origin};
+use crate::axis::Axis;
+use crate::agent::world::{PlugWorld, wit};
+use crate::runtime::{Driver, DriverSource, Runtime};
+
+use super::{Answer, Context, Mode, Outcome, Status};
+
+/// At most this many notice or detail lines, each at most [`MAX_LINE`] characters.
+pub const MAX_LINES: usize = 64;
+pub const MAX_LINE: usize = 4096;
+
+/// The plug component of type `t`, if it has one: a trusted plugin `types/<name>` (with an
+/// `agmsg-driver.toml`, shadowing a bundled plug, as on every axis), else the bundled plug of a
+/// bundled type (or of agmsg's own installed copy of one). An untrusted plugin is skipped with a
+/// warning that names the command that trusts it.
+pub fn source_for(t: &AgentType) -> Result<Option<DriverSource>, String> {
+    if let Some(plugin) = crate::plugin::registry::find(Axis::Types, &t.name)? {
+        return Ok(Some(DriverSource {
+            path: plugin.component(),
+            capabilities: plugin.runs_with(),
+            name: plugin.name,
+            sha256: plugin.sha256.unwrap_or_default(),
+            wasm: std::borrow::Cow::Owned(plugin.wasm.unwrap_or_default()),
+            settings: Vec::new(),
+        }));
+    }
+    Ok(match t.origin {
+        Origin::Bundled | Origin::Agmsg(_) => crate::agent::module::bundled_plug(&t.name),
+        Origin::Plugin(_) => None,
+    })
+}
+
+/// The ops a plug may override; `Ok(None)`: not overridden, use agmsg's default.
+pub trait Overrides {
+    fn apply(&mut self, mode: Mode, current: Option<&str>) -> Result<Option<Outcome>, String>;
+    fn status(&mut self, current: Option<&str>) -> Result<Option<Status>, String>;
+    fn on_enable(&mut self, mode: Mode) -> Result<Option<Vec<String>>, String>;
+    fn on_disable(&mut self) -> Result<Option<Vec<String>>, String>;
+    fn stop_directive(&mut self) -> Result<Option<String>, String>;
+}
+
+/// No plug: every op is agmsg's default.
+pub struct NoPlug;
+
+impl Overrides for NoPlug {
+    fn apply(&mut self, _: Mode, _: Option<&str>) -> Result<Option<Outcome>, String> {
+        Ok(None)
+    }
+    fn status(&mut self, _: Option<&str>) -> Result<Option<Status>, String> {
+        Ok(None)
+    }
+    fn on_enable(&mut self, _: Mode) -> Result<Option<Vec<String>>, String> {
+        Ok(None)
+    }
+    fn on_disable(&mut self) -> Result<Option<Vec<String>>, String> {
+        Ok(None)
+    }
+    fn stop_directive(&mut self) -> Result<Option<String>, String> {
+        Ok(None)
+    }
+}
+
+/// A loaded plug component.
+pub struct Plug<'rt> {
+    driver: Driver<'rt, PlugWorld>,
+    target: wit::Target,
+}
+
+fn to_wit(mode: Mode) -> wit::Mode {
+    match mode {
+        Mode::Monitor => wit::Mode::Monitor,
+        Mode::Turn => wit::Mode::Turn,
+        Mode::Both => wit::Mode::Both,
+        Mode::Off => wit::Mode::Off,
+    }
+}
+
+fn from_wit(mode: wit::Mode) -> Mode {
+    match mode {
+        wit::Mode::Monitor => Mode::Monitor,
+        wit::Mode::Turn => Mode::Turn,
+        wit::Mode::Both => Mode::Both,
+        wit::Mode::Off => Mode::Off,
+    }
+}
+
+impl<'rt> Plug<'rt> {
+    pub fn open(runtime: &'rt Runtime, source: &DriverSource, ctx: &Context, hooks_file: &str) -> Result<Plug<'rt>, String> {
+        let driver = Driver::open(runtime, source, None).map_err(|f| format!("delivery plug of {}: {}", ctx.agent_type, f.message))?;
+        let target = wit::Target {
+            agent_type: ctx.agent_type.clone(),
+            project: ctx.project.clone(),
+            skill_dir: ctx.skill_dir.clone(),
+            hooks_file: hooks_file.to_owned(),
+        };
+        Ok(Plug { driver, target })
+    }
+
+    fn name(&self) -> String {
+        format!("delivery plug '{}'", self.driver.name())
+    }
+
+    /// Call `op`; `Ok(None)` when the plug does not override it.
+    fn call<T>(&mut self, op: &str, f: impl FnOnce(&mut wasmtime::Store<crate::runtime::HostState>, &PlugWorld, &wit::Target) -> wasmtime::Result<Result<T, wit::PlugError>>) -> Result<Option<T>, String> {
+        let target = self.target.clone();
+        let answer = self.driver.call(op, |store, world| f(store, world, &target)).map_err(|f| f.message)?;
+        match answer {
+            Ok(value) => Ok(Some(value)),
+            Err(wit::PlugError::NotOverridden) => Ok(None),
+            Err(wit::PlugError::Failed(why)) => Err(format!("{} failed in {op}: {}", self.name(), crate::display::line(&why))),
+        }
+    }
+
+    fn lines(&self, op: &str, lines: Vec<String>) -> Result<Vec<String>, String> {
+        if lines.len() > MAX_LINES || lines.iter().any(|l| l.chars().count() > MAX_LINE) {
+            return Err(format!("{} answered {op} with more than {MAX_LINES} lines or a line over {MAX_LINE} characters", self.name()));
+        }
+        Ok(lines)
+    }
+
+    /// A file text the host may write: bounded, no NUL, JSON for a `.json` file.
+    fn file_text(&self, text: String) -> Result<String, String> {
+        if text.len() > super::target::MAX_BYTES {
+            return Err(format!("{} answered a file of {} bytes (at most {} MiB)", self.name(), text.len(), super::target::MAX_BYTES >> 20));
+        }
+        if text.contains('\0') {
+            return Err(format!("{} answered a file text holding a NUL byte", self.name()));
+        }
+        if self.target.hooks_file.ends_with(".json") {
+            serde_json::from_str::<serde::de::IgnoredAny>(&text).map_err(|e| format!("{} answered text that is not JSON for {} ({e})", self.name(), self.target.hooks_file))?;
+        }
+        Ok(text)
+    }
+}
+
+impl Overrides for Plug<'_> {
+    fn apply(&mut self, mode: Mode, current: Option<&str>) -> Result<Option<Outcome>, String> {
+        let current = current.map(str::to_owned);
+        let Some(applied) = self.call("apply", |store, world, target| world.agmsg_agent_driver().call_apply(store, target, to_wit(mode), current.as_deref()))? else {
+            return Ok(None);
+        };
+        let answer = match applied.file {
+            wit::FileAnswer::Write(text) => Answer::Write(self.file_text(text)?),
+            wit::FileAnswer::Remove => Answer::Remove,
+            wit::FileAnswer::Keep => Answer::Keep,
+        };
+        Ok(Some(Outcome { answer: Some(answer), notices: self.lines("apply", applied.notices)?, warnings: Vec::new() }))
+    }
+
+    fn status(&mut self, current: Option<&str>) -> Result<Option<Status>, String> {
+        let current = current.map(str::to_owned);
+        let Some((mode, details)) = self.call("status", |store, world, target| world.agmsg_agent_driver().call_status(store, target, current.as_deref()))? else {
+            return Ok(None);
+        };
+        self.lines("status", details)?;
+        Ok(Some(Status { mode: from_wit(mode), entries: None }))
+    }
+
+    fn on_enable(&mut self, mode: Mode) -> Result<Option<Vec<String>>, String> {
+        let lines = self.call("on-enable", |store, world, target| world.agmsg_agent_driver().call_on_enable(store, target, to_wit(mode)))?;
+        lines.map(|l| self.lines("on-enable", l)).transpose()
+    }
+
+    fn on_disable(&mut self) -> Result<Option<Vec<String>>, String> {
+        let lines = self.call("on-disable", |store, world, target| world.agmsg_agent_driver().call_on_disable(store, target))?;
+        lines.map(|l| self.lines("on-disable", l)).transpose()
+    }
+
+    fn stop_directive(&mut self) -> Result<Option<String>, String> {
+        let text = self.call("stop-directive", |store, world, target| world.agmsg_agent_driver().call_stop_directive(store, target))?;
+        text.map(|t| self.lines("stop-directive", t.lines().map(str::to_owned).collect()).map(|l| l.join("\n"))).transpose()
+    }
+}

@@ -365,21 +365,24 @@ pub fn set(t: &AgentType, mode: Mode, project: &std::path::Path, skill_dir: &std
     let ctx = context(t, &project, skill_dir)?;
     let mut runtime = None;
     let mut plug = open_plug(t, &ctx, &mut runtime)?;
-    let behaviour = Behaviour::of(t)?;
-    let has_file = behaviour.has_file() || !t.value("hooks_file").is_empty();
+    // The host's behaviour for the type; only needed (and a refused shell plug only an error) for
+    // what the component does not override.
+    let behaviour = Behaviour::of(t);
+    let has_file = !t.value("hooks_file").is_empty() || behaviour.as_ref().is_ok_and(|b| b.has_file());
     let (file, changed, outcome) = if has_file {
         let target = target::Target::open(&project, &t.name, hooks_file(t)?, mode != Mode::Off)?;
         let current = target.read()?;
         let left = |e: String| format!("{}: {e}; left as it was", target.path().display());
         let outcome = match plug.apply(mode, current.as_deref()).map_err(left)? {
             Some(outcome) => outcome,
-            None => behaviour.apply(&ctx, mode, current.as_deref()).map_err(left)?,
+            None => behaviour.clone()?.apply(&ctx, mode, current.as_deref()).map_err(left)?,
         };
         let changed = target.apply(outcome.answer.as_ref().unwrap_or(&Answer::Keep))?;
         (Some(target.path()), changed, outcome)
     } else {
-        (None, false, behaviour.apply(&ctx, mode, None)?)
+        (None, false, behaviour.clone()?.apply(&ctx, mode, None)?)
     };
+    let behaviour = behaviour.unwrap_or(Behaviour::JsonHooks);
     let mut notices = outcome.notices;
     notices.extend(set_notices(t, behaviour, mode, &ctx.project, plug.as_mut())?);
     Ok(SetReport { file, changed, notices, warnings: outcome.warnings })
@@ -387,11 +390,11 @@ pub fn set(t: &AgentType, mode: Mode, project: &std::path::Path, skill_dir: &std
 
 /// `delivery status <type> <project>`: the mode the type's file says.
 pub fn status(t: &AgentType, project: &std::path::Path, skill_dir: &std::path::Path) -> Result<StatusReport, String> {
-    let behaviour = Behaviour::of(t)?;
+    let behaviour = Behaviour::of(t);
     let project = target::project_dir(project)?;
     let ctx = context(t, &project, skill_dir)?;
-    if !behaviour.has_file() {
-        return Ok(StatusReport { file: None, exists: false, status: behaviour.status(&ctx, None)? });
+    if t.value("hooks_file").is_empty() && behaviour.as_ref().is_ok_and(|b| !b.has_file()) {
+        return Ok(StatusReport { file: None, exists: false, status: behaviour?.status(&ctx, None)? });
     }
     let target = target::Target::open(&project, &t.name, hooks_file(t)?, false)?;
     let current = target.read()?;
@@ -399,7 +402,7 @@ pub fn status(t: &AgentType, project: &std::path::Path, skill_dir: &std::path::P
     let mut plug = open_plug(t, &ctx, &mut runtime)?;
     let status = match plug.status(current.as_deref())? {
         Some(status) => status,
-        None => behaviour.status(&ctx, current.as_deref()).map_err(|e| format!("{}: {e}", target.path().display()))?,
+        None => behaviour?.status(&ctx, current.as_deref()).map_err(|e| format!("{}: {e}", target.path().display()))?,
     };
     Ok(StatusReport { file: Some(target.path()), exists: current.is_some(), status })
 }

@@ -45,6 +45,13 @@ impl HostInterface {
     }
 }
 
+/// See [`Axis::contract_interfaces`].
+#[derive(Clone, Copy, Debug)]
+pub struct ContractInterfaces {
+    pub exported: &'static str,
+    pub shared_types: &'static str,
+}
+
 impl Axis {
     pub const ALL: [Axis; 3] = [Axis::Storage, Axis::Terminal, Axis::Types];
 
@@ -71,6 +78,15 @@ impl Axis {
             Axis::Storage => "agmsg:storage",
             Axis::Terminal => "agmsg:terminal",
             Axis::Types => "agmsg:agent",
+        }
+    }
+
+    /// The interfaces of its package the host relies on: the one its drivers export (the version a driver
+    /// was built against is read from it) and the one holding the contract's shared types, which its
+    /// drivers import (linked as an instance with no functions).
+    pub fn contract_interfaces(self) -> ContractInterfaces {
+        match self {
+            Axis::Storage | Axis::Terminal | Axis::Types => ContractInterfaces { exported: "driver", shared_types: "types" },
         }
     }
 

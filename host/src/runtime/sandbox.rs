@@ -142,7 +142,7 @@ fn check_import(import: &str, grants: &Grants) -> std::result::Result<(), String
             true
         }
         // The axis's own shared types (ids, records, errors), imported by the driver world.
-        i if i == format!("{}/types", axis.package()) => true,
+        i if i == format!("{}/{}", axis.package(), axis.contract_interfaces().shared_types) => true,
         i => axis.host_interfaces().iter().any(|offered| offered.name() == i),
     };
     if !offered {
@@ -156,7 +156,7 @@ fn check_import(import: &str, grants: &Grants) -> std::result::Result<(), String
 
 /// A manifest's `api` (the `agmsg:<axis>` version a driver targets) against the version this host offers.
 pub fn check_api(axis: Axis, version: &str) -> std::result::Result<(), String> {
-    check_version(&format!("{}/driver@{version}", axis.package()))
+    check_version(&format!("{}/{}@{version}", axis.package(), axis.contract_interfaces().exported))
 }
 
 /// `agmsg:<package>/<interface>@<version>` against the version this host offers; the error completes
@@ -283,8 +283,8 @@ pub fn linker(engine: &Engine, axis: Axis) -> Result<Linker<HostState>> {
     }
     // The axis's `types` interface has no functions, but a driver imports it: an empty instance.
     linker
-        .instance(&format!("{}/types@{}", axis.package(), axis.package_version()))
-        .with_context(|| format!("adding {}/types to the linker", axis.package()))?;
+        .instance(&format!("{}/{}@{}", axis.package(), axis.contract_interfaces().shared_types, axis.package_version()))
+        .with_context(|| format!("adding {}'s shared types to the linker", axis.package()))?;
     Ok(linker)
 }
 

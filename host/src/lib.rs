@@ -1,17 +1,18 @@
-//! `agmsg-host`: runs agmsg's drivers as sandboxed WebAssembly components.
+//! `agmsg-host`: runs agmsg's drivers as sandboxed WebAssembly components. The `agmsg-host` binary's
+//! command line (`src/cli`) is built on this library and is not part of it.
 //!
+//! - [`axis`] is the vocabulary of driver axes and every per-axis fact; [`module`] maps an axis to its
+//!   host module's [`axis_module::AxisModule`] (contract suite, template, bundled drivers).
 //! - [`runtime`] owns wasmtime: the engine, the compile cache, what a component may touch (the
-//!   sandbox), and how a failed call becomes an error.
-//! - [`storage`] is the typed storage-driver handle on top of it, plus driver selection and the store's
-//!   location on disk.
-//! - [`terminal`] is the same for terminal drivers: manifests (their grants), the typed handle, and
-//!   the §6.3 resolvers.
-//! - [`plugin`] finds third-party drivers, reads their manifests and keeps the user's trust and grants;
-//!   [`capabilities`] is the vocabulary of what a driver may touch, shared by manifests, trust and the
-//!   sandbox.
-//! - [`agent`] is the agent-type axis as data: agmsg's `type.conf` manifests (bundled, agmsg's own,
-//!   trusted external ones), detection of the calling runtime, and the launch argv spawn uses.
-//! - [`display`] is the one rule for printing text a driver or a manifest supplied.
+//!   sandbox), the one path that loads and calls a driver of any axis, and how a failure becomes an error.
+//! - [`storage`], [`terminal`] and [`agent`] are the axes: each its world, where its drivers come from,
+//!   its typed handle, and the protocols built on it (a store session and message delivery; the §6.3
+//!   resolvers; agent types, detection, boot argv and delivery files).
+//! - [`plugin`] finds third-party drivers, reads their manifests, keeps the user's trust and grants, and
+//!   installs them; [`catalog`] is what `<axis> list` shows; [`capabilities`] is the vocabulary of what a
+//!   driver may touch, shared by manifests, trust and the sandbox.
+//! - [`display`] is the one rule for printing text a driver or a manifest supplied; [`log`] the host's
+//!   log; [`bundled`] the drivers built into the binary; [`semver`] version text and compatibility.
 
 pub mod agent;
 pub mod axis;

@@ -194,7 +194,7 @@ pub struct ExternalType {
 }
 
 /// Whether an external type may be seen: `Ok` when trusted, else why not (ending the sentence
-/// "external plugin 'types/<name>' found at <dir> but ...") and how to opt in.
+/// "external plugin 'types/NAME' found at DIR but ...") and how to opt in.
 pub type Trust<'a> = &'a dyn Fn(&ExternalType) -> Result<(), String>;
 
 /// The trust answer until the plugin trust file knows a types axis: no external type is trusted.

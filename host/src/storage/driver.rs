@@ -1,6 +1,6 @@
 //! A storage driver and its typed calls.
 //!
-//! Calls go through [`DriverInstance`] (deadline, output routing, trap mapping, poisoned instances
+//! Calls go through [`crate::runtime::Driver`] (deadline, output routing, trap mapping, poisoned instances
 //! dropped). Driver output is checked here, in one place, before the CLI prints any of it: ids,
 //! cursors and names as the contract says, `describe`'s values as one-line tokens and a path inside the
 //! store, exported events as `import` would check them.

@@ -1,6 +1,6 @@
 //! A terminal driver and its typed calls.
 //!
-//! Calls go through [`DriverInstance`] (deadline, output routing, trap mapping, poisoned instances
+//! Calls go through [`crate::runtime::Driver`] (deadline, output routing, trap mapping, poisoned instances
 //! dropped). A driver that traps could not be asked: that is [`TermFailKind::Unreachable`], never an answer
 //! such as `gone`. What a driver returns for the CLI to print on one line is checked here; `describe`'s
 //! values as one-line tokens (agmsg parses its `key=value` lines). Failure messages carry the driver's

@@ -62,6 +62,19 @@ impl Candidate {
         }
     }
 
+    /// The component ready to load, with what it runs with (for a candidate the registry chose: trusted
+    /// and readable).
+    pub fn into_source(self) -> crate::runtime::DriverSource {
+        crate::runtime::DriverSource {
+            path: self.component(),
+            capabilities: self.runs_with(),
+            name: self.name,
+            sha256: self.sha256.unwrap_or_default(),
+            wasm: std::borrow::Cow::Owned(self.wasm.unwrap_or_default()),
+            settings: Vec::new(),
+        }
+    }
+
     /// Whether trusting it would let it run (it is only untrusted, not broken).
     pub fn only_untrusted(&self) -> bool {
         self.manifest.is_ok() && self.sha256.is_some() && matches!(self.state, TrustState::Untrusted(_))

@@ -175,16 +175,7 @@ fn bundled_source(name: &str) -> Option<DriverSource> {
 
 /// A trusted plugin (the registry has checked it can run).
 fn from_plugin(plugin: Candidate) -> DriverSource {
-    let path = plugin.component();
-    let capabilities = plugin.runs_with();
-    DriverSource {
-        name: plugin.name,
-        sha256: plugin.sha256.unwrap_or_default(),
-        wasm: Cow::Owned(plugin.wasm.unwrap_or_default()),
-        path,
-        capabilities,
-        settings: Vec::new(),
-    }
+    plugin.into_source()
 }
 
 fn from_file(path: &Path) -> Result<DriverSource, StorageError> {

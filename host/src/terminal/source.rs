@@ -102,9 +102,9 @@ impl TerminalSource {
     /// A trusted plugin (the registry has checked it can run): agmsg's manifest keys come from its
     /// `[terminal]` table.
     fn from_plugin(plugin: Candidate) -> TerminalSource {
-        let capabilities = plugin.runs_with();
-        let path = plugin.component();
-        let declared = plugin.manifest.expect("a plugin that can run has a manifest");
+        let declared = plugin.manifest.clone().expect("a plugin that can run has a manifest");
+        let driver = plugin.into_source();
+        let capabilities = &driver.capabilities;
         let keys = declared.terminal.clone().unwrap_or_default();
         let manifest = TerminalManifest {
             name: declared.name.clone(),
@@ -114,7 +114,7 @@ impl TerminalSource {
             programs: capabilities.programs().map(|(name, _)| name.to_owned()).collect(),
             env: capabilities.env().map(str::to_owned).collect(),
         };
-        TerminalSource::new(manifest, plugin.sha256.unwrap_or_default(), Cow::Owned(plugin.wasm.unwrap_or_default()), capabilities, path)
+        TerminalSource { manifest, driver }
     }
 
     fn from_dir(dir: &Path) -> Result<TerminalSource, String> {

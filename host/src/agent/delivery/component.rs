@@ -21,14 +21,7 @@ pub const MAX_LINE: usize = 4096;
 /// warning that names the command that trusts it.
 pub fn source_for(t: &AgentType) -> Result<Option<DriverSource>, String> {
     if let Some(plugin) = crate::plugin::registry::find(Axis::Types, &t.name)? {
-        return Ok(Some(DriverSource {
-            path: plugin.component(),
-            capabilities: plugin.runs_with(),
-            name: plugin.name,
-            sha256: plugin.sha256.unwrap_or_default(),
-            wasm: std::borrow::Cow::Owned(plugin.wasm.unwrap_or_default()),
-            settings: Vec::new(),
-        }));
+        return Ok(Some(plugin.into_source()));
     }
     Ok(match t.origin {
         Origin::Bundled | Origin::Agmsg(_) => crate::agent::module::bundled_plug(&t.name),

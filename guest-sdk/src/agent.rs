@@ -7,7 +7,7 @@
 //! that answers [`PlugError::NotOverridden`], which makes the host use agmsg's default for that op:
 //! override only what your type does differently. A plug has no filesystem and runs no programs.
 //!
-//! Only with the `agent` feature.
+//! Agent types' delivery plugs.
 //!
 //! ```
 //! use agmsg_guest_sdk::agent::{Applied, DeliveryPlug, FileAnswer, Mode, PlugError, Target, shq};

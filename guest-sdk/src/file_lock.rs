@@ -2,7 +2,7 @@
 //! SQLite VFS needs to lock the bytes SQLite's own `unix` VFS locks, so that a component and a native
 //! `sqlite3` exclude each other on one database.
 //!
-//! Only with the `storage` feature. WASI has no `fcntl` locks; the host takes these on the real file as
+//! For storage drivers. WASI has no `fcntl` locks; the host takes these on the real file as
 //! Linux open-file-description locks, which conflict with the POSIX locks native programs take. Each
 //! lock belongs to this instance and goes away with it (a trap, a dropped instance, a dead process).
 //! No call waits: a conflicting lock is answered at once, and retrying is the caller's business.

@@ -1,6 +1,6 @@
 //! Identifiers and timestamps in the forms the contract prescribes.
 //!
-//! Available with either feature. A storage driver stamps every event it creates with both:
+//! For every axis. A storage driver stamps every event it creates with both:
 //!
 //! ```
 //! use agmsg_guest_sdk::ids::{new_id, now_utc};

@@ -1,6 +1,6 @@
 //! The store's exclusive lock, held by the host where the driver cannot tamper with it.
 //!
-//! Only with the `storage` feature. Every storage op should hold the lock for its whole span, reads
+//! For storage drivers. Every storage op should hold the lock for its whole span, reads
 //! included, so that two processes running drivers on one store never interleave. The host takes it as
 //! a `flock` on the store directory through a descriptor the driver cannot reach, and releases it when
 //! the [`StoreLock`] is dropped, when the driver traps, or when the host process dies: a crash never

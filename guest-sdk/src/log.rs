@@ -1,6 +1,6 @@
 //! Leveled logging through the host, which prefixes the driver's name and routes the line.
 //!
-//! Available with either feature. The host prints each line on its stderr as
+//! For every axis. The host prints each line on its stderr as
 //! `agmsg-host: [driver <name>] <level>: <message>`, and only at or above the level `AGMSG_LOG` selects
 //! (`error`, `warn`, `info`, `debug`, `trace`; `warn` by default), so `info`, `debug` and `trace` lines
 //! cost little in normal runs. What a driver prints to its own stdout or stderr is captured and logged

@@ -2,7 +2,7 @@
 //!
 //! Name a program by its declared bare name (`"tmux"`): the host refuses any other name and any path.
 //!
-//! Only with the `terminal` feature. A component cannot start processes itself; the host runs them on
+//! For terminal drivers. A component cannot start processes itself; the host runs them on
 //! its behalf: it resolved each declared name on its `PATH` when it loaded the driver, starts the
 //! program with only the variables `env=` declares, in a fixed working directory and under a time
 //! limit, and captures stdout and stderr up to a cap.

@@ -1,7 +1,7 @@
 //! The storage axis: implement [`StorageDriver`] and register it with
 //! [`export_storage_driver!`](crate::export_storage_driver).
 //!
-//! Only with the `storage` feature. The SDK checks every team and agent name (and every subscription
+//! For storage drivers. The SDK checks every team and agent name (and every subscription
 //! pair) against the contract's name rules before your driver sees it, so a driver only handles
 //! well-formed input.
 //!
@@ -1035,7 +1035,7 @@ pub trait EventImporter {
 /// Register `$driver` (a type implementing [`StorageDriver`] and `Default`) as this component's storage
 /// driver.
 ///
-/// Call it once, at the top level of the driver crate (only with the `storage` feature). It generates the
+/// Call it once, at the top level of the driver crate. It generates the
 /// component's exports, the `agmsg:storage/driver` interface, in the driver crate: invoking this macro is
 /// what makes the component a storage driver, and nothing of the other axis is exported; the host then
 /// creates one driver value per instance with `Default::default()`.

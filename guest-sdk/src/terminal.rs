@@ -6,7 +6,7 @@
 //! your terminal can do. Team and agent names are checked against the contract's name rules before your
 //! driver sees them.
 //!
-//! Only with the `terminal` feature. A terminal driver reaches its terminal through
+//! For terminal drivers. A terminal driver reaches its terminal through
 //! [`process`](crate::process) alone, running the programs its manifest declares. Every id it receives
 //! comes from the user's command line or from agmsg's records: check it against one grammar before
 //! running anything, and answer [`TermError::Unsupported`] for an id it cannot have produced.
@@ -1302,7 +1302,7 @@ pub trait TerminalDriver {
 /// Register `$driver` (a type implementing [`TerminalDriver`] and `Default`) as this component's
 /// terminal driver.
 ///
-/// Call it once, at the top level of the driver crate (only with the `terminal` feature). It generates the
+/// Call it once, at the top level of the driver crate. It generates the
 /// component's exports, the `agmsg:terminal/driver` interface, in the driver crate: invoking this macro is
 /// what makes the component a terminal driver, and nothing of the other axis is exported; each instance
 /// creates its driver value with `Default::default()`.

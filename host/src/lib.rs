@@ -7,7 +7,8 @@
 //!   sandbox), the one path that loads and calls a driver of any axis, and how a failure becomes an error.
 //! - [`storage`], [`terminal`] and [`agent`] are the axes: each its world, where its drivers come from,
 //!   its typed handle, and the protocols built on it (a store session and message delivery; the §6.3
-//!   resolvers; agent types, detection, boot argv and delivery files).
+//!   resolvers; agent types, detection, boot argv and delivery files). [`spawn`] composes two of them:
+//!   an agent type's boot command started in a new pane of a terminal, which is then named.
 //! - [`plugin`] finds third-party drivers, reads their manifests, keeps the user's trust and grants, and
 //!   installs them; [`catalog`] is what `<axis> list` shows; [`capabilities`] is the vocabulary of what a
 //!   driver may touch, shared by manifests, trust and the sandbox.
@@ -25,6 +26,7 @@ pub mod log;
 pub mod plugin;
 pub mod runtime;
 pub mod semver;
+pub mod spawn;
 pub mod storage;
 pub mod terminal;
 

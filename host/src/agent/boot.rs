@@ -25,6 +25,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use super::delivery::shq;
 use super::manifest::{self, is_space};
 use super::registry::AgentType;
 
@@ -81,6 +82,53 @@ pub struct BootCommand {
     pub resume: Option<String>,
     /// Whether spawn waits for the agent's readiness (`monitor` is not `no`).
     pub wait_ready: bool,
+}
+
+impl BootRequest {
+    /// This installation's part of a request: the installed command's name (the skill directory's
+    /// name, `agmsg` by default) and the node program (`AGMSG_NODE_BIN`, else `node`).
+    pub fn for_installation(self) -> BootRequest {
+        let node = std::env::var("AGMSG_NODE_BIN").ok().filter(|n| !n.is_empty()).unwrap_or_else(|| "node".to_owned());
+        BootRequest { skill: super::registry::skill_name(), node, ..self }
+    }
+}
+
+/// A shell variable name, as `export` and `unset` take it.
+fn is_shell_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c == '_' || c.is_ascii_alphabetic()) && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+}
+
+impl BootCommand {
+    /// agmsg's boot script (reference §5) for this command, POSIX sh: it removes its own file (the
+    /// shell keeps reading it through its open descriptor), enters the project, sets and unsets the
+    /// variables, runs the agent, and leaves an interactive shell in the pane when the agent exits.
+    /// Every word is single-quoted, so nothing in a prompt, a path or a model is read as syntax; a
+    /// variable name that is not a shell name, or a NUL anywhere, is refused.
+    pub fn script(&self) -> Result<String, String> {
+        for name in self.env_set.keys().chain(&self.env_unset) {
+            if !is_shell_name(name) {
+                return Err(format!("agent type {}: {name:?} is not a variable name the boot script can set or unset", self.agent_type));
+            }
+        }
+        let cwd = self.cwd.to_str().ok_or_else(|| format!("project {} is not UTF-8", self.cwd.display()))?;
+        let texts = self.argv.iter().map(String::as_str).chain(self.env_set.values().map(String::as_str)).chain([cwd]);
+        if let Some(bad) = texts.into_iter().find(|t| t.contains('\0')) {
+            return Err(format!("the boot command holds a NUL character: {bad:?}"));
+        }
+        let mut script = String::from("#!/bin/sh\n# agmsg-host spawn's boot script (it removes itself)\nrm -f -- \"$0\"\n");
+        script.push_str(&format!("cd {} || exit 1\n", shq(cwd)));
+        for (name, value) in &self.env_set {
+            script.push_str(&format!("export {name}={}\n", shq(value)));
+        }
+        for name in &self.env_unset {
+            script.push_str(&format!("unset {name}\n"));
+        }
+        let words: Vec<String> = self.argv.iter().map(|w| shq(w)).collect();
+        script.push_str(&words.join(" "));
+        script.push_str("\nexec \"${SHELL:-/bin/sh}\" -i\n");
+        Ok(script)
+    }
 }
 
 fn words(value: &str) -> impl Iterator<Item = String> + '_ {
@@ -267,6 +315,29 @@ mod tests {
         assert!(boot_command(claude, &req(&dir.path().join("missing"))).unwrap_err().contains("not a directory"));
         assert!(boot_command(claude, &req(std::path::Path::new("/tmp/a\nb"))).unwrap_err().contains("line break"));
         assert!(boot_command(claude, &BootRequest { model: Some(String::new()), ..req(dir.path()) }).unwrap_err().contains("invalid model"));
+    }
+
+    #[test]
+    fn boot_script() {
+        let reg = Registry::load(&Sources::default(), &trust_none);
+        let dir = tempfile::tempdir().unwrap();
+        let r = BootRequest { boot_prompt: Some("it's $HOME".into()), ..req(dir.path()) };
+        let cmd = boot_command(reg.get("claude-code").unwrap(), &r).unwrap();
+        let project = dir.path().to_str().unwrap();
+        assert_eq!(
+            cmd.script().unwrap(),
+            format!(
+                "#!/bin/sh\n# agmsg-host spawn's boot script (it removes itself)\nrm -f -- \"$0\"\ncd '{project}' || exit 1\n\
+                 export AGMSG_SPAWNED='1'\nunset CLAUDE_CODE_SESSION_ID\n\
+                 'claude' '-n' 't-bob' '/agmsg actas bob\nit'\\''s $HOME'\nexec \"${{SHELL:-/bin/sh}}\" -i\n"
+            )
+        );
+        let mut bad = cmd.clone();
+        bad.env_unset = vec!["X;rm -rf ~".into()];
+        assert!(bad.script().unwrap_err().contains("not a variable name"));
+        let mut bad = cmd;
+        bad.argv.push("a\0b".into());
+        assert!(bad.script().unwrap_err().contains("NUL"));
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod messaging;
 mod plugin;
 mod scaffold;
 mod shim;
+mod spawn;
 mod storage;
 mod storage_manage;
 mod terminal;
@@ -136,6 +137,10 @@ enum Command {
     /// A project's delivery mode for an agent type: set, status, modes
     #[command(subcommand, long_about = delivery::LONG_HELP)]
     Delivery(delivery::DeliveryCommand),
+    /// Start an agent of a type in a new pane (a terminal driver's spawn) and name the pane; prints
+    /// its placement reference
+    #[command(long_about = spawn::LONG_HELP)]
+    Spawn(spawn::SpawnArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -215,6 +220,7 @@ pub fn main() -> ExitCode {
         Command::Plugin(command) => plugin::run(command),
         Command::Types(command) => types::run(command),
         Command::Delivery(command) => delivery::run(command),
+        Command::Spawn(args) => spawn::run(cli.driver, args),
         Command::Driver(DriverCommand::New { axis, name, path, sdk }) => scaffold::new(axis, &name, path, sdk),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "agmsg-host", &mut std::io::stdout());

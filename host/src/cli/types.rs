@@ -15,7 +15,7 @@ use agmsg_host::agent::boot::{self, BootRequest};
 use agmsg_host::agent::detect::{self, ProcFs};
 use agmsg_host::agent::manifest::{self, KEYS};
 use agmsg_host::agent::plug::Function;
-use agmsg_host::agent::registry::{self, AgentType, Origin, Registry};
+use agmsg_host::agent::registry::{AgentType, Origin, Registry};
 use agmsg_host::display;
 use agmsg_host::log::host_log;
 
@@ -81,27 +81,43 @@ pub enum TypesCommand {
     },
     /// The command spawn would launch for an agent, as JSON (argv, cwd, variables set and unset);
     /// runs nothing
-    BootArgv {
-        #[arg(value_name = "TYPE")]
-        agent_type: String,
-        team: String,
-        agent: String,
-        /// The project directory the agent works in
-        #[arg(long, value_name = "DIR")]
-        project: PathBuf,
-        /// The model, passed with the type's model_arg (refused for a type without one)
-        #[arg(long, value_name = "MODEL", allow_hyphen_values = true)]
-        model: Option<String>,
-        /// Text sent after the actas prompt, on its own line
-        #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
-        boot_prompt: Option<String>,
-        /// Resume this recorded session (when the type has resume_arg; the caller checks it exists)
-        #[arg(long, value_name = "SESSION_ID")]
-        resume: Option<String>,
-        /// A spawn-option token, inserted where agmsg inserts spawn_options.yaml's (repeatable)
-        #[arg(long = "spawn-arg", value_name = "TOKEN", allow_hyphen_values = true)]
-        spawn_args: Vec<String>,
-    },
+    BootArgv(BootArgs),
+}
+
+/// What to boot: the arguments `types boot-argv` and `spawn` share, so both build the same command.
+#[derive(Debug, clap::Args)]
+pub struct BootArgs {
+    /// The agent type (`types list`)
+    #[arg(value_name = "TYPE")]
+    pub agent_type: String,
+    /// The agent's team
+    pub team: String,
+    /// The agent's name in the team
+    pub agent: String,
+    /// The project directory the agent works in
+    #[arg(long, value_name = "DIR")]
+    pub project: PathBuf,
+    /// The model, passed with the type's model_arg (refused for a type without one)
+    #[arg(long, value_name = "MODEL", allow_hyphen_values = true)]
+    pub model: Option<String>,
+    /// Text sent after the actas prompt, on its own line
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
+    pub boot_prompt: Option<String>,
+    /// Resume this recorded session (when the type has resume_arg; the caller checks it exists)
+    #[arg(long, value_name = "SESSION_ID")]
+    pub resume: Option<String>,
+    /// A spawn-option token, inserted where agmsg inserts spawn_options.yaml's (repeatable)
+    #[arg(long = "spawn-arg", value_name = "TOKEN", allow_hyphen_values = true)]
+    pub spawn_args: Vec<String>,
+}
+
+impl BootArgs {
+    /// The type's name and the request, with this installation's skill name and node program.
+    pub fn request(self) -> (String, BootRequest) {
+        let BootArgs { agent_type, team, agent, project, model, boot_prompt, resume, spawn_args } = self;
+        let req = BootRequest { team, agent, project, model, boot_prompt, resume, spawn_options: spawn_args, ..Default::default() };
+        (agent_type, req.for_installation())
+    }
 }
 
 enum Failure {
@@ -123,8 +139,9 @@ pub fn run(command: TypesCommand) -> ExitCode {
         TypesCommand::Describe { agent_type, json } => describe(&agent_type, json),
         TypesCommand::Get { agent_type, key, default, strict } => get(&agent_type, &key, default.as_deref().unwrap_or(""), strict),
         TypesCommand::Detect { explain, json, pid } => detect(explain, json, pid),
-        TypesCommand::BootArgv { agent_type, team, agent, project, model, boot_prompt, resume, spawn_args } => {
-            boot_argv(&agent_type, BootRequest { team, agent, project, model, boot_prompt, resume, spawn_options: spawn_args, ..Default::default() })
+        TypesCommand::BootArgv(args) => {
+            let (agent_type, req) = args.request();
+            boot_argv(&agent_type, &req)
         }
     };
     match result {
@@ -141,7 +158,7 @@ pub fn run(command: TypesCommand) -> ExitCode {
 }
 
 /// The registry, its warnings (untrusted or unreadable candidates) on the host log.
-fn registry() -> Registry {
+pub fn registry() -> Registry {
     let reg = Registry::from_env();
     for warning in &reg.warnings {
         host_log::warn(warning);
@@ -361,12 +378,10 @@ fn detect(explain: bool, json: bool, pid: Option<u32>) -> Result<(), Failure> {
     print(&out)
 }
 
-fn boot_argv(name: &str, mut req: BootRequest) -> Result<(), Failure> {
+fn boot_argv(name: &str, req: &BootRequest) -> Result<(), Failure> {
     let reg = registry();
     let t = require(&reg, name)?;
-    req.skill = registry::skill_name();
-    req.node = std::env::var("AGMSG_NODE_BIN").ok().filter(|n| !n.is_empty()).unwrap_or_else(|| "node".to_owned());
-    let command = boot::boot_command(t, &req)?;
+    let command = boot::boot_command(t, req)?;
     let value = serde_json::to_value(&command).expect("a boot command serializes");
     print(&format!("{value}\n"))
 }

@@ -180,11 +180,15 @@ fn capture(mut pipe: impl Read + Send + 'static) -> mpsc::Receiver<(Vec<u8>, boo
     receive
 }
 
-fn find_on_path(name: &str, path: &std::ffi::OsStr) -> Option<PathBuf> {
+/// `name` looked up in `path`'s absolute directories (a relative entry would depend on the cwd).
+pub fn find_on_path(name: &str, path: &std::ffi::OsStr) -> Option<PathBuf> {
+    std::env::split_paths(path).filter(|dir| dir.is_absolute()).map(|dir| dir.join(name)).find(|candidate| is_executable_file(candidate))
+}
+
+/// A regular file (after symlinks) with an execute bit.
+pub fn is_executable_file(path: &std::path::Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    std::env::split_paths(path).filter(|dir| dir.is_absolute()).map(|dir| dir.join(name)).find(|candidate| {
-        std::fs::metadata(candidate).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    })
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// What the process interface sees of an instance's state: its grant (none: it may run nothing), the

@@ -1,0 +1,197 @@
+//! Spawn: an agent of some type started in a new pane, composing the two axes as agmsg's `spawn.sh`
+//! does (spec §6.4: `terminal_spawn`, then `terminal_name`).
+//!
+//! 1. The types axis builds the launch command ([`boot::boot_command`], the one `types boot-argv`
+//!    prints) and its program must be on `PATH`.
+//! 2. The terminal is chosen as for every terminal op ([`resolve::choose_driver`]: `--terminal`, else
+//!    `AGMSG_TERMINAL_DRIVER`, else §6.3 placement).
+//! 3. The command becomes agmsg's boot script ([`BootCommand::script`]) in a private temporary file,
+//!    and the terminal's `spawn` gets `/bin/sh <file>`. The contract's `boot` is a list of words that
+//!    tmux and orca execute as an argv but herdr types into a shell joined by spaces, and it carries no
+//!    environment: two words with no shell syntax in them mean the same to every driver, and the
+//!    script carries the working directory, `AGMSG_SPAWNED=1` and the type's `spawn_unset_env`.
+//! 4. The pane is named `<team>:<agent>` when the driver advertises `name` (only the key when
+//!    `AGMSG_TERMINAL_NAMING=off`), and the key is read back (`label-of`) rather than trusted.
+//!
+//! What agmsg's spawn also does and this does not (yet): pre-join the agent to its team, check the
+//! actas lock, write the placement record `run/spawn.<team>__<agent>`, and wait for the agent's
+//! readiness (`BootCommand::wait_ready` says whether agmsg would).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::agent::boot::{self, BootCommand, BootRequest};
+use crate::agent::registry::AgentType;
+use crate::capabilities::Capability;
+use crate::runtime::Runtime;
+use crate::terminal::driver::{NamingMode, SpawnTarget, TermFailKind};
+use crate::terminal::resolve;
+use crate::terminal::{Terminal, TerminalError, TerminalSource};
+
+/// The variable that makes naming set only the key, not the visible label (agmsg's).
+pub const NAMING_VAR: &str = "AGMSG_TERMINAL_NAMING";
+
+/// The variable agmsg's spawn exports with the team, read by a driver that labels at creation
+/// (herdr); passed only to a driver whose manifest declares it.
+pub const SPAWN_TEAM_VAR: &str = "AGMSG_SPAWN_TEAM";
+
+/// The interpreter of the boot script.
+const SHELL: &str = "/bin/sh";
+
+pub struct SpawnRequest<'a> {
+    pub boot: BootRequest,
+    /// The terminal driver to use (`--terminal`); `None`: as every terminal op chooses one.
+    pub terminal: Option<&'a str>,
+    pub target: SpawnTarget,
+    pub naming: NamingMode,
+}
+
+/// How the new pane was named.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Naming {
+    /// Named, and the key read back as written (or the driver cannot read it back).
+    Named(NamingMode),
+    /// The driver does not advertise `name` (plain): the pane has no name to set.
+    Unsupported,
+    /// The pane exists but naming it failed, or the key read back differs: why.
+    Failed(String),
+}
+
+#[derive(Debug)]
+pub struct Spawned {
+    /// The terminal driver that created the pane.
+    pub terminal: String,
+    /// The new pane's id, as the driver printed it.
+    pub id: String,
+    /// The placement reference `<terminal>:<id>` every other op takes.
+    pub reference: String,
+    pub boot: BootCommand,
+    pub naming: Naming,
+}
+
+#[derive(Debug)]
+pub enum SpawnError {
+    /// The agent cannot be launched as asked (exit 1): not spawnable, a refused option, a missing
+    /// project or program.
+    Refused(String),
+    /// The terminal could not be chosen or could not create the pane (its §2.3 class and exit code).
+    Terminal(TerminalError),
+}
+
+impl SpawnError {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            SpawnError::Refused(_) => 1,
+            SpawnError::Terminal(e) => e.kind.exit_code(),
+        }
+    }
+}
+
+impl std::fmt::Display for SpawnError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SpawnError::Refused(m) => f.write_str(m),
+            SpawnError::Terminal(e) => e.fmt(f),
+        }
+    }
+}
+
+/// `AGMSG_TERMINAL_NAMING=off` names only the key, as agmsg's naming does.
+pub fn naming_mode_from_env() -> NamingMode {
+    match std::env::var(NAMING_VAR) {
+        Ok(v) if v == "off" => NamingMode::KeyOnly,
+        _ => NamingMode::LabelAndKey,
+    }
+}
+
+/// Spawn an agent of type `t` in a new pane of one of `candidates`.
+pub fn spawn(runtime: &Runtime, t: &AgentType, candidates: &[TerminalSource], req: SpawnRequest<'_>) -> Result<Spawned, SpawnError> {
+    let boot = boot::boot_command(t, &req.boot).map_err(SpawnError::Refused)?;
+    let script = boot.script().map_err(SpawnError::Refused)?;
+    check_program(&boot)?;
+    let project = boot.cwd.to_str().ok_or_else(|| SpawnError::Refused(format!("project {} is not UTF-8", boot.cwd.display())))?.to_owned();
+
+    let (mut source, _) = resolve::choose_driver(runtime, candidates, req.terminal, None).map_err(SpawnError::Terminal)?;
+    let name = source.manifest.name.clone();
+    if !source.manifest.capabilities.iter().any(|c| c == "spawn") {
+        return Err(SpawnError::Terminal(TerminalError::new(TermFailKind::Unsupported, format!("terminal driver '{name}' cannot spawn (its manifest does not list spawn)"))));
+    }
+    if source.driver.capabilities.covers(&Capability::Env { name: SPAWN_TEAM_VAR.to_owned() }) {
+        source.driver.settings.push((SPAWN_TEAM_VAR.to_owned(), req.boot.team.clone()));
+    }
+    let mut terminal = Terminal::open(runtime, &source).map_err(SpawnError::Terminal)?;
+
+    let file = BootFile::write(&script)?;
+    let words = [SHELL.to_owned(), file.path_text().to_owned()];
+    let id = terminal.spawn(&req.boot.agent, &project, req.target, &words).map_err(|e| {
+        SpawnError::Terminal(TerminalError::new(e.kind, format!("terminal '{name}' could not spawn: {}", e.message)))
+    })?;
+    // The pane runs the script, which removes its own file.
+    file.keep();
+
+    let naming = name_pane(&mut terminal, &id, &req.boot.team, &req.boot.agent, req.naming);
+    Ok(Spawned { reference: format!("{name}:{id}"), terminal: name, id, boot, naming })
+}
+
+/// agmsg's check of the launch command: its first word must be on `PATH` (a path: an executable file).
+fn check_program(boot: &BootCommand) -> Result<(), SpawnError> {
+    let program = &boot.argv[0];
+    let found = if program.contains('/') {
+        crate::runtime::caps::process::is_executable_file(Path::new(program))
+    } else {
+        crate::runtime::caps::process::find_on_path(program, &std::env::var_os("PATH").unwrap_or_default()).is_some()
+    };
+    if found {
+        Ok(())
+    } else {
+        Err(SpawnError::Refused(format!("{program} (the launch command of agent type {}) is not an executable on PATH", boot.agent_type)))
+    }
+}
+
+/// `name`, then the key read back: a write the terminal did not keep is reported, not trusted.
+fn name_pane(terminal: &mut Terminal<'_>, id: &str, team: &str, agent: &str, mode: NamingMode) -> Naming {
+    if !terminal.manifest().capabilities.iter().any(|c| c == "name") {
+        return Naming::Unsupported;
+    }
+    if let Err(e) = terminal.name_pane(id, team, agent, mode) {
+        return Naming::Failed(format!("naming {id} failed: {}", e.message));
+    }
+    let key = format!("{team}:{agent}");
+    match terminal.label_of(id) {
+        Ok(read) if read == key => Naming::Named(mode),
+        Ok(read) => Naming::Failed(format!("named {id} {key}, but its key reads back as {read:?}")),
+        // No way to read it back: the write's own answer is all there is.
+        Err(e) if e.kind == TermFailKind::Unsupported => Naming::Named(mode),
+        Err(e) => Naming::Failed(format!("named {id} {key}, but reading it back failed: {}", e.message)),
+    }
+}
+
+/// The boot script's file: created private (0600, a fresh random name) in the temporary directory,
+/// removed again unless a pane took it over.
+struct BootFile(tempfile::TempPath);
+
+impl BootFile {
+    fn write(script: &str) -> Result<BootFile, SpawnError> {
+        let dir = shell_safe_temp_dir();
+        let failed = |e: std::io::Error| SpawnError::Refused(format!("cannot write the boot script in {}: {e}", dir.display()));
+        let mut file = tempfile::Builder::new().prefix("agmsg-boot.").suffix(".sh").tempfile_in(&dir).map_err(failed)?;
+        file.write_all(script.as_bytes()).and_then(|()| file.as_file().sync_all()).map_err(failed)?;
+        Ok(BootFile(file.into_temp_path()))
+    }
+
+    fn path_text(&self) -> &str {
+        self.0.to_str().expect("a shell-safe path is UTF-8")
+    }
+
+    fn keep(self) {
+        let _ = self.0.keep();
+    }
+}
+
+/// `TMPDIR` (the platform's temporary directory) when its path is plain enough to survive being
+/// joined into a shell command line, else `/tmp`.
+fn shell_safe_temp_dir() -> PathBuf {
+    let dir = std::env::temp_dir();
+    let plain = dir.is_absolute() && dir.to_str().is_some_and(|s| s.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+,@%=:".contains(&b)));
+    if plain { dir } else { PathBuf::from("/tmp") }
+}

@@ -89,8 +89,7 @@ impl PlugInfo {
     /// the directory's other code files (by extension), sorted. Unreadable files are skipped.
     pub fn scan(dir: &Path) -> PlugInfo {
         let mut info = PlugInfo::default();
-        let plug = dir.join("_delivery.sh");
-        if let Ok(bytes) = crate::plugin::read_file(&plug, crate::plugin::MAX_TEXT_BYTES) {
+        if let Ok(bytes) = crate::plugin::tree::read_below(dir, "_delivery.sh", crate::plugin::MAX_TEXT_BYTES) {
             info.file = Some("_delivery.sh".to_owned());
             let text = String::from_utf8_lossy(&bytes);
             info.overrides = Function::ALL.into_iter().filter(|f| defines(&text, &f.shell_name())).map(|f| (f, None)).collect();

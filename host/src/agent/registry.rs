@@ -8,7 +8,9 @@
 //!    where `<skill>` is `AGMSG_SKILL_DIR`, else `~/.agents/skills/agmsg` (agmsg's builtins, always
 //!    trusted, as agmsg trusts them: an installed agmsg newer than this binary's copy wins);
 //! 3. external types: `$AGMSG_HOME/plugins/types/<name>/`, then each `AGMSG_PLUGIN_DIRS` base's
-//!    `types/<name>/`, visible only once trusted ([`Trust`]).
+//!    `types/<name>/`: the plugin registry's candidates of the types axis
+//!    ([`crate::plugin::registry`]), visible only once the plugin trust file pins them
+//!    (`agmsg-host plugin trust types/<name>`), read with no link followed.
 //!
 //! A candidate whose manifest cannot be read (not a regular file, too large, not UTF-8 text) is
 //! skipped with a warning, so the candidate before it serves. Only names the driver-name rule allows
@@ -18,6 +20,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::bundled::{self, BundledType};
+use crate::axis::Axis;
+use crate::plugin::registry;
 use super::manifest::{self, Manifest};
 use super::plug::PlugInfo;
 
@@ -130,9 +134,10 @@ impl AgentType {
         if let Some(t) = self.bundled.and_then(bundled::get) {
             return t.files.iter().find(|(f, _)| *f == file).map(|(_, text)| (*text).to_owned()).ok_or_else(|| format!("bundled type {} has no file {file}", self.name));
         }
-        let path = self.dir().expect("a type on disk").join(file);
-        let bytes = crate::plugin::read_file(&path, crate::plugin::MAX_TEXT_BYTES)?;
-        String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", path.display()))
+        // Below the type's directory no link is followed: a template cannot name a file elsewhere.
+        let dir = self.dir().expect("a type on disk");
+        let bytes = crate::plugin::tree::read_below(dir, file, crate::plugin::MAX_TEXT_BYTES)?;
+        String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", dir.join(file).display()))
     }
 
     /// Its code plug: built-in facts for a bundled type, scanned (never run) for a type on disk.
@@ -178,78 +183,21 @@ impl Sources {
     }
 }
 
-/// An external type found under a plugin base, before trust decides whether it is visible.
-#[derive(Debug)]
-pub struct ExternalType {
-    pub name: String,
-    /// Its directory (absolute when the base is).
-    pub dir: PathBuf,
-    /// Its manifest, or why it cannot be read.
-    pub manifest: Result<Manifest, String>,
-    /// sha256 of `type.conf` (what trust pins as the manifest).
-    pub manifest_sha256: Option<String>,
-    /// sha256 over every other file of the directory (paths and contents; links by their target),
-    /// what trust pins as the code: its template, plugs and launcher.
-    pub content_sha256: Option<String>,
+/// The plugin trust file's answer for external types: the one of `$AGMSG_HOME`
+/// ([`crate::plugin::registry::home_trust`]); tests give their own.
+pub type TrustLoader<'a> = &'a dyn Fn() -> Result<crate::plugin::trust::TrustFile, String>;
+
+/// A trust answer under which no external type is trusted (for callers, tests among them, that must
+/// see bundled and agmsg's types only).
+pub fn trust_none() -> Result<crate::plugin::trust::TrustFile, String> {
+    Ok(crate::plugin::trust::TrustFile::default())
 }
 
-/// Whether an external type may be seen: `Ok` when trusted, else why not (ending the sentence
-/// "external plugin 'types/NAME' found at DIR but ...") and how to opt in.
-pub type Trust<'a> = &'a dyn Fn(&ExternalType) -> Result<(), String>;
-
-/// The trust answer until the plugin trust file knows a types axis: no external type is trusted.
-pub fn trust_none(_: &ExternalType) -> Result<(), String> {
-    Err("not trusted (ignored): this agmsg-host cannot trust external types yet".to_owned())
-}
-
-/// The trust answer of the plugin trust file for external types registered under `axis` (the types
-/// axis, once `Axis` has one): trusted when a record pins this directory, its `type.conf`
-/// (`manifest_sha256`) and the rest of its files (`sha256` = [`ExternalType::content_sha256`]). A type
-/// declares no capabilities. Untrusted: why, and the command that trusts it.
-pub fn trust_file_answer(trust: &crate::plugin::trust::TrustFile, axis: crate::axis::Axis) -> impl Fn(&ExternalType) -> Result<(), String> + '_ {
-    move |ext: &ExternalType| {
-        let (Some(content), Some(manifest)) = (&ext.content_sha256, &ext.manifest_sha256) else {
-            return Err("cannot be read".to_owned());
-        };
-        let declared = crate::capabilities::Capabilities::default();
-        match trust.state(axis, &ext.name, &ext.dir, (content, manifest), &declared) {
-            crate::plugin::trust::TrustState::Untrusted(why) => Err(format!(
-                "{why} (ignored).\n       Opt in if you put it there intentionally: agmsg-host plugin trust {axis}/{}",
-                ext.name
-            )),
-            _ => Ok(()),
-        }
-    }
-}
-
-/// Every external type under `bases` (or only those named `name`), in base order.
-pub fn external_types(bases: &[PathBuf], name: Option<&str>) -> Vec<ExternalType> {
-    let mut found = Vec::new();
-    for base in bases {
-        for (name, dir) in type_dirs(&base.join("types"), name) {
-            let conf = dir.join("type.conf");
-            let bytes = crate::plugin::read_file(&conf, manifest::MAX_MANIFEST_BYTES);
-            let manifest_sha256 = bytes.as_ref().ok().map(|b| crate::plugin::sha256_hex(b));
-            let manifest = bytes.and_then(|b| Manifest::parse(&b, &conf.display().to_string()));
-            let content_sha256 = content_sha256(&dir).ok();
-            found.push(ExternalType { name, dir, manifest, manifest_sha256, content_sha256 });
-        }
-    }
-    found
-}
-
-/// The `<name>/` directories under `types_dir` that hold a `type.conf` (only `name`, when given),
-/// sorted by name.
-fn type_dirs(types_dir: &Path, name: Option<&str>) -> Vec<(String, PathBuf)> {
-    let names: Vec<String> = match name {
-        Some(name) => vec![name.to_owned()],
-        None => {
-            let Ok(entries) = std::fs::read_dir(types_dir) else { return Vec::new() };
-            entries.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect()
-        }
-    };
-    let mut dirs: Vec<(String, PathBuf)> = names
-        .into_iter()
+/// The `<name>/` directories under `types_dir` that hold a `type.conf`, sorted by name.
+fn type_dirs(types_dir: &Path) -> Vec<(String, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(types_dir) else { return Vec::new() };
+    let mut dirs: Vec<(String, PathBuf)> = entries
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
         .filter(|n| agmsg_contract::is_driver_name(n))
         .map(|n| {
             let dir = types_dir.join(&n);
@@ -261,46 +209,6 @@ fn type_dirs(types_dir: &Path, name: Option<&str>) -> Vec<(String, PathBuf)> {
     dirs
 }
 
-/// sha256 over a type directory's files other than `type.conf`: each entry's relative path and
-/// content hash (a symlink: its target text, never followed), sorted; at most 4 levels and 4096
-/// entries.
-pub fn content_sha256(dir: &Path) -> Result<String, String> {
-    fn walk(root: &Path, rel: &Path, depth: usize, out: &mut Vec<String>) -> Result<(), String> {
-        let here = root.join(rel);
-        let entries = std::fs::read_dir(&here).map_err(|e| format!("{}: {e}", here.display()))?;
-        for entry in entries {
-            let entry = entry.map_err(|e| format!("{}: {e}", here.display()))?;
-            let rel = rel.join(entry.file_name());
-            if rel == Path::new("type.conf") {
-                continue;
-            }
-            if out.len() >= 4096 {
-                return Err(format!("{}: too many files", root.display()));
-            }
-            let kind = entry.file_type().map_err(|e| format!("{}: {e}", rel.display()))?;
-            let shown = rel.to_string_lossy().into_owned();
-            if kind.is_symlink() {
-                let target = std::fs::read_link(root.join(&rel)).map_err(|e| format!("{}: {e}", rel.display()))?;
-                out.push(format!("{shown}\0link\0{}", target.to_string_lossy()));
-            } else if kind.is_dir() {
-                if depth >= 4 {
-                    return Err(format!("{}: nested too deep", root.join(&rel).display()));
-                }
-                out.push(format!("{shown}\0dir"));
-                walk(root, &rel, depth + 1, out)?;
-            } else {
-                let bytes = crate::plugin::read_file(&root.join(&rel), crate::plugin::MAX_COMPONENT_BYTES)?;
-                out.push(format!("{shown}\0file\0{}", crate::plugin::sha256_hex(&bytes)));
-            }
-        }
-        Ok(())
-    }
-    let mut lines = Vec::new();
-    walk(dir, Path::new(""), 0, &mut lines)?;
-    lines.sort();
-    Ok(crate::plugin::sha256_hex(lines.join("\n").as_bytes()))
-}
-
 /// The types that exist, each the last eligible candidate of its name.
 #[derive(Debug, Default)]
 pub struct Registry {
@@ -310,38 +218,54 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// The registry from `sources`, external types shown only when `trusted` says so.
-    pub fn load(sources: &Sources, trusted: Trust<'_>) -> Registry {
+    /// The registry from `sources`. External types are the plugin registry's candidates of the types
+    /// axis, trust answered by `trust` (the plugin trust file, pinned to the directory, `type.conf`'s
+    /// sha256 and the other files' hash); of a name, the last trusted type directory is the type
+    /// (shadowing bundled, agmsg's and earlier ones). A plug component alone (`agmsg-driver.toml`, no
+    /// `type.conf`) is no type: it replaces a type's plug ([`super::delivery::component::source_for`]).
+    pub fn load(sources: &Sources, trust: TrustLoader<'_>) -> Registry {
         let mut reg = Registry::default();
         for t in bundled::TYPES {
             reg.types.insert(t.name.to_owned(), AgentType::bundled(t));
         }
         if let Some(skill) = &sources.skill_dir {
-            for (name, dir) in type_dirs(&skill.join("scripts/drivers/types"), None) {
+            for (name, dir) in type_dirs(&skill.join("scripts/drivers/types")) {
                 match Manifest::read(&dir.join("type.conf")) {
                     Ok(manifest) => reg.add(name, Origin::Agmsg(dir), manifest),
                     Err(e) => reg.warnings.push(format!("agmsg's type '{name}' cannot be read (ignored): {e}")),
                 }
             }
         }
-        for ext in external_types(&sources.plugin_bases, None) {
-            let dir = ext.dir.display();
-            match (&ext.manifest, trusted(&ext)) {
-                (Err(e), _) => reg.warnings.push(format!("external plugin 'types/{}' found at {dir} cannot be read (ignored): {e}", ext.name)),
-                (Ok(_), Err(why)) => reg.warnings.push(format!("external plugin 'types/{}' found at {dir} but {why}", ext.name)),
-                (Ok(_), Ok(())) => {
-                    let ExternalType { name, dir, manifest, .. } = ext;
-                    reg.add(name, Origin::Plugin(dir), manifest.expect("checked"));
-                }
+        let candidates = match registry::candidates_in(&sources.plugin_bases, Axis::Types, None, trust) {
+            Ok(candidates) => candidates,
+            Err(e) => {
+                reg.warnings.push(format!("external types are ignored: {e}"));
+                return reg;
+            }
+        };
+        let mut by_name: BTreeMap<String, Vec<registry::Candidate>> = BTreeMap::new();
+        for candidate in candidates {
+            by_name.entry(candidate.name.clone()).or_default().push(candidate);
+        }
+        for (name, candidates) in by_name {
+            // Plug components alone are chosen where the plug is needed (delivery); here only warned about.
+            let (types, plugs): (Vec<_>, Vec<_>) = candidates.into_iter().partition(|c| c.is_type_dir);
+            reg.warnings.extend(registry::choose(Axis::Types, &name, plugs).1);
+            let runnable: Vec<PathBuf> = types.iter().filter(|c| c.problem().is_none()).map(|c| c.dir.clone()).collect();
+            let (chosen, warnings) = registry::choose(Axis::Types, &name, types);
+            reg.warnings.extend(warnings);
+            if let Some(registry::Candidate { dir, agent_type: Some(manifest), .. }) = chosen {
+                let earlier: Vec<Origin> = runnable.into_iter().filter(|d| *d != dir).map(Origin::Plugin).collect();
+                reg.add(name.clone(), Origin::Plugin(dir), manifest);
+                reg.types.get_mut(&name).expect("just added").shadows.extend(earlier);
             }
         }
         reg
     }
 
-    /// The registry from the environment. External types stay invisible until trust for types is
-    /// wired ([`trust_none`]).
+    /// The registry from the environment: external types as the plugin trust file allows.
     pub fn from_env() -> Registry {
-        Registry::load(&Sources::from_env(), &trust_none)
+        Registry::load(&Sources::from_env(), &registry::home_trust)
     }
 
     fn add(&mut self, name: String, origin: Origin, manifest: Manifest) {
@@ -378,6 +302,9 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plugin::trust::{TrustFile, TrustRecord};
+
+    use trust_none as no_trust;
 
     fn write(dir: &Path, conf: &str) {
         std::fs::create_dir_all(dir).unwrap();
@@ -386,7 +313,7 @@ mod tests {
 
     #[test]
     fn bundled_alone() {
-        let reg = Registry::load(&Sources::default(), &trust_none);
+        let reg = Registry::load(&Sources::default(), &no_trust);
         assert_eq!(reg.types().count(), 10);
         let codex = reg.get("codex").unwrap();
         assert_eq!(codex.origin, Origin::Bundled);
@@ -414,7 +341,7 @@ mod tests {
         write(&types.join("devin"), "name=devin\ncli=devin\nspawnable=yes\n");
         write(&types.join("bad name!"), "name=x\n");
         std::fs::create_dir_all(types.join("broken/type.conf")).unwrap();
-        let reg = Registry::load(&Sources { skill_dir: Some(skill.path().to_owned()), plugin_bases: vec![] }, &trust_none);
+        let reg = Registry::load(&Sources { skill_dir: Some(skill.path().to_owned()), plugin_bases: vec![] }, &no_trust);
         let codex = reg.get("codex").unwrap();
         assert_eq!(codex.origin, Origin::Agmsg(types.join("codex")));
         assert_eq!(codex.shadows, [Origin::Bundled]);
@@ -428,85 +355,104 @@ mod tests {
         assert!(reg.warnings[0].contains("'broken'"));
     }
 
+    /// A trust file that pins the type directories `dirs` as they are now.
+    fn trusting(dirs: &[&Path]) -> TrustFile {
+        let mut trust = TrustFile::default();
+        for dir in dirs {
+            let name = dir.file_name().unwrap().to_str().unwrap();
+            let (sha256, manifest_sha256) = registry::read_candidate(Axis::Types, name, dir, &TrustFile::default()).pinned.unwrap();
+            trust.trust(TrustRecord { axis: Axis::Types, name: name.into(), path: dir.to_path_buf(), sha256, manifest_sha256, consented: Default::default(), granted: Default::default() });
+        }
+        trust
+    }
+
     #[test]
     fn external_types_need_trust_and_later_bases_win() {
         let a = tempfile::tempdir().unwrap();
         let b = tempfile::tempdir().unwrap();
-        write(&a.path().join("types/kiro"), "name=kiro\ncli=kiro-a\n");
-        write(&b.path().join("types/kiro"), "name=kiro\ncli=kiro-b\n");
-        write(&b.path().join("types/codex"), "name=codex\ncli=evil\n");
+        let (a_kiro, b_kiro, b_codex) = (a.path().join("types/kiro"), b.path().join("types/kiro"), b.path().join("types/codex"));
+        write(&a_kiro, "name=kiro\ncli=kiro-a\n");
+        write(&b_kiro, "name=kiro\ncli=kiro-b\n");
+        write(&b_codex, "name=codex\ncli=evil\n");
         let sources = Sources { skill_dir: None, plugin_bases: vec![a.path().to_owned(), b.path().to_owned()] };
 
-        let reg = Registry::load(&sources, &trust_none);
+        let reg = Registry::load(&sources, &no_trust);
         assert!(reg.get("kiro").is_none());
         assert_eq!(reg.get("codex").unwrap().value("cli"), "codex", "an untrusted type never shadows");
         assert_eq!(reg.warnings.len(), 3);
-        assert!(reg.warnings.iter().all(|w| w.contains("not trusted") && w.contains("(ignored)")));
+        assert!(reg.warnings.iter().all(|w| w.contains("not trusted") && w.contains("(ignored)") && w.contains("agmsg-host plugin trust types/")), "{:?}", reg.warnings);
 
-        let all = |_: &ExternalType| Ok(());
-        let reg = Registry::load(&sources, &all);
+        let all = trusting(&[&a_kiro, &b_kiro, &b_codex]);
+        let reg = Registry::load(&sources, &|| Ok(TrustFile { version: 1, plugins: all.plugins.clone() }));
         let kiro = reg.get("kiro").unwrap();
         assert_eq!(kiro.value("cli"), "kiro-b");
-        assert_eq!(kiro.origin, Origin::Plugin(b.path().join("types/kiro")));
-        assert_eq!(kiro.shadows, [Origin::Plugin(a.path().join("types/kiro"))]);
-        assert_eq!(reg.get("codex").unwrap().value("cli"), "evil");
+        assert_eq!(kiro.origin, Origin::Plugin(b_kiro.clone()));
+        assert_eq!(kiro.shadows, [Origin::Plugin(a_kiro.clone())]);
+        let codex = reg.get("codex").unwrap();
+        assert_eq!(codex.value("cli"), "evil");
+        assert_eq!(codex.shadows, [Origin::Bundled]);
+        assert!(reg.warnings.is_empty(), "{:?}", reg.warnings);
 
         // Trust can pick one candidate: the earlier one then serves.
-        let only_a = |e: &ExternalType| if e.dir.starts_with(a.path()) { Ok(()) } else { Err("not trusted".into()) };
-        let reg = Registry::load(&sources, &only_a);
+        let only_a = trusting(&[&a_kiro]);
+        let reg = Registry::load(&sources, &|| Ok(TrustFile { version: 1, plugins: only_a.plugins.clone() }));
         assert_eq!(reg.get("kiro").unwrap().value("cli"), "kiro-a");
     }
 
     #[test]
-    fn the_trust_file_answers_for_external_types() {
-        use crate::axis::Axis;
-        use crate::plugin::trust::{TrustFile, TrustRecord};
+    fn a_changed_type_is_untrusted_again() {
         let base = tempfile::tempdir().unwrap();
         let dir = base.path().join("types/kiro");
-        write(&dir, "name=kiro\ncli=kiro\n");
-        let ext = external_types(&[base.path().to_owned()], Some("kiro")).pop().unwrap();
-        // Any axis value stands in for the types axis here.
-        let axis = Axis::Terminal;
-        let mut trust = TrustFile::default();
-        assert!(trust_file_answer(&trust, axis)(&ext).unwrap_err().contains("agmsg-host plugin trust terminal/kiro"));
-        trust.trust(TrustRecord {
-            axis,
-            name: "kiro".into(),
-            path: dir.clone(),
-            sha256: ext.content_sha256.clone().unwrap(),
-            manifest_sha256: ext.manifest_sha256.clone().unwrap(),
-            consented: Default::default(),
-            granted: Default::default(),
-        });
-        let answer = trust_file_answer(&trust, axis);
-        assert!(answer(&ext).is_ok());
+        write(&dir, "name=kiro\ncli=kiro\ntemplate=template.md\n");
+        std::fs::write(dir.join("template.md"), "hello\n").unwrap();
+        let trust = trusting(&[&dir]);
         let sources = Sources { skill_dir: None, plugin_bases: vec![base.path().to_owned()] };
-        assert_eq!(Registry::load(&sources, &answer).get("kiro").unwrap().value("cli"), "kiro");
-        // A changed manifest or file is untrusted again.
+        let load = || Registry::load(&sources, &|| Ok(TrustFile { version: 1, plugins: trust.plugins.clone() }));
+        assert_eq!(load().get("kiro").unwrap().template().unwrap().unwrap().text.unwrap(), "hello\n");
+
         std::fs::write(dir.join("launch.mjs"), "new code").unwrap();
-        let changed = external_types(&[base.path().to_owned()], Some("kiro")).pop().unwrap();
-        assert!(answer(&changed).unwrap_err().contains("changed"));
+        let reg = load();
+        assert!(reg.get("kiro").is_none());
+        assert!(reg.warnings[0].contains("its files (template, plug, other code) changed since it was trusted"), "{:?}", reg.warnings);
         std::fs::remove_file(dir.join("launch.mjs")).unwrap();
+        assert!(load().get("kiro").is_some(), "back as trusted");
+
         std::fs::write(dir.join("type.conf"), "name=kiro\ncli=other\n").unwrap();
-        let changed = external_types(&[base.path().to_owned()], Some("kiro")).pop().unwrap();
-        assert!(answer(&changed).unwrap_err().contains("changed"));
+        let reg = load();
+        assert!(reg.get("kiro").is_none());
+        assert!(reg.warnings[0].contains("its type.conf changed since it was trusted"), "{:?}", reg.warnings);
     }
 
     #[test]
-    fn external_hashes_pin_manifest_and_code() {
+    fn a_hostile_type_dir_is_refused() {
         let base = tempfile::tempdir().unwrap();
-        let dir = base.path().join("types/kiro");
-        write(&dir, "name=kiro\n");
-        std::fs::write(dir.join("launch.mjs"), "a").unwrap();
-        let first = &external_types(&[base.path().to_owned()], Some("kiro"))[0];
-        let (m1, c1) = (first.manifest_sha256.clone().unwrap(), first.content_sha256.clone().unwrap());
-        std::fs::write(dir.join("launch.mjs"), "b").unwrap();
-        let second = &external_types(&[base.path().to_owned()], Some("kiro"))[0];
-        assert_eq!(second.manifest_sha256.as_ref(), Some(&m1));
-        assert_ne!(second.content_sha256.as_ref(), Some(&c1));
-        std::fs::write(dir.join("type.conf"), "name=kiro\ncli=x\n").unwrap();
-        let third = &external_types(&[base.path().to_owned()], Some("kiro"))[0];
-        assert_ne!(third.manifest_sha256.as_ref(), Some(&m1));
-        assert!(external_types(&[base.path().to_owned()], Some("../x")).is_empty());
+        let secret = base.path().join("secret.txt");
+        std::fs::write(&secret, "secret").unwrap();
+        let types = base.path().join("types");
+        // A template that is a link out of the directory.
+        write(&types.join("linky"), "name=linky\ntemplate=template.md\n");
+        std::os::unix::fs::symlink(&secret, types.join("linky/template.md")).unwrap();
+        // A template that climbs out.
+        write(&types.join("climb"), "name=climb\ntemplate=../../secret.txt\n");
+        // The type directory itself a link.
+        write(&base.path().join("elsewhere/real"), "name=real\n");
+        std::os::unix::fs::symlink(base.path().join("elsewhere/real"), types.join("real")).unwrap();
+        let dirs: Vec<PathBuf> = ["linky", "climb", "real"].iter().map(|n| types.join(n)).collect();
+        // Even a trust record for each (as if trusted before the change) lets none of them through.
+        let mut trust = TrustFile::default();
+        for dir in &dirs {
+            let name = dir.file_name().unwrap().to_str().unwrap();
+            trust.trust(TrustRecord { axis: Axis::Types, name: name.into(), path: dir.clone(), sha256: "x".into(), manifest_sha256: "y".into(), consented: Default::default(), granted: Default::default() });
+        }
+        let sources = Sources { skill_dir: None, plugin_bases: vec![base.path().to_owned()] };
+        let reg = Registry::load(&sources, &|| Ok(TrustFile { version: 1, plugins: trust.plugins.clone() }));
+        for name in ["linky", "climb", "real"] {
+            assert!(reg.get(name).is_none(), "{name}");
+        }
+        let all = reg.warnings.join("\n");
+        assert!(all.contains("linky/template.md is a symbolic link (refused"), "{all}");
+        assert!(all.contains("invalid template \"../../secret.txt\": must be relative, without '..'"), "{all}");
+        assert!(all.contains("types/real is not a directory (or is a symbolic link; refused)") || all.contains("types/real is a symbolic link"), "{all}");
+        assert!(all.matches("cannot run (ignored)").count() == 3, "{all}");
     }
 }

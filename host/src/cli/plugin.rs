@@ -11,7 +11,7 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use agmsg_host::bundled;
 use agmsg_host::capabilities::{Capabilities, Capability};
@@ -20,7 +20,8 @@ use agmsg_host::axis::Axis;
 use agmsg_host::plugin::manifest::{MANIFEST_FILE, PluginManifest};
 use agmsg_host::plugin::registry;
 use agmsg_host::plugin::trust::TrustState;
-use agmsg_host::plugin::workflow::{self, ConsentRequest, Package, Trusted, examine};
+use agmsg_host::plugin::registry::AgentTypeFiles;
+use agmsg_host::plugin::workflow::{self, ConsentRequest, Offer, Package, Trusted, TypePackage, examine};
 use agmsg_host::axis::offered_packages;
 use agmsg_host::runtime::sandbox::{self, Grants};
 use agmsg_host::runtime::Runtime;
@@ -40,9 +41,10 @@ pub struct Consent {
 #[derive(Debug, clap::Subcommand)]
 pub enum PluginCommand {
     /// Install a driver package (a directory holding agmsg-driver.toml, the manifest itself, or a
-    /// .wasm component with --manifest) into $AGMSG_HOME/plugins/<axis>/<name>/ and trust it
+    /// .wasm component with --manifest), or an agent type's directory (type.conf, its template,
+    /// optionally a plug component), into $AGMSG_HOME/plugins/<axis>/<name>/ and trust it
     Install {
-        /// The package directory, its agmsg-driver.toml, or its component (.wasm)
+        /// The package directory, its agmsg-driver.toml, its component (.wasm), or a type directory
         source: PathBuf,
         /// The manifest, when SOURCE is a component whose manifest is elsewhere
         #[arg(long, value_name = "FILE")]
@@ -59,7 +61,8 @@ pub enum PluginCommand {
     /// A driver's manifest, its component's real imports and exports, sha256, and whether this host
     /// can run it
     Inspect {
-        /// A package directory, manifest or component file, or an installed driver (axis/name or name)
+        /// A package directory, manifest or component file, a type directory, or an installed driver
+        /// or type (axis/name or name)
         target: String,
         /// The manifest, when TARGET is a component whose manifest is elsewhere
         #[arg(long, value_name = "FILE")]
@@ -148,10 +151,34 @@ fn describe_request(manifest: &PluginManifest, sha256: &str, from: &Path) -> Str
     text
 }
 
+/// What an agent type is and gets, as the consent prompt and `inspect` show it.
+fn describe_type(name: &str, conf_sha256: &str, files_sha256: &str, from: &Path, plug: Option<&PluginManifest>) -> String {
+    let mut text = format!(
+        "types/{} (an agent type) from {}\n  type.conf sha256 {conf_sha256}\n  its other files' sha256 {files_sha256}\n",
+        display::line(name),
+        display::line(&from.display().to_string())
+    );
+    match plug {
+        Some(m) => text.push_str(&format!(
+            "  plug component {} {} (built against {}@{})\n",
+            display::line(&m.component.display().to_string()),
+            display::line(&m.version),
+            Axis::Types.package(),
+            display::line(&m.api)
+        )),
+        None => text.push_str("  no plug component: agmsg's delivery defaults throughout\n"),
+    }
+    text.push_str("A type declares no capabilities; its plug component, if it ships one, runs with none (no files, programs, variables or network).\n");
+    text
+}
+
 /// The user's answer to `request`: what is granted. An earlier trust of the plugin shows what widened.
 fn ask(request: &ConsentRequest, consent: &Consent) -> Result<Capabilities, String> {
-    let asked = request.manifest.capabilities();
-    let mut text = describe_request(request.manifest, request.sha256, request.from);
+    let asked = request.asks_for();
+    let mut text = match &request.offer {
+        Offer::Component(manifest) => describe_request(manifest, request.sha256, request.from),
+        Offer::AgentType { name, conf_sha256, plug } => describe_type(name, conf_sha256, request.sha256, request.from, *plug),
+    };
     match &request.widened {
         Some(widened) if widened.is_empty() => text.push_str("Compared with what you trusted before, it asks for nothing more.\n"),
         Some(widened) => {
@@ -181,6 +208,9 @@ fn ask(request: &ConsentRequest, consent: &Consent) -> Result<Capabilities, Stri
 }
 
 fn install(source: &Path, manifest: Option<&Path>, consent: &Consent) -> Result<(), String> {
+    if manifest.is_none() && TypePackage::is_type_dir(source) {
+        return install_type(source, consent);
+    }
     let package = Package::read(source, manifest)?;
     let (trusted, shadowed) = workflow::install(&runtime()?, &package, |request| ask(request, consent))?;
     let Trusted { axis, name, dir, runs_with } = trusted;
@@ -188,6 +218,18 @@ fn install(source: &Path, manifest: Option<&Path>, consent: &Consent) -> Result<
     println!("trusted; it runs with: {}", display::line(&runs_with.summary()));
     if let Some(shadowed) = shadowed {
         println!("note: it shadows the bundled {axis} driver '{shadowed}'");
+    }
+    Ok(())
+}
+
+/// `plugin install <dir>` of an agent type's directory.
+fn install_type(source: &Path, consent: &Consent) -> Result<(), String> {
+    let package = TypePackage::read(source)?;
+    let (trusted, shadowed) = workflow::install_type(&runtime()?, &package, |request| ask(request, consent))?;
+    println!("installed types/{} in {}", display::line(&trusted.name), trusted.dir.display());
+    println!("trusted; it runs with: {}", trusted.runs_with.summary());
+    if let Some(shadowed) = shadowed {
+        println!("note: it shadows the bundled type '{shadowed}'");
     }
     Ok(())
 }
@@ -245,7 +287,12 @@ fn list(json: bool) -> Result<(), String> {
             };
             rows.push(Row {
                 reference: format!("{axis}/{}", candidate.name),
-                version: candidate.manifest.as_ref().map(|m| m.version.clone()).unwrap_or_else(|_| "?".into()),
+                version: match (&candidate.manifest, candidate.is_type_dir) {
+                    (Some(m), _) => m.version.clone(),
+                    // An agent type has no version of its own.
+                    (None, true) if candidate.broken.is_none() => "-".into(),
+                    (None, _) => "?".into(),
+                },
                 state,
                 granted,
                 path: candidate.dir.display().to_string(),
@@ -276,6 +323,9 @@ fn list(json: bool) -> Result<(), String> {
 /// Print the report; whether this host would load the component.
 fn inspect(target: &str, manifest: Option<&Path>, json: bool) -> Result<bool, String> {
     let path = Path::new(target);
+    if manifest.is_none() && TypePackage::is_type_dir(path) {
+        return inspect_type(&TypePackage::read(path)?, None, json);
+    }
     let (package, installed) = if path.exists() || manifest.is_some() {
         (Package::read(path, manifest)?, None)
     } else {
@@ -285,13 +335,17 @@ fn inspect(target: &str, manifest: Option<&Path>, json: bool) -> Result<bool, St
             Err(e) => return inspect_bundled(target, json).unwrap_or(Err(e)),
         };
         let candidate = candidates.pop().expect("find_ref returns at least one");
-        let manifest_path = candidate.dir.join(MANIFEST_FILE);
-        let package = Package::read(&manifest_path, None)?;
         let state = match &candidate.state {
             TrustState::Trusted(caps) => format!("trusted; it runs with: {}", caps.summary()),
             TrustState::Untrusted(why) => format!("UNTRUSTED: {why} (trust it with: agmsg-host plugin trust {axis}/{name})"),
             TrustState::Builtin => "builtin".into(),
         };
+        if candidate.is_type_dir {
+            let files = AgentTypeFiles::read(&name, &candidate.dir).map_err(|e| format!("types/{name} at {}: {e}", candidate.dir.display()))?;
+            return inspect_type(&TypePackage { name, dir: candidate.dir, files }, Some(state), json);
+        }
+        let manifest_path = candidate.dir.join(MANIFEST_FILE);
+        let package = Package::read(&manifest_path, None)?;
         (package, Some(state))
     };
     let report = examine(&runtime()?, &package.manifest, &package.wasm, &package.sha256);
@@ -328,6 +382,80 @@ fn inspect(target: &str, manifest: Option<&Path>, json: bool) -> Result<bool, St
     }
     print!("{out}");
     Ok(report.verdict.is_ok())
+}
+
+/// `inspect` of an agent type (a directory, or an installed candidate with its trust state): its
+/// manifest's keys, its template, its files, and its plug component as `inspect` shows a driver's (real
+/// imports and exports, whether this host loads it with no capabilities). Whether it can be used.
+fn inspect_type(package: &TypePackage, state: Option<String>, json: bool) -> Result<bool, String> {
+    let files = &package.files;
+    let (files_sha256, conf_sha256) = files.pinned();
+    let template = files.conf.value("template");
+    let template_bytes = (!template.is_empty()).then(|| files.tree.file(Path::new(template)).map(<[u8]>::len));
+    let plug = package.examine_plug(&runtime()?).map(|report| (files.plug.as_ref().expect("examined"), report));
+    let usable = plug.as_ref().is_none_or(|(_, report)| report.verdict.is_ok()) && template_bytes.flatten().is_some() == !template.is_empty();
+    let keys: Vec<(String, String)> = files.conf.entries().iter().filter(|e| !e.ignored).map(|e| (e.key.to_owned(), e.value.to_owned())).collect();
+    let listing: Vec<(String, Option<usize>)> = files.tree.entries.iter().map(|(p, b)| (p.clone(), b.as_ref().map(Vec::len))).collect();
+    if json {
+        let plug = plug.as_ref().map(|((m, wasm), report)| {
+            json!({
+                "component": m.component, "version": m.version, "api": m.api, "sha256": agmsg_host::plugin::sha256_hex(wasm),
+                "size": wasm.len(), "imports": report.imports, "exports": report.exports, "runs_with": "none",
+                "compatible": report.verdict.is_ok(), "verdict": report.verdict.as_ref().err(),
+            })
+        });
+        let value = json!({
+            "name": package.name, "axis": "types", "kind": "agent-type", "dir": package.dir,
+            "type_conf_sha256": conf_sha256, "files_sha256": files_sha256,
+            "keys": keys.iter().map(|(k, v)| json!({ "key": k, "value": v })).collect::<Vec<_>>(),
+            "template": if template.is_empty() { Value::Null } else { json!({ "file": template, "bytes": template_bytes.flatten() }) },
+            "files": listing.iter().map(|(p, n)| json!({ "path": p, "bytes": n })).collect::<Vec<_>>(),
+            "asks_for": Vec::<String>::new(), "plug": plug, "usable": usable, "state": state,
+        });
+        println!("{value}");
+        return Ok(usable);
+    }
+    let l = |s: &str| display::line(s).into_owned();
+    let mut out = describe_type(&package.name, &conf_sha256, &files_sha256, &package.dir, files.plug.as_ref().map(|(m, _)| m));
+    out.push_str(&format!("Manifest: {} (agmsg's reader: the first line setting a key wins)\n", l(&package.dir.join("type.conf").display().to_string())));
+    for (key, value) in &keys {
+        out.push_str(&format!("  {}={}\n", l(key), l(value)));
+    }
+    match template_bytes {
+        None => out.push_str("Template: none\n"),
+        Some(Some(n)) => out.push_str(&format!("Template: {} ({n} bytes)\n", l(template))),
+        Some(None) => out.push_str(&format!("Template: {} MISSING: not a file of the directory\n", l(template))),
+    }
+    out.push_str("Files:\n");
+    for (path, bytes) in &listing {
+        match bytes {
+            Some(n) => out.push_str(&format!("  {} ({n} bytes)\n", l(path))),
+            None => out.push_str(&format!("  {}/\n", l(path))),
+        }
+    }
+    match &plug {
+        None => out.push_str("Plug: none\n"),
+        Some(((m, wasm), report)) => {
+            out.push_str(&format!("Plug: {} sha256 {}, {} bytes; it runs with: none\n", l(&m.component.display().to_string()), agmsg_host::plugin::sha256_hex(wasm), wasm.len()));
+            out.push_str("  Imports (what the component really uses):\n");
+            for import in &report.imports {
+                out.push_str(&format!("    {}\n", l(import)));
+            }
+            out.push_str("  Exports:\n");
+            for export in &report.exports {
+                out.push_str(&format!("    {}\n", l(export)));
+            }
+            match &report.verdict {
+                Ok(()) => out.push_str("  Verdict: loads on this host (with no capabilities)\n"),
+                Err(e) => out.push_str(&format!("  Verdict: REFUSED: {}\n", l(e))),
+            }
+        }
+    }
+    if let Some(state) = state {
+        out.push_str(&format!("Installed: {}\n", l(&state)));
+    }
+    print!("{out}");
+    Ok(usable)
 }
 
 /// `inspect` of a driver bundled in this binary (`axis/name`, or a bare name), which has no package on

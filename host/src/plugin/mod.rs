@@ -4,6 +4,7 @@
 //!
 //! - [`manifest`]: the manifest format (identity, contract version, requested capabilities).
 //! - [`registry`]: discovery in agmsg's base order, and which candidate runs.
+//! - [`tree`]: a plugin directory read as one snapshot, no link followed (agent types).
 //! - [`trust`]: the trust file (pinned to path, component and manifest hashes, consented and granted
 //!   capabilities).
 //! - [`workflow`]: install, trust, untrust and remove, as one protocol with the user's consent asked by
@@ -11,6 +12,7 @@
 
 pub mod manifest;
 pub mod registry;
+pub mod tree;
 pub mod trust;
 pub mod workflow;
 

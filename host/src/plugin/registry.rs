@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use super::manifest::{MANIFEST_FILE, PluginManifest};
 pub use super::sha256_hex;
 use crate::axis::Axis;
-use super::trust::{TrustFile, TrustState};
+use super::trust::{TrustFile, TrustState, Untrusted};
 use crate::capabilities::Capabilities;
 
 /// `${AGMSG_HOME:-~/.agents/agmsg}`, made absolute (trust records are matched by absolute path).
@@ -28,30 +28,37 @@ pub fn agmsg_home() -> Result<PathBuf, String> {
 }
 
 /// A plugin directory found under a base (bundled drivers are not candidates here: callers know
-/// them).
+/// them). On every axis it is a driver component with its manifest (`agmsg-driver.toml`); on the types
+/// axis it may instead be an agent type (`type.conf`, its template, and optionally a plug component).
 #[derive(Debug)]
 pub struct Candidate {
     pub axis: Axis,
     pub name: String,
     /// The plugin's directory (absolute).
     pub dir: PathBuf,
-    /// Its manifest, or why it cannot be read.
-    pub manifest: Result<PluginManifest, String>,
-    /// The component and its sha256, when the manifest could be read and the component exists (read
-    /// once: what was hashed is what runs).
+    /// Its component's manifest; `None` when it cannot be read ([`Candidate::broken`] says why) or for
+    /// an agent type that ships no plug component.
+    pub manifest: Option<PluginManifest>,
+    /// Whether it is an agent type's directory (types axis: it holds `type.conf`).
+    pub is_type_dir: bool,
+    /// That type's `type.conf`, when it can be read.
+    pub agent_type: Option<crate::agent::Manifest>,
+    /// The component and its sha256, when it has one and it can be read (read once: what was hashed is
+    /// what runs).
     pub wasm: Option<Vec<u8>>,
     pub sha256: Option<String>,
-    /// Why the component cannot be read, when it cannot.
-    pub wasm_error: Option<String>,
-    /// The manifest file's sha256.
-    pub manifest_sha256: Option<String>,
+    /// What trust pins: the code's sha256 (a component: its bytes; an agent type: every file but
+    /// `type.conf`) and the manifest's (`agmsg-driver.toml`; an agent type: `type.conf`).
+    pub pinned: Option<(String, String)>,
+    /// Why it cannot run, trusted or not.
+    pub broken: Option<String>,
     pub state: TrustState,
 }
 
 impl Candidate {
     /// The component's path (from the manifest).
     pub fn component(&self) -> Option<PathBuf> {
-        self.manifest.as_ref().ok().map(|m| self.dir.join(&m.component))
+        self.manifest.as_ref().map(|m| self.dir.join(&m.component))
     }
 
     /// What it runs with: what it declared AND the user granted, when trusted; nothing otherwise.
@@ -62,30 +69,39 @@ impl Candidate {
         }
     }
 
-    /// The component ready to load, with what it runs with (for a candidate the registry chose: trusted
-    /// and readable).
-    pub fn into_source(self) -> crate::runtime::DriverSource {
-        crate::runtime::DriverSource {
-            path: self.component(),
-            capabilities: self.runs_with(),
-            name: self.name,
-            sha256: self.sha256.unwrap_or_default(),
-            wasm: std::borrow::Cow::Owned(self.wasm.unwrap_or_default()),
-            settings: Vec::new(),
+    /// What its manifest asks for (an agent type declares nothing, and its plug runs with nothing).
+    pub fn declared(&self) -> Capabilities {
+        match (self.is_type_dir, &self.manifest) {
+            (false, Some(m)) => m.capabilities(),
+            _ => Capabilities::default(),
         }
+    }
+
+    /// The component ready to load, with what it runs with (for a candidate the registry chose: trusted
+    /// and readable); `None` for an agent type without a plug component.
+    pub fn into_source(self) -> Option<crate::runtime::DriverSource> {
+        let path = self.component();
+        let capabilities = self.runs_with();
+        Some(crate::runtime::DriverSource {
+            path,
+            capabilities,
+            name: self.name,
+            sha256: self.sha256?,
+            wasm: std::borrow::Cow::Owned(self.wasm?),
+            settings: Vec::new(),
+        })
     }
 
     /// Whether trusting it would let it run (it is only untrusted, not broken).
     pub fn only_untrusted(&self) -> bool {
-        self.manifest.is_ok() && self.sha256.is_some() && matches!(self.state, TrustState::Untrusted(_))
+        self.broken.is_none() && matches!(self.state, TrustState::Untrusted(_))
     }
 
     /// Why this candidate cannot run, if it cannot.
     pub fn problem(&self) -> Option<String> {
-        match (&self.manifest, &self.sha256, &self.state) {
-            (Err(e), _, _) => Some(e.clone()),
-            (Ok(m), None, _) => Some(self.wasm_error.clone().unwrap_or_else(|| format!("cannot read {}", self.dir.join(&m.component).display()))),
-            (_, _, TrustState::Untrusted(why)) => Some(why.to_string()),
+        match (&self.broken, &self.state) {
+            (Some(why), _) => Some(why.clone()),
+            (None, TrustState::Untrusted(why)) => Some(why.to_string()),
             _ => None,
         }
     }
@@ -103,31 +119,144 @@ pub fn bases() -> Vec<PathBuf> {
 }
 
 /// Read one plugin directory: its manifest (checked against where it was found), its component's
-/// hash, and its trust state.
+/// hash, and its trust state. On the types axis a directory holding `type.conf` is an agent type.
 pub fn read_candidate(axis: Axis, name: &str, dir: &Path, trust: &TrustFile) -> Candidate {
-    let read = PluginManifest::read(&dir.join(MANIFEST_FILE)).and_then(|(m, sha)| {
-        if m.axis != axis || m.name != name {
-            Err(format!("{}: declares {}/{} but is installed as {axis}/{name}", dir.join(MANIFEST_FILE).display(), m.axis, m.name))
-        } else {
-            Ok((m, sha))
-        }
-    });
+    if axis == Axis::Types && dir.join(TYPE_CONF).symlink_metadata().is_ok() {
+        return read_agent_type(name, dir, trust);
+    }
+    let mut candidate = Candidate {
+        axis,
+        name: name.to_owned(),
+        dir: dir.to_owned(),
+        manifest: None,
+        is_type_dir: false,
+        agent_type: None,
+        wasm: None,
+        sha256: None,
+        pinned: None,
+        broken: None,
+        state: TrustState::Untrusted(Untrusted::Never),
+    };
+    let read = PluginManifest::read(&dir.join(MANIFEST_FILE)).and_then(|(m, sha)| check_identity(&m, axis, name, dir).map(|()| (m, sha)));
     let (manifest, manifest_sha256) = match read {
-        Ok((m, sha)) => (Ok(m), Some(sha)),
-        Err(e) => (Err(e), None),
+        Ok(read) => read,
+        Err(e) => {
+            candidate.broken = Some(e);
+            return candidate;
+        }
     };
-    let component = manifest.as_ref().ok().map(|m| super::read_file(&dir.join(&m.component), super::MAX_COMPONENT_BYTES));
-    let (wasm, wasm_error) = match component {
-        Some(Ok(wasm)) => (Some(wasm), None),
-        Some(Err(e)) => (None, Some(e)),
-        None => (None, None),
+    match super::read_file(&dir.join(&manifest.component), super::MAX_COMPONENT_BYTES) {
+        Ok(wasm) => {
+            let sha256 = sha256_hex(&wasm);
+            candidate.state = trust.state(axis, name, dir, (&sha256, &manifest_sha256), &manifest.capabilities());
+            candidate.pinned = Some((sha256.clone(), manifest_sha256));
+            candidate.sha256 = Some(sha256);
+            candidate.wasm = Some(wasm);
+        }
+        Err(e) => candidate.broken = Some(e),
+    }
+    candidate.manifest = Some(manifest);
+    candidate
+}
+
+/// A component manifest must name the axis and name it is installed as.
+fn check_identity(m: &PluginManifest, axis: Axis, name: &str, dir: &Path) -> Result<(), String> {
+    if m.axis != axis || m.name != name {
+        return Err(format!("{}: declares {}/{} but is installed as {axis}/{name}", dir.join(MANIFEST_FILE).display(), m.axis, m.name));
+    }
+    Ok(())
+}
+
+/// An agent type's manifest file.
+pub const TYPE_CONF: &str = "type.conf";
+
+/// What an agent type's directory holds, read as one snapshot with no link followed ([`super::tree`]):
+/// `type.conf`, and the plug component its `agmsg-driver.toml` names, if it ships one.
+pub struct AgentTypeFiles {
+    pub tree: super::tree::Tree,
+    pub conf: crate::agent::Manifest,
+    pub conf_sha256: String,
+    /// The plug component's manifest and bytes.
+    pub plug: Option<(PluginManifest, Vec<u8>)>,
+}
+
+impl AgentTypeFiles {
+    /// Read the type directory `dir`, to be known as `name`: refused when it is a link, holds a link or
+    /// anything but files and directories, its `type.conf` is not text, its `template=` or `spawn=` is
+    /// absolute or climbs out (`..`), its plug manifest names another type or asks for capabilities (a
+    /// type's plug runs with none), or its plug component is missing.
+    pub fn read(name: &str, dir: &Path) -> Result<AgentTypeFiles, String> {
+        let tree = super::tree::read(dir)?;
+        let conf_path = dir.join(TYPE_CONF);
+        let conf_bytes = tree.file(Path::new(TYPE_CONF)).ok_or_else(|| format!("{} is not a regular file", conf_path.display()))?;
+        if conf_bytes.len() as u64 > crate::agent::manifest::MAX_MANIFEST_BYTES {
+            return Err(format!("{} is larger than {} KiB", conf_path.display(), crate::agent::manifest::MAX_MANIFEST_BYTES >> 10));
+        }
+        let conf = crate::agent::Manifest::parse(conf_bytes, &conf_path.display().to_string())?;
+        for key in ["template", "spawn"] {
+            crate::agent::manifest::check_relative(key, conf.value(key)).map_err(|e| format!("{}: {e}", conf_path.display()))?;
+        }
+        let conf_sha256 = sha256_hex(conf_bytes);
+        let plug = match tree.file(Path::new(MANIFEST_FILE)) {
+            None => None,
+            Some(bytes) => {
+                let path = dir.join(MANIFEST_FILE);
+                let text = std::str::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8", path.display()))?;
+                let m = PluginManifest::parse(text, &path)?;
+                check_identity(&m, Axis::Types, name, dir)?;
+                let asked = m.capabilities();
+                if !asked.0.is_empty() {
+                    return Err(format!("{}: an agent type's plug component runs with no capabilities, but it asks for {}", path.display(), asked.summary()));
+                }
+                let wasm = tree.file(&m.component).ok_or_else(|| format!("its plug component {} is not a file in {}", m.component.display(), dir.display()))?;
+                let wasm = wasm.to_vec();
+                Some((m, wasm))
+            }
+        };
+        Ok(AgentTypeFiles { conf, conf_sha256, plug, tree })
+    }
+
+    /// What trust pins: every file but `type.conf` (template, plug, launchers), and `type.conf`.
+    pub fn pinned(&self) -> (String, String) {
+        (self.tree.sha256_without(TYPE_CONF), self.conf_sha256.clone())
+    }
+}
+
+/// [`read_candidate`] of an agent type's directory.
+fn read_agent_type(name: &str, dir: &Path, trust: &TrustFile) -> Candidate {
+    let mut candidate = Candidate {
+        axis: Axis::Types,
+        name: name.to_owned(),
+        dir: dir.to_owned(),
+        manifest: None,
+        is_type_dir: true,
+        agent_type: None,
+        wasm: None,
+        sha256: None,
+        pinned: None,
+        broken: None,
+        state: TrustState::Untrusted(Untrusted::Never),
     };
-    let sha256 = wasm.as_deref().map(sha256_hex);
-    let state = match (&manifest, &sha256, &manifest_sha256) {
-        (Ok(m), Some(sha), Some(manifest_sha)) => trust.state(axis, name, dir, (sha, manifest_sha), &m.capabilities()),
-        _ => TrustState::Untrusted(super::trust::Untrusted::Never),
-    };
-    Candidate { axis, name: name.to_owned(), dir: dir.to_owned(), manifest, wasm, sha256, wasm_error, manifest_sha256, state }
+    match AgentTypeFiles::read(name, dir) {
+        Ok(files) => {
+            let pinned = files.pinned();
+            // Said in a type's words: which of its files changed.
+            candidate.state = match trust.state(Axis::Types, name, dir, (&pinned.0, &pinned.1), &Capabilities::default()) {
+                TrustState::Untrusted(Untrusted::ComponentChanged) => TrustState::Untrusted(Untrusted::TypeFilesChanged),
+                TrustState::Untrusted(Untrusted::ManifestChanged) => TrustState::Untrusted(Untrusted::TypeConfChanged),
+                state => state,
+            };
+            candidate.pinned = Some(pinned);
+            candidate.agent_type = Some(files.conf);
+            if let Some((manifest, wasm)) = files.plug {
+                candidate.sha256 = Some(sha256_hex(&wasm));
+                candidate.wasm = Some(wasm);
+                candidate.manifest = Some(manifest);
+            }
+        }
+        Err(e) => candidate.broken = Some(e),
+    }
+    candidate
 }
 
 /// A name a driver can be selected by (and a safe path segment): the contract's rule.
@@ -135,12 +264,26 @@ pub use agmsg_contract::is_driver_name;
 
 /// Every plugin directory of `axis` (or only those named `name`), in base order.
 pub fn candidates(axis: Axis, name: Option<&str>) -> Result<Vec<Candidate>, String> {
+    candidates_in(&bases(), axis, name, &home_trust)
+}
+
+/// The trust file of `$AGMSG_HOME`; without a home nothing can have been trusted.
+pub fn home_trust() -> Result<TrustFile, String> {
+    match agmsg_home() {
+        Ok(home) => TrustFile::load(&home),
+        Err(_) => Ok(TrustFile::default()),
+    }
+}
+
+/// [`candidates`] under `bases`, trust answered by `load_trust` (called once, only when a plugin
+/// directory exists: the common case, bundled drivers only, costs a few stat calls).
+pub fn candidates_in(bases: &[PathBuf], axis: Axis, name: Option<&str>, load_trust: &dyn Fn() -> Result<TrustFile, String>) -> Result<Vec<Candidate>, String> {
     if name.is_some_and(|n| !is_driver_name(n)) {
         return Ok(Vec::new());
     }
     let mut found = Vec::new();
     let mut trust: Option<TrustFile> = None;
-    for base in bases() {
+    for base in bases {
         let axis_dir = base.join(axis.as_str());
         let names: Vec<String> = match name {
             Some(name) => vec![name.to_owned()],
@@ -154,17 +297,12 @@ pub fn candidates(axis: Axis, name: Option<&str>) -> Result<Vec<Candidate>, Stri
         };
         for name in names {
             let dir = axis_dir.join(&name);
-            if !dir.join(MANIFEST_FILE).is_file() {
+            let is_type = axis == Axis::Types && dir.join(TYPE_CONF).symlink_metadata().is_ok();
+            if !is_type && !dir.join(MANIFEST_FILE).is_file() {
                 continue;
             }
-            // The trust file is read only once a plugin directory exists: the common case (bundled
-            // drivers only) costs a few stat calls.
             if trust.is_none() {
-                // No home: nothing can have been trusted.
-                trust = Some(match agmsg_home() {
-                    Ok(home) => TrustFile::load(&home)?,
-                    Err(_) => TrustFile::default(),
-                });
+                trust = Some(load_trust()?);
             }
             found.push(read_candidate(axis, &name, &dir, trust.as_ref().expect("just loaded")));
         }

@@ -49,6 +49,10 @@ pub enum Untrusted {
     Never,
     ComponentChanged,
     ManifestChanged,
+    /// An agent type's files other than `type.conf` (its template, plug, launchers) changed.
+    TypeFilesChanged,
+    /// An agent type's `type.conf` changed.
+    TypeConfChanged,
     /// The manifest asks for these beyond what the user consented to.
     Widened(Vec<Capability>),
 }
@@ -59,6 +63,8 @@ impl std::fmt::Display for Untrusted {
             Untrusted::Never => f.write_str("not trusted"),
             Untrusted::ComponentChanged => f.write_str("its component changed since it was trusted"),
             Untrusted::ManifestChanged => f.write_str("its manifest changed since it was trusted"),
+            Untrusted::TypeFilesChanged => f.write_str("its files (template, plug, other code) changed since it was trusted"),
+            Untrusted::TypeConfChanged => f.write_str("its type.conf changed since it was trusted"),
             Untrusted::Widened(more) => {
                 let more: Vec<String> = more.iter().map(ToString::to_string).collect();
                 write!(f, "it now asks for more than you consented to: {}", more.join(", "))

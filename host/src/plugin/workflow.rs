@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use super::manifest::{INSTALLED_COMPONENT, MANIFEST_FILE, PluginManifest};
-use super::registry::{self, Candidate, agmsg_home};
+use super::registry::{self, AgentTypeFiles, Candidate, TYPE_CONF, agmsg_home};
 use super::trust::{TrustFile, TrustRecord};
 use super::{MAX_COMPONENT_BYTES, read_file, sha256_hex};
 use crate::axis::Axis;
@@ -68,14 +68,34 @@ pub fn examine(runtime: &Runtime, manifest: &PluginManifest, wasm: &[u8], sha256
     Report { imports, exports, verdict }
 }
 
+/// What the user is asked to trust.
+pub enum Offer<'a> {
+    /// A driver component: what its manifest asks for.
+    Component(&'a PluginManifest),
+    /// An agent type: it declares no capabilities, and its plug component, if it ships one, runs with
+    /// none.
+    AgentType { name: &'a str, conf_sha256: &'a str, plug: Option<&'a PluginManifest> },
+}
+
 /// What the user is asked to consent to.
 pub struct ConsentRequest<'a> {
-    pub manifest: &'a PluginManifest,
+    pub offer: Offer<'a>,
+    /// The component's sha256; for an agent type, the hash of its files other than `type.conf`.
     pub sha256: &'a str,
-    /// Where its component is.
+    /// Where its component (an agent type: its directory) is.
     pub from: &'a Path,
     /// For a plugin trusted before: what it asks for beyond what the user consented to then.
     pub widened: Option<Vec<Capability>>,
+}
+
+impl ConsentRequest<'_> {
+    /// What it asks for.
+    pub fn asks_for(&self) -> Capabilities {
+        match &self.offer {
+            Offer::Component(m) => m.capabilities(),
+            Offer::AgentType { .. } => Capabilities::default(),
+        }
+    }
 }
 
 /// A plugin the user trusted: where, and what it runs with (declared AND granted).
@@ -86,24 +106,22 @@ pub struct Trusted {
     pub runs_with: Capabilities,
 }
 
-/// The request for the plugin that is (or will be) in `dir`.
-fn request<'a>(home: &Path, dir: &Path, manifest: &'a PluginManifest, sha256: &'a str, from: &'a Path) -> Result<ConsentRequest<'a>, String> {
-    let previous = TrustFile::load(home)?.record(manifest.axis, &manifest.name, dir).map(|r| r.consented.clone());
-    let widened = previous.map(|consented| manifest.capabilities().beyond(&consented));
-    Ok(ConsentRequest { manifest, sha256, from, widened })
+/// What an earlier trust of the plugin in `dir` consented to, against what it asks for now.
+fn widened(home: &Path, axis: Axis, name: &str, dir: &Path, asks_for: &Capabilities) -> Result<Option<Vec<Capability>>, String> {
+    let previous = TrustFile::load(home)?.record(axis, name, dir).map(|r| r.consented.clone());
+    Ok(previous.map(|consented| asks_for.beyond(&consented)))
 }
 
-/// Record the user's trust in the plugin in `dir` (pinned to its component's and manifest's hashes).
-fn record_trust(home: &Path, dir: &Path, manifest: &PluginManifest, hashes: (String, String), granted: Capabilities) -> Result<Trusted, String> {
-    let consented = manifest.capabilities();
+/// Record the user's trust in the plugin `axis/name` in `dir`, pinned to `hashes` (code, manifest).
+fn record_trust(home: &Path, axis: Axis, name: &str, dir: &Path, consented: Capabilities, hashes: (String, String), granted: Capabilities) -> Result<Trusted, String> {
     let runs_with = consented.granted_by(&granted);
     let (sha256, manifest_sha256) = hashes;
-    let record = TrustRecord { axis: manifest.axis, name: manifest.name.clone(), path: dir.to_owned(), sha256, manifest_sha256, consented, granted };
+    let record = TrustRecord { axis, name: name.to_owned(), path: dir.to_owned(), sha256, manifest_sha256, consented, granted };
     TrustFile::update(home, |trust| {
         trust.trust(record);
         Ok(())
     })?;
-    Ok(Trusted { axis: manifest.axis, name: manifest.name.clone(), dir: dir.to_owned(), runs_with })
+    Ok(Trusted { axis, name: name.to_owned(), dir: dir.to_owned(), runs_with })
 }
 
 /// Install `package` into `$AGMSG_HOME/plugins/<axis>/<name>/` and trust it with what `consent` grants
@@ -120,19 +138,98 @@ pub fn install(
     let (axis, name) = (package.manifest.axis, package.manifest.name.clone());
     let axis_dir = home.join("plugins").join(axis.as_str());
     let dir = axis_dir.join(&name);
-    let granted = consent(&request(&home, &dir, &package.manifest, &package.sha256, &package.component_path)?)?;
+    let asks_for = package.manifest.capabilities();
+    let request = ConsentRequest {
+        offer: Offer::Component(&package.manifest),
+        sha256: &package.sha256,
+        from: &package.component_path,
+        widened: widened(&home, axis, &name, &dir, &asks_for)?,
+    };
+    let granted = consent(&request)?;
     let manifest_text = package.manifest.installed_text();
-    put_in_place(&axis_dir, &name, &[(INSTALLED_COMPONENT, &package.wasm), (MANIFEST_FILE, manifest_text.as_bytes())])?;
+    put_in_place(&axis_dir, &name, &[(INSTALLED_COMPONENT, Some(&package.wasm)), (MANIFEST_FILE, Some(manifest_text.as_bytes()))])?;
     let hashes = (package.sha256.clone(), sha256_hex(manifest_text.as_bytes()));
-    let trusted = record_trust(&home, &dir, &package.manifest, hashes, granted)?;
+    let trusted = record_trust(&home, axis, &name, &dir, asks_for, hashes, granted)?;
     let shadowed = bundled::of(axis).map(|d| d.name).find(|b| *b == name);
     Ok((trusted, shadowed))
 }
 
-/// Write `files` into `<axis_dir>/<name>/`, replacing what is there as one step: staged beside it,
+/// An agent type's directory read from where the user pointed (`type.conf`, its template, optionally
+/// a plug component: `agmsg-driver.toml` and its component), as one snapshot with no link followed.
+pub struct TypePackage {
+    /// `type.conf`'s `name=`, else the directory's name.
+    pub name: String,
+    pub dir: PathBuf,
+    pub files: AgentTypeFiles,
+}
+
+impl TypePackage {
+    /// Whether `source` is an agent type's directory (it holds `type.conf`).
+    pub fn is_type_dir(source: &Path) -> bool {
+        source.is_dir() && source.join(TYPE_CONF).symlink_metadata().is_ok()
+    }
+
+    pub fn read(source: &Path) -> Result<TypePackage, String> {
+        let dir = std::path::absolute(source).map_err(|e| format!("{}: {e}", source.display()))?;
+        let conf = super::tree::read_below(&dir, TYPE_CONF, crate::agent::manifest::MAX_MANIFEST_BYTES)?;
+        let conf = crate::agent::Manifest::parse(&conf, &dir.join(TYPE_CONF).display().to_string())?;
+        let name = match conf.value("name") {
+            "" => dir.file_name().and_then(|n| n.to_str()).unwrap_or("").to_owned(),
+            name => name.to_owned(),
+        };
+        agmsg_contract::check_driver_name(&name).map_err(|e| format!("{}: the type's name: {e}", dir.join(TYPE_CONF).display()))?;
+        let files = AgentTypeFiles::read(&name, &dir)?;
+        let template = files.conf.value("template");
+        if !template.is_empty() && files.tree.file(Path::new(template)).is_none() {
+            return Err(format!("{}: its template {template:?} is not a file of the directory", dir.display()));
+        }
+        Ok(TypePackage { name, dir, files })
+    }
+
+    /// Its plug component, if it ships one, checked as it would be at load (with no capabilities).
+    pub fn examine_plug(&self, runtime: &Runtime) -> Option<Report> {
+        self.files.plug.as_ref().map(|(m, wasm)| examine(runtime, m, wasm, &sha256_hex(wasm)))
+    }
+}
+
+/// Install the agent type `package` into `$AGMSG_HOME/plugins/types/<name>/` (every file of its
+/// directory, as read) and trust it, pinned to its directory, `type.conf`'s sha256 and its other
+/// files' hash, once `consent` agrees (a type is granted nothing, whatever is answered). A plug
+/// component this host would refuse stops it before anything is written. Also the bundled type it
+/// shadows, if any.
+pub fn install_type(
+    runtime: &Runtime,
+    package: &TypePackage,
+    consent: impl FnOnce(&ConsentRequest) -> Result<Capabilities, String>,
+) -> Result<(Trusted, Option<&'static str>), String> {
+    let name = package.name.as_str();
+    if let Some(report) = package.examine_plug(runtime) {
+        report.verdict.map_err(|e| format!("refusing to install types/{name}: its plug component: {e}"))?;
+    }
+    let home = agmsg_home()?;
+    let axis_dir = home.join("plugins").join(Axis::Types.as_str());
+    let dir = axis_dir.join(name);
+    let (files_sha256, conf_sha256) = package.files.pinned();
+    let request = ConsentRequest {
+        offer: Offer::AgentType { name, conf_sha256: &conf_sha256, plug: package.files.plug.as_ref().map(|(m, _)| m) },
+        sha256: &files_sha256,
+        from: &package.dir,
+        widened: widened(&home, Axis::Types, name, &dir, &Capabilities::default())?,
+    };
+    consent(&request)?;
+    let entries: Vec<(&str, Option<&[u8]>)> = package.files.tree.entries.iter().map(|(p, bytes)| (p.as_str(), bytes.as_deref())).collect();
+    put_in_place(&axis_dir, name, &entries)?;
+    let hashes = (files_sha256.clone(), conf_sha256.clone());
+    let trusted = record_trust(&home, Axis::Types, name, &dir, Capabilities::default(), hashes, Capabilities::default())?;
+    let shadowed = crate::agent::bundled::get(name).map(|t| t.name);
+    Ok((trusted, shadowed))
+}
+
+/// Write `files` (paths relative to the directory, `/`-separated; `None`: a directory, listed before
+/// what it holds) into `<axis_dir>/<name>/`, replacing what is there as one step: staged beside it,
 /// the old directory moved aside, the new one renamed in (the old one put back if that fails), then
 /// the old one deleted.
-fn put_in_place(axis_dir: &Path, name: &str, files: &[(&str, &[u8])]) -> Result<(), String> {
+fn put_in_place(axis_dir: &Path, name: &str, files: &[(&str, Option<&[u8]>)]) -> Result<(), String> {
     let dir = axis_dir.join(name);
     std::fs::create_dir_all(axis_dir).map_err(|e| format!("cannot create {}: {e}", axis_dir.display()))?;
     let scratch = |what: &str| {
@@ -143,8 +240,13 @@ fn put_in_place(axis_dir: &Path, name: &str, files: &[(&str, &[u8])]) -> Result<
     };
     let staging = scratch("installing")?;
     for (file, bytes) in files {
-        let path = staging.path().join(file);
-        std::fs::write(&path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let rel = super::tree::normalize(Path::new(file)).ok_or_else(|| format!("{file:?} is not a path inside the package"))?;
+        let path = staging.path().join(rel);
+        match bytes {
+            Some(bytes) => std::fs::write(&path, bytes),
+            None => std::fs::create_dir(&path),
+        }
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     // `old` is an empty directory that a rename may replace; dropped, it deletes what it then holds.
     let old = scratch("replaced")?;
@@ -214,17 +316,26 @@ pub fn trust(
         }
         None => candidates.pop().expect("find_ref returns at least one"),
     };
-    let manifest = candidate.manifest.clone()?;
-    let (Some(wasm), Some(sha256)) = (&candidate.wasm, &candidate.sha256) else {
-        return Err(candidate.problem().unwrap_or_else(|| "its component cannot be read".into()));
-    };
-    let report = examine(runtime, &manifest, wasm, sha256);
-    report.verdict.map_err(|e| format!("refusing to trust {axis}/{name}: {e}"))?;
+    if let Some(broken) = &candidate.broken {
+        return Err(format!("refusing to trust {axis}/{name}: {broken}"));
+    }
+    let pinned = candidate.pinned.clone().ok_or_else(|| format!("{axis}/{name} cannot be read"))?;
+    // The component, if any (an agent type may ship none), checked as it would be at load.
+    if let (Some(manifest), Some(wasm), Some(sha256)) = (&candidate.manifest, &candidate.wasm, &candidate.sha256) {
+        let report = examine(runtime, manifest, wasm, sha256);
+        report.verdict.map_err(|e| format!("refusing to trust {axis}/{name}: {e}"))?;
+    }
     let home = agmsg_home()?;
-    let component = candidate.component().unwrap_or_default();
-    let granted = consent(&request(&home, &candidate.dir, &manifest, sha256, &component)?)?;
-    let hashes = (sha256.clone(), candidate.manifest_sha256.clone().unwrap_or_default());
-    record_trust(&home, &candidate.dir, &manifest, hashes, granted)
+    let asks_for = candidate.declared();
+    let offer = match (&candidate.manifest, candidate.is_type_dir) {
+        (plug, true) => Offer::AgentType { name: &name, conf_sha256: &pinned.1, plug: plug.as_ref() },
+        (Some(manifest), false) => Offer::Component(manifest),
+        (None, false) => return Err(format!("{axis}/{name} has no manifest")),
+    };
+    let from = if candidate.is_type_dir { candidate.dir.clone() } else { candidate.component().unwrap_or_default() };
+    let request = ConsentRequest { offer, sha256: &pinned.0, from: &from, widened: widened(&home, axis, &name, &candidate.dir, &asks_for)? };
+    let granted = consent(&request)?;
+    record_trust(&home, axis, &name, &candidate.dir, asks_for, pinned, granted)
 }
 
 /// Forget the user's trust in `reference` (a record may outlive its plugin directory).

@@ -175,7 +175,7 @@ fn bundled_source(name: &str) -> Option<DriverSource> {
 
 /// A trusted plugin (the registry has checked it can run).
 fn from_plugin(plugin: Candidate) -> DriverSource {
-    plugin.into_source()
+    plugin.into_source().expect("a storage plugin that can run has its component")
 }
 
 fn from_file(path: &Path) -> Result<DriverSource, StorageError> {

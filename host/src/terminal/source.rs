@@ -103,7 +103,7 @@ impl TerminalSource {
     /// `[terminal]` table.
     fn from_plugin(plugin: Candidate) -> TerminalSource {
         let declared = plugin.manifest.clone().expect("a plugin that can run has a manifest");
-        let driver = plugin.into_source();
+        let driver = plugin.into_source().expect("a terminal plugin that can run has its component");
         let capabilities = &driver.capabilities;
         let keys = declared.terminal.clone().unwrap_or_default();
         let manifest = TerminalManifest {

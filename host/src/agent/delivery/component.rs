@@ -15,18 +15,22 @@ use super::{Answer, Context, Mode, Outcome, Status};
 pub const MAX_LINES: usize = 64;
 pub const MAX_LINE: usize = 4096;
 
-/// The plug component of type `t`, if it has one: a trusted plugin `types/<name>` (with an
-/// `agmsg-driver.toml`, shadowing a bundled plug, as on every axis), else the bundled plug of a
-/// bundled type (or of agmsg's own installed copy of one). An untrusted plugin is skipped with a
-/// warning that names the command that trusts it.
+/// The plug component of type `t`, if it has one. Of the plugin candidates `types/<name>` (agent
+/// types and plug components alone), the last trusted one wins, as on every axis: an agent type's plug
+/// is the component it ships (none: agmsg's defaults throughout), a plug component alone replaces the
+/// plug of the type (bundled, agmsg's or external). With no trusted candidate, a bundled type (or
+/// agmsg's own installed copy of one) has its bundled plug. An untrusted candidate is skipped with a
+/// warning that names the command that trusts it. Every plug runs with no capabilities.
 pub fn source_for(t: &AgentType) -> Result<Option<DriverSource>, String> {
-    if let Some(plugin) = crate::plugin::registry::find(Axis::Types, &t.name)? {
-        return Ok(Some(plugin.into_source()));
+    let chosen = crate::plugin::registry::find(Axis::Types, &t.name)?;
+    match (chosen, &t.origin) {
+        (Some(plugin), Origin::Plugin(dir)) if plugin.is_type_dir && plugin.dir != *dir => {
+            Err(format!("type {}: the trusted candidate changed while it was read ({} is chosen now, not {}); run it again", t.name, plugin.dir.display(), dir.display()))
+        }
+        (Some(plugin), _) => Ok(plugin.into_source()),
+        (None, Origin::Bundled | Origin::Agmsg(_)) => Ok(crate::agent::module::bundled_plug(&t.name)),
+        (None, Origin::Plugin(dir)) => Err(format!("type {}: {} is no longer trusted; run it again", t.name, dir.display())),
     }
-    Ok(match t.origin {
-        Origin::Bundled | Origin::Agmsg(_) => crate::agent::module::bundled_plug(&t.name),
-        Origin::Plugin(_) => None,
-    })
 }
 
 /// The ops a plug may override; `Ok(None)`: not overridden, use agmsg's default.

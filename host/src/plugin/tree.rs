@@ -1,0 +1,204 @@
+//! A plugin directory read as one snapshot, never following a symbolic link: the directory is opened
+//! with `O_NOFOLLOW` (so `<base>/types/<name>` may not itself be a link out of its base), and every
+//! entry below it relative to its opened parent. A symlink, a FIFO, a device or a socket anywhere is
+//! an error, so a hostile directory cannot make the host read outside it; and what is hashed is the
+//! bytes the host then uses (an agent type's `type.conf`, its plug component).
+
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::AsFd;
+use std::path::{Component, Path};
+
+use rustix::fs::{AtFlags, FileType, Mode as FileMode, OFlags};
+use rustix::io::Errno;
+
+/// At most this deep below the directory, this many entries, and this many bytes in all.
+pub const MAX_DEPTH: usize = 4;
+pub const MAX_ENTRIES: usize = 4096;
+pub const MAX_TOTAL_BYTES: u64 = super::MAX_COMPONENT_BYTES;
+
+/// Every entry of a directory: its path relative to the directory (`/`-separated) and, for a file,
+/// its bytes (`None`: a directory); sorted by path.
+#[derive(Debug, Default)]
+pub struct Tree {
+    pub entries: Vec<(String, Option<Vec<u8>>)>,
+}
+
+fn refused(path: &Path, e: Errno) -> String {
+    match e {
+        Errno::LOOP => format!("{} is a symbolic link (refused: a plugin's files must be inside its directory)", path.display()),
+        Errno::NOTDIR => format!("{} is not a directory (or is a symbolic link; refused)", path.display()),
+        e => format!("{}: {}", path.display(), std::io::Error::from(e)),
+    }
+}
+
+fn open_dir_nofollow(at: Option<&File>, path: &Path, name: &Path) -> Result<File, String> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = match at {
+        Some(at) => rustix::fs::openat(at.as_fd(), name, flags, FileMode::empty()),
+        None => rustix::fs::open(name, flags, FileMode::empty()),
+    };
+    fd.map(File::from).map_err(|e| refused(path, e))
+}
+
+/// Read a regular file `name` of the opened directory `at` without following a link, at most
+/// `max_bytes`.
+fn read_regular_at(at: &File, path: &Path, name: &Path, max_bytes: u64) -> Result<Vec<u8>, String> {
+    let fd = rustix::fs::openat(at.as_fd(), name, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC, FileMode::empty()).map_err(|e| refused(path, e))?;
+    let file = File::from(fd);
+    let meta = file.metadata().map_err(|e| format!("{}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!("cannot read {}: not a regular file", path.display()));
+    }
+    let mut bytes = Vec::new();
+    file.take(max_bytes + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(format!("cannot read {}: larger than {} MiB", path.display(), max_bytes >> 20));
+    }
+    Ok(bytes)
+}
+
+/// Read `dir` (itself not a symlink) and everything below it.
+pub fn read(dir: &Path) -> Result<Tree, String> {
+    fn walk(at: &File, root: &Path, rel: &str, depth: usize, total: &mut u64, out: &mut Vec<(String, Option<Vec<u8>>)>) -> Result<(), String> {
+        let mut names = Vec::new();
+        let listing = rustix::fs::Dir::read_from(at.as_fd()).map_err(|e| refused(&root.join(rel), e))?;
+        for entry in listing {
+            let entry = entry.map_err(|e| refused(&root.join(rel), e))?;
+            let name = entry.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            let name = std::str::from_utf8(name).map_err(|_| format!("{}: a file name that is not UTF-8", root.join(rel).display()))?;
+            names.push(name.to_owned());
+        }
+        names.sort();
+        for name in names {
+            let child = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
+            let path = root.join(&child);
+            if out.len() >= MAX_ENTRIES {
+                return Err(format!("{}: more than {MAX_ENTRIES} files", root.display()));
+            }
+            let stat = rustix::fs::statat(at.as_fd(), name.as_str(), AtFlags::SYMLINK_NOFOLLOW).map_err(|e| refused(&path, e))?;
+            match FileType::from_raw_mode(stat.st_mode) {
+                FileType::Symlink => return Err(refused(&path, Errno::LOOP)),
+                FileType::Directory => {
+                    if depth >= MAX_DEPTH {
+                        return Err(format!("{}: nested more than {MAX_DEPTH} levels", path.display()));
+                    }
+                    out.push((child.clone(), None));
+                    let sub = open_dir_nofollow(Some(at), &path, Path::new(&name))?;
+                    walk(&sub, root, &child, depth + 1, total, out)?;
+                }
+                FileType::RegularFile => {
+                    let bytes = read_regular_at(at, &path, Path::new(&name), MAX_TOTAL_BYTES - *total)?;
+                    *total += bytes.len() as u64;
+                    out.push((child, Some(bytes)));
+                }
+                _ => return Err(format!("{} is not a regular file or a directory (refused)", path.display())),
+            }
+        }
+        Ok(())
+    }
+    let root = open_dir_nofollow(None, dir, dir)?;
+    let mut entries = Vec::new();
+    walk(&root, dir, "", 0, &mut 0, &mut entries)?;
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(Tree { entries })
+}
+
+/// `rel` as the tree names it: plain components joined by `/` (`./a//b` is `a/b`); `None` for a path
+/// that is absolute, climbs (`..`) or is empty.
+pub fn normalize(rel: &Path) -> Option<String> {
+    let mut parts = Vec::new();
+    for c in rel.components() {
+        match c {
+            Component::Normal(p) => parts.push(p.to_str()?),
+            Component::CurDir => {}
+            _ => return None,
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("/"))
+}
+
+impl Tree {
+    /// The bytes of the file at `rel` (a relative path), if it is one.
+    pub fn file(&self, rel: &Path) -> Option<&[u8]> {
+        let rel = normalize(rel)?;
+        self.entries.iter().find(|(p, _)| *p == rel).and_then(|(_, bytes)| bytes.as_deref())
+    }
+
+    /// sha256 over every entry except the file `skip`: each path with its kind and, for a file, its
+    /// content's sha256, one line each, sorted. What trust pins as a package's code.
+    pub fn sha256_without(&self, skip: &str) -> String {
+        let lines: Vec<String> = self
+            .entries
+            .iter()
+            .filter(|(p, _)| p != skip)
+            .map(|(p, bytes)| match bytes {
+                Some(bytes) => format!("{p}\0file\0{}", super::sha256_hex(bytes)),
+                None => format!("{p}\0dir"),
+            })
+            .collect();
+        super::sha256_hex(lines.join("\n").as_bytes())
+    }
+}
+
+/// Read the file `rel` below `dir` (the directory itself may be reached through links; nothing below
+/// it is followed): a regular file of at most `max_bytes`.
+pub fn read_below(dir: &Path, rel: &str, max_bytes: u64) -> Result<Vec<u8>, String> {
+    let rel_path = normalize(Path::new(rel)).ok_or_else(|| format!("{rel:?} is not a path inside {}", dir.display()))?;
+    let parts: Vec<&str> = rel_path.split('/').collect();
+    let (name, dirs) = parts.split_last().expect("normalize never answers an empty path");
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let mut at = File::from(rustix::fs::open(dir, flags, FileMode::empty()).map_err(|e| refused(dir, e))?);
+    let mut so_far = dir.to_owned();
+    for part in dirs {
+        so_far.push(part);
+        at = open_dir_nofollow(Some(&at), &so_far, Path::new(part))?;
+    }
+    read_regular_at(&at, &dir.join(&rel_path), Path::new(name), max_bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_a_tree_and_refuses_links_and_specials() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("t");
+        std::fs::create_dir_all(t.join("sub")).unwrap();
+        std::fs::write(t.join("type.conf"), "name=t\n").unwrap();
+        std::fs::write(t.join("sub/a.md"), "a").unwrap();
+        let tree = read(&t).unwrap();
+        assert_eq!(tree.entries.iter().map(|(p, _)| p.as_str()).collect::<Vec<_>>(), ["sub", "sub/a.md", "type.conf"]);
+        assert_eq!(tree.file(Path::new("./sub//a.md")), Some(&b"a"[..]));
+        assert_eq!(tree.file(Path::new("sub")), None);
+        let before = tree.sha256_without("type.conf");
+        std::fs::write(t.join("type.conf"), "name=changed\n").unwrap();
+        assert_eq!(read(&t).unwrap().sha256_without("type.conf"), before, "type.conf is pinned apart");
+        std::fs::write(t.join("sub/a.md"), "b").unwrap();
+        assert_ne!(read(&t).unwrap().sha256_without("type.conf"), before);
+        assert_eq!(read_below(&t, "sub/a.md", 10).unwrap(), b"b");
+        assert!(read_below(&t, "../t/sub/a.md", 10).is_err());
+
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, "secret").unwrap();
+        std::os::unix::fs::symlink(&secret, t.join("sub/link.md")).unwrap();
+        assert!(read(&t).unwrap_err().contains("sub/link.md is a symbolic link"));
+        assert!(read_below(&t, "sub/link.md", 100).unwrap_err().contains("symbolic link"));
+        std::fs::remove_file(t.join("sub/link.md")).unwrap();
+        std::os::unix::fs::symlink(dir.path(), t.join("up")).unwrap();
+        assert!(read(&t).unwrap_err().contains("symbolic link"));
+        assert!(read_below(&t, "up/secret", 100).unwrap_err().contains("symbolic link"));
+        std::fs::remove_file(t.join("up")).unwrap();
+
+        let linked = dir.path().join("linked");
+        std::os::unix::fs::symlink(&t, &linked).unwrap();
+        assert!(read(&linked).unwrap_err().contains("symbolic link"), "the directory itself may not be a link");
+
+        assert!(std::process::Command::new("mkfifo").arg(t.join("fifo")).status().unwrap().success());
+        assert!(read(&t).unwrap_err().contains("not a regular file or a directory"));
+    }
+}

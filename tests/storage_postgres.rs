@@ -378,6 +378,32 @@ fn switch_with_url_records_the_database_without_a_password() {
     assert_eq!(pgpass.storage(&["history", "t"]).ok().json().len(), 1);
 }
 
+/// `storage convert postgres --url`: a sqlite home moves into the database in one step, which is
+/// recorded as `switch --url` records it; the next runs find it with no variable but the password.
+#[test]
+fn convert_with_url_records_the_database() {
+    let cluster = Cluster::start();
+    let database = cluster.create_database();
+    let env = Env::new().env("PGPASSWORD", PASSWORD);
+    let id = env.send("t", "alice", "bob", "sent while on sqlite");
+    let url = cluster.url(&database, "disable");
+    let run = env.storage(&["convert", "postgres", "--url", &format!("postgres://agmsg:{PASSWORD}@127.0.0.1:{}/x", cluster.port)]);
+    assert_eq!(run.code, 13, "{run:?}");
+    assert!(run.stderr.contains("password"), "{run:?}");
+    let run = env.storage(&["convert", "jsonl", "--url", &url]);
+    assert_eq!(run.code, 13, "{run:?}");
+    assert!(run.stderr.contains("--url is for the postgres driver"), "{run:?}");
+    let run = env.storage(&["convert", "postgres", "--url", &url]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(env.dir.path().join(".agents/agmsg/config.json")).unwrap()).unwrap();
+    assert_eq!((config["storage"].as_str(), config["postgres"]["url"].as_str()), (Some("postgres"), Some(url.as_str())));
+    let unread = env.storage(&["list-unread", "t", "bob"]).ok().json();
+    assert_eq!(unread.len(), 1);
+    assert_eq!(unread[0]["id"], id.as_str());
+    assert_eq!(cluster.psql(&database, "SELECT id FROM agmsg_events").trim(), id);
+}
+
 /// sqlite -> postgres -> sqlite: the event log (messages and read marks, in order) comes back exactly.
 #[test]
 fn convert_from_sqlite_and_back_round_trips_exactly() {
@@ -415,4 +441,120 @@ fn convert_from_sqlite_and_back_round_trips_exactly() {
     let back_export = env.dir.path().join("back.jsonl");
     env.run(&["--store", back.to_str().unwrap(), "storage", "export", back_export.to_str().unwrap()]).ok();
     assert_eq!(std::fs::read_to_string(&back_export).unwrap(), std::fs::read_to_string(&sqlite_export).unwrap());
+}
+
+/// One agmsg-host "machine" of [`two_machines_in_network_namespaces`]: its own home, config and
+/// compile cache, every run inside its network namespace.
+struct Machine<'lan> {
+    env: Env,
+    lan: &'lan common::netns::Lan,
+    k: usize,
+}
+
+impl Machine<'_> {
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut cmd = self.env.cmd();
+        cmd.args(args);
+        self.lan.inside(self.k, &cmd)
+    }
+    fn run(&self, args: &[&str]) -> common::Run {
+        self.cmd(args).output().unwrap().into()
+    }
+}
+
+/// The issue's deployment: the database on one network namespace's address, and two agmsg-host
+/// "machines" (separate homes, configs and caches) in two others, each configured with `storage switch
+/// postgres --url` (one finding the password in `PGPASSWORD` and using `sslmode=require`, the other in
+/// its `~/.pgpass` with `verify-full` against the private CA), the server accepting TLS only. Both send
+/// at once; each reads everything the other sent, in the same order; a read on one is seen on the other;
+/// a watch on one gets what the other sends next. The server's log shows both machines' addresses.
+#[test]
+fn two_machines_in_network_namespaces() {
+    const TEST: &str = "two_machines_in_network_namespaces";
+    const SENDS: usize = 15;
+    let lan = match common::netns::Lan::create(&["db", "alpha", "beta"]) {
+        Ok(lan) => lan,
+        Err(why) => return common::netns::skip_or_fail(TEST, &why),
+    };
+    // Declared after the namespaces, so dropped (stopped) before them.
+    let cluster = Cluster::start_in_netns(lan.name(0), common::netns::SERVICE_ADDR, true);
+    let database = cluster.create_database();
+    let home = || {
+        let env = Env::new();
+        let cache = env.dir.path().join("cache");
+        env.with_cache(cache)
+    };
+    let alpha = Machine { env: home().env("PGPASSWORD", PASSWORD), lan: &lan, k: 1 };
+    let beta = Machine { env: home(), lan: &lan, k: 2 };
+    let pgpass = beta.env.dir.path().join(".pgpass");
+    std::fs::write(&pgpass, format!("{}:{}:*:{}:{PASSWORD}\n", cluster.addr, cluster.port, common::postgres::USER)).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let ca = beta.env.dir.path().join("db-ca.pem");
+    std::fs::copy(cluster.ca.as_ref().unwrap(), &ca).unwrap();
+
+    let plain = cluster.url(&database, "disable");
+    let run = alpha.run(&["storage", "switch", "postgres", "--url", &plain]);
+    assert_eq!(run.code, 13, "the server takes TLS only: {run:?}");
+    let urls = [
+        cluster.url(&database, "require"),
+        format!("{}&sslrootcert={}", cluster.url(&database, "verify-full"), ca.display()),
+    ];
+    for (machine, url) in [(&alpha, &urls[0]), (&beta, &urls[1])] {
+        machine.run(&["storage", "switch", "postgres", "--url", url]).ok();
+        let config = std::fs::read_to_string(machine.env.dir.path().join(".agents/agmsg/config.json")).unwrap();
+        assert!(config.contains(url.as_str()) && !config.contains(PASSWORD), "{config}");
+    }
+    // Not reachable from the host's own network: the machines really go through their links.
+    assert!(std::net::TcpStream::connect_timeout(&(cluster.addr, cluster.port).into(), Duration::from_millis(500)).is_err());
+
+    // Both machines send at once.
+    let script = format!(r#"for i in $(seq 1 {SENDS}); do "$0" storage send t "$1" bob "$1-$i" || exit 1; done"#);
+    let senders: Vec<_> = [(&alpha, "alpha"), (&beta, "beta")]
+        .map(|(machine, name)| {
+            let mut cmd = machine.env.program("bash");
+            cmd.args(["-c", &script, common::BIN, name]);
+            machine.lan.inside(machine.k, &cmd).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+        })
+        .into_iter()
+        .collect();
+    let mut sent = HashSet::new();
+    for sender in senders {
+        let out = sender.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        sent.extend(String::from_utf8(out.stdout).unwrap().lines().map(str::to_owned));
+    }
+    assert_eq!(sent.len(), 2 * SENDS);
+
+    // Each machine reads everything, in the same order.
+    let from_alpha = alpha.run(&["storage", "list-unread", "t", "bob"]).ok().stdout.clone();
+    let from_beta = beta.run(&["storage", "list-unread", "t", "bob"]).ok().stdout.clone();
+    assert_eq!(from_alpha, from_beta);
+    let listed: HashSet<String> = from_alpha.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(listed, sent);
+    let watched = alpha.run(&["storage", "watch-after", "0", "t:bob"]).ok().json();
+    assert_eq!(watched.len(), 2 * SENDS + 1, "every message, then the cursor");
+    let tip = watched.last().unwrap()["cursor"].as_str().unwrap().to_owned();
+    assert_eq!(tip, (2 * SENDS).to_string());
+
+    // bob reads his inbox on beta; alpha sees them read.
+    let inbox = beta.run(&["inbox", "t", "bob", "--json"]).ok().json();
+    assert_eq!(inbox.len(), 2 * SENDS);
+    assert_eq!(alpha.run(&["storage", "list-unread", "t", "bob"]).ok().stdout, "");
+
+    // A watch on beta, from its tip, gets what alpha sends next.
+    let tip = beta.run(&["storage", "watch-tip", "t:bob"]).ok().stdout.trim().to_owned();
+    let next = alpha.run(&["storage", "send", "t", "alpha", "bob", "after the inbox"]).ok().stdout.trim().to_owned();
+    let batch = beta.run(&["storage", "watch-after", &tip, "t:bob"]).ok().json();
+    assert_eq!(batch.len(), 2, "{batch:?}");
+    assert_eq!(batch[0]["id"], next.as_str());
+    assert_eq!(batch[0]["body"], "after the inbox");
+
+    // Who connected: both machines, from their own addresses, encrypted.
+    let log = cluster.server_log();
+    for k in [1, 2] {
+        let from = format!("connection received: host={}", lan.machine_addr(k));
+        assert!(log.contains(&from), "no connection from machine {k} ({from}) in the server's log:\n{log}");
+    }
+    assert!(log.contains("SSL enabled"), "{log}");
 }

@@ -14,9 +14,8 @@ mod common;
 
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
 
-use common::{ms, time};
+use common::{alternating, row, time, which};
 
 use agmsg_host::runtime::cache::CompileCache;
 use agmsg_host::runtime::sandbox::StoreDir;
@@ -25,15 +24,6 @@ use agmsg_host::storage::Storage;
 use rusqlite::{Connection, params};
 
 const BIN: &str = env!("CARGO_BIN_EXE_agmsg-host");
-
-fn row(what: &str, ours: Duration, baseline: Duration, baseline_name: &str) {
-    println!(
-        "{what:<42} {:>9.3} ms   {baseline_name:<24} {:>9.3} ms   ratio {:>5.2}x",
-        ms(ours),
-        ms(baseline),
-        ours.as_secs_f64() / baseline.as_secs_f64()
-    );
-}
 
 /// agmsg's schema, for the native baseline.
 /// agmsg's schema in a native database with the given journal mode.
@@ -214,22 +204,4 @@ fn host_quiet_send(store: &Path, cache: &Path, driver: &str, i: usize) {
 fn watch_tip(store: &Path, cache: &Path, driver: &str) -> String {
     let out = Command::new(BIN).arg("--store").arg(store).args(["--driver", driver, "storage", "watch-tip", "t:bob"]).env("AGMSG_CACHE_DIR", cache).output().unwrap();
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
-
-/// Median of `n` runs each of `ours` and `base`, run one after the other so that drift hits both.
-fn alternating(n: usize, mut ours: impl FnMut(usize), mut base: impl FnMut(usize)) -> (Duration, Duration) {
-    let (mut a, mut b) = (Vec::new(), Vec::new());
-    for i in 0..n {
-        let started = std::time::Instant::now();
-        ours(i);
-        a.push(started.elapsed());
-        let started = std::time::Instant::now();
-        base(i);
-        b.push(started.elapsed());
-    }
-    (common::median(a), common::median(b))
-}
-
-fn which(program: &str) -> Option<std::path::PathBuf> {
-    std::env::var_os("PATH")?.to_str()?.split(':').map(|d| Path::new(d).join(program)).find(|p| p.is_file())
 }

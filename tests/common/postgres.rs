@@ -1,12 +1,16 @@
 //! A throwaway PostgreSQL cluster for one test binary (or one test): `initdb` into a temporary
 //! directory (as the `postgres` user when the tests run as root, since the server refuses root), a free
-//! 127.0.0.1 port, its socket in that directory, `fsync=off`, SCRAM-SHA-256 with a password, and on
-//! request TLS with a private CA and a leaf certificate for `localhost` and `127.0.0.1`. Stopped and
-//! removed on drop.
+//! 127.0.0.1 port (or an address inside a network namespace, [`Cluster::start_in_netns`]), its socket in
+//! that directory, `fsync=off`, SCRAM-SHA-256 with a password, and on request TLS with a private CA and a
+//! leaf certificate for `localhost` and the listen address. Stopped and removed on drop.
+//!
+//! Also included by the benchmarks (`host/benches/postgres_vs_psql.rs`), so it needs nothing of the
+//! tests' other helpers.
 //!
 //! A machine without PostgreSQL's server binaries fails the test, naming `scripts/setup` (which
 //! installs Debian's `postgresql`): the tests never skip silently.
 
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -21,6 +25,9 @@ pub struct Cluster {
     /// The CA's certificate (PEM), when started with TLS.
     pub ca: Option<PathBuf>,
     as_postgres: bool,
+    /// The address the server listens on (TCP), and the network namespace it runs in (`ip netns`), if any.
+    pub addr: Ipv4Addr,
+    netns: Option<String>,
 }
 
 /// PostgreSQL's server binaries: the newest `/usr/lib/postgresql/<N>/bin` (Debian's layout), else the
@@ -73,16 +80,23 @@ fn free_port() -> u16 {
 impl Cluster {
     /// A cluster without TLS.
     pub fn start() -> Cluster {
-        Cluster::new(false)
+        Cluster::new(false, Ipv4Addr::LOCALHOST, None)
     }
 
-    /// A cluster that also speaks TLS, with a certificate for `localhost` / `127.0.0.1` signed by a
+    /// A cluster that also speaks TLS, with a certificate for `localhost` and `127.0.0.1` signed by a
     /// private CA ([`Cluster::ca`]).
     pub fn start_tls() -> Cluster {
-        Cluster::new(true)
+        Cluster::new(true, Ipv4Addr::LOCALHOST, None)
     }
 
-    fn new(tls: bool) -> Cluster {
+    /// A cluster whose server runs inside network namespace `netns` (`ip netns exec`), listening on
+    /// `addr` there, with TLS when asked (the certificate also names `addr`). Its Unix socket, which
+    /// [`Cluster::psql`] uses, is a file and so reachable from any namespace.
+    pub fn start_in_netns(netns: &str, addr: Ipv4Addr, tls: bool) -> Cluster {
+        Cluster::new(tls, addr, Some(netns.to_owned()))
+    }
+
+    fn new(tls: bool, addr: Ipv4Addr, netns: Option<String>) -> Cluster {
         let bin = bin_dir();
         let dir = tempfile::Builder::new().prefix("agmsg-pg-").tempdir().unwrap();
         let as_postgres = is_root();
@@ -91,7 +105,7 @@ impl Cluster {
         if as_postgres {
             check("chown", Command::new("chown").args(["-R", "postgres:"]).arg(dir.path()).output());
         }
-        let mut cluster = Cluster { dir, bin, port: 0, ca: None, as_postgres };
+        let mut cluster = Cluster { dir, bin, port: 0, ca: None, as_postgres, addr, netns };
         check(
             "initdb",
             cluster
@@ -104,6 +118,9 @@ impl Cluster {
         );
         if tls {
             cluster.make_certificates();
+        }
+        if cluster.netns.is_some() {
+            cluster.admit_remote_clients(tls);
         }
         cluster.port = free_port();
         cluster.start_server();
@@ -126,13 +143,27 @@ impl Cluster {
         }
     }
 
+    /// The server's own command (`pg_ctl start`): in the cluster's network namespace, if it has one.
+    /// Every other command reaches the server through its files and signals, from any namespace.
+    fn server_start_cmd(&self) -> Command {
+        let Some(netns) = &self.netns else { return self.server_cmd("pg_ctl") };
+        let plain = self.server_cmd("pg_ctl");
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", netns]).arg(plain.get_program()).args(plain.get_args());
+        cmd
+    }
+
     fn make_certificates(&mut self) {
         let d = self.dir.path();
         let openssl = |args: &[&str]| check(&format!("openssl {}", args[0]), Command::new("openssl").current_dir(d).args(args).output());
         let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
         openssl(&[&["req", "-x509"][..], &ec, &["-keyout", "ca.key", "-out", "ca.crt", "-days", "3", "-subj", "/CN=agmsg test CA"]].concat());
         openssl(&[&["req"][..], &ec, &["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"]].concat());
-        std::fs::write(d.join("san.ext"), "subjectAltName=DNS:localhost,IP:127.0.0.1\n").unwrap();
+        let mut names = "DNS:localhost,IP:127.0.0.1".to_owned();
+        if self.addr != Ipv4Addr::LOCALHOST {
+            names += &format!(",IP:{}", self.addr);
+        }
+        std::fs::write(d.join("san.ext"), format!("subjectAltName={names}\n")).unwrap();
         openssl(&[
             "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.crt", "-days", "3",
             "-extfile", "san.ext",
@@ -152,16 +183,34 @@ impl Cluster {
         self.ca = Some(d.join("ca.crt"));
     }
 
+    /// Clients from other namespaces (any IPv4 address: the namespaces are private), over TLS only
+    /// when the cluster has it, so that a client that did not encrypt is refused; every connection
+    /// logged, so a test can see who came from where ([`Cluster::server_log`]).
+    fn admit_remote_clients(&self, tls: bool) {
+        use std::io::Write;
+        let data = self.data();
+        let mut hba = std::fs::OpenOptions::new().append(true).open(data.join("pg_hba.conf")).unwrap();
+        writeln!(hba, "{} all all 0.0.0.0/0 scram-sha-256", if tls { "hostssl" } else { "host" }).unwrap();
+        let mut conf = std::fs::OpenOptions::new().append(true).open(data.join("postgresql.conf")).unwrap();
+        writeln!(conf, "log_connections = on").unwrap();
+    }
+
+    /// What the server has logged so far.
+    pub fn server_log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+    }
+
     fn start_server(&mut self) {
         for attempt in 0..3 {
             let options = format!(
-                "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
+                "-p {} -k {} -c listen_addresses={} -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
                  -c max_connections=60",
                 self.port,
-                self.dir.path().display()
+                self.dir.path().display(),
+                self.addr
             );
             let out = self
-                .server_cmd("pg_ctl")
+                .server_start_cmd()
                 .arg("-D")
                 .arg(self.data())
                 .arg("-l")
@@ -173,7 +222,7 @@ impl Cluster {
                 return;
             }
             if attempt == 2 {
-                let log = std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default();
+                let log = self.server_log();
                 panic!("pg_ctl start failed: {}{}\n{log}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
             }
             // Someone took the port between our probe and the server's bind.
@@ -219,7 +268,7 @@ impl Cluster {
 
     /// The URL of `database` over TCP (`sslmode` as given).
     pub fn url(&self, database: &str, sslmode: &str) -> String {
-        format!("postgres://{USER}@127.0.0.1:{}/{database}?sslmode={sslmode}", self.port)
+        format!("postgres://{USER}@{}:{}/{database}?sslmode={sslmode}", self.addr, self.port)
     }
 
     /// The variables that point an `agmsg-host` run at `database` (password included).

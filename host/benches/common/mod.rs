@@ -28,3 +28,32 @@ pub fn ms(d: Duration) -> f64 {
 pub fn listing_only() -> bool {
     std::env::args().any(|a| a == "--list")
 }
+
+/// One result line: ours, the baseline, and the ratio ours / baseline.
+pub fn row(what: &str, ours: Duration, baseline: Duration, baseline_name: &str) {
+    println!(
+        "{what:<42} {:>9.3} ms   {baseline_name:<24} {:>9.3} ms   ratio {:>5.2}x",
+        ms(ours),
+        ms(baseline),
+        ours.as_secs_f64() / baseline.as_secs_f64()
+    );
+}
+
+/// Median of `n` runs each of `ours` and `base`, run one after the other so that drift hits both.
+pub fn alternating(n: usize, mut ours: impl FnMut(usize), mut base: impl FnMut(usize)) -> (Duration, Duration) {
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for i in 0..n {
+        let started = Instant::now();
+        ours(i);
+        a.push(started.elapsed());
+        let started = Instant::now();
+        base(i);
+        b.push(started.elapsed());
+    }
+    (median(a), median(b))
+}
+
+/// `program` on `PATH`.
+pub fn which(program: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("PATH")?.to_str()?.split(':').map(|d| std::path::Path::new(d).join(program)).find(|p| p.is_file())
+}

@@ -44,6 +44,7 @@ Choosing the driver (agmsg's config file records the choice):
                                              PGPASSWORD or ~/.pgpass; AGMSG_POSTGRES_URL overrides it)
   convert <driver>                           copy the store (its v1 event log) into <driver>, verify,
                                              then switch; on any failure nothing changes
+  convert postgres --url URL                 the same into that (empty) database, recorded as switch does
 
 Exit codes: 0 ok, 10 missing_deps, 12 corrupt_state, 13 runtime_error, 2 usage error.";
 
@@ -120,9 +121,12 @@ pub fn run(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Option<
         ("list", [flag]) if flag == "--json" => return super::storage_manage::list(store_flag, true),
         ("switch", [name]) => return super::storage_manage::switch(store_flag, name, None),
         ("switch", [name, flag, url]) if flag == "--url" => return super::storage_manage::switch(store_flag, name, Some(url)),
-        ("convert", [to]) => return super::storage_manage::convert(store_flag, to),
+        ("convert", [to]) => return super::storage_manage::convert(store_flag, to, None),
+        ("convert", [to, flag, url]) if flag == "--url" => return super::storage_manage::convert(store_flag, to, Some(url)),
         ("list" | "switch" | "convert", _) => {
-            eprintln!("agmsg-host storage {op_name}: usage: storage list [--json] | storage switch <driver> [--url URL] | storage convert <driver>");
+            eprintln!(
+                "agmsg-host storage {op_name}: usage: storage list [--json] | storage switch <driver> [--url URL] | storage convert <driver> [--url URL]"
+            );
             return ExitCode::from(2);
         }
         _ => {}

@@ -202,9 +202,11 @@ impl Progress {
     }
 }
 
-/// `storage convert <to>`: copy the store into driver `to`, verify, then switch to it.
-pub fn convert(store_flag: Option<PathBuf>, to: &str) -> ExitCode {
-    match convert_inner(store_flag, to) {
+/// `storage convert <to> [--url URL]`: copy the store into driver `to`, verify, then switch to it. With
+/// `--url` (the postgres driver), into that database, which is recorded with the switch as `storage
+/// switch --url` does.
+pub fn convert(store_flag: Option<PathBuf>, to: &str, url: Option<&str>) -> ExitCode {
+    match convert_inner(store_flag, to, url) {
         Ok(()) => {
             println!("{}", Status::Ok.word());
             ExitCode::SUCCESS
@@ -213,13 +215,15 @@ pub fn convert(store_flag: Option<PathBuf>, to: &str) -> ExitCode {
     }
 }
 
-fn convert_inner(store_flag: Option<PathBuf>, to: &str) -> Result<(), StorageError> {
+fn convert_inner(store_flag: Option<PathBuf>, to: &str, url: Option<&str>) -> Result<(), StorageError> {
     let from = location::storage_driver(None)?;
     if from == to {
         return Err(StorageError::runtime(format!("the store already uses '{to}'")));
     }
-    agmsg_host::storage::source::resolve(to)?;
-    check(store_flag.clone(), to)?;
+    match url {
+        None => agmsg_host::storage::source::resolve(to).and_then(|_| check(store_flag.clone(), to))?,
+        Some(url) => check_postgres_url(to, url)?,
+    }
     let source_store = StoreSession::resolve(store_flag, Some(from.clone()), None, false)?;
     let dir = source_store.dir.clone();
     if !source_store.source.capabilities.store() && !dir.is_dir() {
@@ -238,7 +242,7 @@ fn convert_inner(store_flag: Option<PathBuf>, to: &str) -> Result<(), StorageErr
         .prefix(&format!("{CONVERT_DIR_PREFIX}{to}-"))
         .tempdir_in(&dir)
         .map_err(|e| StorageError::runtime(format!("cannot create a work directory in {}: {e}", dir.display())))?;
-    let target_source = agmsg_host::storage::source::resolve(to)?;
+    let target_source = agmsg_host::storage::source::resolve_at(to, None, url)?;
     let work_dir = StoreDir::open(work.path()).map_err(|e| StorageError::runtime(format!("cannot open {}: {e}", work.path().display())))?;
     let mut target = Storage::open(&source_store.runtime, &target_source, work_dir)?;
     target.init()?;
@@ -292,7 +296,7 @@ fn convert_inner(store_flag: Option<PathBuf>, to: &str) -> Result<(), StorageErr
     drop(target);
 
     move_in(work.path(), &dir)?;
-    set_configured_driver(to, None)?;
+    set_configured_driver(to, url)?;
     eprintln!("converted {count} events from '{from}' to '{to}'; the '{from}' store is left in place");
     if from == "sqlite" {
         // The v1 event log is what converts (as agmsg's export): legacy rows outside it stay behind.

@@ -11,8 +11,8 @@ fn bundled_drivers_pass() {
     for driver in ["sqlite", "jsonl"] {
         let run = env.run(&["driver", "test", driver]);
         assert_eq!(run.code, 0, "{driver}: {run:?}");
-        assert_eq!(run.lines().iter().filter(|l| l.starts_with("PASS  ")).count(), 13, "{run:?}");
-        assert!(run.stdout.ends_with("13 of 13 rules passed\n"), "{run:?}");
+        assert_eq!(run.lines().iter().filter(|l| l.starts_with("PASS  ")).count(), 15, "{run:?}");
+        assert!(run.stdout.ends_with("15 of 15 rules passed\n"), "{run:?}");
     }
 }
 
@@ -39,7 +39,7 @@ fn a_broken_driver_fails_with_the_rules_named() {
     assert!(failing.contains(&"round_trip_and_recipient_scope") && failing.contains(&"export_import_round_trip"), "{run:?}");
     // Each failure says why: here the driver refuses every send.
     assert!(run.stdout.contains("unknown misbehaviour"), "{run:?}");
-    assert!(run.stdout.contains(" of 13 rules passed"), "{run:?}");
+    assert!(run.stdout.contains(" of 15 rules passed"), "{run:?}");
 
     // A driver that runs tmux but cannot drive panes fails the pane rules, by name.
     let dir = env.dir.path().join("hostile-terminal");

@@ -13,7 +13,7 @@ macro_rules! contract_suite {
             mod $driver {
                 #[test]
                 fn every_rule_has_a_test() {
-                    assert_eq!(super::RULES.len(), 13, "add the new rule to the list below");
+                    assert_eq!(super::RULES.len(), 15, "add the new rule to the list below");
                 }
                 contract_rules!($driver, [
                     round_trip_and_recipient_scope,
@@ -29,6 +29,8 @@ macro_rules! contract_suite {
                     import_is_all_or_nothing,
                     export_is_atomic_and_replaces_symlinks,
                     compaction_properties,
+                    live_wait_times_out_and_sees_what_is_there,
+                    live_wait_wakes_on_a_send_from_another_session,
                 ]);
             }
         )*

@@ -15,11 +15,13 @@
 //! | axis       | trait and export macro                                  | host helpers                       |
 //! |------------|---------------------------------------------------------|------------------------------------|
 //! | storage    | `storage::StorageDriver`, `export_storage_driver!`      | `lock` (`StoreLock`), `file_lock`  |
+//! | (optional) | `storage::LiveDriver`, `export_storage_live!`           |                                    |
 //! | terminal   | `terminal::TerminalDriver`, `export_terminal_driver!`   | `process`                          |
 //! | agent      | `agent::DeliveryPlug`, `export_agent_plug!`             |                                    |
 //! | every one  |                                                         | `log`, `ids`, name rules, `STORE_DIR` |
 //!
-//! A driver crate invokes exactly one of the export macros. (An `agent` plug is an agent type's
+//! A driver crate invokes exactly one of the axes' export macros; a storage driver that can wake
+//! watchers also invokes `export_storage_live!` (see `storage::LiveDriver`). (An `agent` plug is an agent type's
 //! delivery plug, agmsg's `_delivery.sh` as a component: see the `agent` module.)
 //!
 //!
@@ -487,11 +489,25 @@ pub mod bindings {
     /// `agmsg:storage/storage-driver`.
     pub mod storage {
         wit_bindgen::generate!({
-            world: "agmsg:storage/storage-driver@1.0.0",
+            world: "agmsg:storage/storage-driver@1.1.0",
             path: ["wit/host", "wit/storage"],
             generate_all,
             pub_export_macro: true,
             default_bindings_module: "$crate::bindings::storage",
+        });
+    }
+
+    /// `agmsg:storage/storage-live`, the storage axis's optional `live` interface (1.1.0), with
+    /// `storage`'s types. Its export macro adds the `live` export beside `driver`.
+    pub mod storage_live {
+        wit_bindgen::generate!({
+            world: "agmsg:storage/storage-live@1.1.0",
+            path: ["wit/host", "wit/storage"],
+            with: {
+                "agmsg:storage/types@1.1.0": crate::bindings::storage::agmsg::storage::types,
+            },
+            pub_export_macro: true,
+            default_bindings_module: "$crate::bindings::storage_live",
         });
     }
 

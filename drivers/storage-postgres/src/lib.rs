@@ -17,6 +17,12 @@
 //! A SEQUENCE would not do: numbers are taken at insert, not at commit, and a reader could pass a
 //! number whose transaction is still open.
 //!
+//! Live delivery (`agmsg:storage/live`): every transaction that writes messages also NOTIFYs the channel
+//! of each team it wrote to ([`channel`]), which PostgreSQL delivers at commit; `wait-after` LISTENs on
+//! the team's channel, then looks for messages after the cursor, then waits on the socket for a
+//! notification until its timeout. The notification is only a wake-up: the host reads through
+//! `watch-after` from its cursor afterwards.
+//!
 //! Every op is one transaction (one round trip where possible: statements are pipelined with a single
 //! Sync, which makes them one implicit transaction). An op that fails (the server down, refusing,
 //! slow or restarted) answers `runtime_error` naming the endpoint, applies nothing, and drops its
@@ -27,12 +33,13 @@ mod schema;
 mod tls;
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use agmsg_guest_sdk::ids::{new_id, now_utc};
 use agmsg_guest_sdk::storage::{
-    Description, DriverError, Event, EventExporter, EventImporter, Message, Pair, ReadMark, StorageDriver, WatchBatch,
+    Description, DriverError, Event, EventExporter, EventImporter, LiveDriver, Message, Pair, ReadMark, StorageDriver, Wake,
+    WatchBatch,
 };
 
 use pg::{Conn, Param, SslMode, text_array};
@@ -44,6 +51,7 @@ const DEFAULT_BUDGET: Duration = Duration::from_secs(10);
 struct Postgres;
 
 agmsg_guest_sdk::export_storage_driver!(Postgres);
+agmsg_guest_sdk::export_storage_live!(Postgres);
 
 /// What the host told this instance: the database and the partition.
 struct Settings {
@@ -206,6 +214,25 @@ fn same(a: &Message, b: &Message) -> bool {
     (&a.id, &a.team, &a.from, &a.to, &a.body, &a.at) == (&b.id, &b.team, &b.from, &b.to, &b.body, &b.at)
 }
 
+/// The channel a message to `team` of partition `part` is announced on: `agmsg_` and a hash of both (team
+/// names are user input, and a channel is an identifier of at most 63 bytes), so it is a plain name that
+/// needs no quoting. Two teams sharing a channel would only wake each other's watchers for nothing.
+fn channel(part: &str, team: &str) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, format!("{part}\0{team}").as_bytes());
+    let hex: String = digest.as_ref()[..20].iter().map(|b| format!("{b:02x}")).collect();
+    format!("agmsg_{hex}")
+}
+
+/// Announce a write to `$1`, a [`channel`]: delivered when (and only if) the transaction commits.
+const NOTIFY: &str = "SELECT pg_notify($1, '')";
+
+/// Whether a message to the pairs (one team) after the cursor is unread by its recipient: `watch-after`'s
+/// condition, as one answer.
+const PENDING: &str = "SELECT EXISTS (SELECT 1 FROM agmsg_events e \
+    WHERE e.part = $1 AND e.type = 'message_sent' AND e.team = $2 AND e.to_agent = ANY($3::text[]) AND e.seq > $4::bigint \
+    AND NOT EXISTS (SELECT 1 FROM agmsg_events r WHERE r.part = $1 AND r.type = 'message_read' AND r.team = e.team \
+      AND r.agent = e.to_agent AND r.msg_id = e.id))";
+
 /// The partition's tip: its counter, the high-water of every event ever written (reads too). Deletes
 /// never move it back.
 const TIP: &str = "SELECT last FROM agmsg_counter WHERE part = $1";
@@ -329,8 +356,13 @@ impl StorageDriver for Postgres {
         let id = new_id();
         let at = now_utc();
         Session::open(true)?.run(|conn, part| {
-            let outcome = conn.query(SEND, &[Some(part), Some(&id), Some(team), Some(from), Some(to), Some(body), Some(&at)])?;
-            if outcome.affected() != 1 {
+            // One implicit transaction: the notification goes out when the message is committed.
+            let channel = channel(part, team);
+            let outcomes = conn.batch(&[
+                (SEND, &[Some(part), Some(&id), Some(team), Some(from), Some(to), Some(body), Some(&at)]),
+                (NOTIFY, &[Some(&channel)]),
+            ])?;
+            if outcomes.first().map_or(0, pg::Outcome::affected) != 1 {
                 return Err(pg::Error::Broken(format!("the counter row of partition {part:?} is missing")));
             }
             Ok(id.clone())
@@ -430,7 +462,7 @@ impl StorageDriver for Postgres {
             },
             Err(e) => return Err(settings.fail(e)),
         };
-        Ok(Box::new(Importer { conn: Some(conn), settings, ensured, last, committed: false }))
+        Ok(Box::new(Importer { conn: Some(conn), settings, ensured, last, teams: BTreeSet::new(), committed: false }))
     }
 
     fn compact(&self) -> Result<(), DriverError> {
@@ -438,6 +470,29 @@ impl StorageDriver for Postgres {
         // impossible (conflicting inserts do nothing), and message_sent rows are never touched. The
         // store is made sure of, so compact on a new store behaves as on sqlite.
         Session::open(true)?.run(|_, _| Ok(()))
+    }
+}
+
+impl LiveDriver for Postgres {
+    fn wait_after(&self, cursor: &str, pairs: &[Pair], timeout_ms: u32) -> Result<Wake, DriverError> {
+        let until = Instant::now() + Duration::from_millis(timeout_ms.into());
+        let after = parse_cursor(cursor)?.to_string();
+        let Some(team) = pairs.first().map(|p| p.team.clone()) else {
+            return Err(DriverError::runtime("wait-after needs at least one team:agent pair"));
+        };
+        let agents = text_array(pairs.iter().map(|p| Some(p.agent.as_str())));
+        Session::open(true)?.run(|conn, part| {
+            let channel = channel(part, &team);
+            // Listening before looking: a message committed after the look is notified, one committed
+            // before it is seen by the look.
+            conn.listen(&channel)?;
+            let pending = conn.query(PENDING, &[Some(part), Some(&team), Some(&agents), Some(&after)])?;
+            if pending.rows.first().and_then(|r| r.first().cloned().flatten()).as_deref() == Some("t") {
+                return Ok(Wake::Changed);
+            }
+            // Bounded by the op's budget too (`wait_notification` stops at the earlier of both).
+            Ok(if conn.wait_notification(&channel, until)? { Wake::Changed } else { Wake::TimedOut })
+        })
     }
 }
 
@@ -505,6 +560,8 @@ struct Importer {
     ensured: bool,
     /// The last number given out (the counter, locked, plus what the import staged).
     last: i64,
+    /// The teams of the messages staged: their watchers are notified at the commit.
+    teams: BTreeSet<String>,
     committed: bool,
 }
 
@@ -551,6 +608,7 @@ impl Importer {
                         )));
                     }
                     known.insert(m.id.clone(), m.clone());
+                    self.teams.insert(m.team.clone());
                     [
                         Some("message_sent".into()),
                         Some(m.id),
@@ -617,12 +675,15 @@ impl EventImporter for Importer {
         let conn = self.conn.as_mut().ok_or_else(|| DriverError::runtime("the import's connection is gone"))?;
         conn.set_deadline(Instant::now() + self.settings.budget);
         let last = self.last.to_string();
-        conn.query("UPDATE agmsg_counter SET last = GREATEST(last, $2::bigint) WHERE part = $1", &[
-            Some(self.settings.part.as_str()),
-            Some(&last),
-        ])
-        .and_then(|_| conn.simple("COMMIT"))
-        .map_err(|e| self.settings.fail(e))?;
+        let part = self.settings.part.as_str();
+        let channels: Vec<String> = self.teams.iter().map(|team| channel(part, team)).collect();
+        let counter = [Some(part), Some(last.as_str())];
+        let notifies: Vec<[pg::Param<'_>; 1]> = channels.iter().map(|c| [Some(c.as_str())]).collect();
+        let mut statements: Vec<(&str, &[pg::Param<'_>])> =
+            vec![("UPDATE agmsg_counter SET last = GREATEST(last, $2::bigint) WHERE part = $1", &counter)];
+        // Inside the import's transaction: the watchers hear of it at the commit.
+        statements.extend(notifies.iter().map(|n| (NOTIFY, n.as_slice())));
+        conn.batch(&statements).and_then(|_| conn.simple("COMMIT")).map_err(|e| self.settings.fail(e))?;
         if conn.txn_status != b'I' {
             return Err(DriverError::runtime("postgres: the import did not commit"));
         }

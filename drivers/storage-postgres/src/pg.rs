@@ -185,6 +185,8 @@ pub struct Conn {
     deadline: Instant,
     /// The transaction status of the last ReadyForQuery: `I` idle, `T` in a transaction, `E` failed.
     pub txn_status: u8,
+    /// The channels this session LISTENs on (a session keeps listening until it ends).
+    listening: Vec<String>,
 }
 
 impl Conn {
@@ -224,7 +226,14 @@ impl Conn {
                 other => return Err(Error::Broken(format!("unexpected answer {other:#04x} to the TLS request"))),
             }
         };
-        let mut conn = Conn { stream, rbuf: BytesMut::with_capacity(16 * 1024), wbuf: BytesMut::new(), deadline, txn_status: b'I' };
+        let mut conn = Conn {
+            stream,
+            rbuf: BytesMut::with_capacity(16 * 1024),
+            wbuf: BytesMut::new(),
+            deadline,
+            txn_status: b'I',
+            listening: Vec::new(),
+        };
         if !startup_sent {
             conn.wbuf = startup;
             conn.send()?;
@@ -423,6 +432,58 @@ impl Conn {
     /// One statement with parameters, one round trip.
     pub fn query(&mut self, sql: &str, params: &[Param<'_>]) -> Result<Outcome> {
         self.batch(&[(sql, params)])?.pop().ok_or_else(|| broken("no result"))
+    }
+
+    /// LISTEN on `channel` (once per session), in a transaction of its own: it has committed when this
+    /// returns, so every NOTIFY committed from now on reaches this session. `channel` must be a plain
+    /// lower-case identifier (`[a-z0-9_]`, at most 63 bytes): it is written into the statement.
+    pub fn listen(&mut self, channel: &str) -> Result<()> {
+        let plain = !channel.is_empty()
+            && channel.len() <= 63
+            && channel.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+            && !channel.as_bytes()[0].is_ascii_digit();
+        if !plain {
+            return Err(Error::Broken(format!("not a plain channel name: {channel:?}")));
+        }
+        if !self.listening.iter().any(|c| c == channel) {
+            self.simple(&format!("LISTEN {channel}"))?;
+            self.listening.push(channel.to_owned());
+        }
+        Ok(())
+    }
+
+    /// Wait, outside any query, for a notification on `channel` until `until`: true when one came, false
+    /// when the time passed first. Notifications that arrived earlier (during queries) were skipped; the
+    /// caller looks at the data after LISTEN and before waiting, so none of them matters.
+    pub fn wait_notification(&mut self, channel: &str, until: Instant) -> Result<bool> {
+        loop {
+            while let Some(m) = Message::parse(&mut self.rbuf).map_err(broken)? {
+                match m {
+                    Message::NotificationResponse(n) => {
+                        if n.channel().map_err(broken)? == channel {
+                            return Ok(true);
+                        }
+                    }
+                    Message::NoticeResponse(_) | Message::ParameterStatus(_) => {}
+                    // A FATAL error (the server shutting down, the session terminated) ends the session.
+                    Message::ErrorResponse(e) => return Err(Error::Broken(server_error(e.fields()).to_string())),
+                    _ => return Err(broken("unexpected message from the server while waiting for a notification")),
+                }
+            }
+            let left = until.min(self.deadline).saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(false);
+            }
+            self.stream.tcp().set_read_timeout(Some(left))?;
+            let mut chunk = [0u8; 16 * 1024];
+            match self.stream.read(&mut chunk) {
+                Ok(0) => return Err(Error::Broken("the server closed the connection".into())),
+                Ok(n) => self.rbuf.extend_from_slice(&chunk[..n]),
+                // The time passed; the connection is as it was (rustls keeps a partial record).
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => return Ok(false),
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 
     /// Say goodbye (best effort).

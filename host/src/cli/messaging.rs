@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::framing::record_failure;
 use agmsg_host::storage::StoreSession;
@@ -128,25 +128,26 @@ pub fn inbox(store: Option<PathBuf>, driver: Option<String>, team: &str, agent: 
     }
 }
 
-/// `watch <team> <agent> [--interval S]`: the §2.2 loop until Ctrl-C or a closed stdout.
+/// `watch <team> <agent> [--interval S]`: the §2.2 loop until Ctrl-C or a closed stdout. Between rounds it
+/// waits on the driver's live wake-ups when it offers them (`agmsg:storage/live`, 1.1.0), for at most
+/// the interval; other drivers, or any driver with `AGMSG_WATCH_POLL=1`, are polled every interval.
 pub fn watch(store: Option<PathBuf>, driver: Option<String>, team: &str, agent: &str, interval: Duration, json: bool) -> ExitCode {
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     if let Err(e) = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)) {
         return record_failure(&StorageError::runtime(format!("cannot handle Ctrl-C: {e}")));
     }
+    let live = std::env::var_os("AGMSG_WATCH_POLL").is_none_or(|v| v.is_empty() || v == "0");
     let result = StoreSession::resolve(store, driver, Some(team), true).and_then(|store| {
         let mut driver = store.driver()?;
         let mut printer = Printer::new(json);
         let _ = printer.note(&format!("watching {team}:{agent} (Ctrl-C to stop)"));
         while !stop.load(Ordering::SeqCst) {
-            if !delivery::watch_round(&mut driver, team, agent, |m| printer.deliver(m))? {
+            let round = delivery::watch_round(&mut driver, team, agent, |m| printer.deliver(m))?;
+            if !round.all_delivered {
                 return Ok(());
             }
-            let until = Instant::now() + interval;
-            while Instant::now() < until && !stop.load(Ordering::SeqCst) {
-                std::thread::sleep(Duration::from_millis(50).min(interval));
-            }
+            delivery::wait_for_next_round(&mut driver, team, agent, &round.cursor, interval, live, || stop.load(Ordering::SeqCst))?;
         }
         Ok(())
     });

@@ -38,6 +38,7 @@ use clap::{Parser, Subcommand};
         AGMSG_CACHE_DIR       compiled-component cache (default ~/.cache/agmsg-host)\n  \
         AGMSG_DRIVER_TIMEOUT_MS, AGMSG_DRIVER_MEMORY_MB   per-call deadline and memory cap\n  \
         AGMSG_PROCESS_TIMEOUT_MS   time limit of one program a terminal driver runs (default 10000)\n  \
+        AGMSG_WATCH_POLL=1    watch polls even a driver that offers live wake-ups\n  \
         AGMSG_LOG             log level: error, warn (default), info, debug, trace"
 )]
 struct Cli {
@@ -96,7 +97,7 @@ enum Command {
     Watch {
         team: String,
         agent: String,
-        /// Seconds between polls
+        /// Seconds between polls; with a driver that wakes watchers (postgres), the longest wait
         #[arg(long, default_value = "1", value_name = "SECONDS")]
         interval: seconds::Seconds,
         /// JSONL records instead of text

@@ -487,8 +487,8 @@ fn report_bundled(axis: Axis, name: &str, sha256: &str, wasm: &[u8], runs_with: 
         Err(e) => (Vec::new(), Vec::new(), Err(format!("not a valid component: {e:#}"))),
     };
     // The contract version it was built against, from its own export of its axis' interface.
-    let prefix = format!("{}/", axis.package());
-    let api = exports.iter().find_map(|e| e.strip_prefix(&prefix)?.split_once('@').map(|(_, v)| v.to_owned())).unwrap_or_else(|| "?".into());
+    let prefix = format!("{}/{}@", axis.package(), axis.contract_interfaces().exported);
+    let api = exports.iter().find_map(|e| e.strip_prefix(&prefix).map(str::to_owned)).unwrap_or_else(|| "?".into());
     let version = env!("CARGO_PKG_VERSION");
     let offered: Vec<String> = offered_packages().map(|(p, v)| format!("{p}@{v}")).collect();
     let caps: Vec<String> = runs_with.0.iter().map(ToString::to_string).collect();

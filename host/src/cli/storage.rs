@@ -12,7 +12,7 @@ use agmsg_contract::{Status, check_name};
 
 use super::framing::{Shape, control_failure, record_failure};
 use agmsg_host::log::host_log;
-use agmsg_host::storage::driver::Pair;
+use agmsg_host::storage::driver::{Pair, Wake};
 use agmsg_host::storage::records::{cursor_line, message_line, parse_import};
 use agmsg_host::storage::{StorageError, StoreSession, location};
 
@@ -31,6 +31,11 @@ Ops (snake_case names are accepted too; a leading <team> selects the store as ag
   read-cursor-consume <team> <agent> <cursor> [<id>...]   control
   watch-tip <team:agent>...                  prints the current cursor
   watch-after <cursor> <team:agent>...       JSONL, then {\"type\":\"cursor\",...}
+  wait-after <cursor> <team:agent>... [--timeout-ms N]
+                                             optional op (agmsg:storage 1.1.0 `live`): block until a
+                                             message may have arrived after <cursor> or N ms (default
+                                             1000, at most half the call deadline) pass; prints
+                                             `changed`, `timed-out`, or `unsupported` (not offered)
   history <team> [agent] [--limit N]         JSONL, oldest to newest (--limit: the newest N)
   export [team] <file>                       writes the v1 event log to <file> atomically
   import [team] <file>                       all-or-nothing import of a v1 event log
@@ -62,6 +67,7 @@ enum Op {
     CursorConsume { team: String, agent: String, cursor: String, ids: Vec<String> },
     WatchTip { pairs: Vec<Pair> },
     WatchAfter { cursor: String, pairs: Vec<Pair> },
+    WaitAfter { cursor: String, pairs: Vec<Pair>, timeout: std::time::Duration },
     History { team: String, agent: Option<String>, limit: Option<u32> },
     Export { team: Option<String>, file: PathBuf },
     Import { team: Option<String>, file: PathBuf },
@@ -104,7 +110,9 @@ impl Op {
             | Op::CursorGet { team, .. }
             | Op::CursorConsume { team, .. }
             | Op::History { team, .. } => Some(team),
-            Op::WatchTip { pairs } | Op::WatchAfter { pairs, .. } => pairs.first().map(|p| p.team.as_str()),
+            Op::WatchTip { pairs } | Op::WatchAfter { pairs, .. } | Op::WaitAfter { pairs, .. } => {
+                pairs.first().map(|p| p.team.as_str())
+            }
         }
     }
 }
@@ -234,6 +242,33 @@ fn parse(op: &str, args: &[String]) -> Result<Op, Usage> {
             [cursor, pairs @ ..] if !pairs.is_empty() => Op::WatchAfter { cursor: cursor.clone(), pairs: parse_pairs(pairs)? },
             _ => return usage("<cursor> <team:agent>..."),
         },
+        "wait-after" => {
+            let mut timeout_ms: u64 = 1000;
+            let mut positional = Vec::new();
+            let mut iter = args.iter();
+            while let Some(arg) = iter.next() {
+                let value = if arg == "--timeout-ms" {
+                    Some(iter.next().ok_or_else(|| Usage("--timeout-ms needs a number".into()))?.as_str())
+                } else {
+                    arg.strip_prefix("--timeout-ms=")
+                };
+                match value {
+                    Some(v) => {
+                        timeout_ms = v.parse().map_err(|_| Usage(format!("--timeout-ms needs a whole number of milliseconds, not {v:?}")))?
+                    }
+                    None if arg.starts_with("--") => return Err(Usage(format!("unknown flag {arg}"))),
+                    None => positional.push(arg.clone()),
+                }
+            }
+            match positional.as_slice() {
+                [cursor, pairs @ ..] if !pairs.is_empty() => Op::WaitAfter {
+                    cursor: cursor.clone(),
+                    pairs: parse_pairs(pairs)?,
+                    timeout: std::time::Duration::from_millis(timeout_ms),
+                },
+                _ => return usage("<cursor> <team:agent>... [--timeout-ms N]"),
+            }
+        }
         other => return Err(Usage(format!("unknown op '{other}'"))),
     })
 }
@@ -358,6 +393,14 @@ fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Op) -> 
                 print(&mut out, &message_line(m))?;
             }
             print(&mut out, &cursor_line(&batch.cursor))?;
+        }
+        Op::WaitAfter { cursor, pairs, timeout } => {
+            let answer = match driver.wait_after(&cursor, &pairs, timeout)? {
+                Some(Wake::Changed) => "changed",
+                Some(Wake::TimedOut) => "timed-out",
+                None => "unsupported",
+            };
+            print(&mut out, answer)?;
         }
         Op::History { team, agent, limit } => {
             for m in driver.history(&team, agent.as_deref(), limit)? {

@@ -83,6 +83,11 @@ impl<'rt, W: DriverWorld> Driver<'rt, W> {
         self.runtime
     }
 
+    /// The linked component: its world's facts found at load (which optional exports it has).
+    pub fn world_pre(&self) -> &W::Pre {
+        &self.pre
+    }
+
     /// What the driver runs with.
     pub fn grants(&self) -> &Grants {
         &self.grants

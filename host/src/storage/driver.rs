@@ -8,6 +8,7 @@
 use std::fmt;
 use std::io::Write;
 use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
 
 use agmsg_contract::{Status, check_name, is_transport_token};
 use wasmtime::Store;
@@ -19,6 +20,7 @@ use crate::display;
 use crate::runtime::sandbox::StoreDir;
 use crate::runtime::{Driver, DriverSource, HostState, Runtime};
 
+pub use super::world::Wake;
 pub use wit::{Description, Directive, Event, Message, Pair, StoreFile, WatchBatch};
 
 /// Limits of `describe`'s values: a name, a capability or a store-file key; the backend text or the
@@ -235,6 +237,33 @@ impl<'rt> Storage<'rt> {
     pub fn watch_after(&mut self, cursor: &str, pairs: &[Pair]) -> Result<WatchBatch, StorageError> {
         let batch = self.op("watch-after", |s, b| b.agmsg_storage_driver().call_watch_after(s, cursor, pairs))?;
         Ok(WatchBatch { messages: self.checked_messages(batch.messages)?, cursor: self.checked_token("cursor", batch.cursor)? })
+    }
+
+    /// Whether the driver offers the optional `live` interface (`agmsg:storage` 1.1.0), found when it
+    /// was loaded. Without it a watcher polls.
+    pub fn offers_wait(&self) -> bool {
+        self.driver.world_pre().offers_live()
+    }
+
+    /// The longest wait the host asks of a driver: half its call deadline, so that a driver honouring
+    /// the timeout returns well before the deadline would stop it.
+    pub fn max_wait(&self) -> Duration {
+        self.driver.grants().limits.call_timeout / 2
+    }
+
+    /// `live.wait-after`: block until a message to `pairs` may have been written after `cursor`, or
+    /// `timeout` (at most [`Storage::max_wait`]) passes. `None`: the driver does not offer it. A driver
+    /// that does not return is stopped by the call deadline, as in any op.
+    pub fn wait_after(&mut self, cursor: &str, pairs: &[Pair], timeout: Duration) -> Result<Option<Wake>, StorageError> {
+        if !self.offers_wait() {
+            return Ok(None);
+        }
+        let timeout_ms = u32::try_from(timeout.min(self.max_wait()).as_millis()).unwrap_or(u32::MAX);
+        self.op("wait-after", |s, b| match b.live() {
+            Some(live) => live.call_wait_after(s, cursor, pairs, timeout_ms),
+            None => wasmtime::bail!("the instance lost its live exports"),
+        })
+        .map(Some)
     }
 
     pub fn history(&mut self, team: &str, agent: Option<&str>, limit: Option<u32>) -> Result<Vec<Message>, StorageError> {

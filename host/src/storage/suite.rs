@@ -1,4 +1,9 @@
-//! The storage contract (spec §2), rule by rule.
+//! The storage contract (spec §2), rule by rule. The `live_*` rules check the optional `live` interface
+//! (`agmsg:storage` 1.1.0) of a driver that offers it; one that does not (it is polled) passes them
+//! vacuously.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
 
 use agmsg_conformance::{Env, Harness, Rule};
 
@@ -309,6 +314,59 @@ fn compaction_properties(harness: &Harness, driver: &str) {
 }
 
 /// Every rule, in the order they are reported.
+/// `storage wait-after`: its answer (`changed`, `timed-out`, `unsupported`) and how long it took.
+fn wait_after(env: &Env, cursor: &str, pair: &str, timeout_ms: u64) -> (String, Duration) {
+    let started = Instant::now();
+    let run = env.storage(&["wait-after", cursor, pair, "--timeout-ms", &timeout_ms.to_string()]);
+    let took = started.elapsed();
+    run.ok();
+    assert_eq!(run.lines().len(), 1, "wait-after prints one bare line: {run:?}");
+    (run.stdout.trim_end().to_owned(), took)
+}
+
+fn live_wait_times_out_and_sees_what_is_there(harness: &Harness, driver: &str) {
+    let env = env_for(harness, driver);
+    env.storage(&["init", "t"]).ok();
+    let start = tip(&env, "t:bob");
+    let (answer, took) = wait_after(&env, &start, "t:bob", 400);
+    if answer == "unsupported" {
+        return; // no `live`: watch polls this driver
+    }
+    assert_eq!(answer, "timed-out", "nothing was sent");
+    assert!(took >= Duration::from_millis(350), "it returned after {took:?}, before its timeout of 400 ms");
+    assert!(took < Duration::from_secs(10), "it returned after {took:?}, long after its timeout of 400 ms");
+    // A message already after the cursor: at once, whatever the timeout.
+    env.send("t", "alice", "bob", "already here");
+    let (answer, took) = wait_after(&env, &start, "t:bob", 20_000);
+    assert_eq!(answer, "changed");
+    assert!(took < Duration::from_secs(10), "it took {took:?} to see a message already there");
+}
+
+fn live_wait_wakes_on_a_send_from_another_session(harness: &Harness, driver: &str) {
+    let env = env_for(harness, driver);
+    env.storage(&["init", "t"]).ok();
+    let start = tip(&env, "t:bob");
+    if wait_after(&env, &start, "t:bob", 1).0 == "unsupported" {
+        return; // no `live`: watch polls this driver
+    }
+    let waiter = env
+        .cmd()
+        .args(["storage", "wait-after", &start, "t:bob", "--timeout-ms", "12000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Let it load and start waiting (it answers `changed` just as well if the send comes first).
+    std::thread::sleep(Duration::from_millis(1500));
+    let sent = Instant::now();
+    env.send("t", "alice", "bob", "wake up");
+    let run = agmsg_conformance::Run::from(waiter.wait_with_output().unwrap());
+    let took = sent.elapsed();
+    run.ok();
+    assert_eq!(run.stdout, "changed\n", "{run:?}");
+    assert!(took < Duration::from_secs(6), "it woke {took:?} after the send, not soon after (timeout 12 s)");
+}
+
 pub const RULES: &[Rule] = &[
     Rule { name: "round_trip_and_recipient_scope", check: round_trip_and_recipient_scope },
     Rule { name: "covered_prefix_and_hard_gap", check: covered_prefix_and_hard_gap },
@@ -323,4 +381,6 @@ pub const RULES: &[Rule] = &[
     Rule { name: "import_is_all_or_nothing", check: import_is_all_or_nothing },
     Rule { name: "export_is_atomic_and_replaces_symlinks", check: export_is_atomic_and_replaces_symlinks },
     Rule { name: "compaction_properties", check: compaction_properties },
+    Rule { name: "live_wait_times_out_and_sees_what_is_there", check: live_wait_times_out_and_sees_what_is_there },
+    Rule { name: "live_wait_wakes_on_a_send_from_another_session", check: live_wait_wakes_on_a_send_from_another_session },
 ];

@@ -16,6 +16,10 @@ pub struct Suite {
     pub driver: String,
     /// Its component's sha256.
     pub sha256: String,
+    /// Variables every rule's runs get (see [`agmsg_conformance::Harness::env`]): what the axis's rules
+    /// need beside a fresh home to reach the driver (postgres: its database; types: the type and plug
+    /// under test).
+    pub env: Vec<(String, String)>,
 }
 
 /// An axis's host-side descriptor.

@@ -10,6 +10,7 @@
 //! - [`detect`]: which runtime is calling (session variables, the process tree, shared credentials,
 //!   the fallback), in a documented order.
 //! - [`boot`]: the launch argv spawn uses, exactly as agmsg builds it, without running anything.
+//! - [`suite`]: the axis's contract suite (a manifest's rules, a delivery plug's rules).
 //! - [`delivery`]: a project's delivery file for a type and mode (agmsg's default and its bundled
 //!   plugs' behaviours as pure functions) and the one validated target they are applied to.
 
@@ -21,6 +22,7 @@ pub mod manifest;
 pub mod module;
 pub mod plug;
 pub mod registry;
+pub mod suite;
 pub mod world;
 
 pub use manifest::Manifest;

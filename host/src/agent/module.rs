@@ -1,12 +1,18 @@
 //! The types axis's descriptor for the host's shared commands (see [`crate::axis_module`]): its
-//! bundled plugs and its `driver new` template. It has no contract suite yet: `driver test` refuses.
+//! contract suite (`suite.rs`: the manifest rules for a type, the plug rules for a delivery plug), its
+//! bundled plugs and its `driver new` template.
 
 use std::borrow::Cow;
+use std::path::{Path, PathBuf};
 
+use super::registry::{Origin, Registry};
+use super::suite::{MANIFEST_RULES, PLUG_RULES, PLUG_VAR, TYPE_VAR};
 use crate::axis::Axis;
-use crate::axis_module::{AxisModule, Suite};
+use crate::axis_module::{AxisModule, Suite, absolute};
 use crate::bundled;
 use crate::capabilities::Capabilities;
+use crate::plugin::manifest::{MANIFEST_FILE, PluginManifest};
+use crate::plugin::registry::{TYPE_CONF, sha256_hex};
 use crate::runtime::DriverSource;
 
 pub struct AgentModule;
@@ -19,14 +25,96 @@ const TEMPLATE: &[(&str, &str)] = &[
     ("src/lib.rs", include_str!("template/src/lib.rs")),
 ];
 
+/// A directory named as a path (`./x`, `/abs/x`, `.`), never a bare name.
+fn dir_reference(reference: &str) -> Option<&Path> {
+    (reference.contains('/') || reference == ".").then(|| Path::new(reference)).filter(|p| p.is_dir())
+}
+
+/// The plug package a directory holds (its `agmsg-driver.toml` of the types axis): its name and its
+/// component's absolute path.
+fn plug_package(dir: &Path) -> Result<Option<(String, PathBuf)>, String> {
+    let path = dir.join(MANIFEST_FILE);
+    if path.symlink_metadata().is_err() {
+        return Ok(None);
+    }
+    let (manifest, _) = PluginManifest::read(&path)?;
+    if manifest.axis != Axis::Types {
+        return Err(format!("{} declares a {} driver, not a delivery plug", path.display(), manifest.axis));
+    }
+    let component = dir.join(&manifest.component);
+    Ok(Some((manifest.name, PathBuf::from(absolute(&component)?))))
+}
+
+/// How the suite names a type of the registry ([`TYPE_VAR`]).
+fn type_var(t: &super::AgentType) -> String {
+    match &t.origin {
+        Origin::Bundled => format!("bundled:{}", t.name),
+        Origin::Agmsg(dir) | Origin::Plugin(dir) => format!("dir:{}", dir.display()),
+    }
+}
+
+/// The plug of `source` as `--driver` takes it: a bundled plug by name, anything else by its path.
+fn plug_var(source: &DriverSource) -> Result<String, String> {
+    match &source.path {
+        Some(path) => absolute(path),
+        None => Ok(source.name.clone()),
+    }
+}
+
 impl AxisModule for AgentModule {
-    /// The name of a bundled plug.
+    /// A type directory (it holds `type.conf`) or a plug package directory (an `agmsg-driver.toml` of
+    /// this axis), named as a path; or the name of a type, a trusted plug plugin or a bundled plug.
     fn claims(&self, reference: &str) -> bool {
-        bundled::of(Axis::Types).any(|d| d.name == reference)
+        if let Some(dir) = dir_reference(reference) {
+            return dir.join(TYPE_CONF).is_file() || plug_package(dir).is_ok_and(|p| p.is_some());
+        }
+        !crate::storage::source::is_file_reference(reference)
+            && (Registry::from_env().get(reference).is_some() || super::delivery::component::source_named(reference).is_ok())
     }
 
+    /// A type's manifest rules, and the plug rules for the plug component that answers for it (its own,
+    /// or the one its directory ships); a plug package alone: the plug rules, for the type of its name
+    /// (one the user has, else a made-up one with a JSON hooks file).
     fn suite(&self, reference: &str) -> Result<Suite, String> {
-        Err(format!("'{reference}' is a delivery plug: the types axis has no contract suite yet (tests/agent_delivery.rs checks the bundled ones)"))
+        let registry = Registry::from_env();
+        let (type_ref, plug): (String, Option<(String, String)>) = if let Some(dir) = dir_reference(reference) {
+            let dir = PathBuf::from(absolute(dir)?);
+            let package = plug_package(&dir)?;
+            let plug = match &package {
+                Some((_, component)) => {
+                    let wasm = crate::plugin::read_file(component, crate::plugin::MAX_COMPONENT_BYTES)?;
+                    Some((component.display().to_string(), sha256_hex(&wasm)))
+                }
+                None => None,
+            };
+            if dir.join(TYPE_CONF).is_file() {
+                (format!("dir:{}", dir.display()), plug)
+            } else {
+                let name = package.map(|(name, _)| name).expect("claimed: a type or a plug package");
+                (registry.get(&name).map_or_else(|| format!("new:{name}"), type_var), plug)
+            }
+        } else if let Some(t) = registry.get(reference) {
+            let plug = super::delivery::component::source_for(t)?.map(|s| plug_var(&s).map(|p| (p, s.sha256))).transpose()?;
+            (type_var(t), plug)
+        } else {
+            let source = super::delivery::component::source_named(reference)?;
+            (format!("new:{reference}"), Some((plug_var(&source)?, source.sha256)))
+        };
+        let has_manifest = !type_ref.starts_with("new:");
+        let rules = MANIFEST_RULES.iter().filter(|_| has_manifest).chain(PLUG_RULES.iter().filter(|_| plug.is_some())).collect();
+        let sha256 = match &plug {
+            Some((_, sha256)) => sha256.clone(),
+            None => match type_ref.strip_prefix("dir:") {
+                Some(dir) => sha256_hex(&crate::plugin::read_file(&Path::new(dir).join(TYPE_CONF), super::manifest::MAX_MANIFEST_BYTES)?),
+                None => super::bundled::get(&type_ref["bundled:".len()..]).map(|t| sha256_hex(t.conf.as_bytes())).unwrap_or_default(),
+            },
+        };
+        let driver = match dir_reference(reference) {
+            Some(dir) => absolute(dir)?,
+            None => reference.to_owned(),
+        };
+        let env = vec![(TYPE_VAR.to_owned(), type_ref), (PLUG_VAR.to_owned(), plug.map(|(p, _)| p).unwrap_or_default())];
+        Ok(Suite { rules, driver, sha256, env })
     }
 
     fn template(&self) -> &'static [(&'static str, &'static str)] {

@@ -85,14 +85,18 @@ impl PlugInfo {
         self.overrides.iter().any(|(g, _)| *g == f)
     }
 
-    /// The plug of the type in `dir`: `_delivery.sh` scanned for `agmsg_delivery_*` definitions, and
-    /// the directory's other code files (by extension), sorted. Unreadable files are skipped.
+    /// The plug of the type in `dir`: `_delivery.sh` scanned for `agmsg_delivery_*` definitions (none
+    /// for the one `agmsg-host shim types` writes), and the directory's other code files (by
+    /// extension), sorted. Unreadable files are skipped.
     pub fn scan(dir: &Path) -> PlugInfo {
         let mut info = PlugInfo::default();
         if let Ok(bytes) = crate::plugin::tree::read_below(dir, "_delivery.sh", crate::plugin::MAX_TEXT_BYTES) {
             info.file = Some("_delivery.sh".to_owned());
             let text = String::from_utf8_lossy(&bytes);
-            info.overrides = Function::ALL.into_iter().filter(|f| defines(&text, &f.shell_name())).map(|f| (f, None)).collect();
+            // agmsg-host's own shim forwards every function to agmsg-host: it overrides nothing.
+            if !crate::agent::delivery::shim::is_shim(&text) {
+                info.overrides = Function::ALL.into_iter().filter(|f| defines(&text, &f.shell_name())).map(|f| (f, None)).collect();
+            }
         }
         if let Ok(entries) = std::fs::read_dir(dir) {
             let mut code: Vec<String> = entries

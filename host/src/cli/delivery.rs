@@ -1,14 +1,17 @@
 //! `agmsg-host delivery set | status | modes`: how an agent type is told of new messages, written
-//! into the project's delivery file as agmsg writes it (`agent::delivery`). Exit codes: 0 done; 1
-//! refused (an unknown type or mode, a mode the type does not accept, a bad target, a file that cannot
-//! be read or edited, left as it was); 2 usage.
+//! into the project's delivery file as agmsg writes it (`agent::delivery`); and agmsg's Template
+//! Method functions one by one (`apply`, `on-enable`, `on-disable`, `stop-directive`, with agmsg's
+//! argv), which the `_delivery.sh` that `agmsg-host shim types` writes forwards to. Exit codes: 0 done;
+//! 1 refused (an unknown type or mode, a mode the type does not accept, a bad target, a file that cannot
+//! be read or edited, left as it was, a plug that failed); 2 usage; 3 (the side-effect ops) the type
+//! does not override the op: agmsg's default applies.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use serde_json::json;
 
-use agmsg_host::agent::delivery::{self, Mode};
+use agmsg_host::agent::delivery::{self, Mode, SideEffect};
 use agmsg_host::agent::registry::{self, Registry};
 use agmsg_host::display;
 
@@ -18,7 +21,15 @@ pub const LONG_HELP: &str = "How an agent type is told of new messages: agmsg's 
     Modes: monitor (a watcher streams messages into the session), turn (checked between turns), both, \
     off; a type accepts the modes its delivery_modes= lists. Commands name agmsg's scripts in its \
     directory ($AGMSG_SKILL_DIR, else ~/.agents/skills/agmsg). agmsg-host writes that one file and \
-    touches no process: the directives it prints are for the running agent.";
+    touches no process: the directives it prints are for the running agent.\n\n\
+    --driver names a delivery plug component to use instead of the type's own (a .wasm file, a \
+    trusted plugin types/<name> or a bundled plug), to try a plug on a project before installing it.\n\n\
+    apply, on-enable, on-disable and stop-directive are agmsg's _delivery.sh functions with agmsg's \
+    argv (what `agmsg-host shim types` forwards to); the last three exit 3, printing nothing, when the \
+    type does not override the op, so agmsg runs its own default.";
+
+/// The exit code of a side-effect op the type does not override.
+const NOT_OVERRIDDEN: u8 = 3;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum DeliveryCommand {
@@ -38,6 +49,36 @@ pub enum DeliveryCommand {
         #[arg(long)]
         json: bool,
     },
+    /// agmsg_delivery_apply <type> <project> <mode>: write the type's delivery file for a mode (the
+    /// file only: none of set's lines)
+    Apply {
+        #[arg(value_name = "TYPE")]
+        agent_type: String,
+        project: PathBuf,
+        mode: String,
+    },
+    /// agmsg_delivery_on_enable <mode> <type> <project>: what the type prints when monitor delivery
+    /// starts (exit 3: not overridden)
+    OnEnable {
+        mode: String,
+        #[arg(value_name = "TYPE")]
+        agent_type: String,
+        project: PathBuf,
+    },
+    /// agmsg_delivery_on_disable <type> <project>: what the type prints when delivery is turned off
+    /// (exit 3: not overridden)
+    OnDisable {
+        #[arg(value_name = "TYPE")]
+        agent_type: String,
+        project: PathBuf,
+    },
+    /// agmsg_delivery_stop_directive, for a type and project: the in-session directive that stops a
+    /// watcher (exit 3: not overridden)
+    StopDirective {
+        #[arg(value_name = "TYPE")]
+        agent_type: String,
+        project: PathBuf,
+    },
     /// The modes a type accepts
     Modes {
         #[arg(value_name = "TYPE")]
@@ -48,10 +89,26 @@ pub enum DeliveryCommand {
     },
 }
 
-pub fn run(command: DeliveryCommand) -> ExitCode {
-    match run_command(command) {
+/// Why a command ended without doing its work.
+enum Failure {
+    /// Refused: the message (exit 1).
+    Refused(String),
+    /// A side-effect op the type does not override (exit 3, nothing printed).
+    NotOverridden,
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Failure {
+        Failure::Refused(message)
+    }
+}
+
+/// `delivery <command>`, with the global `--driver` (a plug component instead of the type's own).
+pub fn run(plug: Option<String>, command: DeliveryCommand) -> ExitCode {
+    match run_command(plug.as_deref(), command) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
+        Err(Failure::NotOverridden) => ExitCode::from(NOT_OVERRIDDEN),
+        Err(Failure::Refused(message)) => {
             for line in message.lines() {
                 eprintln!("agmsg-host delivery: {}", display::line(line));
             }
@@ -64,23 +121,55 @@ fn skill_dir() -> Result<PathBuf, String> {
     registry::skill_dir().ok_or_else(|| "agmsg's directory is unknown: set AGMSG_SKILL_DIR (or HOME)".to_owned())
 }
 
-fn run_command(command: DeliveryCommand) -> Result<(), String> {
+fn print_report(report: &delivery::SetReport) {
+    for line in &report.warnings {
+        eprintln!("{}", display::line(line));
+    }
+    for line in &report.notices {
+        println!("{}", display::text(line));
+    }
+}
+
+/// A side-effect op's answer: its lines, or exit 3 for agmsg's default.
+fn print_side_effect(lines: Option<Vec<String>>) -> Result<(), Failure> {
+    let lines = lines.ok_or(Failure::NotOverridden)?;
+    for line in &lines {
+        println!("{}", display::text(line));
+    }
+    Ok(())
+}
+
+fn run_command(plug: Option<&str>, command: DeliveryCommand) -> Result<(), Failure> {
     let registry = Registry::from_env();
+    let plug = plug.map(delivery::component::source_named).transpose()?;
+    let plug = plug.as_ref();
     match command {
         DeliveryCommand::Set { mode, agent_type, project } => {
             let mode = Mode::parse(&mode)?;
             let t = registry.require(&agent_type)?;
-            let report = delivery::set(t, mode, &project, &skill_dir()?)?;
-            for line in &report.warnings {
-                eprintln!("{}", display::line(line));
-            }
-            for line in &report.notices {
-                println!("{}", display::text(line));
-            }
+            print_report(&delivery::set(t, mode, &project, &skill_dir()?, plug)?);
+        }
+        DeliveryCommand::Apply { agent_type, project, mode } => {
+            let mode = Mode::parse(&mode)?;
+            let t = registry.require(&agent_type)?;
+            print_report(&delivery::apply(t, mode, &project, &skill_dir()?, plug)?);
+        }
+        DeliveryCommand::OnEnable { mode, agent_type, project } => {
+            let mode = Mode::parse(&mode)?;
+            let t = registry.require(&agent_type)?;
+            print_side_effect(delivery::side_effect(t, SideEffect::OnEnable(mode), &project, &skill_dir()?, plug)?)?;
+        }
+        DeliveryCommand::OnDisable { agent_type, project } => {
+            let t = registry.require(&agent_type)?;
+            print_side_effect(delivery::side_effect(t, SideEffect::OnDisable, &project, &skill_dir()?, plug)?)?;
+        }
+        DeliveryCommand::StopDirective { agent_type, project } => {
+            let t = registry.require(&agent_type)?;
+            print_side_effect(delivery::side_effect(t, SideEffect::StopDirective, &project, &skill_dir()?, plug)?)?;
         }
         DeliveryCommand::Status { agent_type, project, json } => {
             let t = registry.require(&agent_type)?;
-            let report = delivery::status(t, &project, &skill_dir()?)?;
+            let report = delivery::status(t, &project, &skill_dir()?, plug)?;
             if json {
                 let entries = report.status.entries.as_ref().map(|e| e.iter().map(|(k, n)| (k.to_string(), json!(n))).collect::<serde_json::Map<_, _>>());
                 let value = json!({

@@ -2,7 +2,9 @@
 //! driver, one line per rule with the reason for each failure; exit 1 if any rule fails. A storage
 //! driver is a bundled name or a `.wasm` component; a terminal driver a bundled name or a directory
 //! with `terminal.conf` and `driver.wasm`, or an installed plugin: the terminal rules that need no
-//! terminal, and for a driver granted `tmux` the pane rules, against a private tmux server.
+//! terminal, and for a driver granted `tmux` the pane rules, against a private tmux server. On the
+//! types axis, an agent type (a name, or a directory with `type.conf`): its manifest rules, and the plug
+//! rules for its delivery plug component; a plug package directory: the plug rules.
 //!
 //! The rules are each axis's (`host/src/<axis>/suite.rs`), the same ones `tests/storage_contract.rs` and
 //! `tests/terminal_contract.rs` run: each drives this very binary against the driver in a fresh
@@ -25,13 +27,14 @@ fn suite_for(reference: &str) -> Result<(Axis, Suite), String> {
         }
     }
     Err(format!(
-        "'{reference}' names no driver: not a bundled or trusted plugin's name, a component file (.wasm) or a driver directory \
-         (with terminal.conf and driver.wasm); `agmsg-host plugin list` shows the drivers"
+        "'{reference}' names no driver: not a bundled or trusted plugin's name, an agent type, a component file (.wasm) or a \
+         driver directory (with terminal.conf and driver.wasm, type.conf, or a delivery plug's agmsg-driver.toml); \
+         `agmsg-host plugin list` shows the drivers"
     ))
 }
 
 pub fn test(driver: &str) -> ExitCode {
-    let (axis, Suite { rules, driver, sha256 }) = match suite_for(driver) {
+    let (axis, Suite { rules, driver, sha256, env }) = match suite_for(driver) {
         Ok(suite) => suite,
         Err(e) => {
             eprintln!("agmsg-host driver test: {}", agmsg_host::display::line(&e.to_string()));
@@ -52,13 +55,6 @@ pub fn test(driver: &str) -> ExitCode {
         (None, Ok(tmp)) => tmp.path().to_owned(),
         (None, Err(e)) => {
             eprintln!("agmsg-host driver test: cannot create a temporary directory: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let env = match agmsg_host::storage::source::suite_env(&driver) {
-        Ok(env) => env,
-        Err(e) => {
-            eprintln!("agmsg-host driver test: {}", agmsg_host::display::line(&e.to_string()));
             return ExitCode::from(2);
         }
     };

@@ -47,7 +47,8 @@ struct Cli {
     store: Option<PathBuf>,
 
     /// Driver for the axis the command addresses: a bundled or trusted plugin's name, or a component
-    /// file (storage) or driver directory (terminal) [env: AGMSG_STORAGE_DRIVER / AGMSG_TERMINAL_DRIVER]
+    /// file (storage, delivery) or driver directory (terminal) [env: AGMSG_STORAGE_DRIVER /
+    /// AGMSG_TERMINAL_DRIVER]
     #[arg(long, global = true, value_name = "NAME")]
     driver: Option<String>,
 
@@ -162,7 +163,8 @@ enum DriverCommand {
         sdk: Option<PathBuf>,
     },
     /// Run the contract suite the bundled drivers pass against a driver: a bundled name, a storage
-    /// .wasm component, or a terminal driver directory; one line per rule, exit 1 if any fails
+    /// .wasm component, a terminal driver directory, an agent type (a name or a directory with
+    /// type.conf) or a delivery plug package directory; one line per rule, exit 1 if any fails
     Test { driver: String },
 }
 
@@ -174,6 +176,18 @@ enum ShimAxis {
         /// The driver name agmsg selects it by (AGMSG_STORAGE_DRIVER) [default: host-<driver>]
         #[arg(long)]
         name: Option<String>,
+        /// Write the file here (atomically) instead of to stdout
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// An agent type's _delivery.sh for agmsg's delivery engine: every agmsg_delivery_* function it
+    /// calls forwards to `agmsg-host delivery`, same argv, output and exit codes (the type's plug
+    /// component, else agmsg-host's behaviour for it, writes the file); agmsg's defaults where the
+    /// type overrides no on_enable, on_disable or stop_directive
+    Types {
+        /// The agent type
+        #[arg(value_name = "TYPE")]
+        agent_type: String,
         /// Write the file here (atomically) instead of to stdout
         #[arg(long, short, value_name = "FILE")]
         output: Option<PathBuf>,
@@ -217,10 +231,11 @@ pub fn main() -> ExitCode {
         }
         Command::Watch { team, agent, interval, json } => messaging::watch(cli.store, cli.driver, &team, &agent, interval.0, json),
         Command::Shim(ShimAxis::Storage { name, output }) => shim::run(cli.driver, name, output),
+        Command::Shim(ShimAxis::Types { agent_type, output }) => shim::run_types(&agent_type, output),
         Command::Driver(DriverCommand::Test { driver }) => driver::test(&driver),
         Command::Plugin(command) => plugin::run(command),
         Command::Types(command) => types::run(command),
-        Command::Delivery(command) => delivery::run(command),
+        Command::Delivery(command) => delivery::run(cli.driver, command),
         Command::Spawn(args) => spawn::run(cli.driver, args),
         Command::Driver(DriverCommand::New { axis, name, path, sdk }) => scaffold::new(axis, &name, path, sdk),
         Command::Completions { shell } => {

@@ -1,5 +1,7 @@
 //! `agmsg-host shim storage`: the bash storage driver agmsg's core sources, forwarding every
-//! `storage_*` function to this binary.
+//! `storage_*` function to this binary; `agmsg-host shim types <type>`: the `_delivery.sh` agmsg's
+//! delivery engine sources for a type, forwarding its functions to `agmsg-host delivery`
+//! (`agent::delivery::shim`).
 //!
 //! agmsg loads a storage driver by sourcing a bash file and calling `storage_<op>` functions; the shim
 //! is such a file, so agmsg selects the sandboxed component like any driver
@@ -161,21 +163,61 @@ fn write_shim(driver_flag: Option<String>, name: Option<String>, output: Option<
     if !agmsg_contract::is_driver_name(&name) {
         return Err(format!("--name must match [a-zA-Z0-9_-]+ (agmsg's driver names), not {name:?}"));
     }
+    let bin = this_binary()?;
+    let text = storage_shim(&name, &bin, &driver);
+    write(&text, output, &format!("select it with AGMSG_STORAGE_DRIVER={name}"))
+}
+
+/// This binary's path, as a shim names it.
+fn this_binary() -> Result<String, String> {
     let bin = std::env::current_exe().and_then(|p| p.canonicalize()).map_err(|e| format!("cannot locate agmsg-host itself: {e}"))?;
-    let bin = bin.to_str().ok_or("the path of agmsg-host is not UTF-8")?;
-    let text = storage_shim(&name, bin, &driver);
+    bin.to_str().map(str::to_owned).ok_or_else(|| "the path of agmsg-host is not UTF-8".to_owned())
+}
+
+/// `text` to stdout, or to `output` atomically (agmsg may be sourcing the old file right now), then
+/// `hint` on stderr.
+fn write(text: &str, output: Option<PathBuf>, hint: &str) -> Result<(), String> {
     match output {
         None => std::io::stdout().write_all(text.as_bytes()).map_err(|e| format!("cannot write to stdout: {e}")),
         Some(path) => {
-            // Atomic: agmsg may be sourcing the old file right now.
             let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
             let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| format!("cannot write in {}: {e}", dir.display()))?;
             tmp.write_all(text.as_bytes()).map_err(|e| e.to_string())?;
             tmp.persist(&path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-            eprintln!("wrote {} (select it with AGMSG_STORAGE_DRIVER={name})", path.display());
+            eprintln!("wrote {} ({hint})", path.display());
             Ok(())
         }
     }
+}
+
+/// `agmsg-host shim types <type> [--output FILE]`: exit 0 written, 1 refused (an unknown type, one
+/// whose delivery agmsg-host cannot answer), 2 cannot write.
+pub fn run_types(agent_type: &str, output: Option<PathBuf>) -> ExitCode {
+    let refused = |message: String| {
+        eprintln!("agmsg-host shim types: {}", agmsg_host::display::line(&message));
+        ExitCode::from(1)
+    };
+    let registry = agmsg_host::agent::Registry::from_env();
+    let t = match registry.require(agent_type) {
+        Ok(t) => t,
+        Err(e) => return refused(e),
+    };
+    let warnings = match agmsg_host::agent::delivery::shim::replaces(t) {
+        Ok(warnings) => warnings,
+        Err(e) => return refused(e),
+    };
+    let written = this_binary().and_then(|bin| {
+        let hint = format!("agmsg's delivery engine sources it as the _delivery.sh of type {}, in the type's directory", t.name);
+        write(&agmsg_host::agent::delivery::shim::text(&t.name, &bin), output, &hint)
+    });
+    if let Err(e) = written {
+        eprintln!("agmsg-host shim types: {e}");
+        return ExitCode::from(2);
+    }
+    for warning in &warnings {
+        eprintln!("warning: {}", agmsg_host::display::line(warning));
+    }
+    ExitCode::SUCCESS
 }
 
 #[cfg(test)]

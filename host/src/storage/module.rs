@@ -29,7 +29,8 @@ impl AxisModule for StorageModule {
             Some(path) => absolute(path)?,
             None => source.name.clone(),
         };
-        Ok(Suite { rules: super::suite::RULES.iter().collect(), driver, sha256: source.sha256 })
+        let env = super::source::suite_env(&driver).map_err(|e| e.to_string())?;
+        Ok(Suite { rules: super::suite::RULES.iter().collect(), driver, sha256: source.sha256, env })
     }
 
     fn template(&self) -> &'static [(&'static str, &'static str)] {

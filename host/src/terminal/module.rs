@@ -36,7 +36,7 @@ impl AxisModule for TerminalModule {
         let runs_tmux = source.driver.capabilities.programs().any(|(program, _)| program == "tmux");
         let pane_rules: &[agmsg_conformance::Rule] = if runs_tmux { agmsg_conformance::tmux::PANE_RULES } else { &[] };
         let rules = super::suite::RULES.iter().chain(pane_rules).collect();
-        Ok(Suite { rules, driver, sha256: source.driver.sha256 })
+        Ok(Suite { rules, driver, sha256: source.driver.sha256, env: Vec::new() })
     }
 
     fn template(&self) -> &'static [(&'static str, &'static str)] {

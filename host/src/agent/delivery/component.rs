@@ -1,7 +1,8 @@
 //! A type's delivery plug component (`agmsg:agent/driver`), called through the one load-and-call path
 //! (`runtime::Driver`). Every answer is checked before the host acts on it: a file text is at most
-//! [`super::target::MAX_BYTES`], holds no NUL and, for a `.json` file, is JSON; notices are few and
-//! short lines. A trap, a time-out, a memory hog or a refused answer is an error naming the plug and
+//! [`super::target::MAX_BYTES`], holds no NUL and, for a `.json` file, is JSON; notices are few,
+//! short, printable single lines, and a line that is an `AGMSG-DIRECTIVE` starts with the exact prefix
+//! and says something ([`check_line`]). A trap, a time-out, a memory hog or a refused answer is an error naming the plug and
 //! the op, and the file is left as it was.
 
 use crate::agent::registry::{AgentType, Origin};
@@ -31,6 +32,49 @@ pub fn source_for(t: &AgentType) -> Result<Option<DriverSource>, String> {
         (None, Origin::Bundled | Origin::Agmsg(_)) => Ok(crate::agent::module::bundled_plug(&t.name)),
         (None, Origin::Plugin(dir)) => Err(format!("type {}: {} is no longer trusted; run it again", t.name, dir.display())),
     }
+}
+
+/// The plug component `reference` names (`--driver`): a component file (anything with a `/` or ending
+/// in `.wasm`), run with no capabilities like every plug; else a trusted plugin `types/<name>`, else a
+/// bundled plug.
+pub fn source_named(reference: &str) -> Result<DriverSource, String> {
+    if crate::storage::source::is_file_reference(reference) {
+        let path = std::path::Path::new(reference);
+        let wasm = crate::plugin::read_file(path, crate::plugin::MAX_COMPONENT_BYTES).map_err(|e| format!("delivery plug component: {e}"))?;
+        return Ok(DriverSource {
+            name: path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "plug".into()),
+            sha256: crate::plugin::registry::sha256_hex(&wasm),
+            wasm: std::borrow::Cow::Owned(wasm),
+            path: Some(path.to_owned()),
+            capabilities: crate::capabilities::Capabilities::default(),
+            settings: Vec::new(),
+        });
+    }
+    if let Some(source) = crate::plugin::registry::find(Axis::Types, reference)?.and_then(|plugin| plugin.into_source()) {
+        return Ok(source);
+    }
+    crate::agent::module::bundled_plug(reference).ok_or_else(|| {
+        let bundled: Vec<&str> = crate::bundled::of(Axis::Types).map(|d| d.name).collect();
+        format!("unknown delivery plug '{reference}': not a component file, a trusted plugin types/<name> or a bundled plug ({})", bundled.join(", "))
+    })
+}
+
+/// Whether `line` may be one line of what a plug tells the user: at most [`MAX_LINE`] characters, no
+/// control character (no line break, no tab, no escape), and an `AGMSG-DIRECTIVE` only at the start of
+/// the line, with agmsg's exact prefix and something after it, so a running agent reads every directive
+/// as it was meant and no line can pass for one. `Err` says what is wrong.
+pub fn check_line(line: &str) -> Result<(), &'static str> {
+    if !crate::display::is_printable_line(line, MAX_LINE) {
+        return Err(if line.chars().count() > MAX_LINE { "is longer than 4096 characters" } else { "holds a control character or a line break" });
+    }
+    let directive = agmsg_contract::DIRECTIVE_PREFIX.trim_end();
+    if let Some(at) = line.find(directive) {
+        let rest = line.strip_prefix(agmsg_contract::DIRECTIVE_PREFIX);
+        if at != 0 || rest.is_none_or(|r| r.trim().is_empty()) {
+            return Err("is a malformed AGMSG-DIRECTIVE (it must start the line with 'AGMSG-DIRECTIVE: ' and say something)");
+        }
+    }
+    Ok(())
 }
 
 /// The ops a plug may override; `Ok(None)`: not overridden, use agmsg's default.
@@ -115,8 +159,11 @@ impl<'rt> Plug<'rt> {
     }
 
     fn lines(&self, op: &str, lines: Vec<String>) -> Result<Vec<String>, String> {
-        if lines.len() > MAX_LINES || lines.iter().any(|l| l.chars().count() > MAX_LINE) {
-            return Err(format!("{} answered {op} with more than {MAX_LINES} lines or a line over {MAX_LINE} characters", self.name()));
+        if lines.len() > MAX_LINES {
+            return Err(format!("{} answered {op} with {} lines (at most {MAX_LINES})", self.name(), lines.len()));
+        }
+        for line in &lines {
+            check_line(line).map_err(|why| format!("{} answered {op} with a line that {why}: {}", self.name(), crate::display::line(line)))?;
         }
         Ok(lines)
     }
@@ -171,6 +218,7 @@ impl Overrides for Plug<'_> {
 
     fn stop_directive(&mut self) -> Result<Option<String>, String> {
         let text = self.call("stop-directive", |store, world, target| world.agmsg_agent_driver().call_stop_directive(store, target))?;
-        text.map(|t| self.lines("stop-directive", t.lines().map(str::to_owned).collect()).map(|l| l.join("\n"))).transpose()
+        // One text of several lines (agmsg prints a blank line, then the directive): each line checked.
+        text.map(|t| self.lines("stop-directive", t.split('\n').map(str::to_owned).collect()).map(|l| l.join("\n"))).transpose()
     }
 }

@@ -12,12 +12,15 @@
 //!   copilot's JSON Stop hook, opencode's and grok-build's marker rules.
 //! - [`component`]: a type's plug component (`agmsg:agent`, cursor's is bundled): each op it
 //!   overrides replaces the host's, each it does not falls back to it (agmsg's Template Method).
+//! - [`shim`]: the `_delivery.sh` through which agmsg's own delivery engine uses agmsg-host for a
+//!   type.
 //! - [`target`]: `<project>/<hooks_file>` opened component by component without following a symlink,
 //!   read (capped), written through an anonymous file renamed into place, or removed.
 
 pub mod component;
 pub mod json_hooks;
 pub mod rules;
+pub mod shim;
 pub mod target;
 
 use std::fmt;
@@ -252,9 +255,17 @@ pub fn gate(t: &AgentType, mode: Mode) -> Result<(), String> {
 /// effects (`on_enable`; the turn note and the stop directive; the off note, `on_disable` and, for a
 /// type with an automatic mode, the stop directive), each the plug's when it overrides it.
 /// agmsg-host touches no process: the default directive says so.
-fn set_notices(t: &AgentType, behaviour: Behaviour, mode: Mode, project: &str, plug: &mut dyn Overrides) -> Result<Vec<String>, String> {
+fn set_notices(t: &AgentType, behaviour: Option<Behaviour>, mode: Mode, project: &str, plug: &mut dyn Overrides) -> Result<Vec<String>, String> {
     let mut lines = vec![format!("Delivery mode set to '{mode}' for {project} ({})", t.name)];
     let automatic = modes(t).iter().any(|m| *m != Mode::Off);
+    // The plug's directive as it answers it; the host's (agmsg's, or grok-build's) with a note that
+    // agmsg-host itself stopped nothing.
+    let stop = |plug: &mut dyn Overrides| -> Result<String, String> {
+        Ok(match plug.stop_directive()? {
+            Some(directive) => directive,
+            None => format!("{}\nagmsg-host stops no processes: run agmsg's `delivery.sh stop` to end watch.sh processes.", builtin_stop_directive(behaviour)),
+        })
+    };
     match mode {
         Mode::Monitor | Mode::Both => {
             let default = || vec!["Restart your agent (or start its watcher) to activate monitor delivery.".to_owned()];
@@ -262,33 +273,33 @@ fn set_notices(t: &AgentType, behaviour: Behaviour, mode: Mode, project: &str, p
         }
         Mode::Turn => {
             lines.push("Future sessions: Stop hook will check inbox between turns.".to_owned());
-            lines.push(plug.stop_directive()?.unwrap_or_else(|| stop_directive(behaviour)));
+            lines.push(stop(plug)?);
         }
         Mode::Off => {
             lines.push("Future sessions: no automatic delivery.".to_owned());
             lines.extend(plug.on_disable()?.unwrap_or_default());
             if automatic {
-                lines.push(plug.stop_directive()?.unwrap_or_else(|| stop_directive(behaviour)));
+                lines.push(stop(plug)?);
             }
         }
     }
     Ok(lines)
 }
 
-/// The in-session watcher-stop directive (agmsg's default, or grok-build's wording).
-fn stop_directive(behaviour: Behaviour) -> String {
-    let body = match behaviour {
-        Behaviour::GrokBuild => {
-            "AGMSG-DIRECTIVE: If an agmsg inbox watcher is streaming into this session via\n\
+/// The in-session watcher-stop directive the host knows for a type, as agmsg prints it (a blank line,
+/// then the directive): grok-build's plug's wording, else agmsg's default (`emit_stop_directive`).
+fn builtin_stop_directive(behaviour: Option<Behaviour>) -> &'static str {
+    match behaviour {
+        Some(Behaviour::GrokBuild) => {
+            "\nAGMSG-DIRECTIVE: If an agmsg inbox watcher is streaming into this session via\n\
              the monitor tool, stop it with kill_command_or_subagent on its task id."
         }
         _ => {
-            "AGMSG-DIRECTIVE: If an agmsg watch Monitor task is running in this session,\n\
+            "\nAGMSG-DIRECTIVE: If an agmsg watch Monitor task is running in this session,\n\
              find it with TaskList (description starts with \"agmsg inbox stream\") and\n\
              stop it with TaskStop."
         }
-    };
-    format!("\n{body}\nagmsg-host stops no processes: run agmsg's `delivery.sh stop` to end watch.sh processes.")
+    }
 }
 
 #[cfg(test)]
@@ -349,22 +360,42 @@ fn hooks_file(t: &AgentType) -> Result<&str, String> {
     Ok(file)
 }
 
+/// The plug component that answers for the type: the one named on the command line (`--driver`), else
+/// the type's own ([`component::source_for`]).
+pub type PlugOverride<'a> = Option<&'a crate::runtime::DriverSource>;
+
 /// The type's plug component, loaded (the runtime made on first need), else [`component::NoPlug`].
-fn open_plug<'rt>(t: &AgentType, ctx: &Context, runtime: &'rt mut Option<crate::runtime::Runtime>) -> Result<Box<dyn Overrides + 'rt>, String> {
-    let Some(source) = component::source_for(t)? else { return Ok(Box::new(component::NoPlug)) };
+fn open_plug<'rt>(t: &AgentType, ctx: &Context, runtime: &'rt mut Option<crate::runtime::Runtime>, chosen: PlugOverride<'_>) -> Result<Box<dyn Overrides + 'rt>, String> {
+    let source = match chosen {
+        Some(source) => source.clone(),
+        None => match component::source_for(t)? {
+            Some(source) => source,
+            None => return Ok(Box::new(component::NoPlug)),
+        },
+    };
     let runtime = runtime.insert(crate::runtime::Runtime::from_env()?);
     Ok(Box::new(component::Plug::open(runtime, &source, ctx, t.value("hooks_file"))?))
 }
 
 /// `delivery set <mode> <type> <project>`: the gate, then the type's plug component's answer for each
-/// op it overrides, else the host's behaviour for the type, applied atomically. On any error the file
-/// is as it was.
-pub fn set(t: &AgentType, mode: Mode, project: &std::path::Path, skill_dir: &std::path::Path) -> Result<SetReport, String> {
+/// op it overrides, else the host's behaviour for the type, applied atomically, then the lines agmsg
+/// prints after it. On any error the file is as it was.
+pub fn set(t: &AgentType, mode: Mode, project: &std::path::Path, skill_dir: &std::path::Path, plug: PlugOverride<'_>) -> Result<SetReport, String> {
+    apply_mode(t, mode, project, skill_dir, plug, true)
+}
+
+/// `delivery apply <type> <project> <mode>`: what agmsg's `agmsg_delivery_apply` does, the file only
+/// (the gate included), with the apply's own notices and none of `set`'s.
+pub fn apply(t: &AgentType, mode: Mode, project: &std::path::Path, skill_dir: &std::path::Path, plug: PlugOverride<'_>) -> Result<SetReport, String> {
+    apply_mode(t, mode, project, skill_dir, plug, false)
+}
+
+fn apply_mode(t: &AgentType, mode: Mode, project: &std::path::Path, skill_dir: &std::path::Path, chosen: PlugOverride<'_>, set_lines: bool) -> Result<SetReport, String> {
     gate(t, mode)?;
     let project = target::project_dir(project)?;
     let ctx = context(t, &project, skill_dir)?;
     let mut runtime = None;
-    let mut plug = open_plug(t, &ctx, &mut runtime)?;
+    let mut plug = open_plug(t, &ctx, &mut runtime, chosen)?;
     // The host's behaviour for the type; only needed (and a refused shell plug only an error) for
     // what the component does not override.
     let behaviour = Behaviour::of(t);
@@ -382,14 +413,15 @@ pub fn set(t: &AgentType, mode: Mode, project: &std::path::Path, skill_dir: &std
     } else {
         (None, false, behaviour.clone()?.apply(&ctx, mode, None)?)
     };
-    let behaviour = behaviour.unwrap_or(Behaviour::JsonHooks);
     let mut notices = outcome.notices;
-    notices.extend(set_notices(t, behaviour, mode, &ctx.project, plug.as_mut())?);
+    if set_lines {
+        notices.extend(set_notices(t, behaviour.ok(), mode, &ctx.project, plug.as_mut())?);
+    }
     Ok(SetReport { file, changed, notices, warnings: outcome.warnings })
 }
 
 /// `delivery status <type> <project>`: the mode the type's file says.
-pub fn status(t: &AgentType, project: &std::path::Path, skill_dir: &std::path::Path) -> Result<StatusReport, String> {
+pub fn status(t: &AgentType, project: &std::path::Path, skill_dir: &std::path::Path, chosen: PlugOverride<'_>) -> Result<StatusReport, String> {
     let behaviour = Behaviour::of(t);
     let project = target::project_dir(project)?;
     let ctx = context(t, &project, skill_dir)?;
@@ -399,10 +431,42 @@ pub fn status(t: &AgentType, project: &std::path::Path, skill_dir: &std::path::P
     let target = target::Target::open(&project, &t.name, hooks_file(t)?, false)?;
     let current = target.read()?;
     let mut runtime = None;
-    let mut plug = open_plug(t, &ctx, &mut runtime)?;
+    let mut plug = open_plug(t, &ctx, &mut runtime, chosen)?;
     let status = match plug.status(current.as_deref())? {
         Some(status) => status,
         None => behaviour?.status(&ctx, current.as_deref()).map_err(|e| format!("{}: {e}", target.path().display()))?,
     };
     Ok(StatusReport { file: Some(target.path()), exists: current.is_some(), status })
+}
+
+/// One of the Template Method's side-effect ops, asked on its own (`delivery on-enable | on-disable |
+/// stop-directive`, what agmsg-host's `_delivery.sh` shim forwards): the type's answer, or `None` when
+/// neither its plug component nor the host's behaviour for it overrides the op, so agmsg's own default
+/// applies (the shim then runs it: these defaults touch processes, which agmsg-host never does).
+pub enum SideEffect {
+    /// `agmsg_delivery_on_enable <mode>`: lines for the user.
+    OnEnable(Mode),
+    /// `agmsg_delivery_on_disable`: lines for the user.
+    OnDisable,
+    /// `agmsg_delivery_stop_directive`: the directive text, as agmsg prints it.
+    StopDirective,
+}
+
+/// Ask the type for `op` (see [`SideEffect`]): the lines it prints, or `None` for agmsg's default.
+pub fn side_effect(t: &AgentType, op: SideEffect, project: &std::path::Path, skill_dir: &std::path::Path, chosen: PlugOverride<'_>) -> Result<Option<Vec<String>>, String> {
+    let project = target::project_dir(project)?;
+    let ctx = context(t, &project, skill_dir)?;
+    let mut runtime = None;
+    let mut plug = open_plug(t, &ctx, &mut runtime, chosen)?;
+    match op {
+        SideEffect::OnEnable(mode) => {
+            gate(t, mode)?;
+            plug.on_enable(mode)
+        }
+        SideEffect::OnDisable => plug.on_disable(),
+        SideEffect::StopDirective => Ok(match plug.stop_directive()? {
+            Some(directive) => Some(vec![directive]),
+            None => (Behaviour::of(t).ok() == Some(Behaviour::GrokBuild)).then(|| vec![builtin_stop_directive(Some(Behaviour::GrokBuild)).to_owned()]),
+        }),
+    }
 }

@@ -3,7 +3,8 @@
 //! JSON hooks are what agmsg's sqlite `json_set` chain writes: minified, members in place, new ones
 //! appended); enabling then disabling leaves every byte that is not agmsg's as it was; gemini and
 //! antigravity share their rule file without deleting each other's rule; a target reached through a
-//! symlink, or a file that cannot be edited, is refused with the file as it was.
+//! symlink, or a file that cannot be edited, is refused with the file as it was. agmsg's own delivery
+//! engine, sourcing the `_delivery.sh` that `agmsg-host shim types` writes, writes the same files.
 
 mod common;
 
@@ -377,7 +378,9 @@ fn a_hostile_plug_fails_clearly_and_leaves_the_file_as_it_was() {
         ("huge", "answered a file of 6291456 bytes"),
         ("malformed", "answered text that is not JSON"),
         ("nul", "holding a NUL byte"),
-        ("notices", "more than 64 lines"),
+        ("notices", "apply with 10000 lines (at most 64)"),
+        ("escape", "a line that holds a control character or a line break"),
+        ("forged", "a line that is a malformed AGMSG-DIRECTIVE"),
         ("trap", "hostile plug: trap"),
         ("loop", "apply"),
         ("hog", "apply"),
@@ -416,4 +419,136 @@ fn a_plug_overrides_what_it_overrides_and_the_rest_is_agmsgs_default() {
     let run = h.env.run(&["delivery", "status", "claude-code", project.to_str().unwrap()]);
     assert_eq!(run.code, 1);
     assert!(run.stderr.contains("hostile plug: status trap"), "{run:#?}");
+}
+
+/// agmsg's `scripts/delivery.sh` as far as a type's `_delivery.sh` sees it (agmsg 1.2.1, reference §4):
+/// the Template Method's defaults defined, the plug sourced from inside a function, and the functions
+/// called with agmsg's argv in `set`'s order, under `set -euo pipefail`. The defaults that touch
+/// processes print what they would do.
+const DELIVERY_SH: &str = r#"set -euo pipefail
+SKILL_DIR="$1"; PLUG="$2"; ACTION="$3"; shift 3
+agmsg_delivery_apply() { echo "agmsg's default apply ran" >&2; return 1; }
+agmsg_delivery_status() { echo "agmsg's default status ran"; }
+agmsg_delivery_on_enable() { :; }
+agmsg_delivery_on_disable() { echo "agmsg's on_disable: stop the watchers of $2 $1"; }
+agmsg_delivery_stop_directive() { printf '\nAGMSG-DIRECTIVE: agmsg default stop directive\n'; }
+agmsg_delivery_runtime_status() { echo "watch processes: 0 alive, 0 stale pidfiles"; }
+agmsg_delivery_load_plug() { . "$PLUG"; }
+do_set() {
+  local MODE="$1" TYPE="$2" PROJECT="$3"
+  agmsg_delivery_load_plug "$TYPE"
+  agmsg_delivery_apply "$TYPE" "$PROJECT" "$MODE"
+  echo "Delivery mode set to '$MODE' for $PROJECT ($TYPE)"
+  case "$MODE" in
+    monitor|both) agmsg_delivery_on_enable "$MODE" "$TYPE" "$PROJECT" ;;
+    turn) echo "Future sessions: Stop hook will check inbox between turns."; agmsg_delivery_stop_directive ;;
+    off) echo "Future sessions: no automatic delivery."; agmsg_delivery_on_disable "$TYPE" "$PROJECT"; agmsg_delivery_stop_directive ;;
+  esac
+}
+do_status() { agmsg_delivery_load_plug "$1"; agmsg_delivery_status "$1" "$2"; agmsg_delivery_runtime_status "$1" "$2"; }
+case "$ACTION" in set) do_set "$@" ;; status) do_status "$@" ;; esac
+"#;
+
+/// `agmsg-host shim types <type>` sourced by agmsg's delivery engine in a fresh home (no
+/// AGMSG_SKILL_DIR: the shim passes delivery.sh's own SKILL_DIR on): every mode of every type writes
+/// byte for byte the file `agmsg-host delivery set` writes, `status` through the shim prints what
+/// `delivery status` prints, the side effects the type does not override are agmsg's own defaults (with
+/// agmsg's argv), and a refused apply stops agmsg's `set` with the file as it was.
+#[test]
+fn agmsgs_delivery_engine_through_the_shim_writes_what_delivery_set_writes() {
+    let env = Env::new();
+    let skill = env.dir.path().join("opt/agmsg");
+    let skill = skill.to_str().unwrap();
+    let engine = env.dir.path().join("delivery.sh");
+    fs::write(&engine, DELIVERY_SH).unwrap();
+    let project = env.dir.path().join("proj o'brien");
+    let p = project.to_str().unwrap();
+    let host = |args: &[&str]| -> Run { env.cmd().env("AGMSG_SKILL_DIR", skill).args(args).output().unwrap().into() };
+    let cases: &[(&str, &str, &[&str])] = &[
+        ("claude-code", ".claude/settings.local.json", &["monitor", "turn", "both", "off"]),
+        ("codex", ".codex/hooks.json", &["monitor", "turn", "off"]),
+        ("cursor", ".cursor/rules/agmsg.mdc", &["turn", "off"]),
+        ("copilot", ".github/hooks/agmsg.json", &["turn", "off"]),
+        ("gemini", ".agent/rules/agmsg.md", &["turn", "off"]),
+        ("opencode", ".opencode/rules/agmsg.md", &["monitor", "turn", "off"]),
+        ("grok-build", ".grok/rules/agmsg.md", &["turn", "monitor", "off"]),
+    ];
+    for (t, rel, modes) in cases {
+        let shim = env.dir.path().join(format!("{t}_delivery.sh"));
+        let written = env.run(&["shim", "types", t, "--output", shim.to_str().unwrap()]);
+        assert_eq!(written.code, 0, "{written:#?}");
+        let engine_run = |args: &[&str]| -> Run { env.program("bash").arg(&engine).arg(skill).arg(&shim).args(args).output().unwrap().into() };
+        // The user's settings file where the type's file is JSON, else no file.
+        let start = |_: ()| {
+            let _ = fs::remove_dir_all(&project);
+            fs::create_dir_all(project.join(rel).parent().unwrap()).unwrap();
+            if rel.ends_with(".json") {
+                fs::write(project.join(rel), USER).unwrap();
+            }
+        };
+        for mode in modes.iter() {
+            start(());
+            let through_shim = engine_run(&["set", mode, t, p]);
+            assert_eq!(through_shim.code, 0, "{t} {mode}: {through_shim:#?}");
+            let shim_file = fs::read(project.join(rel)).ok();
+            let shim_status = engine_run(&["status", t, p]);
+            start(());
+            host(&["delivery", "set", mode, t, p]).ok();
+            let golden = fs::read(project.join(rel)).ok();
+            assert!(shim_file == golden, "{t} {mode}: through the shim {:?}, delivery set {:?}", shim_file.map(String::from_utf8), golden.map(String::from_utf8));
+            if *mode != "off" {
+                assert!(shim_file.as_ref().is_some_and(|f| String::from_utf8_lossy(f).contains(&format!("{skill}/scripts/"))), "{t} {mode}: names agmsg's scripts");
+            }
+            let status = host(&["delivery", "status", t, p]);
+            assert_eq!(shim_status.stdout, format!("{}watch processes: 0 alive, 0 stale pidfiles\n", status.ok().stdout), "{t} {mode}: status agrees");
+            // What agmsg prints: its own lines, and for the side effects the type's or agmsg's default.
+            let lines = through_shim.lines();
+            assert_eq!(lines.iter().filter(|l| l.starts_with("Delivery mode set to ")).count(), 1, "{through_shim:#?}");
+            match *mode {
+                "turn" if *t == "grok-build" => assert!(through_shim.stdout.contains("kill_command_or_subagent"), "{through_shim:#?}"),
+                "turn" => assert!(through_shim.stdout.contains("AGMSG-DIRECTIVE: agmsg default stop directive"), "{through_shim:#?}"),
+                "off" => assert!(through_shim.stdout.contains(&format!("agmsg's on_disable: stop the watchers of {p} {t}")), "{through_shim:#?}"),
+                _ => {}
+            }
+        }
+    }
+    // A mode the type refuses: agmsg-host's apply exits 1, agmsg's set stops there, the file as it was.
+    let shim = env.dir.path().join("cursor_delivery.sh");
+    let _ = fs::remove_dir_all(&project);
+    fs::create_dir(&project).unwrap();
+    let refused = env.program("bash").arg(&engine).arg(skill).arg(&shim).args(["set", "monitor", "cursor", p]).output().unwrap();
+    let refused = Run::from(refused);
+    assert_ne!(refused.code, 0, "{refused:#?}");
+    assert!(refused.stderr.contains("'monitor' mode is not supported for cursor"), "{refused:#?}");
+    assert!(!refused.stdout.contains("Delivery mode set"), "{refused:#?}");
+    assert!(!project.join(".cursor").exists());
+    // An unknown type: no file.
+    let unknown = env.run(&["shim", "types", "nosuch"]);
+    assert_eq!(unknown.code, 1, "{unknown:#?}");
+}
+
+/// A type on disk whose `_delivery.sh` is agmsg-host's shim is not a shell plug: agmsg-host answers for
+/// it. The same file changed by a byte is a shell plug again, and refused as one.
+#[test]
+fn agmsg_hosts_own_shim_is_no_shell_plug() {
+    let env = Env::new();
+    let skill = env.dir.path().join("skill");
+    let dir = skill.join("scripts/drivers/types/mytype");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join("type.conf"), "name=mytype\nhooks_file=.mytype/hooks.json\ndelivery_modes=turn off\n").unwrap();
+    let env = env.env("AGMSG_SKILL_DIR", skill.to_str().unwrap());
+    let written = env.run(&["shim", "types", "mytype", "--output", dir.join("_delivery.sh").to_str().unwrap()]);
+    assert_eq!(written.code, 0, "{written:#?}");
+    let project = env.dir.path().join("p");
+    fs::create_dir(&project).unwrap();
+    let p = project.to_str().unwrap();
+    env.run(&["delivery", "set", "turn", "mytype", p]).ok();
+    assert!(fs::read_to_string(project.join(".mytype/hooks.json")).unwrap().contains("check-inbox.sh"));
+    let text = fs::read_to_string(dir.join("_delivery.sh")).unwrap();
+    fs::write(dir.join("_delivery.sh"), text.replace("_agmsg_host apply \"$@\"", "_agmsg_host apply \"$@\" ")).unwrap();
+    let run = env.run(&["delivery", "set", "off", "mytype", p]);
+    assert_eq!(run.code, 1, "{run:#?}");
+    assert!(run.stderr.contains("agmsg-host never runs shell plugs"), "{run:#?}");
+    let shim = env.run(&["shim", "types", "mytype"]);
+    assert_eq!(shim.code, 1, "a shell plug with no component to answer: {shim:#?}");
 }

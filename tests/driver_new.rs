@@ -1,5 +1,5 @@
 //! `agmsg-host driver new`: what it generates builds with `cargo build --release --target wasm32-wasip2`
-//! and passes `driver test` as generated, for both axes.
+//! and passes `driver test` as generated, for every axis.
 
 mod common;
 
@@ -35,6 +35,26 @@ fn generated_drivers_build_and_pass_the_contract_suite() {
     let run = env.run(&["terminal", "--driver", "scaffold-term", "describe"]);
     assert_eq!(run.code, 0, "{run:?}");
     assert!(run.stdout.contains("name=scaffold-term"), "{run:?}");
+}
+
+#[test]
+fn a_generated_delivery_plug_builds_and_passes_the_types_suite() {
+    let env = Env::new();
+    let project = env.dir.path().join("projects").join("scaffold-plug");
+    let run = env.run(&["driver", "new", "types", "scaffold-plug", "--path", project.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let wasm = build(&project, "scaffold_plug");
+    // The project is its plug package once the component is beside its agmsg-driver.toml.
+    std::fs::copy(&wasm, project.join("driver.wasm")).unwrap();
+    let run = env.run(&["driver", "test", project.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(run.stdout.ends_with("5 of 5 rules passed\n"), "{run:?}");
+    // Tried on a project as a type's plug: it overrides nothing, so agmsg's default JSON hooks.
+    let target = env.dir.path().join("app");
+    std::fs::create_dir(&target).unwrap();
+    let run = env.run(&["--driver", project.join("driver.wasm").to_str().unwrap(), "delivery", "set", "turn", "claude-code", target.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(std::fs::read_to_string(target.join(".claude/settings.local.json")).unwrap().contains("check-inbox.sh"));
 }
 
 #[test]

@@ -1,5 +1,5 @@
-//! `agmsg-host driver test`: the contract suite, as a driver author runs it. Every bundled driver
-//! passes; a broken driver fails with the rules it breaks named and their reasons.
+//! `agmsg-host driver test`: the contract suite, as a driver author runs it. Every bundled driver, agent
+//! type and delivery plug passes; a broken one fails with the rules it breaks named and their reasons.
 
 mod common;
 
@@ -55,4 +55,67 @@ fn a_broken_driver_fails_with_the_rules_named() {
 
     let unknown = env.run(&["driver", "test", "nosuch"]);
     assert_eq!(unknown.code, 2, "{unknown:?}");
+}
+
+/// The rules a types-suite run reported as failing.
+fn failing(run: &common::Run) -> Vec<String> {
+    run.lines().iter().filter_map(|l| l.strip_prefix("FAIL  ")).map(|l| l.split_whitespace().next().unwrap().to_owned()).collect()
+}
+
+#[test]
+fn every_bundled_type_and_plug_passes_the_types_suite() {
+    let env = Env::new();
+    let types = ["agmsg-app", "antigravity", "claude-code", "codex", "copilot", "cursor", "gemini", "grok-build", "hermes", "opencode"];
+    for t in types {
+        // cursor's plug is a bundled component: its rules run too.
+        let total = if t == "cursor" { 10 } else { 5 };
+        let run = env.run(&["driver", "test", t]);
+        assert_eq!(run.code, 0, "{t}: {run:?}");
+        assert!(run.stdout.starts_with(&format!("types contract suite against '{t}'")), "{run:?}");
+        assert!(run.stdout.ends_with(&format!("{total} of {total} rules passed\n")), "{t}: {run:?}");
+        assert_eq!(run.stdout.contains("PASS  enable_then_disable_keeps_the_users_bytes"), t == "cursor", "{run:?}");
+    }
+}
+
+#[test]
+fn the_hostile_plug_and_a_broken_type_fail_the_types_suite_by_rule() {
+    let env = Env::new();
+    // The hostile plug as a package: it overwrites the user's settings and overrides no status.
+    let pkg = env.dir.path().join("hostile-pkg");
+    std::fs::create_dir(&pkg).unwrap();
+    std::fs::copy(fixture("hostile-plug"), pkg.join("driver.wasm")).unwrap();
+    std::fs::write(pkg.join("agmsg-driver.toml"), "name = \"hostile\"\naxis = \"types\"\nversion = \"0.1.0\"\napi = \"1.0.0\"\n[capabilities]\n").unwrap();
+    let run = env.run(&["driver", "test", pkg.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(failing(&run), ["status_reports_the_applied_mode", "enable_then_disable_keeps_the_users_bytes"], "{run:?}");
+    assert!(run.stdout.contains(r#"a file without agmsg's entries became "{\"hostile\":true}""#), "the reason is given: {run:?}");
+    assert!(run.stdout.ends_with("3 of 5 rules passed\n"), "{run:?}");
+
+    // A type directory breaking every manifest rule, each failure saying why.
+    let dir = env.dir.path().join("broken");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(
+        dir.join("type.conf"),
+        "name=broken\ntemplate=../template.md\ncli=broken\nmonitr=no\ndelivery_modes=turn sometimes\ndetect=explicit BROKEN\ndetect_proc=*sh\nhooks_file=/etc/agmsg.json\n",
+    )
+    .unwrap();
+    let run = env.run(&["driver", "test", dir.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(
+        failing(&run),
+        ["manifest_keys_are_agmsgs", "template_paths_are_guarded", "delivery_modes_are_agmsgs", "detection_keys_are_well_formed", "hooks_file_stays_in_the_project"],
+        "{run:?}"
+    );
+    for reason in ["agmsg reads no key 'monitr'", "must be relative, without '..'", "\"sometimes\"", "matches \"bash\"", "Invalid hooks_file for broken"] {
+        assert!(run.stdout.contains(reason), "{reason}: {run:?}");
+    }
+    // Fixed, with its template present, it passes; a template that is a link does not.
+    std::fs::write(dir.join("type.conf"), "name=broken\ntemplate=template.md\ncli=broken\ndelivery_modes=turn off\ndetect_proc=broken broken-*\nhooks_file=.broken/hooks.json\n").unwrap();
+    std::fs::write(dir.join("template.md"), "/__SKILL_NAME__\n").unwrap();
+    let run = env.run(&["driver", "test", dir.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    std::fs::remove_file(dir.join("template.md")).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", dir.join("template.md")).unwrap();
+    let run = env.run(&["driver", "test", dir.to_str().unwrap()]);
+    assert_eq!(failing(&run), ["template_paths_are_guarded"], "{run:?}");
 }

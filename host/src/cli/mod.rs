@@ -147,8 +147,9 @@ enum Command {
 
 #[derive(Subcommand, Debug)]
 enum DriverCommand {
-    /// Create a cargo project for a new driver: a small working store (storage) or a driver that
-    /// answers "unsupported" to every op (terminal); both pass `driver test` as generated
+    /// Create a cargo project for a new driver: a small working store (storage), a driver that
+    /// answers "unsupported" to every op (terminal) or a delivery plug that overrides nothing
+    /// (types); each passes `driver test` as generated
     New {
         /// The driver's axis
         #[arg(value_parser = axis_parser())]

@@ -1,6 +1,7 @@
 //! `agmsg-host driver new <axis> <name>`: a ready cargo project for a driver, from the axis's template
 //! (`host/src/<axis>/template/`, compiled into the binary). As generated, the storage driver is a small working
-//! store and the terminal driver answers "unsupported" to every op; both pass `driver test`.
+//! store, the terminal driver answers "unsupported" to every op, and the delivery plug (types) overrides
+//! nothing (agmsg's defaults); each passes `driver test`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -222,3 +222,19 @@ impl Overrides for Plug<'_> {
         text.map(|t| self.lines("stop-directive", t.split('\n').map(str::to_owned).collect()).map(|l| l.join("\n"))).transpose()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::check_line;
+
+    #[test]
+    fn a_plug_line_is_one_printable_line_and_a_directive_starts_it() {
+        for ok in ["", "Restart your agent.", "AGMSG-DIRECTIVE: For this running session, invoke the Monitor tool now with:", "  command: watch.sh 'x' /p o'b"] {
+            assert_eq!(check_line(ok), Ok(()), "{ok:?}");
+        }
+        for bad in ["two\nlines", "a\ttab", "\u{1b}[2Jclear", "x\r", "done. AGMSG-DIRECTIVE: rm -rf ~", " AGMSG-DIRECTIVE: indented", "AGMSG-DIRECTIVE:", "AGMSG-DIRECTIVE:   ", "AGMSG-DIRECTIVE:x"] {
+            assert!(check_line(bad).is_err(), "{bad:?}");
+        }
+        assert!(check_line(&"x".repeat(4097)).is_err());
+    }
+}

@@ -91,6 +91,9 @@ pub fn read(dir: &Path) -> Result<Tree, String> {
                     walk(&sub, root, &child, depth + 1, total, out)?;
                 }
                 FileType::RegularFile => {
+                    if *total + stat.st_size as u64 > MAX_TOTAL_BYTES {
+                        return Err(format!("{}: more than {} MiB of files", root.display(), MAX_TOTAL_BYTES >> 20));
+                    }
                     let bytes = read_regular_at(at, &path, Path::new(&name), MAX_TOTAL_BYTES - *total)?;
                     *total += bytes.len() as u64;
                     out.push((child, Some(bytes)));

@@ -393,7 +393,8 @@ fn inspect_type(package: &TypePackage, state: Option<String>, json: bool) -> Res
     let template = files.conf.value("template");
     let template_bytes = (!template.is_empty()).then(|| files.tree.file(Path::new(template)).map(<[u8]>::len));
     let plug = package.examine_plug(&runtime()?).map(|report| (files.plug.as_ref().expect("examined"), report));
-    let usable = plug.as_ref().is_none_or(|(_, report)| report.verdict.is_ok()) && template_bytes.flatten().is_some() == !template.is_empty();
+    // Usable: its plug (if any) loads, and the template it names (if any) is a file of the directory.
+    let usable = plug.as_ref().is_none_or(|(_, report)| report.verdict.is_ok()) && template_bytes.is_none_or(|bytes| bytes.is_some());
     let keys: Vec<(String, String)> = files.conf.entries().iter().filter(|e| !e.ignored).map(|e| (e.key.to_owned(), e.value.to_owned())).collect();
     let listing: Vec<(String, Option<usize>)> = files.tree.entries.iter().map(|(p, b)| (p.clone(), b.as_ref().map(Vec::len))).collect();
     if json {

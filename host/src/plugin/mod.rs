@@ -1,6 +1,7 @@
-//! Third-party drivers ("plugins"): a component plus its manifest (`agmsg-driver.toml`), found under
-//! agmsg's plugin directories, run only once the user trusts them, with what they declared AND the
-//! user granted.
+//! Third-party drivers ("plugins"): a component plus its manifest (`agmsg-driver.toml`), or an agent
+//! type's directory (`type.conf`, its template, optionally a plug component), found under agmsg's
+//! plugin directories, run (or, for a type, seen) only once the user trusts them, with what they
+//! declared AND the user granted (a type: nothing).
 //!
 //! - [`manifest`]: the manifest format (identity, contract version, requested capabilities).
 //! - [`registry`]: discovery in agmsg's base order, and which candidate runs.

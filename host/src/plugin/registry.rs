@@ -2,7 +2,7 @@
 //!
 //! Bases, in order: bundled drivers (always trusted), `$AGMSG_HOME/plugins`, then each `:`-separated
 //! entry of `AGMSG_PLUGIN_DIRS`. Under a base, a plugin is the directory `<axis>/<name>/` holding
-//! `agmsg-driver.toml`. Among candidates that may run (bundled or trusted), the later base wins, so a
+//! `agmsg-driver.toml`, or on the types axis `type.conf` (an agent type). Among candidates that may run (bundled or trusted), the later base wins, so a
 //! trusted plugin may shadow a bundled driver; an untrusted one is ignored with a warning that prints
 //! the exact command that trusts it.
 

@@ -522,6 +522,15 @@ fn agmsgs_delivery_engine_through_the_shim_writes_what_delivery_set_writes() {
     assert!(refused.stderr.contains("'monitor' mode is not supported for cursor"), "{refused:#?}");
     assert!(!refused.stdout.contains("Delivery mode set"), "{refused:#?}");
     assert!(!project.join(".cursor").exists());
+    // Sourced twice in one shell, the default kept is still agmsg's.
+    let twice = env
+        .program("bash")
+        .arg("-c")
+        .arg(r#"set -euo pipefail; agmsg_delivery_on_disable() { echo "agmsg's on_disable $1 $2"; }; . "$1"; . "$1"; SKILL_DIR="$2" agmsg_delivery_on_disable cursor "$3""#)
+        .args(["bash", shim.to_str().unwrap(), skill, p])
+        .output()
+        .unwrap();
+    assert_eq!(Run::from(twice).stdout, format!("agmsg's on_disable cursor {p}\n"));
     // An unknown type: no file.
     let unknown = env.run(&["shim", "types", "nosuch"]);
     assert_eq!(unknown.code, 1, "{unknown:#?}");

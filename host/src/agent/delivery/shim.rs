@@ -98,10 +98,12 @@ pub fn replaces(t: &AgentType) -> Result<Vec<String>, String> {
 
 /// The functions, the same in every shim.
 const FUNCTIONS: &str = r#"# agmsg's own default of a side-effect function (defined by delivery.sh before it sources this
-# file), kept as _agmsg_host_default_<fn> before this file replaces it.
+# file), kept as _agmsg_host_default_<fn> before this file replaces it; sourced again, this file's own
+# function is no default (it would call itself).
 _agmsg_host_keep_default() {
     local _agmsg_host_body
     _agmsg_host_body=$(declare -f "agmsg_delivery_$1") || return 0
+    case "$_agmsg_host_body" in *_agmsg_host_or_default*) return 0 ;; esac
     eval "_agmsg_host_default_$1 () ${_agmsg_host_body#*\)}"
 }
 _agmsg_host_keep_default on_enable

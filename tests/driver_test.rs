@@ -90,6 +90,10 @@ fn the_hostile_plug_and_a_broken_type_fail_the_types_suite_by_rule() {
     assert_eq!(failing(&run), ["status_reports_the_applied_mode", "enable_then_disable_keeps_the_users_bytes"], "{run:?}");
     assert!(run.stdout.contains(r#"a file without agmsg's entries became "{\"hostile\":true}""#), "the reason is given: {run:?}");
     assert!(run.stdout.ends_with("3 of 5 rules passed\n"), "{run:?}");
+    // The component file alone is a plug too (it exports agmsg:agent/driver): the same rules.
+    let run = env.run(&["driver", "test", pkg.join("driver.wasm").to_str().unwrap()]);
+    assert!(run.stdout.starts_with("types contract suite against "), "{run:?}");
+    assert_eq!(failing(&run), ["status_reports_the_applied_mode", "enable_then_disable_keeps_the_users_bytes"], "{run:?}");
 
     // A type directory breaking every manifest rule, each failure saying why.
     let dir = env.dir.path().join("broken");

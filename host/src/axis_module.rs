@@ -43,3 +43,46 @@ pub trait AxisModule: Sync {
 pub fn absolute(path: &std::path::Path) -> Result<String, String> {
     std::path::absolute(path).map(|p| p.display().to_string()).map_err(|e| format!("{}: {e}", path.display()))
 }
+
+/// The axis a component is a driver of: the one whose driver interface (`<package>/driver@<version>`)
+/// it exports, read from the component's own export section without compiling it. `None` for bytes
+/// that are no component, or export no axis's driver interface.
+pub fn component_axis(wasm: &[u8]) -> Option<crate::axis::Axis> {
+    let mut exports = Vec::new();
+    // Nested modules and components come inline between their section and their `End`: only the
+    // outermost component's exports count.
+    let mut depth = 0usize;
+    for payload in wasmparser::Parser::new(0).parse_all(wasm) {
+        match payload.ok()? {
+            wasmparser::Payload::ModuleSection { .. } | wasmparser::Payload::ComponentSection { .. } => depth += 1,
+            wasmparser::Payload::End(_) => depth = depth.saturating_sub(1),
+            wasmparser::Payload::ComponentExportSection(reader) if depth == 0 => {
+                for export in reader {
+                    exports.push(export.ok()?.name.name.to_owned());
+                }
+            }
+            _ => {}
+        }
+    }
+    crate::axis::Axis::ALL.into_iter().find(|axis| {
+        let driver = format!("{}/{}@", axis.package(), axis.contract_interfaces().exported);
+        exports.iter().any(|name| name.starts_with(&driver))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::component_axis;
+    use crate::axis::Axis;
+
+    #[test]
+    fn a_component_names_its_axis_by_the_driver_interface_it_exports() {
+        for axis in Axis::ALL {
+            for driver in crate::bundled::of(axis) {
+                assert_eq!(component_axis(driver.wasm), Some(axis), "{}", driver.name);
+            }
+        }
+        assert_eq!(component_axis(b"not a component"), None);
+        assert_eq!(component_axis(&wat::parse_str("(module)").unwrap()), None, "a core module exports no interface");
+    }
+}

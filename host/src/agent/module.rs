@@ -1,6 +1,7 @@
 //! The types axis's descriptor for the host's shared commands (see [`crate::axis_module`]): its
-//! contract suite (`suite.rs`: the manifest rules for a type, the plug rules for a delivery plug), its
-//! bundled plugs and its `driver new` template.
+//! contract suite (`suite.rs`: the manifest rules for a type, the plug rules for a delivery plug: a
+//! type's, a package directory's or a component file's), its bundled plugs and its `driver new`
+//! template.
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -45,6 +46,18 @@ fn plug_package(dir: &Path) -> Result<Option<(String, PathBuf)>, String> {
     Ok(Some((manifest.name, PathBuf::from(absolute(&component)?))))
 }
 
+/// A delivery plug component file: a type name made from its file name, and its sha256.
+fn plug_file(reference: &str) -> Option<(String, String)> {
+    let path = Path::new(reference);
+    let wasm = crate::plugin::read_file(path, crate::plugin::MAX_COMPONENT_BYTES).ok()?;
+    if crate::axis_module::component_axis(&wasm) != Some(Axis::Types) {
+        return None;
+    }
+    let stem = path.file_stem()?.to_string_lossy();
+    let name: String = stem.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' }).collect();
+    Some((name, sha256_hex(&wasm)))
+}
+
 /// How the suite names a type of the registry ([`TYPE_VAR`]).
 fn type_var(t: &super::AgentType) -> String {
     match &t.origin {
@@ -68,16 +81,22 @@ impl AxisModule for AgentModule {
         if let Some(dir) = dir_reference(reference) {
             return dir.join(TYPE_CONF).is_file() || plug_package(dir).is_ok_and(|p| p.is_some());
         }
-        !crate::storage::source::is_file_reference(reference)
-            && (Registry::from_env().get(reference).is_some() || super::delivery::component::source_named(reference).is_ok())
+        if crate::storage::source::is_file_reference(reference) {
+            return plug_file(reference).is_some();
+        }
+        Registry::from_env().get(reference).is_some() || super::delivery::component::source_named(reference).is_ok()
     }
 
     /// A type's manifest rules, and the plug rules for the plug component that answers for it (its own,
     /// or the one its directory ships); a plug package alone: the plug rules, for the type of its name
-    /// (one the user has, else a made-up one with a JSON hooks file).
+    /// (one the user has, else a made-up one with a JSON hooks file); a plug component file: the plug
+    /// rules, for a made-up type named after the file.
     fn suite(&self, reference: &str) -> Result<Suite, String> {
         let registry = Registry::from_env();
-        let (type_ref, plug): (String, Option<(String, String)>) = if let Some(dir) = dir_reference(reference) {
+        let (type_ref, plug): (String, Option<(String, String)>) = if crate::storage::source::is_file_reference(reference) && dir_reference(reference).is_none() {
+            let (name, sha256) = plug_file(reference).ok_or_else(|| format!("{reference} is not a delivery plug component (it exports no agmsg:agent/driver)"))?;
+            (format!("new:{name}"), Some((absolute(Path::new(reference))?, sha256)))
+        } else if let Some(dir) = dir_reference(reference) {
             let dir = PathBuf::from(absolute(dir)?);
             let package = plug_package(&dir)?;
             let plug = match &package {
@@ -109,10 +128,7 @@ impl AxisModule for AgentModule {
                 None => super::bundled::get(&type_ref["bundled:".len()..]).map(|t| sha256_hex(t.conf.as_bytes())).unwrap_or_default(),
             },
         };
-        let driver = match dir_reference(reference) {
-            Some(dir) => absolute(dir)?,
-            None => reference.to_owned(),
-        };
+        let driver = if crate::storage::source::is_file_reference(reference) { absolute(Path::new(reference))? } else { reference.to_owned() };
         let env = vec![(TYPE_VAR.to_owned(), type_ref), (PLUG_VAR.to_owned(), plug.map(|(p, _)| p).unwrap_or_default())];
         Ok(Suite { rules, driver, sha256, env })
     }

@@ -164,8 +164,9 @@ enum DriverCommand {
         sdk: Option<PathBuf>,
     },
     /// Run the contract suite the bundled drivers pass against a driver: a bundled name, a storage
-    /// .wasm component, a terminal driver directory, an agent type (a name or a directory with
-    /// type.conf) or a delivery plug package directory; one line per rule, exit 1 if any fails
+    /// .wasm component or a delivery plug's, a terminal driver directory, an agent type (a name or a
+    /// directory with type.conf) or a delivery plug package directory; one line per rule, exit 1 if
+    /// any fails
     Test { driver: String },
 }
 

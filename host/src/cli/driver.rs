@@ -4,7 +4,8 @@
 //! with `terminal.conf` and `driver.wasm`, or an installed plugin: the terminal rules that need no
 //! terminal, and for a driver granted `tmux` the pane rules, against a private tmux server. On the
 //! types axis, an agent type (a name, or a directory with `type.conf`): its manifest rules, and the plug
-//! rules for its delivery plug component; a plug package directory: the plug rules.
+//! rules for its delivery plug component; a plug package directory or a plug's `.wasm`: the plug rules.
+//! A component file names its own axis: the one whose driver interface it exports.
 //!
 //! The rules are each axis's (`host/src/<axis>/suite.rs`), the same ones `tests/storage_contract.rs` and
 //! `tests/terminal_contract.rs` run: each drives this very binary against the driver in a fresh

@@ -702,3 +702,26 @@ impl Drop for Importer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::channel;
+
+    #[test]
+    fn channels_are_plain_short_names_one_per_partition_and_team() {
+        let long = "t".repeat(500);
+        let teams = ["dev", "Dev", "we\"ird; LISTEN x", long.as_str(), "ü"];
+        let mut seen = std::collections::HashSet::new();
+        for part in ["", "ns:dev"] {
+            for team in teams {
+                let c = channel(part, team);
+                assert!(c.len() <= 63 && c.starts_with("agmsg_"), "{c}");
+                assert!(c.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'), "{c}");
+                assert_eq!(c, channel(part, team), "stable");
+                assert!(seen.insert(c), "distinct for {part:?}/{team:?}");
+            }
+        }
+        // The separator keeps (part, team) pairs apart that would concatenate alike.
+        assert_ne!(channel("a", "bc"), channel("ab", "c"));
+    }
+}

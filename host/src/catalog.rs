@@ -9,7 +9,6 @@ use std::path::PathBuf;
 use crate::axis::Axis;
 use crate::bundled;
 use crate::plugin::registry;
-use crate::plugin::shell_word;
 
 /// Where a listed driver comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,7 +76,7 @@ pub fn entries(axis: Axis) -> Result<Vec<Entry>, String> {
     for (name, candidates) in by_name {
         let several = candidates.len() > 1;
         for candidate in candidates.iter().filter(|c| c.problem().is_some() && c.only_untrusted()) {
-            let path = if several { format!(" --path {}", shell_word(&candidate.dir.to_string_lossy())) } else { String::new() };
+            let path = if several { format!(" --path {}", crate::shell::word(&candidate.dir.to_string_lossy())) } else { String::new() };
             untrusted.push(Entry {
                 name: name.clone(),
                 origin: Origin::Untrusted {

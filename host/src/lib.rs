@@ -12,8 +12,9 @@
 //! - [`plugin`] finds third-party drivers, reads their manifests, keeps the user's trust and grants, and
 //!   installs them; [`catalog`] is what `<axis> list` shows; [`capabilities`] is the vocabulary of what a
 //!   driver may touch, shared by manifests, trust and the sandbox.
-//! - [`display`] is the one rule for printing text a driver or a manifest supplied; [`log`] the host's
-//!   log; [`bundled`] the drivers built into the binary; [`semver`] version text and compatibility.
+//! - [`display`] is the one rule for printing text a driver or a manifest supplied; [`shell`] the one
+//!   way text is written into a shell command; [`log`] the host's log; [`bundled`] the drivers built
+//!   into the binary; [`semver`] version text and compatibility.
 
 pub mod agent;
 pub mod axis;
@@ -26,6 +27,7 @@ pub mod log;
 pub mod plugin;
 pub mod runtime;
 pub mod semver;
+pub mod shell;
 pub mod spawn;
 pub mod storage;
 pub mod terminal;

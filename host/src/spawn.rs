@@ -192,6 +192,6 @@ impl BootFile {
 /// joined into a shell command line, else `/tmp`.
 fn shell_safe_temp_dir() -> PathBuf {
     let dir = std::env::temp_dir();
-    let plain = dir.is_absolute() && dir.to_str().is_some_and(|s| s.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+,@%=:".contains(&b)));
+    let plain = dir.is_absolute() && dir.to_str().is_some_and(crate::shell::is_plain);
     if plain { dir } else { PathBuf::from("/tmp") }
 }

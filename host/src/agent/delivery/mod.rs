@@ -120,9 +120,7 @@ impl Context {
 }
 
 /// agmsg's `agmsg_shq`: one shell word in single quotes, each `'` as `'\''`.
-pub fn shq(value: &str) -> String {
-    format!("'{}'", value.replace('\'', r"'\''"))
-}
+pub use crate::shell::quote as shq;
 
 /// bash's `printf %q` for text without control characters (a project path is refused earlier if it
 /// has any): `''` when empty, else each character the shell would read as syntax backslash-escaped.

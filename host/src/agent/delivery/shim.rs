@@ -25,13 +25,9 @@
 //! [`is_shim`] recognises it (exactly the text [`text`] writes for the program and type it names).
 
 use super::Behaviour;
+use crate::shell::quote;
 use crate::agent::plug::Function;
 use crate::agent::registry::AgentType;
-
-/// Single-quote for bash (`'`, with each `'` as `'\''`).
-fn quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
 
 /// The text [`quote`] made of a value, if `quoted` is exactly that.
 fn unquote(quoted: &str) -> Option<String> {
@@ -41,8 +37,11 @@ fn unquote(quoted: &str) -> Option<String> {
 
 /// The `_delivery.sh` for type `agent_type`, running the agmsg-host at `bin`.
 pub fn text(agent_type: &str, bin: &str) -> String {
+    // A comment ends at a line break: the name is shown there as one line (type names are plain
+    // anyway), and only the quoted assignment below carries it as it is.
+    let shown = crate::display::line(agent_type);
     format!(
-        "# agmsg delivery plug for type '{agent_type}', written by `agmsg-host shim types {agent_type}`.\n\
+        "# agmsg delivery plug for type '{shown}', written by `agmsg-host shim types {shown}`.\n\
          # agmsg's delivery engine sources it as the type's _delivery.sh; each agmsg_delivery_* function\n\
          # forwards to agmsg-host (same argv, output and exit status), whose answer for the type (its\n\
          # sandboxed delivery plug component, else agmsg-host's own behaviour) writes the delivery file.\n\
@@ -171,5 +170,14 @@ mod tests {
         assert!(!is_shim("agmsg_delivery_apply() { :; }\n"));
         assert_eq!(unquote(r"'a'\''b'").as_deref(), Some("a'b"));
         assert_eq!(unquote("'a'b'"), None);
+
+        // Sourced by bash, a line break in the type's name runs nothing.
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("ran");
+        let file = dir.path().join("_delivery.sh");
+        std::fs::write(&file, text(&format!("t\ntouch {}\n#", marker.display()), "/bin/false")).unwrap();
+        let sourced = std::process::Command::new("bash").arg("-c").arg("source \"$1\"").arg("bash").arg(&file).status().unwrap();
+        assert!(sourced.success());
+        assert!(!marker.exists(), "the type name's second line ran");
     }
 }

@@ -30,13 +30,19 @@ pub const MAX_TEXT_BYTES: u64 = 4 << 20;
 /// names the file.
 pub fn read_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>, String> {
     use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    read_opened(file, path, max_bytes)
+}
+
+/// The rest of [`read_file`] for a file already opened (without blocking) as `path`: only a regular
+/// file, and at most `max_bytes`.
+pub fn read_opened(file: std::fs::File, path: &Path, max_bytes: u64) -> Result<Vec<u8>, String> {
     let fail = |why: String| format!("cannot read {}: {why}", path.display());
-    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(|e| fail(e.to_string()))?;
     let meta = file.metadata().map_err(|e| fail(e.to_string()))?;
     if !meta.is_file() {
         return Err(fail("not a regular file".into()));
     }
-    let too_large = || fail(format!("larger than {} MiB", max_bytes >> 20));
+    let too_large = || fail(format!("larger than {}", size_text(max_bytes)));
     if meta.len() > max_bytes {
         return Err(too_large());
     }
@@ -48,17 +54,21 @@ pub fn read_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
+/// A size limit for people: whole MiB or KiB where it is one, else bytes.
+pub fn size_text(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} bytes"),
+    }
+}
+
 /// A component's or a manifest's identity, as trust pins it.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// `s` as one shell word: as is when it is plain, else single-quoted (for commands users paste).
-pub fn shell_word(s: &str) -> String {
-    let plain = !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+:,=@%".contains(&b));
-    if plain { s.to_owned() } else { format!("'{}'", s.replace('\'', r"'\''")) }
-}
 
 #[cfg(test)]
 mod tests {
@@ -70,17 +80,13 @@ mod tests {
         let file = dir.path().join("f");
         std::fs::write(&file, b"12345").unwrap();
         assert_eq!(read_file(&file, 5).unwrap(), b"12345");
-        assert!(read_file(&file, 4).unwrap_err().contains("larger than"));
+        assert!(read_file(&file, 4).unwrap_err().ends_with("larger than 4 bytes"));
+        assert_eq!(size_text(256 << 10), "256 KiB", "not '0 MiB'");
+        assert_eq!(size_text(256 << 20), "256 MiB");
         let fifo = dir.path().join("fifo");
         assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
         assert!(read_file(&fifo, 5).unwrap_err().contains("not a regular file"));
         assert!(read_file(Path::new("/dev/zero"), 5).unwrap_err().contains("not a regular file"));
         assert!(read_file(dir.path(), 5).is_err());
-    }
-
-    #[test]
-    fn shell_words() {
-        assert_eq!(shell_word("/tmp/plugins/storage/x"), "/tmp/plugins/storage/x");
-        assert_eq!(shell_word("/tmp/my plugins/it's"), r"'/tmp/my plugins/it'\''s'");
     }
 }

@@ -56,6 +56,23 @@ pub struct Candidate {
 }
 
 impl Candidate {
+    /// The plugin `axis/name` in `dir` before anything of it is read: nothing known, never trusted.
+    fn unread(axis: Axis, name: &str, dir: &Path, is_type_dir: bool) -> Candidate {
+        Candidate {
+            axis,
+            name: name.to_owned(),
+            dir: dir.to_owned(),
+            manifest: None,
+            is_type_dir,
+            agent_type: None,
+            wasm: None,
+            sha256: None,
+            pinned: None,
+            broken: None,
+            state: TrustState::Untrusted(Untrusted::Never),
+        }
+    }
+
     /// The component's path (from the manifest).
     pub fn component(&self) -> Option<PathBuf> {
         self.manifest.as_ref().map(|m| self.dir.join(&m.component))
@@ -124,19 +141,7 @@ pub fn read_candidate(axis: Axis, name: &str, dir: &Path, trust: &TrustFile) -> 
     if axis == Axis::Types && dir.join(TYPE_CONF).symlink_metadata().is_ok() {
         return read_agent_type(name, dir, trust);
     }
-    let mut candidate = Candidate {
-        axis,
-        name: name.to_owned(),
-        dir: dir.to_owned(),
-        manifest: None,
-        is_type_dir: false,
-        agent_type: None,
-        wasm: None,
-        sha256: None,
-        pinned: None,
-        broken: None,
-        state: TrustState::Untrusted(Untrusted::Never),
-    };
+    let mut candidate = Candidate::unread(axis, name, dir, false);
     let read = PluginManifest::read(&dir.join(MANIFEST_FILE)).and_then(|(m, sha)| check_identity(&m, axis, name, dir).map(|()| (m, sha)));
     let (manifest, manifest_sha256) = match read {
         Ok(read) => read,
@@ -190,7 +195,7 @@ impl AgentTypeFiles {
         let conf_path = dir.join(TYPE_CONF);
         let conf_bytes = tree.file(Path::new(TYPE_CONF)).ok_or_else(|| format!("{} is not a regular file", conf_path.display()))?;
         if conf_bytes.len() as u64 > crate::agent::manifest::MAX_MANIFEST_BYTES {
-            return Err(format!("{} is larger than {} KiB", conf_path.display(), crate::agent::manifest::MAX_MANIFEST_BYTES >> 10));
+            return Err(format!("{} is larger than {}", conf_path.display(), super::size_text(crate::agent::manifest::MAX_MANIFEST_BYTES)));
         }
         let conf = crate::agent::Manifest::parse(conf_bytes, &conf_path.display().to_string())?;
         for key in ["template", "spawn"] {
@@ -224,19 +229,7 @@ impl AgentTypeFiles {
 
 /// [`read_candidate`] of an agent type's directory.
 fn read_agent_type(name: &str, dir: &Path, trust: &TrustFile) -> Candidate {
-    let mut candidate = Candidate {
-        axis: Axis::Types,
-        name: name.to_owned(),
-        dir: dir.to_owned(),
-        manifest: None,
-        is_type_dir: true,
-        agent_type: None,
-        wasm: None,
-        sha256: None,
-        pinned: None,
-        broken: None,
-        state: TrustState::Untrusted(Untrusted::Never),
-    };
+    let mut candidate = Candidate::unread(Axis::Types, name, dir, true);
     match AgentTypeFiles::read(name, dir) {
         Ok(files) => {
             let pinned = files.pinned();
@@ -334,7 +327,7 @@ pub fn choose(axis: Axis, name: &str, candidates: Vec<Candidate>) -> (Option<Can
         match candidate.problem() {
             None => chosen = Some(candidate),
             Some(problem) if candidate.only_untrusted() => {
-                let path = if several { format!(" --path {}", super::shell_word(&candidate.dir.to_string_lossy())) } else { String::new() };
+                let path = if several { format!(" --path {}", crate::shell::word(&candidate.dir.to_string_lossy())) } else { String::new() };
                 warnings.push(format!(
                     "external plugin '{axis}/{name}' found at {} but {problem} (ignored).\n       \
                      Opt in if you put it there intentionally: agmsg-host plugin trust {axis}/{name}{path}",

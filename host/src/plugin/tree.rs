@@ -5,7 +5,6 @@
 //! bytes the host then uses (an agent type's `type.conf`, its plug component).
 
 use std::fs::File;
-use std::io::Read;
 use std::os::fd::AsFd;
 use std::path::{Component, Path};
 
@@ -45,17 +44,7 @@ fn open_dir_nofollow(at: Option<&File>, path: &Path, name: &Path) -> Result<File
 /// `max_bytes`.
 fn read_regular_at(at: &File, path: &Path, name: &Path, max_bytes: u64) -> Result<Vec<u8>, String> {
     let fd = rustix::fs::openat(at.as_fd(), name, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC, FileMode::empty()).map_err(|e| refused(path, e))?;
-    let file = File::from(fd);
-    let meta = file.metadata().map_err(|e| format!("{}: {e}", path.display()))?;
-    if !meta.is_file() {
-        return Err(format!("cannot read {}: not a regular file", path.display()));
-    }
-    let mut bytes = Vec::new();
-    file.take(max_bytes + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    if bytes.len() as u64 > max_bytes {
-        return Err(format!("cannot read {}: larger than {} MiB", path.display(), max_bytes >> 20));
-    }
-    Ok(bytes)
+    super::read_opened(File::from(fd), path, max_bytes)
 }
 
 /// Read `dir` (itself not a symlink) and everything below it.
@@ -92,7 +81,7 @@ pub fn read(dir: &Path) -> Result<Tree, String> {
                 }
                 FileType::RegularFile => {
                     if *total + stat.st_size as u64 > MAX_TOTAL_BYTES {
-                        return Err(format!("{}: more than {} MiB of files", root.display(), MAX_TOTAL_BYTES >> 20));
+                        return Err(format!("{}: more than {} of files", root.display(), super::size_text(MAX_TOTAL_BYTES)));
                     }
                     let bytes = read_regular_at(at, &path, Path::new(&name), MAX_TOTAL_BYTES - *total)?;
                     *total += bytes.len() as u64;
@@ -184,6 +173,7 @@ mod tests {
         std::fs::write(t.join("sub/a.md"), "b").unwrap();
         assert_ne!(read(&t).unwrap().sha256_without("type.conf"), before);
         assert_eq!(read_below(&t, "sub/a.md", 10).unwrap(), b"b");
+        assert!(read_below(&t, "sub/a.md", 0).unwrap_err().ends_with("sub/a.md: larger than 0 bytes"));
         assert!(read_below(&t, "../t/sub/a.md", 10).is_err());
 
         let secret = dir.path().join("secret");

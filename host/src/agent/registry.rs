@@ -215,6 +215,9 @@ pub struct Registry {
     types: BTreeMap<String, AgentType>,
     /// Candidates that were skipped (untrusted, unreadable), one message each.
     pub warnings: Vec<String>,
+    /// The same messages of external candidates, by type name: why a name that is not a type is not
+    /// one ([`Registry::require`]).
+    ignored: BTreeMap<String, Vec<String>>,
 }
 
 impl Registry {
@@ -250,10 +253,13 @@ impl Registry {
         for (name, candidates) in by_name {
             // Plug components alone are chosen where the plug is needed (delivery); here only warned about.
             let (types, plugs): (Vec<_>, Vec<_>) = candidates.into_iter().partition(|c| c.is_type_dir);
-            reg.warnings.extend(registry::choose(Axis::Types, &name, plugs).1);
+            let plug_warnings = registry::choose(Axis::Types, &name, plugs).1;
             let runnable: Vec<PathBuf> = types.iter().filter(|c| c.problem().is_none()).map(|c| c.dir.clone()).collect();
             let (chosen, warnings) = registry::choose(Axis::Types, &name, types);
-            reg.warnings.extend(warnings);
+            for warning in plug_warnings.into_iter().chain(warnings) {
+                reg.ignored.entry(name.clone()).or_default().push(warning.clone());
+                reg.warnings.push(warning);
+            }
             if let Some(registry::Candidate { dir, agent_type: Some(manifest), .. }) = chosen {
                 let earlier: Vec<Origin> = runnable.into_iter().filter(|d| *d != dir).map(Origin::Plugin).collect();
                 reg.add(name.clone(), Origin::Plugin(dir), manifest);
@@ -290,11 +296,18 @@ impl Registry {
         self.types.values()
     }
 
-    /// The type `name`, or an error naming the types that exist.
+    /// The type `name`, or an error naming the types that exist and, for a type directory of that name
+    /// that was skipped, why (not trusted: the command that trusts it).
     pub fn require(&self, name: &str) -> Result<&AgentType, String> {
         self.get(name).ok_or_else(|| {
             let known: Vec<&str> = self.types.keys().map(String::as_str).collect();
-            format!("unknown agent type {name:?} (known: {})", known.join(", "))
+            let mut message = format!("unknown agent type {name:?} (known: {})", known.join(", "));
+            // On one line: an error is printed as one.
+            for why in self.ignored.get(name).into_iter().flatten() {
+                message.push_str("; ");
+                message.push_str(&why.lines().map(str::trim).collect::<Vec<_>>().join(" "));
+            }
+            message
         })
     }
 }
@@ -378,6 +391,8 @@ mod tests {
 
         let reg = Registry::load(&sources, &no_trust);
         assert!(reg.get("kiro").is_none());
+        let unknown = reg.require("kiro").unwrap_err();
+        assert!(unknown.starts_with("unknown agent type \"kiro\"") && unknown.contains("agmsg-host plugin trust types/kiro --path"), "says why, and how to trust it: {unknown}");
         assert_eq!(reg.get("codex").unwrap().value("cli"), "codex", "an untrusted type never shadows");
         assert_eq!(reg.warnings.len(), 3);
         assert!(reg.warnings.iter().all(|w| w.contains("not trusted") && w.contains("(ignored)") && w.contains("agmsg-host plugin trust types/")), "{:?}", reg.warnings);

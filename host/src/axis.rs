@@ -13,7 +13,9 @@ use serde::{Deserialize, Serialize};
 pub enum Axis {
     Storage,
     Terminal,
-    /// Agent types' delivery plugs (`agmsg:agent`); its plugin directory is `types`, as agmsg's.
+    /// Agent types (`agmsg:agent`): its plugin directory is `types`, as agmsg's, and a candidate there
+    /// is an agent type's directory (`type.conf`, its template, optionally a delivery plug component)
+    /// or a delivery plug component alone, which answers for the type of its name.
     Types,
 }
 

@@ -122,4 +122,14 @@ fn the_hostile_plug_and_a_broken_type_fail_the_types_suite_by_rule() {
     std::os::unix::fs::symlink("/etc/passwd", dir.join("template.md")).unwrap();
     let run = env.run(&["driver", "test", dir.to_str().unwrap()]);
     assert_eq!(failing(&run), ["template_paths_are_guarded"], "{run:?}");
+    // Nor one below a directory that is a link out of the type's directory.
+    std::fs::remove_file(dir.join("template.md")).unwrap();
+    let elsewhere = env.dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("template.md"), "/__SKILL_NAME__\n").unwrap();
+    std::os::unix::fs::symlink(&elsewhere, dir.join("sub")).unwrap();
+    std::fs::write(dir.join("type.conf"), "name=broken\ntemplate=sub/template.md\ncli=broken\ndelivery_modes=turn off\ndetect_proc=broken broken-*\nhooks_file=.broken/hooks.json\n").unwrap();
+    let run = env.run(&["driver", "test", dir.to_str().unwrap()]);
+    assert_eq!(failing(&run), ["template_paths_are_guarded"], "{run:?}");
+    assert!(run.stdout.contains("symbolic link"), "{run:?}");
 }

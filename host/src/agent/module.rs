@@ -124,7 +124,7 @@ impl AxisModule for AgentModule {
         let sha256 = match &plug {
             Some((_, sha256)) => sha256.clone(),
             None => match type_ref.strip_prefix("dir:") {
-                Some(dir) => sha256_hex(&crate::plugin::read_file(&Path::new(dir).join(TYPE_CONF), super::manifest::MAX_MANIFEST_BYTES)?),
+                Some(dir) => sha256_hex(&super::suite::type_conf(Path::new(dir))?),
                 None => super::bundled::get(&type_ref["bundled:".len()..]).map(|t| sha256_hex(t.conf.as_bytes())).unwrap_or_default(),
             },
         };

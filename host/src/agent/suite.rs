@@ -63,7 +63,8 @@ impl TypeUnderTest {
             }
             TypeRef::Dir(dir) => {
                 let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                let manifest = Manifest::read(&dir.join("type.conf")).unwrap_or_else(|e| panic!("agmsg cannot read the manifest: {e}"));
+                let manifest = type_conf(&dir).and_then(|bytes| Manifest::parse(&bytes, &dir.join("type.conf").display().to_string()));
+                let manifest = manifest.unwrap_or_else(|e| panic!("agmsg cannot read the manifest: {e}"));
                 TypeUnderTest { name, manifest, dir: Some(dir) }
             }
             TypeRef::New(name) => panic!("{name} has no manifest of its own"),
@@ -78,16 +79,17 @@ impl TypeUnderTest {
                 t.files.iter().find(|(f, _)| *f == file).map(|(_, text)| (*text).to_owned()).ok_or_else(|| format!("{file} is not a file of the type"))
             }
             Some(dir) => {
-                let path = dir.join(file);
-                let meta = std::fs::symlink_metadata(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-                if !meta.is_file() {
-                    return Err(format!("{} is not a regular file (a link or a directory is refused)", path.display()));
-                }
-                let bytes = crate::plugin::read_file(&path, crate::plugin::MAX_TEXT_BYTES)?;
-                String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", path.display()))
+                // As the host reads a type on disk: below its directory, no link followed.
+                let bytes = crate::plugin::tree::read_below(dir, file, crate::plugin::MAX_TEXT_BYTES)?;
+                String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", dir.join(file).display()))
             }
         }
     }
+}
+
+/// The `type.conf` of the type directory `dir`, read as the host reads it (not through a link).
+pub(super) fn type_conf(dir: &Path) -> Result<Vec<u8>, String> {
+    crate::plugin::tree::read_below(dir, "type.conf", super::manifest::MAX_MANIFEST_BYTES)
 }
 
 /// Keys the host reads beyond agmsg 1.2.1's ([`manifest::KEYS`]): newer manifests' weak detection
@@ -257,7 +259,7 @@ impl PlugEnv {
             TypeRef::Dir(dir) => {
                 let name = dir.file_name().unwrap().to_string_lossy().into_owned();
                 std::fs::create_dir_all(types.join(&name)).unwrap();
-                std::fs::copy(dir.join("type.conf"), types.join(&name).join("type.conf")).expect("the type's type.conf");
+                std::fs::write(types.join(&name).join("type.conf"), type_conf(&dir).expect("the type's type.conf")).unwrap();
                 name
             }
             TypeRef::New(name) => {

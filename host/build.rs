@@ -92,8 +92,13 @@ fn main() {
         let precompiled = match precompile(engine.as_ref(), &bytes) {
             Some(machine_code) => {
                 let file = out.join(format!("{}.cwasm", driver.package.replace('-', "_")));
-                std::fs::write(&file, machine_code).unwrap();
-                format!("Some(include_bytes!({:?}))", file.display().to_string())
+                std::fs::write(&file, &machine_code).unwrap();
+                // Page-aligned, so that the host can run it in place (see runtime::code_memory).
+                format!(
+                    "Some({{ static CODE: PageAligned<[u8; {}]> = PageAligned(*include_bytes!({:?})); &CODE.0 }})",
+                    machine_code.len(),
+                    file.display().to_string()
+                )
             }
             None => "None".to_owned(),
         };

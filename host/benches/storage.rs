@@ -14,8 +14,9 @@ mod common;
 
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
-use common::{alternating, row, time, which};
+use common::{alternating, ms, row, time, which};
 
 use agmsg_host::runtime::cache::CompileCache;
 use agmsg_host::runtime::sandbox::StoreDir;
@@ -110,9 +111,51 @@ fn main() {
     let ours = time(N, |_| driver.list_unread("t", "bob", Some(10)).unwrap().len());
     row("list-unread --limit 10", ours, base, "native rusqlite (all)");
 
+    // Where a whole-process send's time goes, phase by phase, each phase fresh as in a new process.
+    cold_start_breakdown(&source, dir.path());
+
     // 3. Whole process (what agmsg's scripts pay per op), alternating with its baseline run by run.
     drop(native);
     whole_process(dir.path(), &cache_dir, &rollback_dir.join("messages.db"));
+}
+
+/// The phases a `storage send` process goes through after start-up, each timed on its own with fresh
+/// objects (median of 30): what the profile of a whole-process send is made of. In one process the
+/// binary's pages are already mapped, so each phase costs a little less here than in a new process.
+fn cold_start_breakdown(source: &agmsg_host::runtime::DriverSource, dir: &Path) {
+    const N: usize = 30;
+    println!("\nphases of one `storage send` process (fresh objects, in one process):");
+    let phase = |what: &str, d: Duration| println!("  {what:<52} {:>9.3} ms", ms(d));
+    phase("engine + limits + cache (Runtime::from_env)", time(N, |_| Runtime::from_env().unwrap()));
+    let runtime = Runtime::from_env().unwrap();
+    phase("component load (bundled code, via the cache file)", time(N, |_| runtime.load(&source.wasm, &source.sha256).unwrap()));
+    let code = agmsg_host::bundled::precompiled(&source.sha256).expect("sqlite is bundled with its machine code");
+    // SAFETY: the machine code build.rs produced for this engine configuration.
+    phase("component load (bundled code, from the binary's bytes)", time(N, |_| unsafe { wasmtime::component::Component::deserialize(&runtime.engine, code) }.unwrap()));
+    phase("  of which: copying the code (memcpy of the same bytes)", time(N, |_| code.to_vec()));
+    phase("linker for the storage axis (WASI + agmsg:host)", time(N, |_| agmsg_host::runtime::sandbox::linker(&runtime.engine, agmsg_host::axis::Axis::Storage).unwrap()));
+    let component = runtime.load(&source.wasm, &source.sha256).unwrap();
+    let linker = agmsg_host::runtime::sandbox::linker(&runtime.engine, agmsg_host::axis::Axis::Storage).unwrap();
+    phase("instantiate_pre (type-check imports)", time(N, |_| linker.instantiate_pre(&component).unwrap()));
+    let store = dir.join("breakdown-store");
+    std::fs::create_dir_all(&store).unwrap();
+    Storage::open(&runtime, source, StoreDir::open(&store).unwrap()).unwrap().init().unwrap();
+    let mut first = Vec::new();
+    let mut second = Vec::new();
+    for i in 0..N {
+        let mut driver = Storage::open(&runtime, source, StoreDir::open(&store).unwrap()).unwrap();
+        let started = std::time::Instant::now();
+        driver.send("t", "alice", "bob", &format!("first {i}")).unwrap();
+        first.push(started.elapsed());
+        let started = std::time::Instant::now();
+        driver.send("t", "alice", "bob", &format!("second {i}")).unwrap();
+        second.push(started.elapsed());
+    }
+    let (first, second) = (common::median(first), common::median(second));
+    phase("first send: instantiate + open the database + send", first);
+    phase("second send on that instance (the send itself)", second);
+    phase("so: instantiate + open the database", first.saturating_sub(second));
+    println!();
 }
 
 /// `agmsg-host <args>` as agmsg's scripts run it: a new process per op.

@@ -1,6 +1,7 @@
-//! The compile cache: a component is compiled by Cranelift once (a bundled driver: never; its machine
-//! code comes with the binary), stored as a precompiled artifact, and loaded by mmap afterwards, which
-//! costs far less than copying the code into memory again in every process.
+//! The compile cache: a plugin component is compiled by Cranelift once, stored as a precompiled
+//! artifact, and loaded by mmap afterwards, which costs far less than copying the code into memory
+//! again in every process. A bundled driver never touches it: its machine code comes with the binary
+//! and runs in place (see [`super::code_memory`]).
 //!
 //! Loading a precompiled artifact is `unsafe` in wasmtime (the bytes become executable code), so the
 //! cache only ever loads artifacts this host wrote itself, from a directory only the current user can
@@ -54,12 +55,23 @@ impl CompileCache {
     }
 
     /// Load the component `wasm` (whose sha256 is `sha256`). `bundled` is its machine code built into
-    /// this binary, if it is a bundled driver: then nothing is ever compiled (unless that code does not
-    /// fit this engine or CPU); the code is copied into the cache, when there is one, so that later
-    /// processes map it from a file instead of copying it from the binary.
-    pub fn load(&self, engine: &Engine, wasm: &[u8], sha256: &str, bundled: Option<&[u8]>) -> Result<Component> {
+    /// this binary, if it is a bundled driver: then it runs in place (see [`super::code_memory`]), with
+    /// no cache involved and nothing compiled, unless that code does not fit this engine or CPU.
+    pub fn load(&self, engine: &Engine, wasm: &[u8], sha256: &str, bundled: Option<&'static [u8]>) -> Result<Component> {
+        // Outcomes are logged at debug level (the tests read them): bundled, hit, miss, rebuilt.
+        if let Some(code) = bundled {
+            // SAFETY: `code` was produced by build.rs from exactly this component (its sha256, computed
+            // there too), with this engine's configuration, and is part of this binary: nothing outside
+            // the build wrote it.
+            match unsafe { super::code_memory::load_in_place(engine, code) } {
+                Ok(component) => {
+                    host_log::debug(&format!("bundled machine code: loaded {sha256}"));
+                    return Ok(component);
+                }
+                Err(e) => host_log::debug(&format!("bundled machine code does not fit this engine or CPU ({e}); compiling")),
+            }
+        }
         let path = self.dir.as_ref().map(|dir| dir.join(format!("{sha256}-{:016x}.cwasm", engine_key(engine))));
-        // Outcomes are logged at debug level (the tests read them): hit, miss, rebuilt, bundled.
         let mut rebuilt = false;
         if let Some(path) = path.as_ref().filter(|p| p.exists()) {
             // SAFETY: the file is in a directory only this user can write, named after the content hash
@@ -73,24 +85,6 @@ impl CompileCache {
                     host_log::warn(&format!("compile cache: damaged entry {} rebuilt: {e}", path.display()));
                     rebuilt = true;
                 }
-            }
-        }
-        if let Some(code) = bundled {
-            // SAFETY: `code` was produced by build.rs from exactly this component (its sha256, computed
-            // there too), with this engine's configuration, and is part of this binary: nothing outside
-            // the build wrote it.
-            match unsafe { Component::deserialize(engine, code) } {
-                Ok(component) => {
-                    host_log::debug(&format!("bundled machine code: loaded {sha256}"));
-                    if let (Some(dir), Some(path)) = (&self.dir, &path) {
-                        match store(dir, path, code) {
-                            Ok(()) => host_log::debug(&format!("bundled machine code: copied to {}", path.display())),
-                            Err(e) => host_log::debug(&format!("compile cache: cannot write {}: {e:#}", path.display())),
-                        }
-                    }
-                    return Ok(component);
-                }
-                Err(e) => host_log::debug(&format!("bundled machine code does not fit this engine or CPU ({e}); compiling")),
             }
         }
         let artifact = engine.precompile_component(wasm).context("compiling the driver component")?;

@@ -27,7 +27,8 @@ pub struct Runtime {
 
 impl Runtime {
     pub fn new(cache: CompileCache, limits: Limits) -> Result<Runtime> {
-        let config = super::engine_config::engine_config();
+        let mut config = super::engine_config::engine_config();
+        config.with_custom_code_memory(Some(super::code_memory::policy()));
         let engine = Engine::new(&config).context("creating the wasmtime engine")?;
         start_epoch_ticker(&engine);
         Ok(Runtime { engine, linkers: Default::default(), cache, limits })

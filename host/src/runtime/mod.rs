@@ -2,6 +2,7 @@
 //! driver is granted, and the mapping of traps and limits to errors.
 
 pub mod cache;
+pub mod code_memory;
 pub mod caps;
 pub mod engine;
 pub mod engine_config;

@@ -1,0 +1,69 @@
+//! Bundled machine code runs where it lies in the binary.
+//!
+//! Loading a precompiled component from bytes makes wasmtime copy them into fresh memory: megabytes of
+//! new pages, each faulted in and cleared, which on a small VM costs more than the op itself (5 ms for
+//! the SQLite driver). Writing the code to a cache file so that later processes can map it instead
+//! costs a synced multi-megabyte write on the first call. Neither is needed: build.rs embeds each
+//! bundled driver's machine code at a page boundary of the binary's read-only data, and the engine's
+//! code-memory policy here makes a page range executable with `mprotect`, so the kernel maps those
+//! pages straight from the binary's page cache. Nothing is copied and nothing is written, whatever the
+//! cache directory is.
+//!
+//! The same policy serves wasmtime's own code memory (compiled plugins and cache files): there it does
+//! what wasmtime would do itself, read-only plus executable for the text, read-write when unpublished.
+
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use rustix::mm::{MprotectFlags, mprotect};
+use wasmtime::component::Component;
+use wasmtime::{CustomCodeMemory, Engine, Result};
+
+/// The engine's code-memory policy (set in `Runtime::new`).
+pub fn policy() -> Arc<dyn CustomCodeMemory> {
+    Arc::new(Mprotect)
+}
+
+struct Mprotect;
+
+impl CustomCodeMemory for Mprotect {
+    fn required_alignment(&self) -> usize {
+        rustix::param::page_size()
+    }
+
+    fn publish_executable(&self, ptr: *const u8, len: usize) -> Result<()> {
+        protect(ptr, len, MprotectFlags::READ | MprotectFlags::EXEC)
+    }
+
+    fn unpublish_executable(&self, ptr: *const u8, len: usize) -> Result<()> {
+        // Embedded code goes back to read-only, as the loader mapped it; wasmtime's own memory to
+        // read-write, as wasmtime expects of unpublished code.
+        let flags = if crate::bundled::holds_code(ptr) { MprotectFlags::READ } else { MprotectFlags::READ | MprotectFlags::WRITE };
+        protect(ptr, len, flags)
+    }
+}
+
+fn protect(ptr: *const u8, len: usize, flags: MprotectFlags) -> Result<()> {
+    if len == 0 {
+        return Ok(());
+    }
+    // SAFETY: wasmtime hands over the text section of code memory it manages (its own mapping, or
+    // embedded code given to `load_in_place`), page-aligned as `required_alignment` asks, and no other
+    // code in this process uses those pages.
+    unsafe { mprotect(ptr.cast_mut().cast(), len, flags) }.map_err(|e| wasmtime::Error::msg(format!("mprotect of code memory: {e}")))
+}
+
+/// Load bundled machine code `code` (a `BundledDriver::precompiled`) without copying it. Where it is not
+/// page-aligned for this system (a page size above 4 KiB), it is copied as usual.
+///
+/// # Safety
+/// `code` is machine code build.rs produced for this binary's engine configuration, embedded in the
+/// binary: static, never written. (wasmtime still checks that it fits this engine and CPU.)
+pub unsafe fn load_in_place(engine: &Engine, code: &'static [u8]) -> Result<Component> {
+    if code.as_ptr().addr() % rustix::param::page_size() != 0 {
+        // SAFETY: as the caller promises.
+        return unsafe { Component::deserialize(engine, code) };
+    }
+    // SAFETY: as the caller promises; `code` lives for the whole process and is never modified.
+    unsafe { Component::deserialize_raw(engine, NonNull::from(code)) }
+}

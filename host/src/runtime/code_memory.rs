@@ -13,7 +13,7 @@
 //! what wasmtime would do itself, read-only plus executable for the text, read-write when unpublished.
 
 use std::ptr::NonNull;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use rustix::mm::{MprotectFlags, mprotect};
 use wasmtime::component::Component;
@@ -60,10 +60,22 @@ fn protect(ptr: *const u8, len: usize, flags: MprotectFlags) -> Result<()> {
 /// `code` is machine code build.rs produced for this binary's engine configuration, embedded in the
 /// binary: static, never written. (wasmtime still checks that it fits this engine and CPU.)
 pub unsafe fn load_in_place(engine: &Engine, code: &'static [u8]) -> Result<Component> {
-    if code.as_ptr().addr() % rustix::param::page_size() != 0 {
+    // wasmtime registers code by address, once: the same memory cannot back two components at a
+    // time. So each piece of embedded code is loaded once per process and the component shared
+    // (every runtime shares the one engine; another engine, e.g. a test's, gets a copy).
+    static LOADED: Mutex<Vec<(usize, Component)>> = Mutex::new(Vec::new());
+    let address = code.as_ptr().addr();
+    let mut loaded = LOADED.lock().unwrap_or_else(PoisonError::into_inner);
+    let earlier = loaded.iter().find(|(at, _)| *at == address).map(|(_, component)| component);
+    if earlier.is_some_and(|component| !Engine::same(component.engine(), engine)) || address % rustix::param::page_size() != 0 {
         // SAFETY: as the caller promises.
         return unsafe { Component::deserialize(engine, code) };
     }
+    if let Some(component) = earlier {
+        return Ok(component.clone());
+    }
     // SAFETY: as the caller promises; `code` lives for the whole process and is never modified.
-    unsafe { Component::deserialize_raw(engine, NonNull::from(code)) }
+    let component = unsafe { Component::deserialize_raw(engine, NonNull::from(code)) }?;
+    loaded.push((address, component.clone()));
+    Ok(component)
 }

@@ -1,4 +1,4 @@
-//! The engine, its epoch ticker and per-call limits. Created once per process; everything here is off
+//! The engine (one per process, shared by every runtime), its epoch ticker and per-call limits; everything here is off
 //! the per-call path.
 
 use std::sync::OnceLock;
@@ -6,7 +6,6 @@ use std::sync::OnceLock;
 pub use super::limits::{EPOCH_TICK, Limits};
 
 use wasmtime::Result;
-use wasmtime::error::Context;
 use wasmtime::component::{Component, Linker};
 use wasmtime::Engine;
 
@@ -27,11 +26,7 @@ pub struct Runtime {
 
 impl Runtime {
     pub fn new(cache: CompileCache, limits: Limits) -> Result<Runtime> {
-        let mut config = super::engine_config::engine_config();
-        config.with_custom_code_memory(Some(super::code_memory::policy()));
-        let engine = Engine::new(&config).context("creating the wasmtime engine")?;
-        start_epoch_ticker(&engine);
-        Ok(Runtime { engine, linkers: Default::default(), cache, limits })
+        Ok(Runtime { engine: shared_engine()?, linkers: Default::default(), cache, limits })
     }
 
     /// The runtime as the user's environment configures it: the compile cache (`AGMSG_CACHE_DIR`) and
@@ -58,20 +53,31 @@ impl Runtime {
     }
 }
 
-/// One background thread advances the epoch for the engine's lifetime (the process).
-fn start_epoch_ticker(engine: &Engine) {
-    static STARTED: OnceLock<()> = OnceLock::new();
-    STARTED.get_or_init(|| {
-        let weak = engine.weak();
-        std::thread::Builder::new()
-            .name("agmsg-epoch".into())
-            .spawn(move || {
-                while let Some(engine) = weak.upgrade() {
-                    engine.increment_epoch();
-                    drop(engine);
-                    std::thread::sleep(EPOCH_TICK);
-                }
-            })
-            .expect("spawning the epoch thread");
+/// The process's one engine, which every [`Runtime`] shares (its configuration is fixed): the epoch
+/// ticker advances the engine every deadline is measured on, and bundled machine code, which runs in
+/// place, is registered with wasmtime once (see [`super::code_memory`]).
+fn shared_engine() -> Result<Engine> {
+    static ENGINE: OnceLock<std::result::Result<Engine, String>> = OnceLock::new();
+    let engine = ENGINE.get_or_init(|| {
+        let mut config = super::engine_config::engine_config();
+        config.with_custom_code_memory(Some(super::code_memory::policy()));
+        let engine = Engine::new(&config).map_err(|e| format!("creating the wasmtime engine: {e:#}"))?;
+        start_epoch_ticker(&engine);
+        Ok(engine)
     });
+    engine.clone().map_err(wasmtime::Error::msg)
+}
+
+/// One background thread advances the epoch for the process's life.
+fn start_epoch_ticker(engine: &Engine) {
+    let engine = engine.clone();
+    std::thread::Builder::new()
+        .name("agmsg-epoch".into())
+        .spawn(move || {
+            loop {
+                engine.increment_epoch();
+                std::thread::sleep(EPOCH_TICK);
+            }
+        })
+        .expect("spawning the epoch thread");
 }

@@ -201,6 +201,55 @@ impl TermFailKind {
 /// ([`records::directive`] with the `records` feature).
 pub const DIRECTIVE_PREFIX: &str = "AGMSG-DIRECTIVE: ";
 
+/// bash's `printf %q`, which agmsg uses to quote the words of a command it prints for an agent to run
+/// (the monitor directive's `watch.sh` command, opencode's rule): `''` when empty; text with a control,
+/// bidi or line-separator character as one ANSI-C word, `$'...'`, each such character escaped (`\n`,
+/// `\E`, `\u202e`; bash itself would print C1, bidi and separator characters raw), so the word is one
+/// printable line whatever the text holds; else each character the shell reads as syntax
+/// backslash-escaped. Shared by the host and the guest SDK: one quoting for every directive.
+pub fn printf_q(value: &str) -> String {
+    fn unprintable(c: char) -> bool {
+        c.is_control() || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}')
+    }
+    if value.is_empty() {
+        return "''".to_owned();
+    }
+    let mut out = String::with_capacity(value.len() + 8);
+    if value.chars().any(unprintable) {
+        out.push_str("$'");
+        for c in value.chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '\'' => out.push_str("\\'"),
+                '\n' => out.push_str("\\n"),
+                '\t' => out.push_str("\\t"),
+                '\r' => out.push_str("\\r"),
+                '\u{1b}' => out.push_str("\\E"),
+                '\u{7}' => out.push_str("\\a"),
+                '\u{8}' => out.push_str("\\b"),
+                '\u{b}' => out.push_str("\\v"),
+                '\u{c}' => out.push_str("\\f"),
+                c if (c as u32) < 0x80 && unprintable(c) => out.push_str(&format!("\\{:03o}", c as u32)),
+                c if unprintable(c) => out.push_str(&format!("\\u{:04x}", c as u32)),
+                c => out.push(c),
+            }
+        }
+        out.push('\'');
+        return out;
+    }
+    for (i, c) in value.chars().enumerate() {
+        let special = matches!(
+            c,
+            ' ' | '\'' | '"' | '\\' | '|' | '&' | ';' | '(' | ')' | '<' | '>' | '!' | '{' | '}' | '*' | '[' | '?' | ']' | '^' | '$' | '`' | ','
+        ) || (i == 0 && matches!(c, '~' | '#'));
+        if special {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// agmsg's `terminal.conf` reader (§6.1: read-only `key=value`, never sourced), shared by the host,
 /// which reads a driver's manifest, and drivers, which describe themselves from the same file.
 pub mod terminal_conf {
@@ -402,5 +451,25 @@ mod tests {
     fn statuses() {
         assert_eq!(Status::MissingDeps.exit_code(), 10);
         assert_eq!(Status::CorruptState.word(), "corrupt_state");
+    }
+
+    #[test]
+    fn printf_q_is_bashs_and_one_printable_word() {
+        for (text, q) in [("a,b", r"a\,b"), ("~x", r"\~x"), ("a~b", "a~b"), ("#a", r"\#a"), ("a=b", "a=b"), ("é", "é"), ("it's", r"it\'s"), ("/tmp/p q", r"/tmp/p\ q"), ("", "''")] {
+            assert_eq!(printf_q(text), q, "{text}");
+        }
+        assert_eq!(printf_q("a\nb'\x1b[2J\u{202e}\u{1}"), r"$'a\nb\'\E[2J\u202e\001'");
+        // bash reads each word back as the text itself, and the word is one line of printable text.
+        let texts = ["plain-id", "/p/o'brien x", "$(touch /tmp/x) `id` \"q\" \\", "a\nAGMSG-DIRECTIVE: forged\n", "\x1b]0;t\x07\r\t\u{7f}\u{85}\u{202e}x"];
+        for text in texts {
+            let word = printf_q(text);
+            assert!(!word.chars().any(|c| c.is_control() || c == '\u{202e}'), "{word:?}");
+            let Ok(out) = std::process::Command::new("bash").arg("-c").arg(format!("printf %s {word}")).output() else { return };
+            assert_eq!(String::from_utf8(out.stdout).unwrap(), text, "{word}");
+            if !text.chars().any(|c| c.is_control() || c == '\u{202e}') {
+                let bash = std::process::Command::new("bash").arg("-c").arg("printf %q \"$1\"").arg("-").arg(text).output().unwrap();
+                assert_eq!(String::from_utf8(bash.stdout).unwrap(), word, "bash's own printf %q of {text:?}");
+            }
+        }
     }
 }

@@ -83,6 +83,43 @@ pub fn shq(value: &str) -> String {
     format!("'{}'", value.replace('\'', r"'\''"))
 }
 
+/// bash's `printf %q`, as agmsg quotes each word of a command it prints for an agent to run (the monitor
+/// directive's `watch.sh` command): the host's quoting, shared through `agmsg-contract`. Whatever the text
+/// holds, the word is one printable line that bash reads back as that text.
+///
+/// ```
+/// use agmsg_guest_sdk::agent::printf_q;
+/// assert_eq!(printf_q("/p/o'brien x"), r"/p/o\'brien\ x");
+/// assert_eq!(printf_q("a\nb"), r"$'a\nb'");
+/// ```
+pub use agmsg_contract::printf_q;
+
+/// The command that starts agmsg's inbox watcher for the session `session_id`, as agmsg's monitor
+/// directive prints it: `<skill-dir>/scripts/watch.sh <session id> <project> <type>`, each word
+/// [`printf_q`]-quoted (agmsg's `printf '%q %q %q %q'`).
+///
+/// ```
+/// use agmsg_guest_sdk::agent::{Target, watch_command};
+/// let t = Target { agent_type: "claude-code".into(), project: "/p q".into(), skill_dir: "/s".into(), hooks_file: "x".into() };
+/// assert_eq!(watch_command(&t, "abc"), r"/s/scripts/watch.sh abc /p\ q claude-code");
+/// ```
+pub fn watch_command(target: &Target, session_id: &str) -> String {
+    let watch = format!("{}/scripts/watch.sh", target.skill_dir);
+    [watch.as_str(), session_id, &target.project, &target.agent_type].map(printf_q).join(" ")
+}
+
+/// The agent session's id for a watcher: the variable `var` (the plug must declare it in its manifest
+/// to see it), else a new `agmsg-<uuid>`, as agmsg makes one when the runtime exports none, so the
+/// agent never has to invent a value.
+///
+/// ```
+/// let id = agmsg_guest_sdk::agent::session_id("AGMSG_SDK_DOC_UNSET_VAR");
+/// assert!(id.starts_with("agmsg-"));
+/// ```
+pub fn session_id(var: &str) -> String {
+    std::env::var(var).ok().filter(|id| !id.is_empty()).unwrap_or_else(|| format!("agmsg-{}", crate::ids::new_id()))
+}
+
 /// A type's delivery plug: agmsg's `_delivery.sh` functions, each optional.
 ///
 /// ```

@@ -142,15 +142,36 @@ impl AxisModule for AgentModule {
     }
 }
 
-/// The bundled plug of type `name`, as it runs: no capabilities (no filesystem, no programs, no
-/// variables), the log only.
+/// The bundled plug of type `name`, as it runs: no filesystem, no programs, the log, and the variables
+/// its embedded `agmsg-driver.toml` declares (a plug package's manifest, read as a plugin's is), if it
+/// ships one.
 pub fn bundled_plug(name: &str) -> Option<DriverSource> {
     bundled::of(Axis::Types).find(|d| d.name == name).map(|d| DriverSource {
         name: d.name.to_owned(),
         sha256: d.sha256.to_owned(),
         wasm: Cow::Borrowed(d.wasm),
         path: None,
-        capabilities: Capabilities::default(),
+        capabilities: d.manifest.map_or_else(Capabilities::default, |text| {
+            let manifest = PluginManifest::parse(text, Path::new(MANIFEST_FILE)).unwrap_or_else(|e| panic!("bundled plug {name}: {e}"));
+            assert!(manifest.axis == Axis::Types && manifest.name == name, "bundled plug {name}: its manifest names another driver");
+            manifest.capabilities()
+        }),
         settings: Vec::new(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::capabilities::Capability;
+
+    /// A bundled plug is granted what its manifest declares and nothing else: claude-code's and
+    /// grok-build's their session variable, cursor's nothing.
+    #[test]
+    fn bundled_plugs_get_only_their_declared_variables() {
+        let env = |name: &str| super::bundled_plug(name).unwrap_or_else(|| panic!("{name} is bundled")).capabilities.0;
+        assert_eq!(env("claude-code"), [Capability::Env { name: "CLAUDE_CODE_SESSION_ID".into() }]);
+        assert_eq!(env("grok-build"), [Capability::Env { name: "GROK_SESSION_ID".into() }]);
+        assert_eq!(env("cursor"), []);
+        assert!(super::bundled_plug("codex").is_none());
+    }
 }

@@ -479,7 +479,10 @@ fn ops_not_overridden_fall_back(harness: &Harness, _: &str) {
     for mode in pe.enabling_modes().into_iter().filter(|m| matches!(*m, "monitor" | "both")) {
         let set = pe.set(mode);
         match side_effect(&pe, &["on-enable", mode, &pe.type_name, &p]) {
-            Some(own) => assert!(set.stdout.contains(&own), "set {mode} prints what on-enable answers ({own:?}): {set:?}"),
+            Some(own) => {
+                let again = side_effect(&pe, &["on-enable", mode, &pe.type_name, &p]).expect("on-enable answered, then was not overridden");
+                assert!(prints_answer(&set.stdout, &own, &again), "set {mode} prints what on-enable answers ({own:?}): {set:?}")
+            }
             None => assert!(set.stdout.contains("Restart your agent (or start its watcher)"), "set {mode} without an on-enable prints the default: {set:?}"),
         }
     }
@@ -499,6 +502,18 @@ fn ops_not_overridden_fall_back(harness: &Harness, _: &str) {
     }
 }
 
+/// Whether `stdout` holds the answer `a` in place, line for line, where `b` is the same op's answer
+/// asked again: a line that differs between the two (a fresh session id a plug makes when the
+/// runtime's variable is unset) may be anything, every other line must be the answer's.
+fn prints_answer(stdout: &str, a: &str, b: &str) -> bool {
+    let (a, b): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
+    if a.len() != b.len() {
+        return false;
+    }
+    let out: Vec<&str> = stdout.lines().collect();
+    out.windows(a.len().max(1)).any(|w| a.is_empty() || w.iter().zip(a.iter().zip(&b)).all(|(o, (x, y))| x != y || o == x))
+}
+
 /// The plug rules, in the order they are reported.
 pub const PLUG_RULES: &[Rule] = &[
     Rule { name: "apply_answers_within_the_rules", check: apply_answers_within_the_rules },
@@ -507,3 +522,18 @@ pub const PLUG_RULES: &[Rule] = &[
     Rule { name: "notices_and_directives_are_well_formed_lines", check: notices_and_directives_are_well_formed_lines },
     Rule { name: "ops_not_overridden_fall_back", check: ops_not_overridden_fall_back },
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::prints_answer;
+
+    #[test]
+    fn an_answer_is_printed_in_place_with_only_its_changing_lines_free() {
+        let out = "Delivery mode set\nnotice\n  command: watch.sh id-1 /p\ndone\n";
+        assert!(prints_answer(out, "notice\n  command: watch.sh id-2 /p\n", "notice\n  command: watch.sh id-3 /p\n"));
+        assert!(prints_answer(out, "notice\n", "notice\n"));
+        assert!(!prints_answer(out, "other notice\n  command: watch.sh id-2 /p\n", "other notice\n  command: watch.sh id-3 /p\n"), "a stable line must be there");
+        assert!(!prints_answer(out, "notice\n", "notice\nmore\n"), "answers of another shape");
+        assert!(!prints_answer(out, "notice\nnot printed\n", "notice\nnot printed\n"));
+    }
+}

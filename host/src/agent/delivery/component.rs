@@ -35,8 +35,8 @@ pub fn source_for(t: &AgentType) -> Result<Option<DriverSource>, String> {
 }
 
 /// The plug component `reference` names (`--driver`): a component file (anything with a `/` or ending
-/// in `.wasm`), run with no capabilities like every plug; else a trusted plugin `types/<name>`, else a
-/// bundled plug.
+/// in `.wasm`), run with no capabilities (no manifest declares any); else a trusted plugin
+/// `types/<name>`, else a bundled plug.
 pub fn source_named(reference: &str) -> Result<DriverSource, String> {
     if crate::storage::source::is_file_reference(reference) {
         let path = std::path::Path::new(reference);

@@ -10,8 +10,9 @@
 //! - [`rules`]: the rule-file behaviours of the bundled plugs: the shared rule file of gemini and
 //!   antigravity (one rule per type in the one file, so turning one off keeps the other's),
 //!   copilot's JSON Stop hook, opencode's and grok-build's marker rules.
-//! - [`component`]: a type's plug component (`agmsg:agent`, cursor's is bundled): each op it
-//!   overrides replaces the host's, each it does not falls back to it (agmsg's Template Method).
+//! - [`component`]: a type's plug component (`agmsg:agent`; cursor's, claude-code's and grok-build's are
+//!   bundled): each op it overrides replaces the host's, each it does not falls back to it (agmsg's
+//!   Template Method).
 //! - [`shim`]: the `_delivery.sh` through which agmsg's own delivery engine uses agmsg-host for a
 //!   type.
 //! - [`target`]: `<project>/<hooks_file>` opened component by component without following a symlink,
@@ -122,25 +123,8 @@ impl Context {
 /// agmsg's `agmsg_shq`: one shell word in single quotes, each `'` as `'\''`.
 pub use crate::shell::quote as shq;
 
-/// bash's `printf %q` for text without control characters (a project path is refused earlier if it
-/// has any): `''` when empty, else each character the shell would read as syntax backslash-escaped.
-pub fn bash_q(value: &str) -> String {
-    if value.is_empty() {
-        return "''".to_owned();
-    }
-    let mut out = String::with_capacity(value.len() + 8);
-    for (i, c) in value.chars().enumerate() {
-        let special = matches!(
-            c,
-            ' ' | '\'' | '"' | '\\' | '|' | '&' | ';' | '(' | ')' | '<' | '>' | '!' | '{' | '}' | '*' | '[' | '?' | ']' | '^' | '$' | '`' | ','
-        ) || (i == 0 && matches!(c, '~' | '#'));
-        if special {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
-}
+/// bash's `printf %q` (agmsg quotes the words of commands it prints for an agent this way).
+pub use agmsg_contract::printf_q as bash_q;
 
 /// How a type's delivery file is written: agmsg's default, or the behaviour of the plug agmsg ships
 /// for it.
@@ -166,11 +150,12 @@ impl Behaviour {
     pub fn of(t: &AgentType) -> Result<Behaviour, String> {
         let by_name = match t.name.as_str() {
             // cursor's plug is a component (drivers/agent-cursor) overriding apply and status: under
-            // it, agmsg's default.
+            // it, agmsg's default. claude-code's (drivers/agent-claude-code) overrides on_enable only.
             "claude-code" | "codex" | "cursor" => Some(Behaviour::JsonHooks),
             "gemini" | "antigravity" => Some(Behaviour::RuleFile),
             "copilot" => Some(Behaviour::Copilot),
             "opencode" => Some(Behaviour::Opencode),
+            // Its plug component (drivers/agent-grok-build) answers on_enable and stop_directive.
             "grok-build" => Some(Behaviour::GrokBuild),
             "hermes" | "agmsg-app" => Some(Behaviour::Manual),
             _ => None,
@@ -252,17 +237,17 @@ pub fn gate(t: &AgentType, mode: Mode) -> Result<(), String> {
 /// The lines agmsg's `delivery.sh set` prints after applying: the confirmation, then the mode's side
 /// effects (`on_enable`; the turn note and the stop directive; the off note, `on_disable` and, for a
 /// type with an automatic mode, the stop directive), each the plug's when it overrides it.
-/// agmsg-host touches no process: the default directive says so.
-fn set_notices(t: &AgentType, behaviour: Option<Behaviour>, mode: Mode, project: &str, plug: &mut dyn Overrides) -> Result<Vec<String>, String> {
+/// agmsg-host touches no process, and says so after the stop directive, whoever worded it.
+///
+/// agmsg's `emit_monitor_directive` skips the directive while the session's watcher pidfile names a
+/// live process; agmsg-host does not: the reference names no pidfile for a session (only
+/// `run/watch.*.pid` as a whole), and agmsg's `watch.sh` replaces a second watcher of one session.
+fn set_notices(t: &AgentType, mode: Mode, project: &str, plug: &mut dyn Overrides) -> Result<Vec<String>, String> {
     let mut lines = vec![format!("Delivery mode set to '{mode}' for {project} ({})", t.name)];
     let automatic = modes(t).iter().any(|m| *m != Mode::Off);
-    // The plug's directive as it answers it; the host's (agmsg's, or grok-build's) with a note that
-    // agmsg-host itself stopped nothing.
     let stop = |plug: &mut dyn Overrides| -> Result<String, String> {
-        Ok(match plug.stop_directive()? {
-            Some(directive) => directive,
-            None => format!("{}\nagmsg-host stops no processes: run agmsg's `delivery.sh stop` to end watch.sh processes.", builtin_stop_directive(behaviour)),
-        })
+        let directive = plug.stop_directive()?.unwrap_or_else(|| DEFAULT_STOP_DIRECTIVE.to_owned());
+        Ok(format!("{directive}\nagmsg-host stops no processes: run agmsg's `delivery.sh stop` to end watch.sh processes."))
     };
     match mode {
         Mode::Monitor | Mode::Both => {
@@ -284,21 +269,12 @@ fn set_notices(t: &AgentType, behaviour: Option<Behaviour>, mode: Mode, project:
     Ok(lines)
 }
 
-/// The in-session watcher-stop directive the host knows for a type, as agmsg prints it (a blank line,
-/// then the directive): grok-build's plug's wording, else agmsg's default (`emit_stop_directive`).
-fn builtin_stop_directive(behaviour: Option<Behaviour>) -> &'static str {
-    match behaviour {
-        Some(Behaviour::GrokBuild) => {
-            "\nAGMSG-DIRECTIVE: If an agmsg inbox watcher is streaming into this session via\n\
-             the monitor tool, stop it with kill_command_or_subagent on its task id."
-        }
-        _ => {
-            "\nAGMSG-DIRECTIVE: If an agmsg watch Monitor task is running in this session,\n\
-             find it with TaskList (description starts with \"agmsg inbox stream\") and\n\
-             stop it with TaskStop."
-        }
-    }
-}
+/// agmsg's default in-session watcher-stop directive (`emit_stop_directive`), as it prints it (a blank
+/// line, then the directive), without its claim that the watchers were killed. grok-build's wording is
+/// its plug's (drivers/agent-grok-build).
+const DEFAULT_STOP_DIRECTIVE: &str = "\nAGMSG-DIRECTIVE: If an agmsg watch Monitor task is running in this session,\n\
+     find it with TaskList (description starts with \"agmsg inbox stream\") and\n\
+     stop it with TaskStop.";
 
 #[cfg(test)]
 mod tests {
@@ -398,6 +374,7 @@ fn apply_mode(t: &AgentType, mode: Mode, project: &std::path::Path, skill_dir: &
     // what the component does not override.
     let behaviour = Behaviour::of(t);
     let has_file = !t.value("hooks_file").is_empty() || behaviour.as_ref().is_ok_and(|b| b.has_file());
+    let after_lines = |plug: &mut dyn Overrides| if set_lines { set_notices(t, mode, &ctx.project, plug) } else { Ok(Vec::new()) };
     let (file, changed, outcome) = if has_file {
         let target = target::Target::open(&project, &t.name, hooks_file(t)?, mode != Mode::Off)?;
         let current = target.read()?;
@@ -406,16 +383,16 @@ fn apply_mode(t: &AgentType, mode: Mode, project: &std::path::Path, skill_dir: &
             Some(outcome) => outcome,
             None => behaviour.clone()?.apply(&ctx, mode, current.as_deref()).map_err(left)?,
         };
+        // What `set` prints is asked of the plug before the file changes: a refused line leaves it
+        // as it was.
+        let after = after_lines(plug.as_mut()).map_err(left)?;
         let changed = target.apply(outcome.answer.as_ref().unwrap_or(&Answer::Keep))?;
-        (Some(target.path()), changed, outcome)
+        (Some(target.path()), changed, Outcome { notices: [outcome.notices, after].concat(), ..outcome })
     } else {
-        (None, false, behaviour.clone()?.apply(&ctx, mode, None)?)
+        let outcome = behaviour.clone()?.apply(&ctx, mode, None)?;
+        (None, false, Outcome { notices: [outcome.notices, after_lines(plug.as_mut())?].concat(), ..outcome })
     };
-    let mut notices = outcome.notices;
-    if set_lines {
-        notices.extend(set_notices(t, behaviour.ok(), mode, &ctx.project, plug.as_mut())?);
-    }
-    Ok(SetReport { file, changed, notices, warnings: outcome.warnings })
+    Ok(SetReport { file, changed, notices: outcome.notices, warnings: outcome.warnings })
 }
 
 /// `delivery status <type> <project>`: the mode the type's file says.
@@ -462,9 +439,6 @@ pub fn side_effect(t: &AgentType, op: SideEffect, project: &std::path::Path, ski
             plug.on_enable(mode)
         }
         SideEffect::OnDisable => plug.on_disable(),
-        SideEffect::StopDirective => Ok(match plug.stop_directive()? {
-            Some(directive) => Some(vec![directive]),
-            None => (Behaviour::of(t).ok() == Some(Behaviour::GrokBuild)).then(|| vec![builtin_stop_directive(Some(Behaviour::GrokBuild)).to_owned()]),
-        }),
+        SideEffect::StopDirective => Ok(plug.stop_directive()?.map(|directive| vec![directive])),
     }
 }

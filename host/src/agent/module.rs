@@ -113,7 +113,7 @@ impl AxisModule for AgentModule {
                 (registry.get(&name).map_or_else(|| format!("new:{name}"), type_var), plug)
             }
         } else if let Some(t) = registry.get(reference) {
-            let plug = super::delivery::component::source_for(t)?.map(|s| plug_var(&s).map(|p| (p, s.sha256))).transpose()?;
+            let plug = t.plug_component().map(|s| plug_var(&s).map(|p| (p, s.sha256))).transpose()?;
             (type_var(t), plug)
         } else {
             let source = super::delivery::component::source_named(reference)?;

@@ -73,6 +73,10 @@ pub struct AgentType {
     pub shadows: Vec<Origin>,
     /// The bundled type it is, when it is one.
     bundled: Option<&'static str>,
+    /// Where its name has trusted plugin candidates (`types/<name>`), the last one's plug component, as
+    /// the registry read and hashed it: a type directory's own (`None`: it ships none), or a plug
+    /// component alone. `None` here: no such candidate ([`AgentType::plug_component`]).
+    plugin_plug: Option<Option<crate::runtime::DriverSource>>,
 }
 
 /// A type's command template.
@@ -89,7 +93,7 @@ pub struct Template {
 impl AgentType {
     fn bundled(t: &'static BundledType) -> AgentType {
         let manifest = Manifest::parse(t.conf.as_bytes(), t.name).expect("bundled manifests are text");
-        AgentType { name: t.name.to_owned(), origin: Origin::Bundled, manifest, shadows: Vec::new(), bundled: Some(t.name) }
+        AgentType { name: t.name.to_owned(), origin: Origin::Bundled, manifest, shadows: Vec::new(), bundled: Some(t.name), plugin_plug: None }
     }
 
     /// `key`'s value (agmsg's reader); `None` when missing.
@@ -138,6 +142,17 @@ impl AgentType {
         let dir = self.dir().expect("a type on disk");
         let bytes = crate::plugin::tree::read_below(dir, file, crate::plugin::MAX_TEXT_BYTES)?;
         String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", dir.join(file).display()))
+    }
+
+    /// The plug component that answers for it: the last trusted plugin candidate of its name's (its
+    /// own directory's, or a plug component alone), else the bundled plug of its name, if any; `None`:
+    /// none (the host's behaviour for the type answers). What runs is what trust was checked against
+    /// when the registry was read.
+    pub fn plug_component(&self) -> Option<crate::runtime::DriverSource> {
+        match &self.plugin_plug {
+            Some(plug) => plug.clone(),
+            None => super::module::bundled_plug(&self.name),
+        }
     }
 
     /// Its code plug: built-in facts for a bundled type, scanned (never run) for a type on disk.
@@ -225,7 +240,7 @@ impl Registry {
     /// axis, trust answered by `trust` (the plugin trust file, pinned to the directory, `type.conf`'s
     /// sha256 and the other files' hash); of a name, the last trusted type directory is the type
     /// (shadowing bundled, agmsg's and earlier ones). A plug component alone (`agmsg-driver.toml`, no
-    /// `type.conf`) is no type: it replaces a type's plug ([`super::delivery::component::source_for`]).
+    /// `type.conf`) is no type: it replaces a type's plug ([`AgentType::plug_component`]).
     pub fn load(sources: &Sources, trust: TrustLoader<'_>) -> Registry {
         let mut reg = Registry::default();
         for t in bundled::TYPES {
@@ -251,6 +266,8 @@ impl Registry {
             by_name.entry(candidate.name.clone()).or_default().push(candidate);
         }
         for (name, candidates) in by_name {
+            // The plug component that answers for the name: the last candidate that may run, of either kind.
+            let plugin_plug = candidates.iter().rev().find(|c| c.problem().is_none()).map(registry::Candidate::source);
             // Plug components alone are chosen where the plug is needed (delivery); here only warned about.
             let (types, plugs): (Vec<_>, Vec<_>) = candidates.into_iter().partition(|c| c.is_type_dir);
             let plug_warnings = registry::choose(Axis::Types, &name, plugs).1;
@@ -264,6 +281,9 @@ impl Registry {
                 let earlier: Vec<Origin> = runnable.into_iter().filter(|d| *d != dir).map(Origin::Plugin).collect();
                 reg.add(name.clone(), Origin::Plugin(dir), manifest);
                 reg.types.get_mut(&name).expect("just added").shadows.extend(earlier);
+            }
+            if let (Some(plug), Some(t)) = (plugin_plug, reg.types.get_mut(&name)) {
+                t.plugin_plug = Some(plug);
             }
         }
         reg
@@ -283,7 +303,7 @@ impl Registry {
             }
             None => Vec::new(),
         };
-        self.types.insert(name.clone(), AgentType { name, origin, manifest, shadows, bundled: None });
+        self.types.insert(name.clone(), AgentType { name, origin, manifest, shadows, bundled: None, plugin_plug: None });
     }
 
     /// The type `name`, if it exists.
@@ -294,6 +314,11 @@ impl Registry {
     /// Every type, sorted by name (agmsg's `agmsg_known_types | sort -u`).
     pub fn types(&self) -> impl Iterator<Item = &AgentType> {
         self.types.values()
+    }
+
+    /// Why plugin candidates named `name` were skipped (untrusted, broken), one message each.
+    pub fn ignored(&self, name: &str) -> &[String] {
+        self.ignored.get(name).map_or(&[], Vec::as_slice)
     }
 
     /// The type `name`, or an error naming the types that exist and, for a type directory of that name
@@ -412,6 +437,40 @@ mod tests {
         let only_a = trusting(&[&a_kiro]);
         let reg = Registry::load(&sources, &|| Ok(TrustFile { version: 1, plugins: only_a.plugins.clone() }));
         assert_eq!(reg.get("kiro").unwrap().value("cli"), "kiro-a");
+    }
+
+    /// A plug component's package in `dir`: its manifest and `bytes` as the component.
+    fn plug_package(dir: &Path, name: &str, bytes: &[u8]) {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("agmsg-driver.toml"), format!("name = \"{name}\"\naxis = \"types\"\nversion = \"0.1.0\"\napi = \"1.0.0\"\ncomponent = \"plug.wasm\"\n")).unwrap();
+        std::fs::write(dir.join("plug.wasm"), bytes).unwrap();
+    }
+
+    #[test]
+    fn the_plug_component_is_the_one_read_with_the_type() {
+        let a = tempfile::tempdir().unwrap();
+        let b = tempfile::tempdir().unwrap();
+        let kiro = a.path().join("types/kiro");
+        write(&kiro, "name=kiro\ncli=kiro\n");
+        plug_package(&kiro, "kiro", b"kiro's plug");
+        let codex_plug = b.path().join("types/codex");
+        plug_package(&codex_plug, "codex", b"another codex plug");
+        let sources = Sources { skill_dir: None, plugin_bases: vec![a.path().to_owned(), b.path().to_owned()] };
+        let trust = trusting(&[&kiro, &codex_plug]);
+        let reg = Registry::load(&sources, &|| Ok(TrustFile { version: 1, plugins: trust.plugins.clone() }));
+
+        // What runs is what was read and checked against trust, even if the file changes afterwards.
+        std::fs::write(kiro.join("plug.wasm"), b"changed after the check").unwrap();
+        let plug = reg.get("kiro").unwrap().plug_component().expect("its own plug");
+        assert_eq!(&*plug.wasm, b"kiro's plug");
+        assert_eq!(plug.sha256, registry::sha256_hex(b"kiro's plug"));
+        assert!(plug.capabilities.0.is_empty());
+        // A trusted plug component alone replaces a bundled type's plug; untrusted, the bundled one serves.
+        assert_eq!(&*reg.get("codex").unwrap().plug_component().unwrap().wasm, b"another codex plug");
+        let reg = Registry::load(&sources, &no_trust);
+        let bundled = crate::agent::module::bundled_plug("codex").map(|p| p.sha256);
+        assert_eq!(reg.get("codex").unwrap().plug_component().map(|p| p.sha256), bundled);
+        assert!(reg.ignored("codex")[0].contains("agmsg-host plugin trust types/codex"), "{:?}", reg.warnings);
     }
 
     #[test]

@@ -139,6 +139,16 @@ fn print_side_effect(lines: Option<Vec<String>>) -> Result<(), Failure> {
     Ok(())
 }
 
+/// The type `name`; skipped plugin candidates of that name (an untrusted or broken `types/<name>`,
+/// which may have been meant) are warned about on the log.
+fn require<'r>(registry: &'r Registry, name: &str) -> Result<&'r agmsg_host::agent::AgentType, String> {
+    let t = registry.require(name)?;
+    for warning in registry.ignored(name) {
+        agmsg_host::log::host_log::warn(warning);
+    }
+    Ok(t)
+}
+
 fn run_command(plug: Option<&str>, command: DeliveryCommand) -> Result<(), Failure> {
     let registry = Registry::from_env();
     let plug = plug.map(delivery::component::source_named).transpose()?;
@@ -146,29 +156,29 @@ fn run_command(plug: Option<&str>, command: DeliveryCommand) -> Result<(), Failu
     match command {
         DeliveryCommand::Set { mode, agent_type, project } => {
             let mode = Mode::parse(&mode)?;
-            let t = registry.require(&agent_type)?;
+            let t = require(&registry, &agent_type)?;
             print_report(&delivery::set(t, mode, &project, &skill_dir()?, plug)?);
         }
         DeliveryCommand::Apply { agent_type, project, mode } => {
             let mode = Mode::parse(&mode)?;
-            let t = registry.require(&agent_type)?;
+            let t = require(&registry, &agent_type)?;
             print_report(&delivery::apply(t, mode, &project, &skill_dir()?, plug)?);
         }
         DeliveryCommand::OnEnable { mode, agent_type, project } => {
             let mode = Mode::parse(&mode)?;
-            let t = registry.require(&agent_type)?;
+            let t = require(&registry, &agent_type)?;
             print_side_effect(delivery::side_effect(t, SideEffect::OnEnable(mode), &project, &skill_dir()?, plug)?)?;
         }
         DeliveryCommand::OnDisable { agent_type, project } => {
-            let t = registry.require(&agent_type)?;
+            let t = require(&registry, &agent_type)?;
             print_side_effect(delivery::side_effect(t, SideEffect::OnDisable, &project, &skill_dir()?, plug)?)?;
         }
         DeliveryCommand::StopDirective { agent_type, project } => {
-            let t = registry.require(&agent_type)?;
+            let t = require(&registry, &agent_type)?;
             print_side_effect(delivery::side_effect(t, SideEffect::StopDirective, &project, &skill_dir()?, plug)?)?;
         }
         DeliveryCommand::Status { agent_type, project, json } => {
-            let t = registry.require(&agent_type)?;
+            let t = require(&registry, &agent_type)?;
             let report = delivery::status(t, &project, &skill_dir()?, plug)?;
             if json {
                 let entries = report.status.entries.as_ref().map(|e| e.iter().map(|(k, n)| (k.to_string(), json!(n))).collect::<serde_json::Map<_, _>>());
@@ -191,7 +201,7 @@ fn run_command(plug: Option<&str>, command: DeliveryCommand) -> Result<(), Failu
             }
         }
         DeliveryCommand::Modes { agent_type, json } => {
-            let t = registry.require(&agent_type)?;
+            let t = require(&registry, &agent_type)?;
             let modes: Vec<&str> = delivery::modes(t).into_iter().map(Mode::name).collect();
             if json {
                 println!("{}", json!(modes));

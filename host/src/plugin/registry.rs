@@ -94,6 +94,18 @@ impl Candidate {
         }
     }
 
+    /// [`Candidate::into_source`], its bytes copied.
+    pub fn source(&self) -> Option<crate::runtime::DriverSource> {
+        Some(crate::runtime::DriverSource {
+            path: self.component(),
+            capabilities: self.runs_with(),
+            name: self.name.clone(),
+            sha256: self.sha256.clone()?,
+            wasm: std::borrow::Cow::Owned(self.wasm.clone()?),
+            settings: Vec::new(),
+        })
+    }
+
     /// The component ready to load, with what it runs with (for a candidate the registry chose: trusted
     /// and readable); `None` for an agent type without a plug component.
     pub fn into_source(self) -> Option<crate::runtime::DriverSource> {

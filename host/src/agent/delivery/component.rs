@@ -5,7 +5,6 @@
 //! and says something ([`check_line`]). A trap, a time-out, a memory hog or a refused answer is an error naming the plug and
 //! the op, and the file is left as it was.
 
-use crate::agent::registry::{AgentType, Origin};
 use crate::axis::Axis;
 use crate::agent::world::{PlugWorld, wit};
 use crate::runtime::{Driver, DriverSource, Runtime};
@@ -15,24 +14,6 @@ use super::{Answer, Context, Mode, Outcome, Status};
 /// At most this many notice or detail lines, each at most [`MAX_LINE`] characters.
 pub const MAX_LINES: usize = 64;
 pub const MAX_LINE: usize = 4096;
-
-/// The plug component of type `t`, if it has one. Of the plugin candidates `types/<name>` (agent
-/// types and plug components alone), the last trusted one wins, as on every axis: an agent type's plug
-/// is the component it ships (none: agmsg's defaults throughout), a plug component alone replaces the
-/// plug of the type (bundled, agmsg's or external). With no trusted candidate, a bundled type (or
-/// agmsg's own installed copy of one) has its bundled plug. An untrusted candidate is skipped with a
-/// warning that names the command that trusts it. Every plug runs with no capabilities.
-pub fn source_for(t: &AgentType) -> Result<Option<DriverSource>, String> {
-    let chosen = crate::plugin::registry::find(Axis::Types, &t.name)?;
-    match (chosen, &t.origin) {
-        (Some(plugin), Origin::Plugin(dir)) if plugin.is_type_dir && plugin.dir != *dir => {
-            Err(format!("type {}: the trusted candidate changed while it was read ({} is chosen now, not {}); run it again", t.name, plugin.dir.display(), dir.display()))
-        }
-        (Some(plugin), _) => Ok(plugin.into_source()),
-        (None, Origin::Bundled | Origin::Agmsg(_)) => Ok(crate::agent::module::bundled_plug(&t.name)),
-        (None, Origin::Plugin(dir)) => Err(format!("type {}: {} is no longer trusted; run it again", t.name, dir.display())),
-    }
-}
 
 /// The plug component `reference` names (`--driver`): a component file (anything with a `/` or ending
 /// in `.wasm`), run with no capabilities (no manifest declares any); else a trusted plugin

@@ -335,14 +335,14 @@ fn hooks_file(t: &AgentType) -> Result<&str, String> {
 }
 
 /// The plug component that answers for the type: the one named on the command line (`--driver`), else
-/// the type's own ([`component::source_for`]).
+/// the type's own ([`AgentType::plug_component`]).
 pub type PlugOverride<'a> = Option<&'a crate::runtime::DriverSource>;
 
 /// The type's plug component, loaded (the runtime made on first need), else [`component::NoPlug`].
 fn open_plug<'rt>(t: &AgentType, ctx: &Context, runtime: &'rt mut Option<crate::runtime::Runtime>, chosen: PlugOverride<'_>) -> Result<Box<dyn Overrides + 'rt>, String> {
     let source = match chosen {
         Some(source) => source.clone(),
-        None => match component::source_for(t)? {
+        None => match t.plug_component() {
             Some(source) => source,
             None => return Ok(Box::new(component::NoPlug)),
         },

@@ -70,7 +70,7 @@ pub fn is_shim(file: &str) -> bool {
 /// answers it if it overrides it, else agmsg's default runs.
 pub fn replaces(t: &AgentType) -> Result<Vec<String>, String> {
     let behaviour = Behaviour::of(t);
-    let component = super::component::source_for(t)?;
+    let component = t.plug_component();
     if let (Err(e), None) = (&behaviour, &component) {
         return Err(format!("{e}; install a delivery plug component for it first (`agmsg-host plugin install`, axis types)"));
     }

@@ -201,6 +201,12 @@ impl TermFailKind {
 /// ([`records::directive`] with the `records` feature).
 pub const DIRECTIVE_PREFIX: &str = "AGMSG-DIRECTIVE: ";
 
+/// `value` as one POSIX shell word in single quotes, each `'` as `'\''` (agmsg's `agmsg_shq`): nothing
+/// in it is read as syntax, line breaks included. Shared by the host and the guest SDK.
+pub fn shell_quote(value: &str) -> String {
+    format!("'{}'", value.replace('\'', r"'\''"))
+}
+
 /// bash's `printf %q`, which agmsg uses to quote the words of a command it prints for an agent to run
 /// (the monitor directive's `watch.sh` command, opencode's rule): `''` when empty; text with a control,
 /// bidi or line-separator character as one ANSI-C word, `$'...'`, each such character escaped (`\n`,

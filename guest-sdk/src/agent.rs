@@ -74,14 +74,13 @@ pub use crate::bindings::agent::agmsg::agent::types::Applied;
 /// ```
 pub use crate::bindings::agent::agmsg::agent::types::PlugError;
 
-/// agmsg's `agmsg_shq`: `value` as one POSIX shell word in single quotes.
+/// agmsg's `agmsg_shq`: `value` as one POSIX shell word in single quotes (the host's quoting, shared
+/// through `agmsg-contract`).
 ///
 /// ```
 /// assert_eq!(agmsg_guest_sdk::agent::shq("/p/o'brien"), r"'/p/o'\''brien'");
 /// ```
-pub fn shq(value: &str) -> String {
-    format!("'{}'", value.replace('\'', r"'\''"))
-}
+pub use agmsg_contract::shell_quote as shq;
 
 /// bash's `printf %q`, as agmsg quotes each word of a command it prints for an agent to run (the monitor
 /// directive's `watch.sh` command): the host's quoting, shared through `agmsg-contract`. Whatever the text

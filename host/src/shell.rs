@@ -2,10 +2,8 @@
 //! boot script, the `_delivery.sh` and storage shims, delivery hook commands, commands users paste).
 
 /// `value` as one shell word in single quotes, each `'` as `'\''` (agmsg's `agmsg_shq`): nothing in
-/// it is read as syntax, line breaks included.
-pub fn quote(value: &str) -> String {
-    format!("'{}'", value.replace('\'', r"'\''"))
-}
+/// it is read as syntax, line breaks included. The same function delivery plugs use (`agmsg-contract`).
+pub use agmsg_contract::shell_quote as quote;
 
 /// Whether `value` is one shell word as it is: non-empty, only ASCII letters, digits and `/._-+:,=@%`
 /// (nothing a shell expands, splits or reads as syntax, even when words are joined by spaces).

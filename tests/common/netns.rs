@@ -25,10 +25,12 @@ pub struct Lan {
     names: Vec<String>,
 }
 
-/// `ip`: on `PATH`, else where Debian installs it (`/usr/sbin` is not on a user's `PATH`).
+/// `ip`: on `PATH`, else where Debian installs it (`/usr/sbin` is not on a user's `PATH`), found as the
+/// host finds a program.
 fn ip_program() -> Option<PathBuf> {
-    let on_path = std::env::var_os("PATH").into_iter().flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>());
-    on_path.chain(["/usr/sbin".into(), "/sbin".into()]).map(|d| d.join("ip")).find(|p| p.is_file())
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let dirs = std::env::split_paths(&path).chain(["/usr/sbin".into(), "/sbin".into()]);
+    agmsg_host::runtime::caps::process::find_on_path("ip", &std::env::join_paths(dirs).ok()?)
 }
 
 fn run(ip: &PathBuf, args: &[&str]) -> Result<(), String> {

@@ -53,7 +53,7 @@ pub fn alternating(n: usize, mut ours: impl FnMut(usize), mut base: impl FnMut(u
     (median(a), median(b))
 }
 
-/// `program` on `PATH`.
+/// `program` on `PATH` (the host's own lookup: an executable file in an absolute directory).
 pub fn which(program: &str) -> Option<std::path::PathBuf> {
-    std::env::var_os("PATH")?.to_str()?.split(':').map(|d| std::path::Path::new(d).join(program)).find(|p| p.is_file())
+    agmsg_host::runtime::caps::process::find_on_path(program, &std::env::var_os("PATH")?)
 }

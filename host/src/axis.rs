@@ -126,6 +126,15 @@ impl Axis {
         }
     }
 
+    /// Whether its drivers may be granted network endpoints. A delivery plug computes and the host
+    /// touches the world (issue 17 §3: no filesystem, no programs, declared variables only).
+    pub fn reaches_network(self) -> bool {
+        match self {
+            Axis::Storage | Axis::Terminal => true,
+            Axis::Types => false,
+        }
+    }
+
     /// The table of agmsg keys a plugin manifest of this axis may carry (`[terminal]`), if any.
     pub fn manifest_table(self) -> Option<&'static str> {
         match self {

@@ -164,6 +164,9 @@ impl PluginManifest {
         if !self.capabilities.programs.is_empty() && !axis.runs_programs() {
             return Err(format!("a {axis} driver cannot run programs (only terminal drivers can)"));
         }
+        if !self.capabilities.network.is_empty() && !axis.reaches_network() {
+            return Err(format!("a {axis} driver cannot reach the network (a delivery plug computes; the host touches the world)"));
+        }
         for cap in &self.capabilities().0 {
             cap.validate()?;
         }
@@ -239,6 +242,7 @@ capabilities = ["peek"]
             (format!("description = \"{}\"\n{text}", "x".repeat(2000)), "description must be one line"),
             (text.replace("capabilities = [\"peek\"]", "capabilities = [\"pe\\u001bek\"]"), "printable words"),
             (format!("component = \"d\\u001b.wasm\"\n{text}"), "printable path"),
+            ("name = \"p\"\naxis = \"types\"\nversion = \"0.1.0\"\napi = \"1.0.0\"\n[capabilities]\nnetwork = [\"example.org:443\"]\n".to_owned(), "cannot reach the network"),
         ] {
             let err = PluginManifest::parse(&bad, Path::new("m.toml")).unwrap_err();
             assert!(err.contains(why), "{why}: {err}");

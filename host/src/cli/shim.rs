@@ -179,10 +179,8 @@ fn write(text: &str, output: Option<PathBuf>, hint: &str) -> Result<(), String> 
     match output {
         None => std::io::stdout().write_all(text.as_bytes()).map_err(|e| format!("cannot write to stdout: {e}")),
         Some(path) => {
-            let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-            let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| format!("cannot write in {}: {e}", dir.display()))?;
-            tmp.write_all(text.as_bytes()).map_err(|e| e.to_string())?;
-            tmp.persist(&path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            let failed = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
+            agmsg_host::storage::atomic_file::write_atomically(&path, failed, |w| w.write_all(text.as_bytes()).map_err(failed))?;
             eprintln!("wrote {} ({hint})", path.display());
             Ok(())
         }

@@ -59,6 +59,10 @@ pub fn read(dir: &Path) -> Result<Tree, String> {
                 continue;
             }
             let name = std::str::from_utf8(name).map_err(|_| format!("{}: a file name that is not UTF-8", root.join(rel).display()))?;
+            // Counted while listing: a directory of millions of entries is refused, not first read whole.
+            if out.len() + names.len() >= MAX_ENTRIES {
+                return Err(format!("{}: more than {MAX_ENTRIES} files", root.display()));
+            }
             names.push(name.to_owned());
         }
         names.sort();
@@ -190,6 +194,13 @@ mod tests {
         let linked = dir.path().join("linked");
         std::os::unix::fs::symlink(&t, &linked).unwrap();
         assert!(read(&linked).unwrap_err().contains("symbolic link"), "the directory itself may not be a link");
+
+        let many = dir.path().join("many");
+        std::fs::create_dir_all(many.join("sub")).unwrap();
+        for i in 0..MAX_ENTRIES {
+            std::fs::write(many.join("sub").join(i.to_string()), "").unwrap();
+        }
+        assert!(read(&many).unwrap_err().contains(&format!("more than {MAX_ENTRIES} files")));
 
         assert!(std::process::Command::new("mkfifo").arg(t.join("fifo")).status().unwrap().success());
         assert!(read(&t).unwrap_err().contains("not a regular file or a directory"));

@@ -97,6 +97,7 @@ fn an_untrusted_type_is_invisible_then_installed_and_used_by_name() {
     let install = run(&env, &["plugin", "install", pkg.to_str().unwrap(), "--yes"]);
     install.ok();
     assert_eq!(install.stdout, format!("installed types/kiro in {}\ntrusted; it runs with: none\n", installed(&env, "kiro").display()));
+    assert!(install.stderr.contains("Spawned, it runs `kiro-cli --fast` with your rights (not sandboxed)."), "the consent says what it launches: {install:#?}");
     assert_eq!(fs::read_to_string(installed(&env, "kiro").join("template.md")).unwrap(), "Use __SKILL_NAME__ as kiro.\n");
     assert_eq!(plugin_row(&env, "types/kiro")["state"], "trusted");
 

@@ -172,12 +172,30 @@ fn describe_type(name: &str, conf_sha256: &str, files_sha256: &str, from: &Path,
     text
 }
 
+/// What `spawn` would run for a type, with the user's full rights (not sandboxed): the one thing a
+/// type's trust gives it beyond data.
+fn launches(conf: Option<&agmsg_host::agent::Manifest>) -> String {
+    let Some(conf) = conf else { return String::new() };
+    let (cli, spawn) = (conf.value("cli"), conf.value("spawn"));
+    if !spawn.is_empty() {
+        format!("Spawned, it runs its node launcher {} with your rights (not sandboxed).\n", display::line(spawn))
+    } else if conf.value("spawnable") == "yes" && !cli.is_empty() {
+        format!("Spawned, it runs `{}` with your rights (not sandboxed).\n", display::line(cli))
+    } else {
+        "It is not spawnable: it launches nothing.\n".to_owned()
+    }
+}
+
 /// The user's answer to `request`: what is granted. An earlier trust of the plugin shows what widened.
 fn ask(request: &ConsentRequest, consent: &Consent) -> Result<Capabilities, String> {
     let asked = request.asks_for();
     let mut text = match &request.offer {
         Offer::Component(manifest) => describe_request(manifest, request.sha256, request.from),
-        Offer::AgentType { name, conf_sha256, plug } => describe_type(name, conf_sha256, request.sha256, request.from, *plug),
+        Offer::AgentType { name, conf_sha256, conf, plug } => {
+            let mut text = describe_type(name, conf_sha256, request.sha256, request.from, *plug);
+            text.push_str(&launches(*conf));
+            text
+        }
     };
     match &request.widened {
         Some(widened) if widened.is_empty() => text.push_str("Compared with what you trusted before, it asks for nothing more.\n"),

@@ -74,7 +74,7 @@ pub enum Offer<'a> {
     Component(&'a PluginManifest),
     /// An agent type: it declares no capabilities, and its plug component, if it ships one, runs with
     /// none.
-    AgentType { name: &'a str, conf_sha256: &'a str, plug: Option<&'a PluginManifest> },
+    AgentType { name: &'a str, conf_sha256: &'a str, conf: Option<&'a crate::agent::Manifest>, plug: Option<&'a PluginManifest> },
 }
 
 /// What the user is asked to consent to.
@@ -211,7 +211,7 @@ pub fn install_type(
     let dir = axis_dir.join(name);
     let (files_sha256, conf_sha256) = package.files.pinned();
     let request = ConsentRequest {
-        offer: Offer::AgentType { name, conf_sha256: &conf_sha256, plug: package.files.plug.as_ref().map(|(m, _)| m) },
+        offer: Offer::AgentType { name, conf_sha256: &conf_sha256, conf: Some(&package.files.conf), plug: package.files.plug.as_ref().map(|(m, _)| m) },
         sha256: &files_sha256,
         from: &package.dir,
         widened: widened(&home, Axis::Types, name, &dir, &Capabilities::default())?,
@@ -328,7 +328,7 @@ pub fn trust(
     let home = agmsg_home()?;
     let asks_for = candidate.declared();
     let offer = match (&candidate.manifest, candidate.is_type_dir) {
-        (plug, true) => Offer::AgentType { name: &name, conf_sha256: &pinned.1, plug: plug.as_ref() },
+        (plug, true) => Offer::AgentType { name: &name, conf_sha256: &pinned.1, conf: candidate.agent_type.as_ref(), plug: plug.as_ref() },
         (Some(manifest), false) => Offer::Component(manifest),
         (None, false) => return Err(format!("{axis}/{name} has no manifest")),
     };

@@ -296,10 +296,27 @@ fn describe_says_every_key_its_origin_template_and_plug() {
             }
         }
         assert_eq!(d["plug"]["overrides"].as_array().unwrap().len() + d["plug"]["defaults"].as_array().unwrap().len(), 6);
+        // What agmsg-host itself runs: the bundled plug component and what it is granted, or none.
+        let granted = match *name {
+            "claude-code" => Some("env:CLAUDE_CODE_SESSION_ID"),
+            "grok-build" => Some("env:GROK_SESSION_ID"),
+            "cursor" => Some("none"),
+            _ => None,
+        };
+        match granted {
+            Some(granted) => {
+                assert_eq!(d["component"]["name"], *name);
+                assert_eq!(d["component"]["capabilities"], granted, "{name}");
+                assert!(d["component"]["path"].is_null() && d["component"]["sha256"].as_str().unwrap().len() == 64);
+            }
+            None => assert!(d["component"].is_null(), "{name}: {}", d["component"]),
+        }
     }
+    let run = types(&env, &["describe", "claude-code"]);
+    assert!(run.stdout.contains("component  agmsg-host runs bundled plug 'claude-code' (sha256 ") && run.stdout.contains("granted: env:CLAUDE_CODE_SESSION_ID"), "{}", run.stdout);
     let run = types(&env, &["describe", "codex"]);
     run.ok();
-    for needle in ["source     bundled", "model_arg=-m  [type.conf line", "prompt_arg  [missing: reads as empty]", "on_disable      overridden:", "apply           default:"] {
+    for needle in ["source     bundled", "model_arg=-m  [type.conf line", "prompt_arg  [missing: reads as empty]", "on_disable      overridden:", "apply           default:", "component  none"] {
         assert!(run.stdout.contains(needle), "{needle:?} in {}", run.stdout);
     }
     let run = types(&env, &["describe", "nope"]);

@@ -248,6 +248,9 @@ fn describe(name: &str, json: bool) -> Result<(), Failure> {
     let missing: Vec<_> = KEYS.iter().filter(|k| t.get(k.key).is_none()).collect();
     let template = t.template();
     let plug = t.plug();
+    // What agmsg-host itself runs for the type's delivery: a sandboxed plug component, or nothing (the
+    // host's own defaults and rules); the shell plug above is agmsg's, described, never run.
+    let component = t.plug_component();
     let stray = t.manifest.stray_lines();
 
     if json {
@@ -281,6 +284,12 @@ fn describe(name: &str, json: bool) -> Result<(), Failure> {
                 "defaults": Function::ALL.iter().filter(|f| !plug.overrides(**f)).map(|f| json!({ "function": f.name(), "does": f.default_behaviour() })).collect::<Vec<_>>(),
                 "code": plug.code,
             },
+            "component": component.as_ref().map(|c| json!({
+                "name": c.name,
+                "sha256": c.sha256,
+                "path": c.path.as_ref().map(|p| p.display().to_string()),
+                "capabilities": c.capabilities.summary(),
+            })),
         });
         return print(&format!("{value}\n"));
     }
@@ -336,6 +345,18 @@ fn describe(name: &str, json: bool) -> Result<(), Failure> {
     }
     for code in &plug.code {
         out.push_str(&format!("code       {}\n", l(code)));
+    }
+    match &component {
+        Some(c) => {
+            let place = c.path.as_ref().map_or_else(|| format!("bundled plug '{}'", c.name), |p| p.display().to_string());
+            out.push_str(&format!(
+                "component  agmsg-host runs {} (sha256 {}), sandboxed, granted: {}; an op it does not override gets agmsg's default\n",
+                l(&place),
+                &c.sha256[..c.sha256.len().min(12)],
+                l(&c.capabilities.summary())
+            ));
+        }
+        None => out.push_str("component  none: agmsg-host answers with agmsg's defaults and its own rules for this type\n"),
     }
     print(&out)
 }

@@ -67,7 +67,7 @@ pub unsafe fn load_in_place(engine: &Engine, code: &'static [u8]) -> Result<Comp
     let address = code.as_ptr().addr();
     let mut loaded = LOADED.lock().unwrap_or_else(PoisonError::into_inner);
     let earlier = loaded.iter().find(|(at, _)| *at == address).map(|(_, component)| component);
-    if earlier.is_some_and(|component| !Engine::same(component.engine(), engine)) || address % rustix::param::page_size() != 0 {
+    if earlier.is_some_and(|component| !Engine::same(component.engine(), engine)) || !address.is_multiple_of(rustix::param::page_size()) {
         // SAFETY: as the caller promises.
         return unsafe { Component::deserialize(engine, code) };
     }

@@ -64,6 +64,12 @@ fn an_untrusted_type_is_invisible_then_installed_and_used_by_name() {
     assert!(list.stderr.contains(&format!("external plugin 'types/kiro' found at {} but not trusted (ignored)", dropped.display())), "{list:#?}");
     assert!(list.stderr.contains("Opt in if you put it there intentionally: agmsg-host plugin trust types/kiro"), "{list:#?}");
     assert_eq!(run(&env, &["types", "get", "kiro", "cli"]).stdout, "\n", "agmsg_type_get's default for an unknown type");
+    // A command about the type says why it is unknown once, in its error, not also as a warning.
+    for args in [&["types", "describe", "kiro"][..], &["types", "boot-argv", "kiro", "t", "a", "--project", "."], &["spawn", "kiro", "t", "a", "--project", "."]] {
+        let refused = run(&env, args);
+        assert_eq!(refused.code, 1, "{args:?}: {refused:#?}");
+        assert_eq!(refused.stderr.matches("agmsg-host plugin trust types/kiro").count(), 1, "{args:?}: {refused:#?}");
+    }
     assert_eq!(plugin_row(&env, "types/kiro")["state"], "UNTRUSTED");
     let project = env.dir.path().join("proj");
     fs::create_dir(&project).unwrap();

@@ -96,7 +96,7 @@ pub fn run(driver_flag: Option<String>, args: SpawnArgs) -> ExitCode {
 fn spawn(args: SpawnArgs) -> Result<ExitCode, SpawnError> {
     let SpawnArgs { boot, terminal, placement, json } = args;
     let (type_name, req) = boot.request();
-    let reg = types::registry();
+    let reg = types::registry_for(&type_name);
     let t = reg.require(&type_name).map_err(SpawnError::Refused)?;
     let runtime = Runtime::from_env().map_err(|e| SpawnError::Terminal(TerminalError::new(TermFailKind::Unreachable, e)))?;
     let candidates = TerminalSource::available();

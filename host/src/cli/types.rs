@@ -166,6 +166,18 @@ pub fn registry() -> Registry {
     reg
 }
 
+/// The registry for a command about type `name`: its warnings on the host log, except, when `name` is
+/// not a type, those about candidates of that name, which the command's error says
+/// ([`Registry::require`]) rather than twice.
+pub fn registry_for(name: &str) -> Registry {
+    let reg = Registry::from_env();
+    let said_by_the_error = if reg.get(name).is_none() { reg.ignored(name) } else { &[] };
+    for warning in reg.warnings.iter().filter(|w| !said_by_the_error.contains(w)) {
+        host_log::warn(warning);
+    }
+    reg
+}
+
 fn print(text: &str) -> Result<(), Failure> {
     std::io::stdout().write_all(text.as_bytes()).map_err(|e| Failure::Refused(format!("writing the output: {e}")))
 }
@@ -238,7 +250,7 @@ fn require<'a>(reg: &'a Registry, name: &str) -> Result<&'a AgentType, Failure> 
 }
 
 fn describe(name: &str, json: bool) -> Result<(), Failure> {
-    let reg = registry();
+    let reg = registry_for(name);
     let t = require(&reg, name)?;
     let manifest_path = match t.dir() {
         Some(dir) => dir.join("type.conf").display().to_string(),
@@ -400,7 +412,7 @@ fn detect(explain: bool, json: bool, pid: Option<u32>) -> Result<(), Failure> {
 }
 
 fn boot_argv(name: &str, req: &BootRequest) -> Result<(), Failure> {
-    let reg = registry();
+    let reg = registry_for(name);
     let t = require(&reg, name)?;
     let command = boot::boot_command(t, req)?;
     let value = serde_json::to_value(&command).expect("a boot command serializes");

@@ -534,6 +534,10 @@ fn agmsgs_delivery_engine_through_the_shim_writes_what_delivery_set_writes() {
     // An unknown type: no file.
     let unknown = env.run(&["shim", "types", "nosuch"]);
     assert_eq!(unknown.code, 1, "{unknown:#?}");
+    // A file that cannot be written: exit 1 with why (2 is for usage errors).
+    let unwritable = env.run(&["shim", "types", "cursor", "--output", "/proc/agmsg-host-nowhere/_delivery.sh"]);
+    assert_eq!(unwritable.code, 1, "{unwritable:#?}");
+    assert!(unwritable.stderr.contains("cannot write /proc/agmsg-host-nowhere/_delivery.sh"), "{unwritable:#?}");
 }
 
 /// A type on disk whose `_delivery.sh` is agmsg-host's shim is not a shell plug: agmsg-host answers for

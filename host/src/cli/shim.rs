@@ -188,7 +188,7 @@ fn write(text: &str, output: Option<PathBuf>, hint: &str) -> Result<(), String> 
 }
 
 /// `agmsg-host shim types <type> [--output FILE]`: exit 0 written, 1 refused (an unknown type, one
-/// whose delivery agmsg-host cannot answer), 2 cannot write.
+/// whose delivery agmsg-host cannot answer) or not written (2 is left to usage errors).
 pub fn run_types(agent_type: &str, output: Option<PathBuf>) -> ExitCode {
     let refused = |message: String| {
         eprintln!("agmsg-host shim types: {}", agmsg_host::display::line(&message));
@@ -208,8 +208,7 @@ pub fn run_types(agent_type: &str, output: Option<PathBuf>) -> ExitCode {
         write(&agmsg_host::agent::delivery::shim::text(&t.name, &bin), output, &hint)
     });
     if let Err(e) = written {
-        eprintln!("agmsg-host shim types: {e}");
-        return ExitCode::from(2);
+        return refused(e);
     }
     for warning in &warnings {
         eprintln!("warning: {}", agmsg_host::display::line(warning));

@@ -6,12 +6,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::postgres::Cluster;
+use common::lines::timestamped_lines;
 use common::{Env, fixture};
 
 /// An isolated home whose runs use `database` of `cluster`.
@@ -37,15 +37,7 @@ impl Watcher {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send((Instant::now(), line)).is_err() {
-                    break;
-                }
-            }
-        });
+        let lines = timestamped_lines(child.stdout.take().unwrap());
         let mut watcher = Watcher { child, lines };
         let (_, first) = watcher.next_line(Duration::from_secs(60)).expect("watch starts");
         assert!(first.starts_with("watching "), "{first:?}");

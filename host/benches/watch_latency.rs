@@ -18,13 +18,15 @@ mod common;
 #[allow(dead_code)]
 #[path = "../../tests/common/postgres.rs"]
 mod postgres_cluster;
+#[path = "../../tests/common/lines.rs"]
+mod lines;
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::ms;
+use lines::timestamped_lines;
 use postgres_cluster::Cluster;
 
 const BIN: &str = env!("CARGO_BIN_EXE_agmsg-host");
@@ -71,15 +73,7 @@ impl Watcher {
             cmd.env("AGMSG_WATCH_POLL", "1");
         }
         let mut child = cmd.spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send((Instant::now(), line)).is_err() {
-                    break;
-                }
-            }
-        });
+        let lines = timestamped_lines(child.stdout.take().unwrap());
         let (_, first) = lines.recv_timeout(Duration::from_secs(60)).expect("watch starts");
         assert!(first.starts_with("watching "), "{first:?}");
         std::thread::sleep(Duration::from_millis(500));

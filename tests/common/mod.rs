@@ -9,6 +9,7 @@ use std::sync::OnceLock;
 #[allow(unused_imports)]
 pub use agmsg_conformance::{Harness, Run};
 
+pub mod lines;
 pub mod netns;
 pub mod postgres;
 

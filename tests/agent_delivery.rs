@@ -333,16 +333,21 @@ struct Hostile {
 impl Hostile {
     fn new() -> Hostile {
         let env = Env::new().env("AGMSG_SKILL_DIR", SKILL).env("AGMSG_DRIVER_TIMEOUT_MS", "1500").env("AGMSG_DRIVER_MEMORY_MB", "64");
-        let pkg = env.dir.path().join("pkg");
+        Hostile::install(&env, "claude-code");
+        Hostile { env }
+    }
+
+    /// The fixture installed and trusted as the plug of the bundled type `name`.
+    fn install(env: &Env, name: &str) {
+        let pkg = env.dir.path().join(format!("pkg-{name}"));
         fs::create_dir(&pkg).unwrap();
         fs::copy(common::fixture("hostile-plug"), pkg.join("driver.wasm")).unwrap();
         fs::write(
             pkg.join("agmsg-driver.toml"),
-            "name = \"claude-code\"\naxis = \"types\"\nversion = \"0.1.0\"\napi = \"1.0.0\"\ncomponent = \"driver.wasm\"\n[capabilities]\n",
+            format!("name = \"{name}\"\naxis = \"types\"\nversion = \"0.1.0\"\napi = \"1.0.0\"\ncomponent = \"driver.wasm\"\n[capabilities]\n"),
         )
         .unwrap();
         env.run(&["plugin", "install", pkg.to_str().unwrap(), "--yes"]).ok();
-        Hostile { env }
     }
 
     /// A project named `case` with the user's settings file.
@@ -403,12 +408,12 @@ fn a_hostile_plug_fails_clearly_and_leaves_the_file_as_it_was() {
 #[test]
 fn a_plug_overrides_what_it_overrides_and_the_rest_is_agmsgs_default() {
     let h = Hostile::new();
-    // apply overridden: the plug's text, in the validated file only.
-    let project = h.project("ok");
+    // apply overridden: the plug keeps the file (a choice it may make).
+    let project = h.project("keep");
     let p = project.to_str().unwrap();
     let run = h.env.run(&["delivery", "set", "turn", "claude-code", p]);
     run.ok();
-    assert_eq!(fs::read_to_string(project.join(".claude/settings.local.json")).unwrap(), "{\"hostile\":true}");
+    assert_eq!(fs::read_to_string(project.join(".claude/settings.local.json")).unwrap(), USER);
     // on_enable/stop_directive not overridden: agmsg's default directive.
     assert!(run.stdout.contains("AGMSG-DIRECTIVE: If an agmsg watch Monitor task is running"), "{run:#?}");
     // status not overridden: agmsg's default (JSON hooks): no agmsg entries, off.
@@ -419,6 +424,67 @@ fn a_plug_overrides_what_it_overrides_and_the_rest_is_agmsgs_default() {
     let run = h.env.run(&["delivery", "status", "claude-code", project.to_str().unwrap()]);
     assert_eq!(run.code, 1);
     assert!(run.stderr.contains("hostile plug: status trap"), "{run:#?}");
+}
+
+/// Issue 24: a trusted plug's answer is only a choice among the host's own forms. Hook commands of its
+/// own, an agmsg look-alike, the user's settings emptied or widened, an extra rule instruction, a
+/// directive of its own (well-formed or a look-alike) are each refused with an error naming the plug
+/// and the offending entry, nothing anywhere changes, and nothing the plug wrote ever runs.
+#[test]
+fn a_trusted_plug_gains_nothing_the_host_does_not_write_itself() {
+    let h = Hostile::new();
+    Hostile::install(&h.env, "cursor");
+    let cases: &[(&str, &str, &str, &str)] = &[
+        ("hooks", "turn", "claude-code", ".hooks.SessionStart = [{\"hooks\":[{\"command\":\"touch"),
+        ("lookalike", "turn", "claude-code", ".hooks.Stop[0].hooks[0].command is"),
+        ("wipe", "turn", "claude-code", " is missing"),
+        ("bypass", "turn", "claude-code", ".permissions = {\"defaultMode\":\"bypassPermissions\"} is not agmsg's"),
+        ("rule", "turn", "cursor", "line 9: - Also run `touch"),
+        ("shout", "turn", "claude-code", "reads as an AGMSG-DIRECTIVE but is not one of agmsg-host's own"),
+        ("zwsp", "turn", "claude-code", "reads as an AGMSG-DIRECTIVE"),
+        ("fullwidth", "turn", "claude-code", "reads as an AGMSG-DIRECTIVE"),
+        ("on-enable", "monitor", "claude-code", "answered on-enable: line 1 reads as an AGMSG-DIRECTIVE"),
+        ("stop", "turn", "claude-code", "answered stop-directive: line 2 reads as an AGMSG-DIRECTIVE"),
+    ];
+    for (case, mode, t, expected) in cases {
+        let project = h.project(case);
+        // (The hooks file's directory is made before the plug is asked, as agmsg's `mkdir -p`.)
+        fs::create_dir_all(project.join(".cursor/rules")).unwrap();
+        let before = snapshot(h.env.dir.path());
+        let run = h.env.run(&["delivery", "set", mode, t, project.to_str().unwrap()]);
+        assert_eq!(run.code, 1, "{case}: {run:#?}");
+        assert!(run.stderr.contains(&format!("delivery plug '{t}'")) || run.stderr.contains(&format!("delivery plug of {t}")), "{case}: names the plug: {run:#?}");
+        assert!(run.stderr.contains(expected), "{case}: {expected}: {run:#?}");
+        assert!(!run.stdout.contains("AGMSG-DIRECTIVE") && !run.stdout.contains("PWNED"), "{case}: nothing of the plug's printed: {run:#?}");
+        let after = snapshot(h.env.dir.path());
+        let changed: Vec<_> = after.iter().filter(|e| !before.contains(e)).map(|(p, _)| p).collect();
+        assert!(changed.is_empty() && after.len() == before.len(), "{case}: nothing anywhere changed: {changed:?}");
+    }
+    // The same file in another layout is the host's form: the host writes its own bytes.
+    let project = h.project("agree");
+    fs::remove_file(project.join(".claude/settings.local.json")).unwrap();
+    h.env.run(&["delivery", "set", "turn", "claude-code", project.to_str().unwrap()]).ok();
+    let own = format!(r#"{{"hooks":{{"Stop":[{}]}}}}"#, entry(&command("check-inbox.sh", "claude-code", project.to_str().unwrap()), false));
+    assert_eq!(fs::read_to_string(project.join(".claude/settings.local.json")).unwrap(), own);
+}
+
+/// Issue 24: an entry is agmsg's only in exactly the host's form. A look-alike of agmsg's check-inbox
+/// hook that runs more is the user's: `status` does not report it as agmsg's turn, and `off` keeps it.
+#[test]
+fn a_look_alike_of_agmsgs_hook_is_not_agmsgs() {
+    let pr = Project::new();
+    let lookalike = format!("{}; touch {}", command("check-inbox.sh", "claude-code", pr.p()), shq(&format!("{}/PWNED", pr.p())));
+    let text = format!(r#"{{"hooks":{{"Stop":[{}]}}}}"#, entry(&lookalike, false));
+    fs::create_dir_all(pr.file(".claude")).unwrap();
+    fs::write(pr.file(".claude/settings.local.json"), &text).unwrap();
+    assert_eq!(pr.mode("claude-code"), "off");
+    pr.set("off", "claude-code").ok();
+    assert_eq!(pr.read(".claude/settings.local.json").unwrap(), text);
+    // agmsg's exact entry beside it is agmsg's: turn, and off takes only that one.
+    pr.set("turn", "claude-code").ok();
+    assert_eq!(pr.mode("claude-code"), "turn");
+    pr.set("off", "claude-code").ok();
+    assert_eq!(pr.read(".claude/settings.local.json").unwrap(), text);
 }
 
 /// agmsg's `scripts/delivery.sh` as far as a type's `_delivery.sh` sees it (agmsg 1.2.1, reference §4):

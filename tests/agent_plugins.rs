@@ -287,12 +287,15 @@ fn a_type_with_a_plug_component_runs_it_sandboxed() {
     assert!(inspect.stdout.contains("plug component plug.wasm 0.1.0 (built against agmsg:agent@1.0.0)"), "{inspect:#?}");
     assert!(inspect.stdout.contains("; it runs with: none\n") && inspect.stdout.contains("Verdict: loads on this host (with no capabilities)"), "{inspect:#?}");
 
-    // Its plug answers apply (the fixture writes its marker for a project it does not know) ...
-    let project = env.dir.path().join("ok");
+    // Its plug answers apply (the fixture's `agree`: the host's own turn form, pretty-printed, which the
+    // host writes in its own bytes) ...
+    let project = env.dir.path().join("agree");
     fs::create_dir(&project).unwrap();
     let p = project.to_str().unwrap();
     run(&env, &["delivery", "set", "turn", "kiro", p]).ok();
-    assert_eq!(fs::read_to_string(project.join(".kiro/hooks.json")).unwrap(), "{\"hostile\":true}");
+    let command = format!("'{SKILL}/scripts/check-inbox.sh' 'kiro' '{p}'");
+    let own = format!(r#"{{"hooks":{{"Stop":[{{"matcher":"","hooks":[{{"type":"command","command":{}}}]}}]}}}}"#, serde_json::to_string(&command).unwrap());
+    assert_eq!(fs::read_to_string(project.join(".kiro/hooks.json")).unwrap(), own);
     // ... and when it misbehaves it fails naming the plug, with the project as it was.
     let trap = env.dir.path().join("trap");
     fs::create_dir(&trap).unwrap();

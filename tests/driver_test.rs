@@ -81,20 +81,22 @@ fn every_bundled_type_and_plug_passes_the_types_suite() {
 #[test]
 fn the_hostile_plug_and_a_broken_type_fail_the_types_suite_by_rule() {
     let env = Env::new();
-    // The hostile plug as a package: it overwrites the user's settings and overrides no status.
+    // The hostile plug as a package: it answers a text of its own for the user's settings (which the
+    // host refuses: a plug only chooses among the host's own forms) and overrides no status.
     let pkg = env.dir.path().join("hostile-pkg");
     std::fs::create_dir(&pkg).unwrap();
     std::fs::copy(fixture("hostile-plug"), pkg.join("driver.wasm")).unwrap();
     std::fs::write(pkg.join("agmsg-driver.toml"), "name = \"hostile\"\naxis = \"types\"\nversion = \"0.1.0\"\napi = \"1.0.0\"\n[capabilities]\n").unwrap();
     let run = env.run(&["driver", "test", pkg.to_str().unwrap()]);
     assert_eq!(run.code, 1, "{run:?}");
-    assert_eq!(failing(&run), ["status_reports_the_applied_mode", "enable_then_disable_keeps_the_users_bytes"], "{run:?}");
-    assert!(run.stdout.contains(r#"a file without agmsg's entries became "{\"hostile\":true}""#), "the reason is given: {run:?}");
-    assert!(run.stdout.ends_with("3 of 5 rules passed\n"), "{run:?}");
+    let every_rule = ["apply_answers_within_the_rules", "status_reports_the_applied_mode", "enable_then_disable_keeps_the_users_bytes", "notices_and_directives_are_well_formed_lines", "ops_not_overridden_fall_back"];
+    assert_eq!(failing(&run), every_rule, "{run:?}");
+    assert!(run.stdout.contains("refused the plug's answer: it is not one of agmsg-host's own forms for the file (.hostile = true is not agmsg's)"), "the reason is given: {run:?}");
+    assert!(run.stdout.ends_with("0 of 5 rules passed\n"), "{run:?}");
     // The component file alone is a plug too (it exports agmsg:agent/driver): the same rules.
     let run = env.run(&["driver", "test", pkg.join("driver.wasm").to_str().unwrap()]);
     assert!(run.stdout.starts_with("types contract suite against "), "{run:?}");
-    assert_eq!(failing(&run), ["status_reports_the_applied_mode", "enable_then_disable_keeps_the_users_bytes"], "{run:?}");
+    assert_eq!(failing(&run), every_rule, "{run:?}");
 
     // A type directory breaking every manifest rule, each failure saying why.
     let dir = env.dir.path().join("broken");

@@ -220,10 +220,13 @@ fn missing_deps_prints_the_directive_then_the_status() {
     assert_eq!(lines[1], "missing_deps");
     let directive: serde_json::Value = serde_json::from_str(lines[0].strip_prefix("AGMSG-DIRECTIVE: ").unwrap()).unwrap();
     assert_eq!(directive["type"], "install_deps");
-    assert_eq!(directive["commands"][0], "apt-get install frobnicator");
+    // Only the plain package install is relayed for an agent to run; the pipe to a shell is not.
+    assert_eq!(directive["commands"], serde_json::json!(["apt-get install frobnicator"]), "{run:?}");
     assert_eq!(directive["reason"], "frobnicator not found on PATH");
     assert!(directive["driver"].as_str().unwrap().ends_with("hostile_storage.wasm"));
     assert!(run.stderr.contains("frobnicator not found"), "{run:?}");
+    assert!(run.stderr.contains("asked to run 1 command(s) that are not a plain package install; not relayed"), "{run:?}");
+    assert!(!run.stdout.contains("curl"), "{run:?}");
 }
 
 #[test]

@@ -256,6 +256,98 @@ pub fn printf_q(value: &str) -> String {
     out
 }
 
+/// The text `word` is the [`printf_q`] of, if it is one: `Some(text)` exactly when
+/// `printf_q(&text) == word`. The host reads back the one word a plug may fill into a directive (a
+/// session id) this way: anything that is not exactly one such word (a second word, an operator, an
+/// unescaped quote) is `None`.
+pub fn printf_q_word(word: &str) -> Option<String> {
+    let text = if word == "''" {
+        String::new()
+    } else if let Some(body) = word.strip_prefix("$'").and_then(|w| w.strip_suffix('\'')) {
+        let mut text = String::new();
+        let mut chars = body.chars();
+        while let Some(c) = chars.next() {
+            if c != '\\' {
+                text.push(c);
+                continue;
+            }
+            match chars.next()? {
+                '\\' => text.push('\\'),
+                '\'' => text.push('\''),
+                'n' => text.push('\n'),
+                't' => text.push('\t'),
+                'r' => text.push('\r'),
+                'E' => text.push('\u{1b}'),
+                'a' => text.push('\u{7}'),
+                'b' => text.push('\u{8}'),
+                'v' => text.push('\u{b}'),
+                'f' => text.push('\u{c}'),
+                'u' => {
+                    let hex: String = chars.by_ref().take(4).collect();
+                    text.push(char::from_u32(u32::from_str_radix(&hex, 16).ok()?)?);
+                }
+                d @ '0'..='7' => {
+                    let rest: String = chars.by_ref().take(2).collect();
+                    text.push(char::from_u32(u32::from_str_radix(&format!("{d}{rest}"), 8).ok()?)?);
+                }
+                _ => return None,
+            }
+        }
+        text
+    } else {
+        let mut text = String::new();
+        let mut chars = word.chars();
+        while let Some(c) = chars.next() {
+            text.push(if c == '\\' { chars.next()? } else { c });
+        }
+        text
+    };
+    (printf_q(&text) == word).then_some(text)
+}
+
+/// The texts agmsg prints for a running agent to act on when delivery changes: the directives. They
+/// are the host's: a delivery plug may say one only exactly as written here (the host refuses any
+/// other line that reads as a directive), with nothing filled in but the words the host checks
+/// (agmsg's directory, the project, the type, one session id word). Bundled plugs build them with
+/// these functions, so the two sides cannot drift.
+pub mod delivery_texts {
+    use super::printf_q;
+
+    /// The tools a runtime starts a resident watcher with: Claude Code's `Monitor`, Grok Build's `monitor`.
+    pub const WATCH_TOOLS: [&str; 2] = ["Monitor", "monitor"];
+
+    /// `<skill_dir>/scripts/watch.sh <session> <project> <type>`, each word quoted by [`printf_q`]:
+    /// the command a start directive hands the agent.
+    pub fn watch_command(skill_dir: &str, session_id: &str, project: &str, agent_type: &str) -> String {
+        let watch = format!("{skill_dir}/scripts/watch.sh");
+        [watch.as_str(), session_id, project, agent_type].map(printf_q).join(" ")
+    }
+
+    /// The directive that has the running session start its watcher with `tool` (one of
+    /// [`WATCH_TOOLS`]) now, running `watch_command`: four lines, then a blank line or the end.
+    pub fn start_watch_directive(tool: &str, watch_command: &str) -> [String; 4] {
+        [
+            format!("AGMSG-DIRECTIVE: For this running session, invoke the {tool} tool now with:"),
+            format!("  command: {watch_command}"),
+            "  description: agmsg inbox stream".to_owned(),
+            "  persistent: true".to_owned(),
+        ]
+    }
+
+    /// agmsg's default stop directive (`emit_stop_directive`, a blank line first), for runtimes whose
+    /// watcher is a Monitor task.
+    pub const STOP_TASK_DIRECTIVE: &str = "\nAGMSG-DIRECTIVE: If an agmsg watch Monitor task is running in this session,\n\
+         find it with TaskList (description starts with \"agmsg inbox stream\") and\n\
+         stop it with TaskStop.";
+
+    /// The stop directive for a watcher run by Grok Build's `monitor` tool.
+    pub const STOP_MONITOR_TOOL_DIRECTIVE: &str = "\nAGMSG-DIRECTIVE: If an agmsg inbox watcher is streaming into this session via\n\
+         the monitor tool, stop it with kill_command_or_subagent on its task id.";
+
+    /// Every stop directive there is.
+    pub const STOP_DIRECTIVES: [&str; 2] = [STOP_TASK_DIRECTIVE, STOP_MONITOR_TOOL_DIRECTIVE];
+}
+
 /// agmsg's `terminal.conf` reader (§6.1: read-only `key=value`, never sourced), shared by the host,
 /// which reads a driver's manifest, and drivers, which describe themselves from the same file.
 pub mod terminal_conf {
@@ -457,6 +549,16 @@ mod tests {
     fn statuses() {
         assert_eq!(Status::MissingDeps.exit_code(), 10);
         assert_eq!(Status::CorruptState.word(), "corrupt_state");
+    }
+
+    #[test]
+    fn printf_q_word_reads_back_exactly_one_word() {
+        for text in ["", "plain-id", "/p/o'brien x", "$(touch /tmp/x) `id`", "a\nb'\x1b[2J\u{202e}\u{1}", "~x", "#a", "é"] {
+            assert_eq!(printf_q_word(&printf_q(text)).as_deref(), Some(text), "{text:?}");
+        }
+        for not_one in ["a b", "x;touch y", "$(id)", "'a'", "a\\", "$'a", "$'\\q'", "\\a", "x'", "a\u{200b}b\u{202e}"] {
+            assert_eq!(printf_q_word(not_one), None, "{not_one:?}");
+        }
     }
 
     #[test]

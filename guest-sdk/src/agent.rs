@@ -103,9 +103,20 @@ pub use agmsg_contract::printf_q;
 /// assert_eq!(watch_command(&t, "abc"), r"/s/scripts/watch.sh abc /p\ q claude-code");
 /// ```
 pub fn watch_command(target: &Target, session_id: &str) -> String {
-    let watch = format!("{}/scripts/watch.sh", target.skill_dir);
-    [watch.as_str(), session_id, &target.project, &target.agent_type].map(printf_q).join(" ")
+    agmsg_contract::delivery_texts::watch_command(&target.skill_dir, session_id, &target.project, &target.agent_type)
 }
+
+/// The directives a plug may print, exactly as the host accepts them (`start_watch_directive`,
+/// `STOP_TASK_DIRECTIVE`, `STOP_MONITOR_TOOL_DIRECTIVE`): a line that reads as an `AGMSG-DIRECTIVE`
+/// and is not one of these, word for word, makes the host refuse the plug's answer.
+///
+/// ```
+/// use agmsg_guest_sdk::agent::{Target, delivery_texts, watch_command};
+/// let t = Target { agent_type: "claude-code".into(), project: "/p".into(), skill_dir: "/s".into(), hooks_file: "x".into() };
+/// let lines = delivery_texts::start_watch_directive("Monitor", &watch_command(&t, "abc"));
+/// assert_eq!(lines[1], "  command: /s/scripts/watch.sh abc /p claude-code");
+/// ```
+pub use agmsg_contract::delivery_texts;
 
 /// The agent session's id for a watcher: the variable `var` (the plug must declare it in its manifest
 /// to see it), else a new `agmsg-<uuid>`, as agmsg makes one when the runtime exports none, so the

@@ -12,7 +12,8 @@
 //! - [`plugin`] finds third-party drivers, reads their manifests, keeps the user's trust and grants, and
 //!   installs them; [`catalog`] is what `<axis> list` shows; [`capabilities`] is the vocabulary of what a
 //!   driver may touch, shared by manifests, trust and the sandbox.
-//! - [`display`] is the one rule for printing text a driver or a manifest supplied; [`shell`] the one
+//! - [`directive`] is what of a driver's `AGMSG-DIRECTIVE` the host relays to an agent;
+//!   [`display`] is the one rule for printing text a driver or a manifest supplied; [`shell`] the one
 //!   way text is written into a shell command; [`log`] the host's log; [`bundled`] the drivers built
 //!   into the binary; [`semver`] version text and compatibility.
 
@@ -22,6 +23,7 @@ pub mod axis_module;
 pub mod bundled;
 pub mod capabilities;
 pub mod catalog;
+pub mod directive;
 pub mod display;
 pub mod log;
 pub mod plugin;

@@ -12,7 +12,7 @@
 //! nothing; see the host's delivery module). The id is the bare session id: agmsg's `watch.sh` derives
 //! its instance id from it (`agmsg_normalize_instance_id`).
 
-use agmsg_guest_sdk::agent::{DeliveryPlug, Mode, PlugError, Target, session_id, watch_command};
+use agmsg_guest_sdk::agent::{DeliveryPlug, Mode, PlugError, Target, delivery_texts, session_id, watch_command};
 
 /// The variable Claude Code exports to every process of a session (declared in agmsg-driver.toml).
 const SESSION_VAR: &str = "CLAUDE_CODE_SESSION_ID";
@@ -24,16 +24,14 @@ agmsg_guest_sdk::export_agent_plug!(ClaudeCode);
 
 /// agmsg's notice, then its directive block (a blank line first).
 fn enable_lines(t: &Target, session_id: &str) -> Vec<String> {
-    vec![
+    let mut lines = vec![
         "Future sessions: SessionStart hook will auto-launch the watcher.".to_owned(),
         String::new(),
-        "AGMSG-DIRECTIVE: For this running session, invoke the Monitor tool now with:".to_owned(),
-        format!("  command: {}", watch_command(t, session_id)),
-        "  description: agmsg inbox stream".to_owned(),
-        "  persistent: true".to_owned(),
-        String::new(),
-        "Pass the command above verbatim — the session_id is already filled in.".to_owned(),
-    ]
+    ];
+    lines.extend(delivery_texts::start_watch_directive("Monitor", &watch_command(t, session_id)));
+    lines.push(String::new());
+    lines.push("Pass the command above verbatim — the session_id is already filled in.".to_owned());
+    lines
 }
 
 impl DeliveryPlug for ClaudeCode {

@@ -12,7 +12,7 @@
 //! nothing; see the host's delivery module). The id is the bare session id: agmsg's `watch.sh` derives
 //! its instance id from it (`agmsg_normalize_instance_id`).
 
-use agmsg_guest_sdk::agent::{DeliveryPlug, Mode, PlugError, Target, session_id, watch_command};
+use agmsg_guest_sdk::agent::{DeliveryPlug, Mode, PlugError, Target, delivery_texts, session_id, watch_command};
 
 /// The variable Grok Build exports to a session's processes (declared in agmsg-driver.toml).
 const SESSION_VAR: &str = "GROK_SESSION_ID";
@@ -24,18 +24,18 @@ agmsg_guest_sdk::export_agent_plug!(GrokBuild);
 
 /// agmsg's notice, then its directive block (a blank line first).
 fn enable_lines(t: &Target, session_id: &str) -> Vec<String> {
-    vec![
+    let mut lines = vec![
         "Future sessions: the .grok/rules/agmsg.md rule will prompt the watcher launch (Grok has no SessionStart auto-start).".to_owned(),
         String::new(),
-        "AGMSG-DIRECTIVE: For this running session, invoke the monitor tool now with:".to_owned(),
-        format!("  command: {}", watch_command(t, session_id)),
-        "  description: agmsg inbox stream".to_owned(),
-        "  persistent: true".to_owned(),
-        String::new(),
+    ];
+    lines.extend(delivery_texts::start_watch_directive("monitor", &watch_command(t, session_id)));
+    lines.push(String::new());
+    lines.extend([
         "Pass the command above verbatim — the session id is already filled in. Each".to_owned(),
         "output line is one message; stop the watcher with kill_command_or_subagent on".to_owned(),
         "its task id when you switch roles or turn delivery off.".to_owned(),
-    ]
+    ]);
+    lines
 }
 
 impl DeliveryPlug for GrokBuild {
@@ -48,9 +48,7 @@ impl DeliveryPlug for GrokBuild {
     }
 
     fn stop_directive(&self, _t: &Target) -> Result<String, PlugError> {
-        Ok("\nAGMSG-DIRECTIVE: If an agmsg inbox watcher is streaming into this session via\n\
-            the monitor tool, stop it with kill_command_or_subagent on its task id."
-            .to_owned())
+        Ok(delivery_texts::STOP_MONITOR_TOOL_DIRECTIVE.to_owned())
     }
 }
 

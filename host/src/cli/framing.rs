@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use agmsg_host::display;
+use agmsg_host::{directive, display};
 use agmsg_host::storage::StorageError;
 use agmsg_host::storage::driver::Directive;
 
@@ -26,7 +26,12 @@ pub enum Shape {
 pub fn control_failure(e: &StorageError, driver: &str) -> ExitCode {
     let mut out = io::stdout().lock();
     if let Some(d) = &e.directive {
-        let _ = writeln!(out, "{}", directive_line(d, driver));
+        match directive_line(d, driver) {
+            Some(line) => {
+                let _ = writeln!(out, "{line}");
+            }
+            None => eprintln!("agmsg-host: driver '{driver}' gave a directive of type '{}', which is not relayed (a driver may only ask to install packages)", display::line(&d.kind)),
+        }
     }
     let _ = writeln!(out, "{}", e.status.word());
     record_failure(e)
@@ -40,11 +45,15 @@ pub fn record_failure(e: &StorageError) -> ExitCode {
     ExitCode::from(e.status.exit_code())
 }
 
-/// A §1.6 directive line; the host adds the driver's name. The driver's strings go through the same
-/// rule as its messages (JSON would escape a newline, but not an escape sequence's DEL/C1 or bidi
-/// controls, nor cap a huge reason).
-fn directive_line(d: &Directive, driver: &str) -> String {
-    let commands: Vec<String> = d.commands.iter().map(|c| display::line(c).into_owned()).collect();
-    agmsg_contract::records::directive(&display::line(&d.kind), driver, Some(&commands), &display::line(&d.reason))
+/// A §1.6 directive line, when the host relays it ([`directive::relayable`]: an install, its commands
+/// in the host's own form only); the host adds the driver's name. The reason goes through the same
+/// rule as a driver's messages (JSON would escape a newline, but not an escape sequence's DEL/C1 or
+/// bidi controls, nor cap a huge reason).
+fn directive_line(d: &Directive, driver: &str) -> Option<String> {
+    let (commands, dropped) = directive::relayable(&d.kind, &d.commands)?;
+    if dropped > 0 {
+        eprintln!("agmsg-host: driver '{driver}' asked to run {dropped} command(s) that are not a plain package install; not relayed");
+    }
+    Some(agmsg_contract::records::directive(directive::INSTALL_DEPS, driver, Some(&commands), &display::line(&d.reason)))
 }
 

@@ -1,9 +1,10 @@
 //! A type's delivery plug component (`agmsg:agent/driver`), called through the one load-and-call path
 //! (`runtime::Driver`). Every answer is checked before the host acts on it: a file text is at most
-//! [`super::target::MAX_BYTES`], holds no NUL and, for a `.json` file, is JSON; notices are few,
-//! short, printable single lines, and a line that is an `AGMSG-DIRECTIVE` starts with the exact prefix
-//! and says something ([`check_line`]). A trap, a time-out, a memory hog or a refused answer is an error naming the plug and
-//! the op, and the file is left as it was.
+//! [`super::target::MAX_BYTES`], holds no NUL and, for a `.json` file, is JSON (and then must be one of
+//! the host's own forms: `super::forms::admit_file`, in `delivery::apply_mode`); notices are few,
+//! short, printable single lines ([`check_line`]), and whatever reads as a directive is one of the
+//! host's own, whole and exact (`super::forms::admit_said`). A trap, a time-out, a memory hog or a
+//! refused answer is an error naming the plug and the op, and the file is left as it was.
 
 use crate::axis::Axis;
 use crate::agent::world::{PlugWorld, wit};
@@ -92,6 +93,8 @@ impl Overrides for NoPlug {
 pub struct Plug<'rt> {
     driver: Driver<'rt, PlugWorld>,
     target: wit::Target,
+    /// What the host's directives are checked against.
+    ctx: Context,
 }
 
 fn to_wit(mode: Mode) -> wit::Mode {
@@ -121,7 +124,7 @@ impl<'rt> Plug<'rt> {
             skill_dir: ctx.skill_dir.clone(),
             hooks_file: hooks_file.to_owned(),
         };
-        Ok(Plug { driver, target })
+        Ok(Plug { driver, target, ctx: ctx.clone() })
     }
 
     fn name(&self) -> String {
@@ -146,6 +149,7 @@ impl<'rt> Plug<'rt> {
         for line in &lines {
             check_line(line).map_err(|why| format!("{} answered {op} with a line that {why}: {}", self.name(), crate::display::line(line)))?;
         }
+        super::forms::admit_said(&self.ctx, &lines).map_err(|why| format!("{} answered {op}: {why}", self.name()))?;
         Ok(lines)
     }
 

@@ -8,9 +8,12 @@
 //! SessionEnd; turn: Stop; both: all three), each `{"matcher":"","hooks":[{"type":"command",
 //! "command":...}]}` (plus `commandWindows` for `hook_windows_wrap=yes`); remove an empty `hooks`.
 //!
-//! An entry is agmsg's when one of its inner `hooks[].command` strings contains agmsg's install
-//! directory (as agmsg does since #1038; 1.2.1 matched the bare skill name, so a project's own hook
-//! whose command merely mentioned "agmsg" was stripped too).
+//! An entry is agmsg's only in exactly the form the host writes it ([`entry`]): one hook whose command
+//! is one of agmsg's three scripts in agmsg's install directory, a type name and an absolute project,
+//! each word quoted as `agmsg_shq` quotes it, and `commandWindows`, if any, exactly agmsg's wrapper of
+//! that command. Nothing is agmsg's by containing agmsg's directory (agmsg's own substring rule would
+//! count `'<skill>/scripts/check-inbox.sh' 't' '/p'; touch x` as its own), so whatever else is in the
+//! file is the user's and kept byte for byte, and `status` reports only what agmsg-host would write.
 
 use super::{Answer, Context, Mode, Status};
 
@@ -77,14 +80,6 @@ impl Node<'_> {
     fn member_index(&self, name: &str) -> Option<usize> {
         match self {
             Node::Object(members) => members.iter().position(|(k, _)| key_is(k, name)),
-            _ => None,
-        }
-    }
-
-    /// A string scalar's value.
-    fn string(&self) -> Option<String> {
-        match self {
-            Node::Scalar(text) if text.starts_with('"') => serde_json::from_str(text).ok(),
             _ => None,
         }
     }
@@ -219,12 +214,59 @@ fn parse(current: Option<&str>) -> Result<Node<'_>, String> {
     Ok(root)
 }
 
-/// Whether an event entry is agmsg's: an inner hook's command contains agmsg's install directory.
-fn owned(entry: &Node<'_>, skill_dir: &str) -> bool {
-    match entry.member("hooks") {
-        Some(Node::Array(hooks)) => hooks.iter().any(|h| h.member("command").and_then(Node::string).is_some_and(|c| c.contains(skill_dir))),
-        _ => false,
+/// The scripts agmsg's hook entries run.
+const SCRIPTS: [&str; 3] = ["session-start.sh", "session-end.sh", "check-inbox.sh"];
+
+/// Whether an event entry is agmsg's: exactly an [`entry`] the host writes (with or without
+/// `commandWindows`) for an [`is_agmsg_command`].
+fn owned(node: &Node<'_>, skill_dir: &str) -> bool {
+    let mut text = String::new();
+    node.render(&mut text);
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) else { return false };
+    let Some(command) = value.pointer("/hooks/0/command").and_then(serde_json::Value::as_str) else { return false };
+    is_agmsg_command(command, skill_dir) && [false, true].into_iter().any(|wrap| serde_json::from_str::<serde_json::Value>(&entry(command, wrap)).is_ok_and(|own| own == value))
+}
+
+/// `'<skill_dir>/scripts/<script>' '<type>' '<project>'`: one of agmsg's scripts, a type name and an
+/// absolute path, each word exactly as `agmsg_shq` quotes it, nothing before, between or after.
+fn is_agmsg_command(command: &str, skill_dir: &str) -> bool {
+    SCRIPTS.iter().any(|script| {
+        let head = format!("{} ", super::shq(&format!("{skill_dir}/scripts/{script}")));
+        command
+            .strip_prefix(&head)
+            .and_then(quoted_words)
+            .is_some_and(|words| matches!(words.as_slice(), [t, p] if agmsg_contract::is_driver_name(t) && p.starts_with('/')))
+    })
+}
+
+/// The words of `text` when it is exactly words quoted by `agmsg_shq`, one space apart.
+fn quoted_words(text: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut rest = text;
+    loop {
+        let mut word = String::new();
+        rest = rest.strip_prefix('\'')?;
+        loop {
+            let close = rest.find('\'')?;
+            word.push_str(&rest[..close]);
+            rest = &rest[close + 1..];
+            match rest.strip_prefix("\\''") {
+                Some(after) => {
+                    word.push('\'');
+                    rest = after;
+                }
+                None => break,
+            }
+        }
+        words.push(word);
+        match rest.strip_prefix(' ') {
+            Some(after) => rest = after,
+            None if rest.is_empty() => break,
+            None => return None,
+        }
     }
+    let again: Vec<String> = words.iter().map(|w| super::shq(w)).collect();
+    (again.join(" ") == text).then_some(words)
 }
 
 /// `hooks`, as an object (`None`: absent or null).
@@ -384,6 +426,29 @@ mod tests {
     fn windows_wrap_as_agmsg() {
         let e = entry("'/a/check-inbox.sh' 'codex' '/p'", true);
         assert!(e.contains(r#""commandWindows":"$b=$env:GIT_BASH; if (-not $b) { $b=$env:AGMSG_BASH }; if (-not $b) { $b='C:\\Program Files\\Git\\bin\\bash.exe' }; & $b -lc '''/a/check-inbox.sh'' ''codex'' ''/p'''"}"#), "{e}");
+    }
+
+    #[test]
+    fn only_the_exact_form_is_agmsgs() {
+        let c = ctx(false);
+        let own = entry(&c.script_command("check-inbox.sh"), false);
+        let wrapped = entry(&c.script_command("check-inbox.sh"), true);
+        let lookalike = entry(&format!("{}; touch '/p/PWNED'", c.script_command("check-inbox.sh")), false);
+        let extra = own.replace(r#""matcher":"""#, r#""matcher":"","timeout":1"#);
+        let two = own.replace("}]}", r#"},{"type":"command","command":"touch x"}]}"#);
+        let quoted = entry("'/h/.agents/skills/agmsg/scripts/check-inbox.sh' 'claude-code' '/p/o'\\''b x'", false);
+        let file = |e: &str| format!(r#"{{"hooks":{{"Stop":[{e}]}}}}"#);
+        for (e, agmsgs) in [(&own, true), (&wrapped, true), (&quoted, true), (&lookalike, false), (&extra, false), (&two, false)] {
+            let mode = status(&c, Some(&file(e))).unwrap().mode;
+            assert_eq!(mode == Mode::Turn, agmsgs, "{e}");
+            // Not agmsg's: off keeps it, byte for byte.
+            let off = write(apply(&c, Mode::Off, Some(&file(e))).unwrap());
+            assert_eq!(off == "{}", agmsgs, "{e}: {off}");
+        }
+        assert_eq!(quoted_words("'a' 'b c' 'o'\\''b'"), Some(vec!["a".into(), "b c".into(), "o'b".into()]));
+        for not in ["'a'; x", "'a' b", "'a''b'", "'a'  'b'", "'a"] {
+            assert_eq!(quoted_words(not), None, "{not}");
+        }
     }
 
     #[test]

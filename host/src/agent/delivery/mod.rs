@@ -13,12 +13,15 @@
 //! - [`component`]: a type's plug component (`agmsg:agent`; cursor's, claude-code's and grok-build's are
 //!   bundled): each op it overrides replaces the host's, each it does not falls back to it (agmsg's
 //!   Template Method).
+//! - [`forms`]: what a plug's answer may be: one of the host's own file forms for the type
+//!   ([`own_forms`]), and directives only as the host words them.
 //! - [`shim`]: the `_delivery.sh` through which agmsg's own delivery engine uses agmsg-host for a
 //!   type.
 //! - [`target`]: `<project>/<hooks_file>` opened component by component without following a symlink,
 //!   read (capped), written through an anonymous file renamed into place, or removed.
 
 pub mod component;
+pub mod forms;
 pub mod json_hooks;
 pub mod rules;
 pub mod shim;
@@ -136,6 +139,8 @@ pub enum Behaviour {
     RuleFile,
     /// copilot's JSON `Stop` hook file.
     Copilot,
+    /// cursor's always-applied rule (`.cursor/rules/*.mdc`).
+    Cursor,
     /// opencode's marker rule.
     Opencode,
     /// grok-build's marker rule.
@@ -149,9 +154,10 @@ impl Behaviour {
     /// overrides `apply` or `status` is refused (its plug is shell code, never run here).
     pub fn of(t: &AgentType) -> Result<Behaviour, String> {
         let by_name = match t.name.as_str() {
-            // cursor's plug is a component (drivers/agent-cursor) overriding apply and status: under
-            // it, agmsg's default. claude-code's (drivers/agent-claude-code) overrides on_enable only.
-            "claude-code" | "codex" | "cursor" => Some(Behaviour::JsonHooks),
+            // claude-code's plug (drivers/agent-claude-code) overrides on_enable only.
+            "claude-code" | "codex" => Some(Behaviour::JsonHooks),
+            // Its plug component (drivers/agent-cursor) answers with this same form.
+            "cursor" => Some(Behaviour::Cursor),
             "gemini" | "antigravity" => Some(Behaviour::RuleFile),
             "copilot" => Some(Behaviour::Copilot),
             "opencode" => Some(Behaviour::Opencode),
@@ -186,6 +192,7 @@ impl Behaviour {
             Behaviour::JsonHooks => Outcome::answer(json_hooks::apply(ctx, mode, current)?),
             Behaviour::RuleFile => rules::shared_rule_apply(ctx, mode, current),
             Behaviour::Copilot => Outcome::answer(rules::copilot_apply(ctx, mode)),
+            Behaviour::Cursor => Outcome::answer(rules::cursor_apply(ctx, mode)),
             Behaviour::Opencode => Outcome::answer(rules::opencode_apply(ctx, mode)),
             Behaviour::GrokBuild => Outcome::answer(rules::grok_apply(ctx, mode)),
             Behaviour::Manual => Outcome::default(),
@@ -206,11 +213,42 @@ impl Behaviour {
         Ok(match self {
             Behaviour::JsonHooks => json_hooks::status(ctx, current)?,
             Behaviour::RuleFile => Status { mode: rules::shared_rule_status(ctx, current), entries: None },
-            Behaviour::Copilot => Status { mode: if current.is_some() { Mode::Turn } else { Mode::Off }, entries: None },
+            Behaviour::Copilot | Behaviour::Cursor => Status { mode: if current.is_some() { Mode::Turn } else { Mode::Off }, entries: None },
             Behaviour::Opencode | Behaviour::GrokBuild => Status { mode: rules::marker_status(current), entries: None },
             Behaviour::Manual => Status { mode: Mode::Off, entries: None },
         })
     }
+}
+
+/// The host's own forms of the type's delivery file, one per mode the type accepts: the only answers a
+/// plug may give ([`forms::admit_file`]). The host's behaviour for the type (agmsg's JSON event hooks
+/// for a type whose shell plug is refused), and for a markdown rule file the one-type rule (an `.mdc`
+/// file: cursor's always-applied rule), which a type of a runtime reading rules may choose.
+pub fn own_forms(t: &AgentType, ctx: &Context, current: Option<&str>) -> Vec<(Mode, Answer)> {
+    let behaviour = Behaviour::of(t).unwrap_or(Behaviour::JsonHooks);
+    let file = t.value("hooks_file");
+    let rule_file = file.ends_with(".md") || file.ends_with(".mdc");
+    let mut forms = Vec::new();
+    for mode in modes(t) {
+        // A form the behaviour cannot make from this file (it is not JSON, say) is not offered. `apply`
+        // says Keep for a file already in the form: the form is then the file's text.
+        if let Ok(Outcome { answer: Some(answer), .. }) = behaviour.apply(ctx, mode, current) {
+            let form = match answer {
+                Answer::Keep => current.map_or(Answer::Remove, |text| Answer::Write(text.to_owned())),
+                other => other,
+            };
+            forms.push((mode, form));
+        }
+        if rule_file {
+            let rule = match mode {
+                Mode::Off => Answer::Remove,
+                _ if file.ends_with(".mdc") => rules::cursor_apply(ctx, mode),
+                _ => rules::single_rule(ctx),
+            };
+            forms.push((mode, rule));
+        }
+    }
+    forms
 }
 
 /// The modes a type accepts: `delivery_modes=`, else agmsg's default `monitor turn both off`. Unknown
@@ -269,12 +307,9 @@ fn set_notices(t: &AgentType, mode: Mode, project: &str, plug: &mut dyn Override
     Ok(lines)
 }
 
-/// agmsg's default in-session watcher-stop directive (`emit_stop_directive`), as it prints it (a blank
-/// line, then the directive), without its claim that the watchers were killed. grok-build's wording is
-/// its plug's (drivers/agent-grok-build).
-const DEFAULT_STOP_DIRECTIVE: &str = "\nAGMSG-DIRECTIVE: If an agmsg watch Monitor task is running in this session,\n\
-     find it with TaskList (description starts with \"agmsg inbox stream\") and\n\
-     stop it with TaskStop.";
+/// agmsg's default in-session watcher-stop directive (`emit_stop_directive`, a blank line, then the
+/// directive), without its claim that the watchers were killed; one of the host's directive texts.
+const DEFAULT_STOP_DIRECTIVE: &str = agmsg_contract::delivery_texts::STOP_TASK_DIRECTIVE;
 
 #[cfg(test)]
 mod tests {
@@ -380,7 +415,14 @@ fn apply_mode(t: &AgentType, mode: Mode, project: &std::path::Path, skill_dir: &
         let current = target.read()?;
         let left = |e: String| format!("{}: {e}; left as it was", target.path().display());
         let outcome = match plug.apply(mode, current.as_deref()).map_err(left)? {
-            Some(outcome) => outcome,
+            // The plug chooses among the host's own forms; text of its own is refused (forms.rs).
+            Some(outcome) => {
+                let forms = own_forms(t, &ctx, current.as_deref());
+                let answer = outcome.answer.unwrap_or(Answer::Keep);
+                let json = t.value("hooks_file").ends_with(".json");
+                let answer = forms::admit_file(&forms, mode, current.as_deref(), json, answer).map_err(|e| left(format!("delivery plug of {}: {e}", t.name)))?;
+                Outcome { answer: Some(answer), ..outcome }
+            }
             None => behaviour.clone()?.apply(&ctx, mode, current.as_deref()).map_err(left)?,
         };
         // What `set` prints is asked of the plug before the file changes: a refused line leaves it

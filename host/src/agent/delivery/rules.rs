@@ -51,6 +51,21 @@ pub fn shared_rule_apply(ctx: &Context, mode: Mode, current: Option<&str>) -> Ou
     outcome
 }
 
+/// cursor's plug: turn writes an always-applied Cursor rule (`.cursor/rules/agmsg.mdc`: a front
+/// matter with `alwaysApply: true`, then agmsg's rule), off removes it; status is its presence.
+pub fn cursor_apply(ctx: &Context, mode: Mode) -> Answer {
+    match mode {
+        Mode::Off => Answer::Remove,
+        Mode::Monitor | Mode::Turn | Mode::Both => Answer::Write(format!("---\nalwaysApply: true\n---\n{}", shared_rule(&[command_line(ctx)]))),
+    }
+}
+
+/// The rule of one type alone (agmsg's `rulefile_apply` text): the form any type whose file is a
+/// markdown rule may choose.
+pub fn single_rule(ctx: &Context) -> Answer {
+    Answer::Write(shared_rule(&[command_line(ctx)]))
+}
+
 /// `rulefile_status`, per type: turn when the file holds this type's rule (agmsg's says turn whenever
 /// the file exists, whichever type wrote it).
 pub fn shared_rule_status(ctx: &Context, current: Option<&str>) -> Mode {

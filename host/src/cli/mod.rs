@@ -7,6 +7,7 @@ mod messaging;
 mod plugin;
 mod scaffold;
 mod shim;
+mod shim_install;
 mod spawn;
 mod storage;
 mod storage_manage;
@@ -194,6 +195,36 @@ enum ShimAxis {
         #[arg(long, short, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// A terminal driver directory for agmsg, <name>/ holding terminal.conf (the driver's manifest) and
+    /// ops.sh, whose every terminal_* function forwards to `agmsg-host --driver <name> terminal`, same
+    /// argv, framing and exit codes
+    Terminal {
+        /// The terminal driver (tmux, plain, herdr, orca, or a trusted plugin's name)
+        name: String,
+        /// Write <name>/ in this directory [default: the current directory]
+        #[arg(long, short, value_name = "DIR")]
+        output: Option<PathBuf>,
+    },
+    /// Put every shim in an agmsg install: storage drivers sqlite and jsonl, every bundled type's
+    /// _delivery.sh, the terminal drivers; agmsg's originals are kept in <dir>/agmsg-host-shims/ for
+    /// uninstall. Idempotent; symlinks are never followed
+    Install(ShimInstallArgs),
+    /// Take the shims out of an agmsg install again: agmsg's originals back byte for byte, what install
+    /// added removed; a file changed since install is left as it is
+    Uninstall(ShimInstallArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct ShimInstallArgs {
+    /// agmsg's install directory (the one holding scripts/, e.g. ~/.agents/skills/agmsg)
+    #[arg(value_name = "AGMSG_DIR")]
+    dir: PathBuf,
+    /// Only say what would be done
+    #[arg(long)]
+    dry_run: bool,
+    /// Print what was (or would be) done as JSON
+    #[arg(long)]
+    json: bool,
 }
 
 /// An axis named on the command line: one of the axes' names, listed in `--help`.
@@ -234,6 +265,9 @@ pub fn main() -> ExitCode {
         Command::Watch { team, agent, interval, json } => messaging::watch(cli.store, cli.driver, &team, &agent, interval.0, json),
         Command::Shim(ShimAxis::Storage { name, output }) => shim::run(cli.driver, name, output),
         Command::Shim(ShimAxis::Types { agent_type, output }) => shim::run_types(&agent_type, output),
+        Command::Shim(ShimAxis::Terminal { name, output }) => shim::run_terminal(&name, output),
+        Command::Shim(ShimAxis::Install(a)) => shim_install::run(shim_install::Action::Install, &a.dir, a.dry_run, a.json),
+        Command::Shim(ShimAxis::Uninstall(a)) => shim_install::run(shim_install::Action::Uninstall, &a.dir, a.dry_run, a.json),
         Command::Driver(DriverCommand::Test { driver }) => driver::test(&driver),
         Command::Plugin(command) => plugin::run(command),
         Command::Types(command) => types::run(command),

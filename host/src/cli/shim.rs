@@ -1,7 +1,10 @@
 //! `agmsg-host shim storage`: the bash storage driver agmsg's core sources, forwarding every
 //! `storage_*` function to this binary; `agmsg-host shim types <type>`: the `_delivery.sh` agmsg's
 //! delivery engine sources for a type, forwarding its functions to `agmsg-host delivery`
-//! (`agent::delivery::shim`).
+//! (`agent::delivery::shim`); `agmsg-host shim terminal <name>`: a terminal driver directory
+//! (`terminal.conf` + `ops.sh`, `terminal::shim`) forwarding every `terminal_*` function to
+//! `agmsg-host terminal`; `shim install | uninstall` (`shim_install.rs`): all of them in an agmsg
+//! install, agmsg's originals kept.
 //!
 //! agmsg loads a storage driver by sourcing a bash file and calling `storage_<op>` functions; the shim
 //! is such a file, so agmsg selects the sandboxed component like any driver
@@ -168,7 +171,7 @@ fn write_shim(driver_flag: Option<String>, name: Option<String>, output: Option<
 }
 
 /// This binary's path, as a shim names it.
-fn this_binary() -> Result<String, String> {
+pub fn this_binary() -> Result<String, String> {
     let bin = std::env::current_exe().and_then(|p| p.canonicalize()).map_err(|e| format!("cannot locate agmsg-host itself: {e}"))?;
     bin.to_str().map(str::to_owned).ok_or_else(|| "the path of agmsg-host is not UTF-8".to_owned())
 }
@@ -185,6 +188,54 @@ fn write(text: &str, output: Option<PathBuf>, hint: &str) -> Result<(), String> 
             Ok(())
         }
     }
+}
+
+/// `agmsg-host shim terminal <name> [--output DIR]`: `DIR/<name>/terminal.conf` and `ops.sh` (DIR:
+/// the current directory). Exit 0 written, 1 refused (an unknown driver) or not written.
+pub fn run_terminal(name: &str, output: Option<PathBuf>) -> ExitCode {
+    match write_terminal(name, output) {
+        Ok(dir) => {
+            eprintln!("wrote {} (terminal.conf, ops.sh): agmsg finds it as a driver directory scripts/drivers/terminals/{name}/", dir.display());
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("agmsg-host shim terminal: {}", agmsg_host::display::line(&message));
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// The directory's two files, for a driver agmsg-host runs under `name`.
+pub fn terminal_files(name: &str, bin: &str) -> Result<[(&'static str, String); 2], String> {
+    use agmsg_host::terminal::{shim, TerminalSource};
+    // A name, not a driver directory's path: the name is also the directory agmsg finds it by.
+    if !agmsg_contract::is_driver_name(name) {
+        return Err(format!("a terminal driver's name matches [a-zA-Z0-9_-]+, not {name:?}"));
+    }
+    let source = TerminalSource::resolve(name, &TerminalSource::available())?;
+    // ops.sh first: agmsg takes a directory with terminal.conf for a driver.
+    Ok([("ops.sh", shim::ops_sh(name, bin)), ("terminal.conf", shim::terminal_conf(&source.manifest))])
+}
+
+fn write_terminal(name: &str, output: Option<PathBuf>) -> Result<PathBuf, String> {
+    let files = terminal_files(name, &this_binary()?)?;
+    let dir = output.unwrap_or_else(|| PathBuf::from(".")).join(name);
+    match std::fs::symlink_metadata(&dir) {
+        // Written into, so never through a link to somewhere else.
+        Ok(meta) if meta.file_type().is_symlink() => return Err(format!("{} is a symlink (not followed)", dir.display())),
+        Ok(meta) if !meta.is_dir() => return Err(format!("{} exists and is not a directory", dir.display())),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        Err(e) => return Err(format!("cannot read {}: {e}", dir.display())),
+    }
+    for (file, text) in files {
+        let path = dir.join(file);
+        let failed = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
+        agmsg_host::storage::atomic_file::write_atomically(&path, failed, |w| w.write_all(text.as_bytes()).map_err(failed))?;
+    }
+    Ok(dir)
 }
 
 /// `agmsg-host shim types <type> [--output FILE]`: exit 0 written, 1 refused (an unknown type, one

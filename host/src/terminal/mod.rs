@@ -5,6 +5,7 @@ pub mod driver;
 pub mod manifest;
 pub mod module;
 pub mod resolve;
+pub mod shim;
 pub mod source;
 pub mod suite;
 pub mod world;

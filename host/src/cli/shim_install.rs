@@ -1,0 +1,503 @@
+//! `agmsg-host shim install | uninstall <agmsg dir>`: every shim put into (or taken out of) an agmsg
+//! install in one command.
+//!
+//! Install writes, below `<dir>/scripts/drivers/` (where agmsg's loaders look):
+//! - `storage/sqlite.sh`, `storage/jsonl.sh`: storage shims for agmsg-host's bundled drivers of those
+//!   names (agmsg's `agmsg_storage_load` sources the first `storage/<name>.sh` it finds, builtins first);
+//! - `types/<type>/_delivery.sh` of every bundled type agmsg has a directory for (a type agmsg-host cannot
+//!   answer for is skipped, saying why);
+//! - `terminals/<name>/terminal.conf` + `ops.sh` for every bundled terminal driver (spec §6.1).
+//!
+//! Each file it replaces is kept first in `<dir>/agmsg-host-shims/backup/<sha256>`, and
+//! `<dir>/agmsg-host-shims/manifest.json` records, per file, the sha256 and mode of agmsg's original (or
+//! that there was none) and the sha256 of what install wrote, plus the directories install created. The
+//! record is written before any shim, so an install cut short never leaves a replaced file without its
+//! backup. Uninstall puts each original back (bytes and mode) or removes the file where there was none,
+//! but only where the file is still what install wrote: a file changed since (an agmsg update put its
+//! own back) is left as it is. Then the directories install created, if empty, and the record go.
+//!
+//! Nothing below `<dir>` is followed through a symlink: every directory is opened `O_NOFOLLOW` from
+//! `<dir>` down and a link where a file or directory is expected refuses the whole command before
+//! anything changes. Files are written atomically (`storage::atomic_file`). Running either twice
+//! changes nothing the second time. Exit 0 done (or nothing to do), 1 refused or failed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::{File, Permissions};
+use std::io::{Read, Write};
+use std::os::fd::AsFd;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::ExitCode;
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use agmsg_host::plugin::sha256_hex;
+
+/// Where install keeps its record and agmsg's originals, in agmsg's directory (outside `scripts/`, which
+/// agmsg's own updates replace).
+const STATE_DIR: &str = "agmsg-host-shims";
+const RECORD: &str = "manifest.json";
+const BACKUP_DIR: &str = "backup";
+/// agmsg's driver files are scripts of some kilobytes; anything far larger is not one.
+const MAX_FILE: u64 = 16 << 20;
+const DIR_FLAGS: OFlags = OFlags::RDONLY.union(OFlags::DIRECTORY).union(OFlags::NOFOLLOW).union(OFlags::CLOEXEC);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    Install,
+    Uninstall,
+}
+
+/// What install did, kept for uninstall.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Record {
+    version: u32,
+    /// Per file install wrote, its path relative to agmsg's directory.
+    files: BTreeMap<String, Entry>,
+    /// Directories install created (relative), removed by uninstall when empty.
+    created_dirs: BTreeSet<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Entry {
+    /// sha256 of the shim install wrote.
+    installed: String,
+    /// agmsg's file it replaced (kept as `backup/<sha256>`), or none.
+    original: Option<Original>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Original {
+    sha256: String,
+    mode: u32,
+}
+
+/// One line of the report: what happened (or would) to a path.
+#[derive(Debug, Serialize)]
+struct Item {
+    path: String,
+    action: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    detail: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    warnings: Vec<String>,
+}
+
+impl Item {
+    fn new(path: &str, action: &'static str, detail: Option<String>) -> Item {
+        Item { path: path.to_owned(), action, detail, warnings: Vec::new() }
+    }
+}
+
+pub fn run(action: Action, dir: &Path, dry_run: bool, json: bool) -> ExitCode {
+    let verb = match action {
+        Action::Install => "install",
+        Action::Uninstall => "uninstall",
+    };
+    let mut items = Vec::new();
+    let result = Root::open(dir).and_then(|root| match action {
+        Action::Install => install(&root, dry_run, &mut items),
+        Action::Uninstall => uninstall(&root, dry_run, &mut items),
+    });
+    if json {
+        let mut out = json!({ "command": verb, "dir": dir.display().to_string(), "dry_run": dry_run, "items": items, "ok": result.is_ok() });
+        if let Err(e) = &result {
+            out["error"] = e.clone().into();
+        }
+        println!("{out}");
+    } else {
+        for item in &items {
+            // Paths are ours (driver and type names); details may carry an OS error: one line each.
+            let detail = item.detail.as_deref().map(|d| format!(" ({})", agmsg_host::display::line(d))).unwrap_or_default();
+            println!("{:<9} {}{detail}", item.action, agmsg_host::display::line(&item.path));
+            for w in &item.warnings {
+                println!("  warning: {}", agmsg_host::display::line(w));
+            }
+        }
+        if dry_run && result.is_ok() {
+            println!("(dry run: nothing was changed)");
+        }
+    }
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("agmsg-host shim {verb}: {}", agmsg_host::display::line(&e));
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// agmsg's install directory, opened; everything below it is reached without following a link.
+struct Root {
+    dir: File,
+    /// Its absolute path: agmsg's directory, as agmsg-host reads agmsg's types from it.
+    path: std::path::PathBuf,
+}
+
+/// What is at a path: nothing, or a regular file's bytes and mode.
+type Found = Option<(Vec<u8>, u32)>;
+
+fn split(rel: &str) -> (&str, &str) {
+    rel.rsplit_once('/').unwrap_or(("", rel))
+}
+
+impl Root {
+    fn open(dir: &Path) -> Result<Root, String> {
+        // The directory the user named is theirs to name (it may be a link); only what is below it is
+        // never followed.
+        let fd = rustix::fs::open(dir, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+            .map_err(|e| format!("cannot open {}: {e}", dir.display()))?;
+        let path = std::path::absolute(dir).map_err(|e| format!("cannot resolve {}: {e}", dir.display()))?;
+        let root = Root { dir: File::from(fd), path };
+        let layout = root.dir_at("scripts/drivers", None)?.is_some() && root.read("scripts/lib/storage.sh")?.is_some();
+        if !layout {
+            return Err(format!("{} is not an agmsg install directory (no scripts/drivers/ and scripts/lib/storage.sh): name the directory holding agmsg's scripts/, e.g. ~/.agents/skills/agmsg", dir.display()));
+        }
+        Ok(root)
+    }
+
+    /// The directory `rel` (`""`: the root), each component opened with `O_NOFOLLOW`; `None` if a
+    /// component does not exist. With `create`, missing components are made (0755) and each recorded.
+    fn dir_at(&self, rel: &str, mut create: Option<&mut BTreeSet<String>>) -> Result<Option<File>, String> {
+        let mut dir = self.dir.try_clone().map_err(|e| e.to_string())?;
+        let mut walked = String::new();
+        for part in rel.split('/').filter(|p| !p.is_empty()) {
+            if !walked.is_empty() {
+                walked.push('/');
+            }
+            walked.push_str(part);
+            let opened = match rustix::fs::openat(dir.as_fd(), part, DIR_FLAGS, Mode::empty()) {
+                Err(rustix::io::Errno::NOENT) => match create.as_deref_mut() {
+                    None => return Ok(None),
+                    Some(created) => {
+                        rustix::fs::mkdirat(dir.as_fd(), part, Mode::from_raw_mode(0o755)).map_err(|e| format!("cannot create {walked}: {e}"))?;
+                        created.insert(walked.clone());
+                        rustix::fs::openat(dir.as_fd(), part, DIR_FLAGS, Mode::empty())
+                    }
+                },
+                other => other,
+            };
+            dir = File::from(opened.map_err(|e| self.refusal(&walked, e, "a directory"))?);
+        }
+        Ok(Some(dir))
+    }
+
+    /// Why `rel` could not be opened as `what`: a symlink is named as one.
+    fn refusal(&self, rel: &str, e: rustix::io::Errno, what: &str) -> String {
+        match rustix::fs::statat(self.dir.as_fd(), rel, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => format!("{rel} is a symlink: not followed, nothing changed"),
+            Ok(_) if matches!(e, rustix::io::Errno::NOTDIR | rustix::io::Errno::LOOP) => format!("{rel} is not {what}: nothing changed"),
+            _ => format!("cannot open {rel}: {e}"),
+        }
+    }
+
+    /// The regular file `rel`, or `None` if it (or its directory) does not exist; a link or anything
+    /// but a regular file is refused.
+    fn read(&self, rel: &str) -> Result<Found, String> {
+        let (parent, name) = split(rel);
+        let Some(dir) = self.dir_at(parent, None)? else { return Ok(None) };
+        let st = match rustix::fs::statat(dir.as_fd(), name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => st,
+            Err(rustix::io::Errno::NOENT) => return Ok(None),
+            Err(e) => return Err(format!("cannot read {rel}: {e}")),
+        };
+        match FileType::from_raw_mode(st.st_mode) {
+            FileType::RegularFile => {}
+            FileType::Symlink => return Err(format!("{rel} is a symlink: not followed, nothing changed")),
+            _ => return Err(format!("{rel} is not a regular file: nothing changed")),
+        }
+        let fd = rustix::fs::openat(dir.as_fd(), name, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC, Mode::empty())
+            .map_err(|e| format!("cannot read {rel}: {e}"))?;
+        let mut bytes = Vec::new();
+        File::from(fd).take(MAX_FILE + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read {rel}: {e}"))?;
+        if bytes.len() as u64 > MAX_FILE {
+            return Err(format!("{rel} is larger than {} MiB: not a driver file", MAX_FILE >> 20));
+        }
+        Ok(Some((bytes, st.st_mode & 0o7777)))
+    }
+
+    /// Write `rel` atomically with `bytes` and `mode`; its directory must exist.
+    fn write(&self, rel: &str, bytes: &[u8], mode: u32) -> Result<(), String> {
+        let (parent, name) = split(rel);
+        let dir = self.dir_at(parent, None)?.ok_or_else(|| format!("cannot write {rel}: its directory is gone"))?;
+        let failed = |e: std::io::Error| format!("cannot write {rel}: {e}");
+        agmsg_host::storage::atomic_file::write_atomically_at(&dir, name.as_ref(), failed, |w| {
+            w.get_ref().set_permissions(Permissions::from_mode(mode)).map_err(failed)?;
+            w.write_all(bytes).map_err(failed)
+        })
+    }
+
+    fn remove(&self, rel: &str, is_dir: bool) -> Result<(), rustix::io::Errno> {
+        let (parent, name) = split(rel);
+        let Ok(Some(dir)) = self.dir_at(parent, None) else { return Err(rustix::io::Errno::NOENT) };
+        rustix::fs::unlinkat(dir.as_fd(), name, if is_dir { AtFlags::REMOVEDIR } else { AtFlags::empty() })
+    }
+
+    fn record(&self) -> Result<Option<Record>, String> {
+        let Some((bytes, _)) = self.read(&format!("{STATE_DIR}/{RECORD}"))? else { return Ok(None) };
+        serde_json::from_slice(&bytes).map(Some).map_err(|e| format!("{STATE_DIR}/{RECORD} cannot be read ({e}): fix or remove it by hand"))
+    }
+
+    fn save_record(&self, record: &Record) -> Result<(), String> {
+        let text = serde_json::to_string_pretty(record).map_err(|e| e.to_string())? + "\n";
+        self.write(&format!("{STATE_DIR}/{RECORD}"), text.as_bytes(), 0o644)
+    }
+}
+
+fn backup_path(sha256: &str) -> String {
+    format!("{STATE_DIR}/{BACKUP_DIR}/{sha256}")
+}
+
+/// A file install puts in place.
+struct Shim {
+    path: String,
+    text: String,
+    warnings: Vec<String>,
+}
+
+/// Every shim for this install, and what is left out with why.
+fn shims(root_path: &Path, items: &mut Vec<Item>) -> Result<Vec<Shim>, String> {
+    let bin = super::shim::this_binary()?;
+    let mut out = Vec::new();
+    for name in ["sqlite", "jsonl"] {
+        out.push(Shim {
+            path: format!("scripts/drivers/storage/{name}.sh"),
+            text: super::shim::storage_shim(name, &bin, name),
+            warnings: Vec::new(),
+        });
+    }
+    // The types as agmsg-host resolves them with this directory as agmsg's (what the shim's
+    // `agmsg-host delivery` calls will see, told SKILL_DIR).
+    use agmsg_host::agent::registry::{Registry, Sources};
+    let sources = Sources { skill_dir: Some(root_path.to_owned()), plugin_bases: agmsg_host::plugin::registry::bases() };
+    let registry = Registry::load(&sources, &agmsg_host::plugin::registry::home_trust);
+    for bundled in agmsg_host::agent::bundled::TYPES {
+        let path = format!("scripts/drivers/types/{}/_delivery.sh", bundled.name);
+        let t = match registry.require(bundled.name) {
+            Ok(t) => t,
+            Err(e) => {
+                items.push(Item::new(&path, "skip", Some(e)));
+                continue;
+            }
+        };
+        match agmsg_host::agent::delivery::shim::replaces(t) {
+            Ok(warnings) => out.push(Shim { path, text: agmsg_host::agent::delivery::shim::text(&t.name, &bin), warnings }),
+            Err(e) => items.push(Item::new(&path, "skip", Some(e))),
+        }
+    }
+    for driver in agmsg_host::bundled::of(agmsg_host::axis::Axis::Terminal) {
+        for (file, text) in super::shim::terminal_files(driver.name, &bin)? {
+            out.push(Shim { path: format!("scripts/drivers/terminals/{}/{file}", driver.name), text, warnings: Vec::new() });
+        }
+    }
+    Ok(out)
+}
+
+/// The components of directory `rel` that do not exist yet, shallowest first.
+fn missing_dirs(root: &Root, rel: &str) -> Result<Vec<String>, String> {
+    let mut missing = Vec::new();
+    let mut prefix = String::new();
+    for part in rel.split('/').filter(|p| !p.is_empty()) {
+        if !prefix.is_empty() {
+            prefix.push('/');
+        }
+        prefix.push_str(part);
+        if !missing.is_empty() || root.dir_at(&prefix, None)?.is_none() {
+            missing.push(prefix.clone());
+        }
+    }
+    Ok(missing)
+}
+
+fn install(root: &Root, dry_run: bool, items: &mut Vec<Item>) -> Result<(), String> {
+    let old = root.record()?.unwrap_or_default();
+    let mut wanted = Vec::new();
+    for shim in shims(&root.path, items)? {
+        // A type agmsg does not have here gets no directory from us: agmsg would not read it.
+        if let Some(rest) = shim.path.strip_prefix("scripts/drivers/types/") {
+            let type_dir = format!("scripts/drivers/types/{}", split(rest).0);
+            if root.dir_at(&type_dir, None)?.is_none() {
+                items.push(Item::new(&shim.path, "skip", Some("agmsg has no such type here".into())));
+                continue;
+            }
+        }
+        wanted.push(shim);
+    }
+
+    // Plan everything (and refuse any link) before changing anything.
+    struct Planned {
+        shim: Shim,
+        action: &'static str,
+        original: Option<Original>,
+        backup: Option<Vec<u8>>,
+        mode: u32,
+    }
+    let mut plan = Vec::new();
+    let mut new_dirs: Vec<String> = Vec::new();
+    for shim in wanted {
+        for dir in missing_dirs(root, split(&shim.path).0)? {
+            if !new_dirs.contains(&dir) {
+                items.push(Item::new(&format!("{dir}/"), "create", None));
+                new_dirs.push(dir);
+            }
+        }
+        let current = root.read(&shim.path)?;
+        let previous = old.files.get(&shim.path);
+        let planned = match (current, previous) {
+            // Ours, as install wrote it: rewritten only if the text changed (another agmsg-host, say).
+            (Some((bytes, mode)), Some(entry)) if sha256_hex(&bytes) == entry.installed => {
+                let action = if bytes == shim.text.as_bytes() { "unchanged" } else { "update" };
+                Planned { shim, action, original: entry.original.clone(), backup: None, mode }
+            }
+            // Someone else's file (agmsg's, or what an agmsg update put back over ours): kept first.
+            (Some((bytes, mode)), _) => {
+                let original = Original { sha256: sha256_hex(&bytes), mode };
+                Planned { shim, action: "replace", original: Some(original), backup: Some(bytes), mode }
+            }
+            // Ours was removed since: put back, agmsg's original still kept from the first install.
+            (None, Some(entry)) => {
+                let mode = entry.original.as_ref().map_or(0o644, |o| o.mode);
+                Planned { shim, action: "add", original: entry.original.clone(), backup: None, mode }
+            }
+            (None, None) => Planned { shim, action: "add", original: None, backup: None, mode: 0o644 },
+        };
+        let detail = match (planned.action, &planned.original) {
+            ("replace", Some(o)) => Some(format!("agmsg's file kept as {}", backup_path(&o.sha256))),
+            ("update", _) => Some("the shim's text changed".to_owned()),
+            _ => None,
+        };
+        let mut item = Item::new(&planned.shim.path, planned.action, detail);
+        item.warnings = planned.shim.warnings.clone();
+        items.push(item);
+        plan.push(planned);
+    }
+    if dry_run {
+        return Ok(());
+    }
+
+    // Backups, then the record, then the shims: a replaced file always has its backup on record.
+    root.dir_at(&format!("{STATE_DIR}/{BACKUP_DIR}"), Some(&mut BTreeSet::new()))?;
+    for p in &plan {
+        if let (Some(bytes), Some(o)) = (&p.backup, &p.original) {
+            let path = backup_path(&o.sha256);
+            if root.read(&path)?.is_none_or(|(b, _)| sha256_hex(&b) != o.sha256) {
+                root.write(&path, bytes, 0o600)?;
+            }
+        }
+    }
+    let mut created = old.created_dirs.clone();
+    for p in &plan {
+        root.dir_at(split(&p.shim.path).0, Some(&mut created))?;
+    }
+    let mut record = Record { version: 1, files: old.files, created_dirs: created };
+    for p in &plan {
+        record.files.insert(p.shim.path.clone(), Entry { installed: sha256_hex(p.shim.text.as_bytes()), original: p.original.clone() });
+    }
+    root.save_record(&record)?;
+    for p in plan.iter().filter(|p| p.action != "unchanged") {
+        root.write(&p.shim.path, p.shim.text.as_bytes(), p.mode)?;
+    }
+    // Originals an agmsg update replaced since an earlier install are no one's any more.
+    let kept: BTreeSet<String> = record.files.values().filter_map(|e| e.original.as_ref().map(|o| o.sha256.clone())).collect();
+    if let Some(dir) = root.dir_at(&format!("{STATE_DIR}/{BACKUP_DIR}"), None)? {
+        for name in list_names(&dir)? {
+            if !kept.contains(&name) {
+                let _ = rustix::fs::unlinkat(dir.as_fd(), name.as_str(), AtFlags::empty());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The names in an open directory.
+fn list_names(dir: &File) -> Result<Vec<String>, String> {
+    let fd = rustix::fs::openat(dir.as_fd(), ".", DIR_FLAGS, Mode::empty()).map_err(|e| e.to_string())?;
+    let mut names = Vec::new();
+    for entry in rustix::fs::Dir::read_from(fd).map_err(|e| e.to_string())? {
+        let entry = entry.map_err(|e| e.to_string())?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name != "." && name != ".." {
+            names.push(name);
+        }
+    }
+    Ok(names)
+}
+
+fn uninstall(root: &Root, dry_run: bool, items: &mut Vec<Item>) -> Result<(), String> {
+    let Some(record) = root.record()? else {
+        items.push(Item::new(&format!("{STATE_DIR}/"), "nothing", Some("agmsg-host installed no shims here".into())));
+        return Ok(());
+    };
+    // Plan (reading every file and backup, refusing links) before changing anything.
+    let mut plan: Vec<(&str, &'static str, Option<(Vec<u8>, u32)>)> = Vec::new();
+    for (path, entry) in &record.files {
+        let current = root.read(path)?.map(|(bytes, _)| sha256_hex(&bytes));
+        let ours = current.as_deref() == Some(entry.installed.as_str());
+        let (action, detail) = match (&current, &entry.original) {
+            // Ours, or gone since (agmsg's original is what was there before install).
+            (None, Some(o)) => ("restore", Some(format!("agmsg's file, from {}", backup_path(&o.sha256)))),
+            (Some(_), Some(o)) if ours => ("restore", Some(format!("agmsg's file, from {}", backup_path(&o.sha256)))),
+            (Some(_), None) if ours => ("remove", None),
+            (Some(sha), Some(o)) if *sha == o.sha256 => ("unchanged", Some("agmsg's file already".to_owned())),
+            (None, None) => ("unchanged", Some("absent already".to_owned())),
+            (Some(_), _) => ("leave", Some("changed since install: not agmsg-host's shim any more".to_owned())),
+        };
+        let restore = match (&entry.original, action) {
+            (Some(o), "restore") => {
+                let backup = root.read(&backup_path(&o.sha256))?.filter(|(b, _)| sha256_hex(b) == o.sha256);
+                let bytes = backup.ok_or_else(|| format!("the backup of {path}, {}, is missing or damaged: nothing changed", backup_path(&o.sha256)))?.0;
+                Some((bytes, o.mode))
+            }
+            _ => None,
+        };
+        items.push(Item::new(path, action, detail));
+        plan.push((path, action, restore));
+    }
+    let mut dirs: Vec<&String> = record.created_dirs.iter().collect();
+    // Deepest first, so a directory's own directories go before it.
+    dirs.sort_by_key(|d| std::cmp::Reverse(d.matches('/').count()));
+    if dry_run {
+        for dir in dirs {
+            items.push(Item::new(&format!("{dir}/"), "remove", Some("if empty".into())));
+        }
+        return Ok(());
+    }
+
+    for (path, action, restore) in &plan {
+        match (action, restore) {
+            (_, Some((bytes, mode))) => root.write(path, bytes, *mode)?,
+            (&"remove", None) => match root.remove(path, false) {
+                Ok(()) | Err(rustix::io::Errno::NOENT) => {}
+                Err(e) => return Err(format!("cannot remove {path}: {e}")),
+            },
+            _ => {}
+        }
+    }
+    for dir in dirs {
+        match root.remove(dir, true) {
+            Ok(()) => items.push(Item::new(&format!("{dir}/"), "remove", None)),
+            Err(rustix::io::Errno::NOENT) => {}
+            Err(e) => {
+                items.push(Item::new(&format!("{dir}/"), "keep", Some(format!("not removed: {e}"))));
+            }
+        }
+    }
+    // The record last: until here, a failed uninstall can be run again.
+    if let Some(dir) = root.dir_at(&format!("{STATE_DIR}/{BACKUP_DIR}"), None)? {
+        let ours: BTreeSet<&str> = record.files.values().filter_map(|e| e.original.as_ref().map(|o| o.sha256.as_str())).collect();
+        for name in list_names(&dir)? {
+            if ours.contains(name.as_str()) {
+                let _ = rustix::fs::unlinkat(dir.as_fd(), name.as_str(), AtFlags::empty());
+            }
+        }
+    }
+    let _ = root.remove(&format!("{STATE_DIR}/{BACKUP_DIR}"), true);
+    root.remove(&format!("{STATE_DIR}/{RECORD}"), false).map_err(|e| format!("cannot remove {STATE_DIR}/{RECORD}: {e}"))?;
+    match root.remove(STATE_DIR, true) {
+        Ok(()) => items.push(Item::new(&format!("{STATE_DIR}/"), "remove", None)),
+        Err(e) => items.push(Item::new(&format!("{STATE_DIR}/"), "keep", Some(format!("not removed: {e}")))),
+    }
+    Ok(())
+}

@@ -1,0 +1,148 @@
+//! The terminal driver directory agmsg sources to use agmsg-host (`agmsg-host shim terminal <name>`):
+//! `terminal.conf`, the driver's manifest as agmsg reads it (spec §6.1), and `ops.sh`, whose every
+//! `terminal_*` function (spec §6.2: every required and optional op) runs `agmsg-host --driver <name>
+//! terminal <op> -- <args>`.
+//!
+//! agmsg's terminal registry sources `ops.sh` and calls `terminal_<op>` with the op's argv; agmsg-host's
+//! `terminal` command takes the same argv and prints the same stdout framing with the same exit codes
+//! (§2.3), so each function is only that call: arguments passed on as `"$@"` (never re-read by a shell,
+//! so a name with quotes, `$()`, backticks or line breaks arrives as it is), stdout, stderr and exit
+//! status the op's own. `--` ends agmsg-host's options, so an argument that looks like one (`--help`, a
+//! boot word, a text starting with `-`) is an argument. Every function names its agmsg-host and its
+//! driver itself, quoted ([`crate::shell::quote`]), instead of reading a shell variable that another
+//! sourced `ops.sh` (agmsg probes every candidate) could have set to its own.
+
+use super::manifest::TerminalManifest;
+use crate::shell::quote;
+
+/// Every `terminal_*` function agmsg's registry calls (spec §6.2), the required ones first, as
+/// (shell function suffix, `agmsg-host terminal` op).
+pub const OPS: &[(&str, &str)] = &[
+    ("check", "check"),
+    ("describe", "describe"),
+    ("detect", "detect"),
+    ("spawn", "spawn"),
+    ("despawn", "despawn"),
+    ("peek", "peek"),
+    ("poke", "poke"),
+    ("pane_state", "pane-state"),
+    ("where", "where"),
+    ("arrange", "arrange"),
+    ("name", "name"),
+    ("capability", "capability"),
+    ("team_observe", "team-observe"),
+    ("team_input_ready", "team-input-ready"),
+    ("find_by_label", "find-by-label"),
+    ("label_of", "label-of"),
+    ("id_ok", "id-ok"),
+    ("pane_process_observe", "pane-process-observe"),
+    ("enumerate_panes", "enumerate-panes"),
+    ("fence", "fence"),
+    ("pane_focused", "pane-focused"),
+    ("input_clear", "input-clear"),
+    ("input_type", "input-type"),
+    ("expected_label", "expected-label"),
+    ("instance_for_ref", "instance-for-ref"),
+    ("id_split", "id-split"),
+];
+
+/// `terminal.conf` for `manifest`: agmsg's four keys (spec §6.1), the values agmsg-host runs the driver
+/// with. agmsg-host's own grant keys (`programs=`, `env=`) are left out: agmsg does not read them, and
+/// the component runs with what agmsg-host's manifest or trust record grants, not with this file.
+pub fn terminal_conf(manifest: &TerminalManifest) -> String {
+    // The name is a driver name and the backend and capabilities printable one-line text (checked when
+    // the manifest was read), so no value can start a line of its own.
+    format!(
+        "# agmsg terminal driver '{name}', written by `agmsg-host shim terminal {name}` (agmsg-host {version}).\n\
+         # Read-only key=value data, never sourced. ops.sh beside it runs every terminal_* op in\n\
+         # agmsg-host's sandboxed '{name}' component.\n\
+         name={name}\n\
+         priority={priority}\n\
+         backend={backend}\n\
+         capabilities={capabilities}\n",
+        name = manifest.name,
+        version = env!("CARGO_PKG_VERSION"),
+        priority = manifest.priority,
+        backend = manifest.backend,
+        capabilities = manifest.capabilities.join(" "),
+    )
+}
+
+/// `ops.sh` for terminal driver `driver`, run by the agmsg-host at `bin`.
+pub fn ops_sh(driver: &str, bin: &str) -> String {
+    // Comments end at a line break: the name is shown there as one line (driver names are plain anyway).
+    let shown = crate::display::line(driver);
+    let mut text = format!(
+        "# agmsg terminal driver '{shown}' (ops.sh), written by `agmsg-host shim terminal {shown}` (agmsg-host {version}).\n\
+         # agmsg sources it; every terminal_* function runs `agmsg-host --driver {shown} terminal <op>` with\n\
+         # the same arguments, and its stdout, stderr and exit status are the op's. Defines only terminal_*\n\
+         # and _agmsg_host_* names; safe under `set -euo pipefail`.\n\n\
+         # agmsg-host <bin> --driver <driver> terminal <op> -- <args...>: `--` so that an argument that\n\
+         # looks like an option arrives as an argument.\n\
+         _agmsg_host_terminal() {{\n\
+         \x20   local _agmsg_host_bin=\"$1\" _agmsg_host_driver=\"$2\" _agmsg_host_op=\"$3\"\n\
+         \x20   shift 3\n\
+         \x20   \"$_agmsg_host_bin\" --driver \"$_agmsg_host_driver\" terminal \"$_agmsg_host_op\" -- \"$@\"\n\
+         }}\n\n",
+        version = env!("CARGO_PKG_VERSION"),
+    );
+    let (bin, driver) = (quote(bin), quote(driver));
+    for (function, op) in OPS {
+        text.push_str(&format!("terminal_{function}() {{ _agmsg_host_terminal {bin} {driver} {op} \"$@\"; }}\n"));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    fn bash(cwd: &std::path::Path, script: &str, args: &[&str]) -> std::process::Output {
+        Command::new("bash").current_dir(cwd).arg("-c").arg(script).arg("bash").args(args).output().unwrap()
+    }
+
+    /// Sourced, the file defines every op and runs nothing, whatever the pinned path holds; a function
+    /// passes the path, the driver, the op and every argument on as they are.
+    #[test]
+    fn ops_sh_forwards_every_op_with_its_argv() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("ran");
+        // A "binary" that prints its argv, one per line, at a path a shell would read as commands
+        // (run in `dir`, they would create `ran` there).
+        let bin_dir = dir.path().join("it's $(touch ran) `touch ran`\nx");
+        std::fs::create_dir(&bin_dir).unwrap();
+        let bin = bin_dir.join("agmsg-host");
+        std::fs::write(&bin, "#!/bin/sh\nfor a in \"$0\" \"$@\"; do printf '<%s>\\n' \"$a\"; done\nexit 12\n").unwrap();
+        std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let ops = dir.path().join("ops.sh");
+        std::fs::write(&ops, ops_sh("tmux", bin.to_str().unwrap())).unwrap();
+
+        let declared = bash(dir.path(), "set -euo pipefail; source \"$1\"; declare -F | awk '{print $3}'", &[ops.to_str().unwrap()]);
+        assert!(declared.status.success(), "{declared:?}");
+        let names = String::from_utf8(declared.stdout).unwrap();
+        let mut want: Vec<String> = OPS.iter().map(|(f, _)| format!("terminal_{f}")).collect();
+        want.push("_agmsg_host_terminal".into());
+        want.sort();
+        let mut got: Vec<&str> = names.lines().collect();
+        got.sort();
+        assert_eq!(got, want);
+
+        let hostile = "a'b $(touch x) `id`\nline two";
+        let out = bash(dir.path(), "source \"$1\"; shift; terminal_pane_state \"$@\"", &[ops.to_str().unwrap(), hostile, "--help"]);
+        assert_eq!(out.status.code(), Some(12), "the op's exit status: {out:?}");
+        let want = format!("<{}>\n<--driver>\n<tmux>\n<terminal>\n<pane-state>\n<-->\n<{hostile}>\n<--help>\n", bin.display());
+        assert_eq!(String::from_utf8(out.stdout).unwrap(), want);
+        assert!(!marker.exists(), "something in the path ran");
+    }
+
+    #[test]
+    fn terminal_conf_is_agmsgs_four_keys() {
+        let manifest = TerminalManifest::parse("name=tmux\npriority=20\nbackend=tmux pane/window\ncapabilities=spawn peek\nprograms=tmux\nenv=TMUX\n").unwrap();
+        let conf = terminal_conf(&manifest);
+        let read = TerminalManifest::parse(&conf).unwrap();
+        assert_eq!((read.name.as_str(), read.priority, read.backend.as_str()), ("tmux", 20, "tmux pane/window"));
+        assert_eq!(read.capabilities, ["spawn", "peek"]);
+        assert!(read.programs.is_empty() && read.env.is_empty(), "no grant keys: {conf}");
+    }
+}

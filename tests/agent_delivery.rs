@@ -41,10 +41,11 @@ impl Project {
         self.run(&["delivery", "set", mode, t, self.p()])
     }
 
+    /// The mode word of `delivery status` (agmsg's JSON hooks status may say why it is off after it).
     fn mode(&self, t: &str) -> String {
         let run = self.run(&["delivery", "status", t, self.p()]);
         run.ok();
-        run.lines()[0].strip_prefix("mode: ").unwrap().to_owned()
+        run.lines()[0].strip_prefix("mode: ").unwrap().split(' ').next().unwrap().to_owned()
     }
 
     fn file(&self, rel: &str) -> PathBuf {
@@ -199,21 +200,21 @@ fn copilot_and_cursor_files() {
 fn marker_rules_of_opencode_and_grok_build() {
     let pr = Project::new();
     let p = pr.p();
+    // The project `%q`-quoted in every command, as agmsg 1.2.1's opencode plug's printf %q does.
+    let q = p.replace(' ', r"\ ").replace('\'', r"\'");
     pr.set("turn", "opencode").ok();
     assert_eq!(
         pr.read(".opencode/rules/agmsg.md").unwrap(),
         format!(
-            "<!-- agmsg-delivery-mode: turn -->\n# agmsg Integration Rule\n\n## PostToolUse\nAfter each tool call, automatically check the agmsg inbox for unread messages.\n- Command: {}\n",
-            command("check-inbox.sh", "opencode", p)
+            "<!-- agmsg-delivery-mode: turn -->\n# agmsg Integration Rule\n\n## PostToolUse\nAfter each tool call, automatically check the agmsg inbox for unread messages.\n- Command: '{SKILL}/scripts/check-inbox.sh' 'opencode' {q}\n"
         )
     );
     assert_eq!(pr.mode("opencode"), "turn");
     pr.set("monitor", "opencode").ok();
     let text = pr.read(".opencode/rules/agmsg.md").unwrap();
     assert!(text.starts_with("<!-- agmsg-delivery-mode: monitor -->\n"));
-    // The project `%q`-quoted, as agmsg's printf %q does.
-    let q = p.replace(' ', r"\ ").replace('\'', r"\'");
     assert!(text.contains(&format!("- command: '{SKILL}/scripts/watch.sh' \"${{SENTINEL_SESSION_ID:--}}\" {q} opencode\n")), "{text}");
+    assert!(text.ends_with(&format!("self-check instead: after each tool call, run\n'{SKILL}/scripts/check-inbox.sh' 'opencode' {q}\nto check the agmsg inbox for unread messages.\n")), "{text}");
     assert_eq!(pr.mode("opencode"), "monitor");
     pr.set("off", "opencode").ok();
     assert_eq!(pr.mode("opencode"), "off");
@@ -223,6 +224,8 @@ fn marker_rules_of_opencode_and_grok_build() {
         let text = pr.read(".grok/rules/agmsg.md").unwrap();
         assert!(text.starts_with(&format!("<!-- agmsg-delivery-mode: {mode} -->\n")));
         assert!(text.contains(&format!("`{SKILL}/scripts/whoami.sh {} grok-build`", shq(p))), "{text}");
+        // agmsg 1.2.1's rule ends there: no lines naming scripts it does not ship (where.sh, team.sh).
+        assert!(text.ends_with("Removing this file turns automatic delivery off.\n") && !text.contains("where.sh") && !text.contains("team.sh"), "{text}");
         assert_eq!(pr.mode("grok-build"), mode);
     }
     let run = pr.set("off", "grok-build");
@@ -418,12 +421,73 @@ fn a_plug_overrides_what_it_overrides_and_the_rest_is_agmsgs_default() {
     assert!(run.stdout.contains("AGMSG-DIRECTIVE: If an agmsg watch Monitor task is running"), "{run:#?}");
     // status not overridden: agmsg's default (JSON hooks): no agmsg entries, off.
     let status = h.env.run(&["delivery", "status", "claude-code", p]);
-    assert_eq!(status.ok().lines()[0], "mode: off");
+    assert_eq!(status.ok().lines()[0], "mode: off (no agmsg delivery hooks installed for this project)");
     // A plug that traps in status: a clear error.
     let project = h.project("status-trap");
     let run = h.env.run(&["delivery", "status", "claude-code", project.to_str().unwrap()]);
     assert_eq!(run.code, 1);
     assert!(run.stderr.contains("hostile plug: status trap"), "{run:#?}");
+}
+
+/// Issue 27: agmsg's status words for the JSON hooks types, which tell "nothing installed" from "could
+/// not tell" on the first line, exit 0 whatever the file holds; `off` in a project without the type's
+/// directory writes `{}` as agmsg does; a project path with a tab is a path; a closed stdout is no panic.
+#[test]
+fn status_words_off_without_a_directory_tabs_and_a_closed_stdout_as_agmsg() {
+    let pr = Project::new();
+    let file = pr.file(".claude/settings.local.json");
+    let status = |pr: &Project| {
+        let run = pr.run(&["delivery", "status", "claude-code", pr.p()]);
+        run.ok();
+        run.lines()[0].to_owned()
+    };
+    assert_eq!(status(&pr), format!("mode: off (unrecognized: no settings file found at {} -- this project may not be registered)", file.display()));
+    // No .claude directory: off writes `{}` (agmsg's answer), exit 0.
+    let run = pr.set("off", "claude-code");
+    run.ok();
+    assert_eq!(pr.read(".claude/settings.local.json").as_deref(), Some("{}"));
+    assert_eq!(status(&pr), "mode: off (no agmsg delivery hooks installed for this project)");
+    fs::write(&file, "{\"hooks\": [").unwrap();
+    let run = pr.run(&["delivery", "status", "claude-code", pr.p()]);
+    run.ok();
+    assert_eq!(run.lines()[0], format!("mode: off (unrecognized: settings file at {} could not be read as valid JSON)", file.display()));
+    assert_eq!(run.lines()[1..], [format!("settings hooks file: {}", file.display()), "  SessionStart entries: 0".into(), "  SessionEnd entries:   0".into(), "  Stop entries:         0".into()]);
+    let json: serde_json::Value = serde_json::from_str(&pr.run(&["delivery", "status", "claude-code", pr.p(), "--json"]).ok().stdout).unwrap();
+    assert_eq!((json["mode"].as_str(), json["off"].as_str()), (Some("off"), Some("not_json")));
+    // A type's directory is made when its file is written, not before: a status leaves none.
+    pr.run(&["delivery", "status", "codex", pr.p()]).ok();
+    assert!(!pr.file(".codex").exists());
+    pr.set("turn", "codex").ok();
+    assert!(pr.file(".codex/hooks.json").exists());
+
+    // A tab is part of a path (agmsg refuses only CR and LF).
+    let tabbed = pr.env.dir.path().join("tab\there");
+    fs::create_dir(&tabbed).unwrap();
+    let t = tabbed.to_str().unwrap();
+    pr.run(&["delivery", "set", "turn", "claude-code", t]).ok();
+    let text = fs::read_to_string(tabbed.join(".claude/settings.local.json")).unwrap();
+    assert!(text.contains(&json_str(&command("check-inbox.sh", "claude-code", t))), "{text}");
+    let lf = pr.env.dir.path().join("l\nf");
+    fs::create_dir(&lf).unwrap();
+    let run = pr.run(&["delivery", "set", "turn", "claude-code", lf.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{run:#?}");
+    assert!(run.stderr.contains("holds a line break"), "{run:#?}");
+
+    // stdout closed before anything is printed: the work is done, no panic (exit 101).
+    fs::write(&file, "{}").unwrap();
+    for args in [vec!["delivery", "status", "claude-code", pr.p()], vec!["delivery", "modes", "claude-code"], vec!["delivery", "set", "both", "claude-code", pr.p()]] {
+        let out = pr.env.cmd().args(&args).stdout(std::process::Stdio::from(closed_pipe().unwrap())).output().unwrap();
+        assert_ne!(out.status.code(), Some(101), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert_eq!(pr.mode("claude-code"), "both");
+}
+
+/// The write end of a pipe whose read end is already closed.
+fn closed_pipe() -> std::io::Result<std::os::fd::OwnedFd> {
+    let (read, write) = std::io::pipe()?;
+    drop(read);
+    Ok(write.into())
 }
 
 /// Issue 24: a trusted plug's answer is only a choice among the host's own forms. Hook commands of its

@@ -121,12 +121,19 @@ fn skill_dir() -> Result<PathBuf, String> {
     registry::skill_dir().ok_or_else(|| "agmsg's directory is unknown: set AGMSG_SKILL_DIR (or HOME)".to_owned())
 }
 
+/// One line on stdout. A reader that went away (a closed pipe) loses the rest of the output, never the
+/// work already done: no panic, the exit code says what happened to the file.
+fn say(line: impl std::fmt::Display) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout().lock(), "{line}");
+}
+
 fn print_report(report: &delivery::SetReport) {
     for line in &report.warnings {
         eprintln!("{}", display::line(line));
     }
     for line in &report.notices {
-        println!("{}", display::text(line));
+        say(display::text(line));
     }
 }
 
@@ -134,7 +141,7 @@ fn print_report(report: &delivery::SetReport) {
 fn print_side_effect(lines: Option<Vec<String>>) -> Result<(), Failure> {
     let lines = lines.ok_or(Failure::NotOverridden)?;
     for line in &lines {
-        println!("{}", display::text(line));
+        say(display::text(line));
     }
     Ok(())
 }
@@ -182,20 +189,26 @@ fn run_command(plug: Option<&str>, command: DeliveryCommand) -> Result<(), Failu
             let report = delivery::status(t, &project, &skill_dir()?, plug)?;
             if json {
                 let entries = report.status.entries.as_ref().map(|e| e.iter().map(|(k, n)| (k.to_string(), json!(n))).collect::<serde_json::Map<_, _>>());
+                let off = report.status.off.map(|why| match why {
+                    delivery::OffDetail::NoHooks => "no_hooks",
+                    delivery::OffDetail::NoFile => "no_file",
+                    delivery::OffDetail::NotJson => "not_json",
+                });
                 let value = json!({
                     "type": t.name,
                     "mode": report.status.mode.name(),
+                    "off": off,
                     "file": report.file.as_ref().map(|f| f.display().to_string()),
                     "exists": report.exists,
                     "entries": entries,
                 });
-                println!("{value}");
+                say(value);
             } else {
-                println!("mode: {}", report.status.mode);
+                say(format_args!("mode: {}", report.status.words(report.file.as_deref())));
                 if let (Some(file), Some(entries), true) = (&report.file, &report.status.entries, report.exists) {
-                    println!("settings hooks file: {}", display::line(&file.display().to_string()));
+                    say(format_args!("settings hooks file: {}", display::line(&file.display().to_string())));
                     for (event, n) in entries {
-                        println!("  {:<22}{n}", format!("{event} entries:"));
+                        say(format_args!("  {:<22}{n}", format!("{event} entries:")));
                     }
                 }
             }
@@ -204,9 +217,9 @@ fn run_command(plug: Option<&str>, command: DeliveryCommand) -> Result<(), Failu
             let t = require(&registry, &agent_type)?;
             let modes: Vec<&str> = delivery::modes(t).into_iter().map(Mode::name).collect();
             if json {
-                println!("{}", json!(modes));
+                say(json!(modes));
             } else {
-                println!("{}", modes.join(" "));
+                say(modes.join(" "));
             }
         }
     }

@@ -188,7 +188,7 @@ impl Overrides for Plug<'_> {
             return Ok(None);
         };
         self.lines("status", details)?;
-        Ok(Some(Status { mode: from_wit(mode), entries: None }))
+        Ok(Some(Status::of(from_wit(mode))))
     }
 
     fn on_enable(&mut self, mode: Mode) -> Result<Option<Vec<String>>, String> {

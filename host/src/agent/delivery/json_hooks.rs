@@ -15,7 +15,7 @@
 //! count `'<skill>/scripts/check-inbox.sh' 't' '/p'; touch x` as its own), so whatever else is in the
 //! file is the user's and kept byte for byte, and `status` reports only what agmsg-host would write.
 
-use super::{Answer, Context, Mode, Status};
+use super::{Answer, Context, Mode, OffDetail, Status};
 
 /// The events agmsg owns entries in, in its order.
 pub const EVENTS: [&str; 3] = ["SessionStart", "SessionEnd", "Stop"];
@@ -368,10 +368,16 @@ pub fn apply(ctx: &Context, mode: Mode, current: Option<&str>) -> Result<Answer,
 }
 
 /// The mode the file's agmsg entries say (SessionStart: monitor, Stop: turn, both: both), and every
-/// event's entry count (all entries, agmsg's or not, as agmsg counts them).
+/// event's entry count (all entries, agmsg's or not, as agmsg counts them). As agmsg's, a status never
+/// fails: an absent file, or one that is not JSON, is off saying so ([`OffDetail`]); JSON of another
+/// shape has no agmsg entries and no counts.
 pub fn status(ctx: &Context, current: Option<&str>) -> Result<Status, String> {
-    let Some(text) = current else { return Ok(Status { mode: Mode::Off, entries: None }) };
-    let root = parse(Some(text))?;
+    let Some(text) = current else { return Ok(Status { mode: Mode::Off, entries: None, off: Some(OffDetail::NoFile) }) };
+    let zeros = Some(EVENTS.iter().map(|e| (*e, 0)).collect());
+    if serde_json::from_str::<serde::de::IgnoredAny>(text).is_err() {
+        return Ok(Status { mode: Mode::Off, entries: zeros, off: Some(OffDetail::NotJson) });
+    }
+    let Ok(root) = parse(Some(text)) else { return Ok(Status { mode: Mode::Off, entries: zeros, off: Some(OffDetail::NoHooks) }) };
     let event = |name: &str| match root.member("hooks").and_then(|h| h.member(name)) {
         Some(Node::Array(entries)) => (entries.len(), entries.iter().any(|e| owned(e, &ctx.skill_dir))),
         _ => (0, false),
@@ -383,7 +389,8 @@ pub fn status(ctx: &Context, current: Option<&str>) -> Result<Status, String> {
         (false, true) => Mode::Turn,
         (false, false) => Mode::Off,
     };
-    Ok(Status { mode, entries: Some(vec![("SessionStart", ss.0), ("SessionEnd", se.0), ("Stop", st.0)]) })
+    let off = (mode == Mode::Off).then_some(OffDetail::NoHooks);
+    Ok(Status { mode, entries: Some(vec![("SessionStart", ss.0), ("SessionEnd", se.0), ("Stop", st.0)]), off })
 }
 
 #[cfg(test)]

@@ -100,6 +100,38 @@ pub struct Status {
     /// Per-event entry counts of a JSON hooks file (`SessionStart`, `SessionEnd`, `Stop`), when the
     /// file exists and the behaviour has events.
     pub entries: Option<Vec<(&'static str, usize)>>,
+    /// Why the mode is off, when the behaviour can tell (agmsg's JSON hooks status does).
+    pub off: Option<OffDetail>,
+}
+
+/// What agmsg's JSON hooks status says of an off mode, so a reader can tell "nothing installed" from
+/// "could not tell" in the first line (agmsg #687).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OffDetail {
+    /// A readable settings file without agmsg's entries.
+    NoHooks,
+    /// No settings file.
+    NoFile,
+    /// A settings file that is not valid JSON.
+    NotJson,
+}
+
+impl Status {
+    /// A status of `mode` with nothing more to say.
+    pub fn of(mode: Mode) -> Status {
+        Status { mode, entries: None, off: None }
+    }
+
+    /// The words after `mode: `, as agmsg prints them; `file` is the delivery file's path.
+    pub fn words(&self, file: Option<&std::path::Path>) -> String {
+        let file = file.map(|f| crate::display::line(&f.display().to_string()).into_owned()).unwrap_or_default();
+        match (self.mode, self.off) {
+            (Mode::Off, Some(OffDetail::NoHooks)) => "off (no agmsg delivery hooks installed for this project)".to_owned(),
+            (Mode::Off, Some(OffDetail::NoFile)) => format!("off (unrecognized: no settings file found at {file} -- this project may not be registered)"),
+            (Mode::Off, Some(OffDetail::NotJson)) => format!("off (unrecognized: settings file at {file} could not be read as valid JSON)"),
+            (mode, _) => mode.name().to_owned(),
+        }
+    }
 }
 
 /// Everything a behaviour may know: no filesystem, no environment.
@@ -212,10 +244,10 @@ impl Behaviour {
     pub fn status(self, ctx: &Context, current: Option<&str>) -> Result<Status, String> {
         Ok(match self {
             Behaviour::JsonHooks => json_hooks::status(ctx, current)?,
-            Behaviour::RuleFile => Status { mode: rules::shared_rule_status(ctx, current), entries: None },
-            Behaviour::Copilot | Behaviour::Cursor => Status { mode: if current.is_some() { Mode::Turn } else { Mode::Off }, entries: None },
-            Behaviour::Opencode | Behaviour::GrokBuild => Status { mode: rules::marker_status(current), entries: None },
-            Behaviour::Manual => Status { mode: Mode::Off, entries: None },
+            Behaviour::RuleFile => Status::of(rules::shared_rule_status(ctx, current)),
+            Behaviour::Copilot | Behaviour::Cursor => Status::of(if current.is_some() { Mode::Turn } else { Mode::Off }),
+            Behaviour::Opencode | Behaviour::GrokBuild => Status::of(rules::marker_status(current)),
+            Behaviour::Manual => Status::of(Mode::Off),
         })
     }
 }
@@ -411,7 +443,7 @@ fn apply_mode(t: &AgentType, mode: Mode, project: &std::path::Path, skill_dir: &
     let has_file = !t.value("hooks_file").is_empty() || behaviour.as_ref().is_ok_and(|b| b.has_file());
     let after_lines = |plug: &mut dyn Overrides| if set_lines { set_notices(t, mode, &ctx.project, plug) } else { Ok(Vec::new()) };
     let (file, changed, outcome) = if has_file {
-        let target = target::Target::open(&project, &t.name, hooks_file(t)?, mode != Mode::Off)?;
+        let target = target::Target::open(&project, &t.name, hooks_file(t)?)?;
         let current = target.read()?;
         let left = |e: String| format!("{}: {e}; left as it was", target.path().display());
         let outcome = match plug.apply(mode, current.as_deref()).map_err(left)? {
@@ -445,7 +477,7 @@ pub fn status(t: &AgentType, project: &std::path::Path, skill_dir: &std::path::P
     if t.value("hooks_file").is_empty() && behaviour.as_ref().is_ok_and(|b| !b.has_file()) {
         return Ok(StatusReport { file: None, exists: false, status: behaviour?.status(&ctx, None)? });
     }
-    let target = target::Target::open(&project, &t.name, hooks_file(t)?, false)?;
+    let target = target::Target::open(&project, &t.name, hooks_file(t)?)?;
     let current = target.read()?;
     let mut runtime = None;
     let mut plug = open_plug(t, &ctx, &mut runtime, chosen)?;

@@ -92,7 +92,9 @@ const MARKER: &str = "<!-- agmsg-delivery-mode: ";
 /// under opencode-sentinel's `sentinel_monitor` tool, with the turn rule as its fallback.
 pub fn opencode_apply(ctx: &Context, mode: Mode) -> Answer {
     let skill = &ctx.skill_dir;
-    let check = ctx.script_command("check-inbox.sh");
+    // As agmsg's plug: the project is `printf %q`-quoted (a bare word where it needs no quoting), the
+    // script and the type single-quoted.
+    let check = format!("{} {} {}", shq(&format!("{skill}/scripts/check-inbox.sh")), shq(&ctx.agent_type), bash_q(&ctx.project));
     match mode {
         Mode::Turn => Answer::Write(format!("{MARKER}turn -->\n{RULE_HEAD}- Command: {check}\n")),
         Mode::Monitor | Mode::Both => Answer::Write(format!(
@@ -117,24 +119,11 @@ pub fn opencode_apply(ctx: &Context, mode: Mode) -> Answer {
     }
 }
 
-const GROK_TAIL: &str = "## Terminal/pane self-awareness\n\
-Asked about your own terminal, pane, or driver — or before using arrange/peek/poke\n\
-— run '{S}/scripts/where.sh' first and answer from its terminal=/capabilities=\n\
-fields. Never guess from environment variables or a grep/ps command; a driver\n\
-that IS present can be wrongly reported absent that way. Per-driver detail:\n\
-'{S}/scripts/drivers/terminals/<terminal>/SKILL.md' (terminal= names which).\n\n\
-## Teammates: placement, status, and reaching them\n\
-A teammate's placement and status: '{S}/scripts/team.sh' <team> — never a\n\
-stale memory of their last known pane. Act on one with '{S}/scripts/peek.sh'\n\
-/ 'poke.sh' / 'arrange.sh' <team> <name> directly, not a guess: its exit code\n\
-says whether it worked and, if not, why.\n";
-
 /// grok-build's plug: a marker rule; turn has the agent poll with `inbox.sh` each turn, monitor has
 /// it keep watch.sh running under Grok's `monitor` tool.
 pub fn grok_apply(ctx: &Context, mode: Mode) -> Answer {
     let s = &ctx.skill_dir;
     let (p, t) = (shq(&ctx.project), &ctx.agent_type);
-    let tail = GROK_TAIL.replace("{S}", s);
     match mode {
         Mode::Turn => Answer::Write(format!(
             "{MARKER}turn -->\n# agmsg — check your inbox each turn\n\n\
@@ -150,7 +139,7 @@ pub fn grok_apply(ctx: &Context, mode: Mode) -> Answer {
              3. If any messages were shown, relay them to the user before continuing with\n   \
              their request.\n\n\
              There is no background watcher in turn mode — this self-check is how delivery\n\
-             works. Removing this file turns automatic delivery off.\n\n{tail}"
+             works. Removing this file turns automatic delivery off.\n"
         )),
         Mode::Monitor | Mode::Both => Answer::Write(format!(
             "{MARKER}monitor -->\n# agmsg — keep a real-time inbox watcher running\n\n\
@@ -189,7 +178,7 @@ pub fn grok_apply(ctx: &Context, mode: Mode) -> Answer {
              `{s}/scripts/send.sh <team> <your-agent-name> <to_agent> \"<message>\"`.\n\n\
              Launch it only once per session — if a watcher is already streaming, do not\n\
              start a second one. Stopping is via the `kill_command_or_subagent` tool on the\n\
-             watcher's task id. Removing this file turns automatic delivery off.\n\n{tail}"
+             watcher's task id. Removing this file turns automatic delivery off.\n"
         )),
         Mode::Off => Answer::Remove,
     }
@@ -243,7 +232,7 @@ mod tests {
         assert_eq!(marker_status(Some(&m)), Mode::Monitor);
         let Answer::Write(g) = grok_apply(&ctx("grok-build"), Mode::Turn) else { panic!() };
         assert!(g.contains("   `/s/agmsg/scripts/whoami.sh '/p' grok-build`\n"), "{g}");
-        assert!(g.ends_with("says whether it worked and, if not, why.\n"));
+        assert!(g.ends_with("works. Removing this file turns automatic delivery off.\n"), "{g}");
         assert_eq!(marker_status(Some(&g)), Mode::Turn);
     }
 }

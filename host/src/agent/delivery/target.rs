@@ -2,8 +2,9 @@
 //!
 //! `hooks_file` must be relative, made of plain components, and hold no `..` (agmsg's
 //! `resolve_hooks_file` rule). Below the project every directory is opened with `O_NOFOLLOW`, one
-//! component at a time (created when missing, as agmsg's `mkdir -p`); a symlink anywhere below the
-//! project, the file included, is an error, never followed. The file is read only if it is a regular
+//! component at a time (the missing ones created only when a text is written, as agmsg's `mkdir -p`
+//! before it writes: a refused answer, a status or a removal leaves no directory behind); a symlink
+//! anywhere below the project, the file included, is an error, never followed. The file is read only if it is a regular
 //! file of at most [`MAX_BYTES`]; an answer is applied through an anonymous file in its directory,
 //! renamed over it (keeping its permissions), or by unlinking it.
 
@@ -26,20 +27,24 @@ pub struct Target {
     pub project: PathBuf,
     pub hooks_file: String,
     /// The file's directory, opened below the project without following symlinks; `None` when it
-    /// does not exist (and was not created).
+    /// does not exist (yet).
     dir: Option<File>,
+    /// When it does not: the deepest directory that exists, and the components below it to create
+    /// before a write.
+    missing: Option<(File, Vec<String>)>,
     name: String,
 }
 
-/// The project directory as agmsg accepts it: an existing directory, no control characters (agmsg
-/// refuses CR and LF, #493). Made absolute (not resolved) so commands name it as the user does.
+/// The project directory as agmsg accepts it: an existing directory, not blank, no line break (agmsg
+/// refuses CR and LF, #493; any other character, a tab included, is part of the path and reaches
+/// commands quoted). Made absolute (not resolved) so commands name it as the user does.
 pub fn project_dir(project: &Path) -> Result<PathBuf, String> {
     let text = project.to_str().ok_or_else(|| format!("project path {} is not UTF-8", project.display()))?;
     if text.trim().is_empty() {
         return Err("the project path is empty".to_owned());
     }
-    if text.chars().any(char::is_control) {
-        return Err(format!("project path {} holds a control character", crate::display::line(text)));
+    if text.contains(['\r', '\n']) {
+        return Err(format!("project path {} holds a line break (CR or LF)", crate::display::line(text)));
     }
     let abs = std::path::absolute(project).map_err(|e| format!("project {}: {e}", project.display()))?;
     if !abs.is_dir() {
@@ -62,6 +67,9 @@ pub fn check_hooks_file(agent_type: &str, hooks_file: &str) -> Result<(), String
     Ok(())
 }
 
+/// How every directory below the project is opened: never through a symlink.
+const DIR_FLAGS: OFlags = OFlags::RDONLY.union(OFlags::DIRECTORY).union(OFlags::NOFOLLOW).union(OFlags::CLOEXEC);
+
 fn errno(what: &str, e: Errno) -> String {
     match e {
         Errno::LOOP | Errno::NOTDIR => format!("{what} is a symlink or not a directory; refusing to follow it"),
@@ -70,9 +78,9 @@ fn errno(what: &str, e: Errno) -> String {
 }
 
 impl Target {
-    /// Open `<project>/<hooks_file>`'s directory (creating it when `create`), never following a
-    /// symlink below the project.
-    pub fn open(project: &Path, agent_type: &str, hooks_file: &str, create: bool) -> Result<Target, String> {
+    /// Open `<project>/<hooks_file>`'s directory as far as it exists, never following a symlink below
+    /// the project; what is missing is made by a write ([`Target::apply`]).
+    pub fn open(project: &Path, agent_type: &str, hooks_file: &str) -> Result<Target, String> {
         check_hooks_file(agent_type, hooks_file)?;
         let project = project_dir(project)?;
         let parts: Vec<&str> = hooks_file.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
@@ -81,23 +89,39 @@ impl Target {
             rustix::fs::open(&project, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, FileMode::empty()).map_err(|e| errno(&project.display().to_string(), e))?,
         );
         let mut so_far = project.clone();
-        for part in dirs {
+        for (i, part) in dirs.iter().enumerate() {
             so_far.push(part);
-            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-            let next = match rustix::fs::openat(dir.as_fd(), *part, flags, FileMode::empty()) {
-                Err(Errno::NOENT) if create => {
-                    match rustix::fs::mkdirat(dir.as_fd(), *part, FileMode::from_raw_mode(0o777)) {
-                        Ok(()) | Err(Errno::EXIST) => {}
-                        Err(e) => return Err(errno(&so_far.display().to_string(), e)),
-                    }
-                    rustix::fs::openat(dir.as_fd(), *part, flags, FileMode::empty())
+            let next = match rustix::fs::openat(dir.as_fd(), *part, DIR_FLAGS, FileMode::empty()) {
+                Err(Errno::NOENT) => {
+                    let missing = Some((dir, dirs[i..].iter().map(|p| p.to_string()).collect()));
+                    return Ok(Target { project, hooks_file: hooks_file.to_owned(), dir: None, missing, name: (*name).to_owned() });
                 }
-                Err(Errno::NOENT) => return Ok(Target { project, hooks_file: hooks_file.to_owned(), dir: None, name: (*name).to_owned() }),
                 other => other,
             };
             dir = File::from(next.map_err(|e| errno(&so_far.display().to_string(), e))?);
         }
-        Ok(Target { project, hooks_file: hooks_file.to_owned(), dir: Some(dir), name: (*name).to_owned() })
+        Ok(Target { project, hooks_file: hooks_file.to_owned(), dir: Some(dir), missing: None, name: (*name).to_owned() })
+    }
+
+    /// The file's directory, the missing components created below the deepest existing one (a
+    /// component made meanwhile by someone else is opened, never followed if it is a link).
+    fn made_dir(&self) -> Result<File, String> {
+        if let Some(dir) = &self.dir {
+            return dir.try_clone().map_err(|e| format!("{}: {e}", self.path().display()));
+        }
+        let (base, parts) = self.missing.as_ref().ok_or_else(|| format!("{}: its directory does not exist", self.path().display()))?;
+        let mut dir = base.try_clone().map_err(|e| format!("{}: {e}", self.path().display()))?;
+        let mut so_far = self.path();
+        so_far.pop();
+        for part in parts {
+            match rustix::fs::mkdirat(dir.as_fd(), part.as_str(), FileMode::from_raw_mode(0o777)) {
+                Ok(()) | Err(Errno::EXIST) => {}
+                Err(e) => return Err(errno(&so_far.display().to_string(), e)),
+            }
+            let next = rustix::fs::openat(dir.as_fd(), part.as_str(), DIR_FLAGS, FileMode::empty()).map_err(|e| errno(&so_far.display().to_string(), e))?;
+            dir = File::from(next);
+        }
+        Ok(dir)
     }
 
     /// The file's full path, for messages.
@@ -146,9 +170,9 @@ impl Target {
                 if text.len() > MAX_BYTES {
                     return Err(format!("refusing to write {what}: the new text is larger than {} MiB", MAX_BYTES >> 20));
                 }
-                let dir = self.dir.as_ref().ok_or_else(|| format!("{what}: its directory does not exist"))?;
+                let dir = self.made_dir()?;
                 let mode = rustix::fs::statat(dir.as_fd(), self.name.as_str(), AtFlags::SYMLINK_NOFOLLOW).ok().filter(|st| (st.st_mode & 0o170000) == 0o100000).map(|st| st.st_mode & 0o7777);
-                crate::storage::atomic_file::write_atomically_at(dir, std::ffi::OsStr::new(&self.name), |e| format!("{what}: {e}"), |writer| {
+                crate::storage::atomic_file::write_atomically_at(&dir, std::ffi::OsStr::new(&self.name), |e| format!("{what}: {e}"), |writer| {
                     if let Some(mode) = mode {
                         rustix::fs::fchmod(writer.get_ref(), FileMode::from_raw_mode(mode)).map_err(|e| format!("{what}: {}", std::io::Error::from(e)))?;
                     }

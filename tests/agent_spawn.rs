@@ -257,3 +257,55 @@ fn refusals_are_clear_and_leave_nothing_behind() {
     assert!(lab.boot_scripts_left().is_empty(), "a failed spawn removes its boot script: {:?}", lab.boot_scripts_left());
     assert!(!lab.records.join("p.argv").exists(), "no agent ran");
 }
+
+/// Issue 24, item 4: a team, agent or project holding tmux format syntax (`#(...)` runs a command with
+/// the user's rights) or ending in `;` (where tmux's argv parser ends a command) reaches tmux as data:
+/// nothing runs, the spawn succeeds, and the window name, key, pane title and directory read back
+/// exactly as given.
+#[test]
+fn hostile_names_and_project_are_data() {
+    let lab = Lab::new();
+    let env = lab.inside();
+    let query = |target: &str, format: &str| lab.server.query(&["display-message", "-p", "-t", target, format]);
+
+    // The finding as reported: `#(...)` in the team ran `touch` in tmux's $HOME, and spawn exited 0.
+    let project = lab.project("finding");
+    let run = env.run(&["spawn", "claude-code", "crew#(cd;touch PWNED-finding)", "bob", "--project", project.to_str().unwrap(), "--json"]);
+    let spawned = json(&run);
+    assert_eq!(spawned["naming"], "label-and-key", "{run:?}");
+    let window = socket_free(spawned["id"].as_str().unwrap()).to_owned();
+    lab.recorded(&project);
+    assert_eq!(query(&window, "#{window_name}"), "crew#(cd;touch PWNED-finding):bob");
+    assert_eq!(query(&window, "#{@agmsg_agent}"), "crew#(cd;touch PWNED-finding):bob");
+
+    // Every kind at once, in a window, a split and key-only, from a project path just as hostile.
+    let project = lab.project("p#(cd;touch PWNED-project)#{pane_id}##[x] $(cd;touch PWNED-dollar);");
+    let cases = [
+        ("window", "t#{pane_id}#W;", "a#[fg=red]##x;", None),
+        ("pane-h", "x'\"`cd;touch PWNED-tick`", "y#(cd;touch PWNED-agent);", None),
+        ("window", "k", "q#{session_name};", Some("off")),
+    ];
+    for (placement, team, agent, naming) in cases {
+        let env = match naming {
+            Some(mode) => lab.inside().env("AGMSG_TERMINAL_NAMING", mode),
+            None => lab.inside(),
+        };
+        let args = ["spawn", "claude-code", team, agent, "--project", project.to_str().unwrap(), "--placement", placement, "--json"];
+        let run = env.run(&args);
+        let spawned = json(&run);
+        let label = format!("{team}:{agent}");
+        assert_eq!(spawned["naming"], if naming.is_some() { "key-only" } else { "label-and-key" }, "{run:?}");
+        assert_eq!(spawned["warnings"], serde_json::json!([]), "{run:?}");
+        let target = socket_free(spawned["id"].as_str().unwrap()).to_owned();
+        let (_, cwd, _) = lab.recorded(&project);
+        assert_eq!(Path::new(&cwd), project.canonicalize().unwrap(), "the agent runs in the project as given");
+        std::fs::remove_file(lab.records.join(format!("{}.argv", project.file_name().unwrap().to_str().unwrap()))).unwrap();
+        assert_eq!(query(&target, "#{@agmsg_agent}"), label, "the key reads back as written");
+        match (placement, naming) {
+            ("window", None) => assert_eq!(query(&target, "#{window_name}"), label),
+            ("window", Some(_)) => assert_eq!(query(&target, "#{window_name}"), agent, "key-only: the window keeps spawn's name"),
+            _ => assert_eq!(query(&target, "#{pane_title}"), label),
+        }
+    }
+    agmsg_conformance::tmux::assert_nothing_ran(&[lab.server.dir.path(), lab.dir.path(), env.dir.path(), &project]);
+}

@@ -207,7 +207,8 @@ fn herdr_spawn_splits_the_callers_pane_and_waits_for_its_prompt() {
             "pane|rename|w1:p9|crew:worker",
             "pane|process-info|--pane|w1:p9",
             "pane|process-info|--pane|w1:p9",
-            "pane|run|w1:p9|codex --yolo it's; $(here)",
+            // Typed into a shell: a word that is not plain is single-quoted, so it arrives as given.
+            r"pane|run|w1:p9|codex --yolo 'it'\''s; $(here)'",
         ]
     );
 

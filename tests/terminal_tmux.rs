@@ -194,3 +194,67 @@ fn list_and_describe() {
         "{run:?}"
     );
 }
+
+/// Issue 24, item 4, op by op: names, labels and poked text reach tmux as data. tmux expands formats
+/// (`#(...)` runs a command) in a window name, a pane title, `rename-window` and a start directory,
+/// splits its argv into commands at an argument ending in `;` (and drops the backslash of `\;`), and
+/// reads a positional argument starting with `-` as flags; none of that may happen to what a user,
+/// or another agent, chose.
+#[test]
+fn names_labels_and_text_are_data_to_tmux() {
+    let (server, env) = start();
+    let dir = server.dir.path().to_str().unwrap().to_owned();
+    let query = |target: &str, format: &str| server.query(&["display-message", "-p", "-t", target, format]);
+    let tmux = |args: &[&str]| terminal(&env, &[&["--driver", "tmux"][..], args].concat());
+
+    // A split whose program records every line typed into it.
+    let typed = server.dir.path().join("typed");
+    let record = format!("stty -echo; exec cat > '{}'", typed.display());
+    let pane = tmux(&["spawn", "-w#{pane_id};", &dir, "pane-v", "sh", "-c", &record]).ok().stdout.trim_end().to_owned();
+    assert_eq!(query(socket_free(&pane), "#{pane_title}"), "-w#{pane_id};");
+
+    // poke: each text arrives as typed (then poke's Right + Enter, which `cat` records as ESC [ C).
+    let texts = ["a;", "b\\;", ";", "c;;", "#(cd;touch PWNED-poke)#{pane_id}", "-x"];
+    for text in texts {
+        assert_eq!(tmux(&["poke", &pane, text]).stdout, "ok\n", "poke {text:?}");
+    }
+    let started = Instant::now();
+    let lines = loop {
+        let got = std::fs::read_to_string(&typed).unwrap_or_default();
+        let lines: Vec<String> = got.lines().map(|l| l.trim_end_matches("\u{1b}[C").trim_end_matches("\u{1b}OC").to_owned()).collect();
+        if lines.len() >= texts.len() || started.elapsed() > Duration::from_secs(10) {
+            break lines;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(lines, texts, "every poke typed its text exactly");
+
+    // name on a pane: the key, the title and team-observe's record, byte for byte.
+    let (team, agent) = ("-team#(cd;touch PWNED-name)", "#{pane_id}##[fg=red];");
+    let label = format!("{team}:{agent}");
+    assert_eq!(tmux(&["name", &pane, team, agent]).stdout, "ok\n");
+    assert_eq!(tmux(&["label-of", &pane]).stdout, format!("{label}\n"));
+    assert_eq!(query(socket_free(&pane), "#{pane_title}"), label);
+    assert_eq!(tmux(&["find-by-label", &label]).ok().lines(), [pane.as_str()]);
+    let observed = tmux(&["team-observe", &pane]);
+    assert_eq!(observed.ok().stdout, format!("n/a:unsupported\tn/a:no_independent_field\t{label}\t{label}\n"));
+
+    // A window: spawn's name, then a label starting with `-` (a flag to rename-window, unless ended).
+    let window = tmux(&["spawn", "-n#S;", &dir, "window", "sh"]).ok().stdout.trim_end().to_owned();
+    assert_eq!(query(socket_free(&window), "#{window_name}"), "-n#S;");
+    assert_eq!(tmux(&["name", &window, "-t", "#W"]).stdout, "ok\n");
+    assert_eq!(query(socket_free(&window), "#{window_name}"), "-t:#W");
+    assert_eq!(query(socket_free(&window), "#{@agmsg_agent}"), "-t:#W");
+
+    // A name tmux cannot hold as given (a line break: a pane title refuses it, `rename-window` stores
+    // it escaped) is refused before anything is created, rather than shown as something else.
+    let panes = server.pane_count();
+    for target in ["window", "pane-v"] {
+        let refused = tmux(&["spawn", "two\nlines", &dir, target, "sh"]);
+        assert_eq!(refused.code, 13, "{refused:?}");
+        assert!(refused.stderr.contains("control character"), "{refused:?}");
+    }
+    assert_eq!(server.pane_count(), panes, "nothing was created");
+
+    agmsg_conformance::tmux::assert_nothing_ran(&[server.dir.path(), env.dir.path()]);
+}

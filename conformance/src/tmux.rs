@@ -190,10 +190,142 @@ fn no_tmux_is_unknown_never_gone(harness: &Harness, driver: &str) {
     assert_eq!(state.stdout, "present\n", "and the pane is still there: {state:?}");
 }
 
+/// Names that tmux reads as syntax when a driver passes them through as they are: format expansion
+/// (`#(` runs a shell command with the user's rights, `#{` expands a variable, `#[` is a style, `##`
+/// and `#W` are escapes and aliases), tmux's own argv parser (an argument ending in `;` ends the
+/// command there, one ending in `\;` loses its backslash), and shell syntax, quotes and a leading `-`
+/// for good measure. Each command, if one ran, creates a `PWNED-*` file in tmux's `$HOME`.
+pub const HOSTILE_NAMES: &[&str] = &[
+    "w#(cd;touch PWNED-1)",
+    "#{pane_id}#{session_name}#W",
+    "#[fg=red]r##d#",
+    "a;",
+    "x\\;",
+    "q'\"`cd;touch PWNED-2` $(cd;touch PWNED-3)",
+    "-lead",
+    "#;",
+];
+
+/// Team / agent pairs of the same kind that pass the name rules (no `/`, `\`, `:`, `..`, control).
+pub const HOSTILE_PAIRS: &[(&str, &str)] = &[
+    ("crew#(cd;touch PWNED-4)", "bob"),
+    ("#{pane_id}", "#[fg=red]x##"),
+    ("t;", "a;"),
+    ("-team", "$(cd;touch PWNED-5)`cd;touch PWNED-6`"),
+    ("q'\"", "#W;"),
+];
+
+/// A project directory whose path is hostile in the same ways, created under `dir`.
+pub fn hostile_project(dir: &std::path::Path) -> PathBuf {
+    let project = dir.join("p#(cd;touch PWNED-7)#{pane_id}##[x] $(cd;touch PWNED-8);");
+    std::fs::create_dir_all(&project).expect("creating the hostile project directory");
+    project
+}
+
+/// Any `PWNED-*` file a hostile name made run: in tmux's `$HOME` (the server directory), the
+/// caller's, or `/` (the host runs programs there). Format jobs run in the background, so it waits a
+/// moment first.
+#[track_caller]
+pub fn assert_nothing_ran(dirs: &[&std::path::Path]) {
+    std::thread::sleep(Duration::from_millis(800));
+    for dir in dirs.iter().copied().chain([std::path::Path::new("/")]) {
+        let ran: Vec<String> = std::fs::read_dir(dir)
+            .map(|entries| entries.filter_map(Result::ok).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default();
+        let ran: Vec<&String> = ran.iter().filter(|name| name.starts_with("PWNED-")).collect();
+        assert!(ran.is_empty(), "a name was run as a command: {ran:?} appeared in {}", dir.display());
+    }
+}
+
+/// The bare `%N` / `@N` a target of the server takes, from an id as the bundled driver prints it.
+fn bare(id: &str) -> &str {
+    id.rsplit_once(':').map_or(id, |(_, bare)| bare)
+}
+
+/// Poll `#{pane_current_path}` of `target` until it is `want` (a new pane's shell takes a moment).
+#[track_caller]
+fn wait_for_cwd(server: &TmuxServer, target: &str, want: &str) {
+    let started = Instant::now();
+    loop {
+        let cwd = server.query(&["display-message", "-p", "-t", target, "#{pane_current_path}"]);
+        if cwd == want {
+            return;
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "the pane {target} runs in {cwd:?}, not the project {want:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Names, labels, project paths and poked text reach tmux as data: nothing runs, and what tmux holds
+/// (window name, pane title, `label-of`'s key, the pane's directory, the typed line) reads back byte
+/// for byte as given. A visible name a driver chooses not to set is allowed; a mangled one is not.
+fn hostile_names_are_data(harness: &Harness, driver: &str) {
+    let server = TmuxServer::start();
+    let env = server.inside(harness);
+    let declared = capabilities(&env, driver);
+    let names = declared.iter().any(|c| c == "name");
+    let project = hostile_project(server.dir.path());
+    let project_text = project.to_str().expect("a UTF-8 temp dir");
+    let first = bare(&server.first_pane).to_owned();
+    let default_title = server.query(&["display-message", "-p", "-t", &first, "#{pane_title}"]);
+
+    for (i, name) in HOSTILE_NAMES.iter().enumerate() {
+        // Splits make the caller's pane smaller: every other name goes to a window, and each pane is
+        // closed once checked.
+        let target = if i % 2 == 0 { "window" } else { "pane-v" };
+        let spawned = run(&env, driver, &["spawn", name, project_text, target, "sh"]);
+        assert_eq!(spawned.code, 0, "spawn {target} named {name:?} in {project_text:?} succeeds: {spawned:?}");
+        let id = spawned.stdout.trim_end().to_owned();
+        let pane = server.query(&["display-message", "-p", "-t", bare(&id), "#{pane_id}"]);
+        wait_for_cwd(&server, &pane, project_text);
+        let (window_name, title) = (
+            server.query(&["display-message", "-p", "-t", &pane, "#{window_name}"]),
+            server.query(&["display-message", "-p", "-t", &pane, "#{pane_title}"]),
+        );
+        // Set, it is the name as given; unset, it is tmux's own (the command's name, the host name).
+        assert!(window_name == *name || window_name == "sh" || target != "window", "window named {name:?} reads {window_name:?}");
+        assert!(title == *name || title == default_title || target == "window", "pane titled {name:?} reads {title:?}");
+
+        if names {
+            let (team, agent) = HOSTILE_PAIRS[i % HOSTILE_PAIRS.len()];
+            let label = format!("{team}:{agent}");
+            let named = run(&env, driver, &["name", &id, team, agent]);
+            assert_eq!((named.code, named.stdout.as_str()), (0, "ok\n"), "name {id} {team:?} {agent:?}: {named:?}");
+            let read = run(&env, driver, &["label-of", &id]);
+            if read.code == 0 {
+                assert_eq!(read.stdout, format!("{label}\n"), "label-of reads the key back as written: {read:?}");
+            }
+            let found = run(&env, driver, &["find-by-label", &label]);
+            if found.code == 0 && target == "pane-v" {
+                assert!(found.lines().contains(&id.as_str()), "find-by-label finds the named pane: {found:?}");
+            }
+            let visible = match target {
+                "window" => server.query(&["display-message", "-p", "-t", &pane, "#{window_name}"]),
+                _ => server.query(&["display-message", "-p", "-t", &pane, "#{pane_title}"]),
+            };
+            let before = if target == "window" { &window_name } else { &title };
+            assert!(visible == label || visible == *before, "named {label:?}, the visible name reads {visible:?}");
+        }
+
+        // Text typed into the pane arrives as typed: a shell comment, so the shell runs none of it.
+        let text = format!("# {name} #(cd;touch PWNED-9) {name}");
+        let poke = run(&env, driver, &["poke", &id, &text]);
+        assert_eq!((poke.code, poke.stdout.as_str()), (0, "ok\n"), "poke {text:?}: {poke:?}");
+        wait_for_text(&env, driver, &id, &text);
+
+        if target != "window" {
+            let despawn = run(&env, driver, &["despawn", &id]);
+            assert_eq!(despawn.code, 0, "{despawn:?}");
+        }
+    }
+    assert_nothing_ran(&[server.dir.path(), env.dir.path()]);
+}
+
 /// Every pane rule, in the order they are reported.
 pub const PANE_RULES: &[Rule] = &[
     Rule { name: "detect_names_the_callers_pane", check: detect_names_the_callers_pane },
     Rule { name: "a_pane_from_spawn_to_gone", check: a_pane_from_spawn_to_gone },
     Rule { name: "name_and_arrange_as_declared", check: name_and_arrange_as_declared },
     Rule { name: "no_tmux_is_unknown_never_gone", check: no_tmux_is_unknown_never_gone },
+    Rule { name: "hostile_names_are_data", check: hostile_names_are_data },
 ];

@@ -74,6 +74,17 @@ fn internal_key(team: &str, agent: &str) -> String {
     format!("a{}", &hex[..24])
 }
 
+/// The boot words as the one command line `pane run` types into the pane's shell: a word the shell
+/// reads as itself (letters, digits, `/._-+:,=@%`) as it is, any other single-quoted, so that every
+/// word, whatever it holds (a space, `$(...)`, a quote), reaches the program as given. The host's own
+/// boot (`/bin/sh <file>`) is plain words and is typed exactly as before.
+fn shell_line(words: &[String]) -> String {
+    let plain = |w: &str| !w.is_empty() && w.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+:,=@%".contains(&b));
+    let quoted: Vec<String> =
+        words.iter().map(|w| if plain(w) { w.clone() } else { format!("'{}'", w.replace('\'', r"'\''")) }).collect();
+    quoted.join(" ")
+}
+
 /// Whether the new pane's shell is at its prompt: its foreground process group is the shell itself.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Ready {
@@ -200,7 +211,7 @@ impl TerminalDriver for Herdr {
                  the boot was NOT typed, and the pane was closed"
             )));
         }
-        let command = boot.join(" ");
+        let command = shell_line(boot);
         herdr_ok(&["pane", "run", &pane, &command], |why| step_failed(format!("herdr pane run {pane}: {why}")))?;
         if ready == Ready::Unknown {
             log::warn(&format!(
@@ -453,6 +464,13 @@ fn swap(s: &HerdrId<'_>, t: &HerdrId<'_>) -> Result<ArrangeOutcome, TermError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn boot_words_are_typed_as_shell_words() {
+        let words = |list: &[&str]| list.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
+        assert_eq!(shell_line(&words(&["/bin/sh", "/tmp/agmsg-boot.x1.sh"])), "/bin/sh /tmp/agmsg-boot.x1.sh");
+        assert_eq!(shell_line(&words(&["echo", "a b", "$(id)", "it's", ""])), r"echo 'a b' '$(id)' 'it'\''s' ''");
+    }
 
     #[test]
     fn the_internal_key_matches_agmsg() {

@@ -10,12 +10,16 @@
 //! grammar ([`id`]) before anything runs, and is then split: the socket goes to `-S`, the bare `%N` / `@N`
 //! to `-t`.
 //!
+//! Names, labels, the project path and poked text are data: [`literal`] keeps tmux from reading them as
+//! formats (`#(...)` would run a command) or as its own command separators (an argument ending in `;`).
+//!
 //! Where bash returns 13 with `runtime_error` on stdout (a failed spawn, despawn or name), this driver
 //! answers [`TermError::Unsupported`], the variant that keeps that exit code, with tmux's own words in
 //! the message; the host prints the status word.
 
 mod geometry;
 mod id;
+mod literal;
 mod observe;
 mod run;
 mod session;
@@ -98,6 +102,9 @@ impl TerminalDriver for Tmux {
     }
 
     fn spawn(&self, name: &str, project: &str, target: SpawnTarget, boot: &[String]) -> Result<String, TermError> {
+        if let Some(why) = literal::unshowable(name) {
+            return Err(TermError::unsupported(why));
+        }
         // Checked before anything is created: the new id is qualified with this socket.
         let socket = session::socket().map_err(TermError::Unsupported)?;
         let created = match target {
@@ -261,9 +268,11 @@ impl TerminalDriver for Tmux {
         if matches!(mode, NamingMode::KeyOnly) {
             return Ok(());
         }
+        // Both expand formats; `--` so that a team starting with `-` is not read as flags.
+        let shown = literal::format(&label);
         match parsed.kind {
-            Kind::Window => server.run_best_effort(&["rename-window", "-t", parsed.bare, &label]),
-            Kind::Pane => server.run_best_effort(&["select-pane", "-t", parsed.bare, "-T", &label]),
+            Kind::Window => server.run_best_effort(&["rename-window", "-t", parsed.bare, "--", &shown]),
+            Kind::Pane => server.run_best_effort(&["select-pane", "-t", parsed.bare, "-T", &shown]),
         }
         Ok(())
     }
@@ -316,8 +325,11 @@ impl TerminalDriver for Tmux {
 }
 
 /// `new-window` in the caller's session; automatic-rename off so the window keeps the agent's name.
+/// The name and the start directory are expanded as formats by tmux; the command is not, and follows
+/// `--`.
 fn spawn_window(name: &str, project: &str, boot: &[String]) -> Result<String, TermError> {
-    let mut args = vec!["new-window", "-P", "-F", "#{window_id}", "-n", name, "-c", project];
+    let (name, project) = (literal::format(name), literal::format(project));
+    let mut args = vec!["new-window", "-P", "-F", "#{window_id}", "-n", &name, "-c", &project, "--"];
     args.extend(boot.iter().map(String::as_str));
     let window = created_id(&args, Kind::Window)?;
     Server::ambient().run_best_effort(&["set-window-option", "-t", &window, "automatic-rename", "off"]);
@@ -330,10 +342,11 @@ fn spawn_pane(direction: &str, name: &str, project: &str, boot: &[String]) -> Re
     let caller = session::pane()
         .map_err(TermError::Unsupported)?
         .ok_or_else(|| TermError::unsupported("unsupported: a tmux split needs $TMUX_PANE to target the caller pane (#990)"))?;
-    let mut args = vec!["split-window", direction, "-t", &caller, "-P", "-F", "#{pane_id}", "-c", project];
+    let project = literal::format(project);
+    let mut args = vec!["split-window", direction, "-t", &caller, "-P", "-F", "#{pane_id}", "-c", &project, "--"];
     args.extend(boot.iter().map(String::as_str));
     let pane = created_id(&args, Kind::Pane)?;
-    Server::ambient().run_best_effort(&["select-pane", "-t", &pane, "-T", name]);
+    Server::ambient().run_best_effort(&["select-pane", "-t", &pane, "-T", &literal::format(name)]);
     Ok(pane)
 }
 

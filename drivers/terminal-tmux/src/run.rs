@@ -1,7 +1,8 @@
 //! Running `tmux` (and `ps`) through the host, and reading what they print.
 //!
-//! Every argument is its own argv entry and no shell is involved, so text from users (a poke, a label, a
-//! boot command) reaches tmux exactly as given. A program the host could not run or refused to run is
+//! Every argument is its own argv entry and no shell is involved; what tmux itself would still read as
+//! syntax in an argument is escaped: a final `;` here, for every argument ([`literal::arg`]), formats
+//! by the callers that pass a format-expanded argument ([`literal::format`]). A program the host could not run or refused to run is
 //! classed by the SDK's `TermError::from_process`.
 
 use agmsg_guest_sdk::log;
@@ -9,6 +10,7 @@ use agmsg_guest_sdk::process::{self, Output};
 use agmsg_guest_sdk::terminal::TermError;
 
 use crate::id::TmuxId;
+use crate::literal;
 
 /// The tmux server a call goes to: the one an id names, or the ambient one (`$TMUX`, the default socket).
 #[derive(Clone, Copy)]
@@ -38,7 +40,9 @@ impl<'a> Server<'a> {
         if let Some(socket) = self.socket {
             argv.extend(["-S", socket]);
         }
-        argv.extend_from_slice(args);
+        // tmux would split the command at an argument ending in `;` (a poke's text, a label).
+        let escaped: Vec<_> = args.iter().map(|a| literal::arg(a)).collect();
+        argv.extend(escaped.iter().map(|a| a.as_ref()));
         // Only the subcommand is logged: the rest may be a user's message.
         log::debug(&format!("tmux {}", args.first().copied().unwrap_or("")));
         run_program("tmux", &argv)

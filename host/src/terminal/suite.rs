@@ -2,7 +2,7 @@
 //! outside any terminal and with ids it cannot have produced. (The rules that drive real panes, for
 //! drivers that run tmux, are in [`agmsg_conformance::tmux`].)
 
-use agmsg_conformance::{Env, Harness, Rule, Run};
+use agmsg_conformance::{Env, Harness, Rule, Run, tmux};
 
 fn run(env: &Env, driver: &str, args: &[&str]) -> Run {
     let mut all = vec!["terminal", "--driver", driver];
@@ -130,6 +130,41 @@ fn optional_ops_answer_or_are_unsupported(harness: &Harness, driver: &str) {
     }
 }
 
+/// `spawn` with hostile names, a hostile project and boot words full of shell and tmux syntax, outside
+/// any terminal: a driver that can open a window here (plain, through an `AGMSG_TERMINAL` `{cmd}`
+/// template) runs exactly the boot words it was given, and the others refuse; in no case does a name,
+/// the project or a boot word run as a command. `TMUX_TMPDIR` points where no server lives, so a tmux
+/// driver cannot reach the user's own default server.
+fn hostile_names_and_boot_are_data(harness: &Harness, driver: &str) {
+    let env = Env::new(harness);
+    let home = env.dir.path().to_owned();
+    let no_server = home.join("no-tmux-server");
+    std::fs::create_dir(&no_server).expect("a directory");
+    let project = tmux::hostile_project(&home);
+    let project = project.to_str().expect("a UTF-8 temp dir");
+    let out = home.join("boot-words");
+    let out_text = out.to_str().expect("a UTF-8 temp dir");
+    let env = env.env("AGMSG_TERMINAL", "{cmd}").env("TMUX_TMPDIR", no_server.to_str().expect("UTF-8"));
+    // The boot writes its last word to the file its first argument names.
+    let word = "it's \"$(cd;touch PWNED-b1)\" `cd;touch PWNED-b2` #(cd;touch PWNED-b3) {cmd} a;";
+    for name in tmux::HOSTILE_NAMES {
+        let args = ["spawn", name, project, "window", "/bin/sh", "-c", "printf %s \"$1\" > \"$0\"", out_text, word];
+        let spawned = run(&env, driver, &args);
+        no_crash(&spawned, &format!("spawn {name:?}"));
+        assert!(matches!(spawned.code, 0 | 10 | 12 | 13), "spawn {name:?} succeeds or fails with a terminal class: {spawned:?}");
+        if spawned.code == 0 {
+            let started = std::time::Instant::now();
+            while !out.exists() && started.elapsed() < std::time::Duration::from_secs(5) {
+                std::thread::sleep(std::time::Duration::from_millis(25));
+            }
+            let written = std::fs::read_to_string(&out).unwrap_or_default();
+            assert_eq!(written, word, "spawned named {name:?}: the boot got its words exactly: {spawned:?}");
+            std::fs::remove_file(&out).expect("removing the boot's output");
+        }
+    }
+    tmux::assert_nothing_ran(&[&home]);
+}
+
 /// Every rule, in the order they are reported.
 pub const RULES: &[Rule] = &[
     Rule { name: "check_is_ok_or_missing_deps", check: check_is_ok_or_missing_deps },
@@ -137,4 +172,5 @@ pub const RULES: &[Rule] = &[
     Rule { name: "detect_outside_any_terminal", check: detect_outside_any_terminal },
     Rule { name: "malformed_ids_fail_closed", check: malformed_ids_fail_closed },
     Rule { name: "optional_ops_answer_or_are_unsupported", check: optional_ops_answer_or_are_unsupported },
+    Rule { name: "hostile_names_and_boot_are_data", check: hostile_names_and_boot_are_data },
 ];

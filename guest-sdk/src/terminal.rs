@@ -56,7 +56,9 @@ pub use crate::bindings::terminal::agmsg::terminal::types::ArrangeOutcome;
 /// The driver's metadata, returned by [`TerminalDriver::describe`]: `name`, `priority` (lower is tried
 /// first), a one-line `backend`, its `capabilities`, and extra `key=value` `hints`. It must agree with
 /// the driver's `terminal.conf` (the contract suite checks that it does): build it with
-/// [`Description::from_terminal_conf`] from that file.
+/// [`Description::from_terminal_conf`] from that file. A hint is a command an agent may run, so the
+/// host accepts only commands of the programs the manifest grants, in plain words, joined by `"; "`
+/// (`tmux swap-pane -s SOURCE -t TARGET`); any other hint makes `describe` fail.
 ///
 /// ```
 /// use agmsg_guest_sdk::terminal::Description;

@@ -1,0 +1,271 @@
+//! `agmsg-host shim install | uninstall` on a real copy of agmsg 1.2.1's `scripts/` (extracted at run
+//! time from agmsg's repository, `AGMSG_REFERENCE_REPO`, a git directory; never committed here): every
+//! shim where agmsg's loaders look, agmsg's own storage facade sourcing the storage shim, idempotence,
+//! and uninstall giving agmsg's tree back byte for byte (modes too); links refused with nothing changed.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{Env, Run};
+
+const DEFAULT_REPO: &str = "/work/.mirror/kappaseijin+agmsg/repo";
+
+/// agmsg's `scripts/` in a fresh directory (`<env>/agmsg`), or `None` (the test is skipped, saying
+/// why) when agmsg's repository is not on this machine, unless `AGMSG_REQUIRE_REFERENCE=1`.
+fn agmsg_install(env: &Env) -> Option<PathBuf> {
+    let repo = std::env::var("AGMSG_REFERENCE_REPO").unwrap_or_else(|_| DEFAULT_REPO.to_owned());
+    if !Path::new(&repo).exists() {
+        assert_ne!(std::env::var("AGMSG_REQUIRE_REFERENCE").as_deref(), Ok("1"), "agmsg's repository is not at {repo} (AGMSG_REFERENCE_REPO)");
+        eprintln!("skipped: agmsg's repository is not at {repo} (set AGMSG_REFERENCE_REPO to a clone's git directory)");
+        return None;
+    }
+    let dir = env.dir.path().join("agmsg");
+    std::fs::create_dir(&dir).unwrap();
+    let tar = env.dir.path().join("scripts.tar");
+    let archived = Command::new("git").args(["-C", &repo, "archive", "-o"]).arg(&tar).args(["HEAD", "scripts"]).output().unwrap();
+    assert!(archived.status.success(), "git archive: {archived:?}");
+    let extracted = Command::new("tar").arg("-xf").arg(&tar).arg("-C").arg(&dir).output().unwrap();
+    assert!(extracted.status.success(), "tar: {extracted:?}");
+    assert!(dir.join("scripts/lib/storage.sh").is_file() && dir.join("scripts/drivers/storage/sqlite.sh").is_file());
+    Some(dir)
+}
+
+/// Every entry below `root`, by relative path: a file's bytes and mode, a directory's mode, a link's
+/// target.
+#[derive(Debug, PartialEq, Eq)]
+enum Node {
+    File(Vec<u8>, u32),
+    Dir(u32),
+    Link(PathBuf),
+}
+
+fn snapshot(root: &Path) -> BTreeMap<String, Node> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Node>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let rel = path.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let mode = meta.permissions().mode() & 0o7777;
+            if meta.file_type().is_symlink() {
+                out.insert(rel, Node::Link(std::fs::read_link(&path).unwrap()));
+            } else if meta.is_dir() {
+                out.insert(rel, Node::Dir(mode));
+                walk(root, &path, out);
+            } else {
+                out.insert(rel, Node::File(std::fs::read(&path).unwrap(), mode));
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+fn shim(env: &Env, args: &[&str]) -> Run {
+    let mut all = vec!["shim"];
+    all.extend_from_slice(args);
+    env.run(&all)
+}
+
+/// `shim <install|uninstall> <dir> [flags] --json`: its items as (path, action).
+#[track_caller]
+fn items(env: &Env, args: &[&str]) -> Vec<(String, String)> {
+    let mut all = args.to_vec();
+    all.push("--json");
+    let run = shim(env, &all);
+    assert_eq!(run.code, 0, "{run:?}");
+    let out: serde_json::Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {run:?}"));
+    assert_eq!(out["ok"], true, "{out}");
+    out["items"].as_array().unwrap().iter().map(|i| (i["path"].as_str().unwrap().to_owned(), i["action"].as_str().unwrap().to_owned())).collect()
+}
+
+fn action_of<'a>(items: &'a [(String, String)], path: &str) -> &'a str {
+    items.iter().find(|(p, _)| p == path).map_or("(none)", |(_, a)| a.as_str())
+}
+
+/// `script` in bash with agmsg's directory as the working directory.
+fn bash(env: &Env, dir: &Path, script: &str) -> Run {
+    let mut cmd = env.program("bash");
+    cmd.current_dir(dir).arg("-c").arg(format!("set -euo pipefail\n{script}"));
+    cmd.output().unwrap().into()
+}
+
+/// agmsg 1.2.1's types (each has a directory in its tree) and agmsg-host's bundled terminal drivers.
+const TYPES: &[&str] = &["agmsg-app", "antigravity", "claude-code", "codex", "copilot", "cursor", "gemini", "grok-build", "hermes", "opencode"];
+const TERMINALS: &[&str] = &["herdr", "orca", "plain", "tmux"];
+
+#[test]
+fn install_puts_every_shim_where_agmsg_looks_and_uninstall_gives_agmsg_back_byte_for_byte() {
+    let env = Env::new();
+    let Some(agmsg) = agmsg_install(&env) else { return };
+    let dir = agmsg.to_str().unwrap();
+    let original = snapshot(&agmsg);
+
+    // --dry-run: the plan, and nothing changed.
+    let planned = items(&env, &["install", dir, "--dry-run"]);
+    assert_eq!(action_of(&planned, "scripts/drivers/storage/sqlite.sh"), "replace");
+    assert_eq!(action_of(&planned, "scripts/drivers/terminals/"), "create");
+    assert_eq!(action_of(&planned, "scripts/drivers/terminals/tmux/ops.sh"), "add");
+    assert_eq!(snapshot(&agmsg), original, "a dry run changes nothing");
+    let text = shim(&env, &["install", dir, "--dry-run"]);
+    assert!(text.code == 0 && text.stdout.contains("dry run") && text.stdout.contains("scripts/drivers/storage/jsonl.sh"), "{text:?}");
+
+    let done = items(&env, &["install", dir]);
+    assert_eq!(done.iter().map(|(p, a)| (p.as_str(), a.as_str())).collect::<Vec<_>>(), planned.iter().map(|(p, a)| (p.as_str(), a.as_str())).collect::<Vec<_>>(), "install did what the dry run said");
+    let mut shims = vec!["scripts/drivers/storage/sqlite.sh".to_owned(), "scripts/drivers/storage/jsonl.sh".to_owned()];
+    for t in TYPES {
+        shims.push(format!("scripts/drivers/types/{t}/_delivery.sh"));
+    }
+    for t in TERMINALS {
+        shims.push(format!("scripts/drivers/terminals/{t}/ops.sh"));
+        shims.push(format!("scripts/drivers/terminals/{t}/terminal.conf"));
+    }
+    for path in &shims {
+        let text = std::fs::read_to_string(agmsg.join(path)).unwrap();
+        assert!(text.contains("agmsg-host"), "{path} is a shim");
+        if path.ends_with(".sh") {
+            let parsed = bash(&env, &agmsg, &format!("bash -n {path}"));
+            assert_eq!(parsed.code, 0, "{path}: {parsed:?}");
+        }
+    }
+    // Where agmsg had a file, the shim keeps its mode.
+    for path in ["scripts/drivers/storage/sqlite.sh", "scripts/drivers/types/codex/_delivery.sh"] {
+        let Node::File(_, mode) = &original[path] else { panic!("{path}") };
+        assert_eq!(std::fs::metadata(agmsg.join(path)).unwrap().permissions().mode() & 0o7777, *mode, "{path}");
+    }
+
+    // agmsg's own storage facade loads the shim by name and the op runs in agmsg-host's component,
+    // on the store agmsg resolves.
+    for driver in ["sqlite", "jsonl"] {
+        let store = env.dir.path().join(format!("store-{driver}"));
+        let run = bash(
+            &env,
+            &agmsg,
+            &format!(
+                "export AGMSG_STORAGE_DRIVER={driver} AGMSG_STORAGE_PATH={store}\n\
+                 source scripts/lib/storage.sh\n\
+                 agmsg_storage_load\n\
+                 [ \"$_agmsg_host_driver\" = {driver} ]\n\
+                 [ \"$(storage_init t)\" = ok ]\n\
+                 storage_send t alice bob \"it's \\$(not run) \\`x\\`\" >/dev/null\n\
+                 storage_list_unread t bob",
+                store = store.display()
+            ),
+        );
+        assert_eq!(run.code, 0, "{driver}: {run:?}");
+        let unread = run.json();
+        assert_eq!(unread.len(), 1, "{driver}: {run:?}");
+        assert_eq!(unread[0]["body"], "it's $(not run) `x`");
+        // agmsg-host reads the same store as agmsg-host itself would.
+        let own = env.run(&["--driver", driver, "--store", store.to_str().unwrap(), "storage", "list-unread", "t", "bob"]);
+        assert_eq!(own.stdout, run.stdout, "{driver}");
+    }
+    // A type's _delivery.sh defines agmsg's delivery functions; a terminal's ops.sh answers.
+    let run = bash(&env, &agmsg, "source scripts/drivers/types/cursor/_delivery.sh\ndeclare -F agmsg_delivery_apply agmsg_delivery_status >/dev/null\nsource scripts/drivers/terminals/plain/ops.sh\nterminal_detect s");
+    assert_eq!((run.code, run.stdout.as_str()), (0, "-\n"), "{run:?}");
+
+    // Again: nothing to do, nothing changed.
+    let installed = snapshot(&agmsg);
+    let again = items(&env, &["install", dir]);
+    assert!(again.iter().all(|(_, a)| a == "unchanged"), "{again:?}");
+    assert_eq!(snapshot(&agmsg), installed);
+
+    // Uninstall: dry run changes nothing; then agmsg's tree exactly as it was.
+    let planned = items(&env, &["uninstall", dir, "--dry-run"]);
+    assert_eq!(action_of(&planned, "scripts/drivers/storage/sqlite.sh"), "restore");
+    assert_eq!(action_of(&planned, "scripts/drivers/types/agmsg-app/_delivery.sh"), "remove");
+    assert_eq!(snapshot(&agmsg), installed);
+    let undone = items(&env, &["uninstall", dir]);
+    assert_eq!(action_of(&undone, "agmsg-host-shims/"), "remove", "{undone:?}");
+    assert_eq!(snapshot(&agmsg), original, "uninstall restores agmsg's files byte for byte, modes too, and removes what install added");
+    // And again: nothing to undo.
+    assert_eq!(items(&env, &["uninstall", dir]), [("agmsg-host-shims/".to_owned(), "nothing".to_owned())]);
+    assert_eq!(snapshot(&agmsg), original);
+}
+
+#[test]
+fn a_file_agmsg_replaced_after_install_is_agmsgs_from_then_on() {
+    let env = Env::new();
+    let Some(agmsg) = agmsg_install(&env) else { return };
+    let dir = agmsg.to_str().unwrap();
+    items(&env, &["install", dir]);
+    // An agmsg update puts its own jsonl.sh back over the shim: install again keeps that one instead.
+    let jsonl = agmsg.join("scripts/drivers/storage/jsonl.sh");
+    std::fs::write(&jsonl, "# agmsg's newer jsonl driver\n").unwrap();
+    let again = items(&env, &["install", dir]);
+    assert_eq!(action_of(&again, "scripts/drivers/storage/jsonl.sh"), "replace");
+    // Someone edits the sqlite shim: uninstall leaves their file.
+    let sqlite = agmsg.join("scripts/drivers/storage/sqlite.sh");
+    std::fs::write(&sqlite, "# edited by hand\n").unwrap();
+    let undone = items(&env, &["uninstall", dir]);
+    assert_eq!(action_of(&undone, "scripts/drivers/storage/sqlite.sh"), "leave");
+    assert_eq!(action_of(&undone, "scripts/drivers/storage/jsonl.sh"), "restore");
+    assert_eq!(std::fs::read_to_string(&jsonl).unwrap(), "# agmsg's newer jsonl driver\n");
+    assert_eq!(std::fs::read_to_string(&sqlite).unwrap(), "# edited by hand\n");
+    assert!(!agmsg.join("agmsg-host-shims").exists());
+    assert!(!agmsg.join("scripts/drivers/terminals").exists());
+}
+
+#[test]
+fn links_below_agmsgs_directory_are_refused_and_nothing_changes() {
+    let env = Env::new();
+    let Some(agmsg) = agmsg_install(&env) else { return };
+    let dir = agmsg.to_str().unwrap();
+    let outside = env.dir.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::write(outside.join("victim.sh"), "# not agmsg's\n").unwrap();
+
+    // A link where a driver file is.
+    let jsonl = agmsg.join("scripts/drivers/storage/jsonl.sh");
+    std::fs::remove_file(&jsonl).unwrap();
+    std::os::unix::fs::symlink(outside.join("victim.sh"), &jsonl).unwrap();
+    let before = snapshot(&agmsg);
+    let run = shim(&env, &["install", dir]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("scripts/drivers/storage/jsonl.sh is a symlink"), "{run:?}");
+    assert_eq!(snapshot(&agmsg), before, "nothing changed");
+    assert_eq!(std::fs::read_to_string(outside.join("victim.sh")).unwrap(), "# not agmsg's\n");
+    std::fs::remove_file(&jsonl).unwrap();
+
+    // A link where a directory is (a type's), or where install would create one.
+    let cursor = agmsg.join("scripts/drivers/types/cursor");
+    let cursor_plug = std::fs::read(cursor.join("_delivery.sh")).unwrap();
+    std::fs::rename(&cursor, outside.join("cursor")).unwrap();
+    std::os::unix::fs::symlink(outside.join("cursor"), &cursor).unwrap();
+    let before = snapshot(&agmsg);
+    let run = shim(&env, &["install", dir, "--json"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let out: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert!(out["ok"] == false && out["error"].as_str().unwrap().contains("scripts/drivers/types/cursor is a symlink"), "{out}");
+    assert_eq!(snapshot(&agmsg), before);
+    assert_eq!(std::fs::read(outside.join("cursor/_delivery.sh")).unwrap(), cursor_plug, "nothing written through the link");
+    std::fs::remove_file(&cursor).unwrap();
+    std::fs::rename(outside.join("cursor"), &cursor).unwrap();
+    std::os::unix::fs::symlink(&outside, agmsg.join("scripts/drivers/terminals")).unwrap();
+    let run = shim(&env, &["install", dir, "--dry-run"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("scripts/drivers/terminals is a symlink"), "{run:?}");
+    assert!(!agmsg.join("agmsg-host-shims").exists());
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 1, "nothing written through the link");
+}
+
+#[test]
+fn a_directory_that_is_no_agmsg_install_is_refused() {
+    let env = Env::new();
+    let empty = env.dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    for (dir, why) in [(empty.to_str().unwrap(), "is not an agmsg install directory"), ("/nonexistent/agmsg", "cannot open")] {
+        for action in ["install", "uninstall"] {
+            let run = shim(&env, &[action, dir]);
+            assert_eq!((run.code, run.stdout.as_str()), (1, ""), "{run:?}");
+            assert!(run.stderr.starts_with(&format!("agmsg-host shim {action}: ")) && run.stderr.contains(why), "{run:?}");
+        }
+    }
+    assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0);
+    let run = shim(&env, &["install"]);
+    assert_eq!(run.code, 2, "a usage error: {run:?}");
+}

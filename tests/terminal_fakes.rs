@@ -455,7 +455,8 @@ fn orca_spawn_despawn_and_name() {
     let new = "term_11111111-2222-3333-4444-555555555555";
     fake.answer("terminal-create", &format!(r#"{{"ok":true,"result":{{"terminal":{{"handle":"{new}"}}}}}}"#));
     expect(&orca(&env, &["spawn", "worker", "/work/proj", "pane-h", "codex", "--yolo", "a b"]), 0, &format!("{new}\n"));
-    assert_eq!(fake.take_calls(), ["terminal|create|--worktree|path:/work/proj|--title|worker|--command|codex --yolo a b|--json"]);
+    // `--command` is a shell line: a word that is not plain is single-quoted, so it stays one word.
+    assert_eq!(fake.take_calls(), ["terminal|create|--worktree|path:/work/proj|--title|worker|--command|codex --yolo 'a b'|--json"]);
     fake.answer("terminal-create", r#"{"ok":true,"result":{"terminal":{"handle":"term_bad\nhandle"}}}"#);
     expect(&orca(&env, &["spawn", "worker", "/work/proj", "window", "codex"]), 13, "");
     fake.answer("terminal-create", r#"{"ok":false,"error":{"code":"worktree_not_found"}}"#);

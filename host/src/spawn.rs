@@ -7,9 +7,9 @@
 //!    `AGMSG_TERMINAL_DRIVER`, else §6.3 placement).
 //! 3. The command becomes agmsg's boot script ([`BootCommand::script`]) in a private temporary file,
 //!    and the terminal's `spawn` gets `/bin/sh <file>`. The contract's `boot` is a list of words that
-//!    tmux and orca execute as an argv but herdr types into a shell joined by spaces, and it carries no
-//!    environment: two words with no shell syntax in them mean the same to every driver, and the
-//!    script carries the working directory, `AGMSG_SPAWNED=1` and the type's `spawn_unset_env`.
+//!    tmux executes as an argv while herdr and orca hand one command line to a shell (each word that
+//!    is not plain single-quoted), and it carries no environment: two plain words mean the same to
+//!    every driver, and the script carries the working directory, `AGMSG_SPAWNED=1` and the type's `spawn_unset_env`.
 //! 4. The pane is named `<team>:<agent>` when the driver advertises `name` (only the key when
 //!    `AGMSG_TERMINAL_NAMING=off`), and the key is read back (`label-of`) rather than trusted.
 //!

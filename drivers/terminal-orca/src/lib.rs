@@ -46,6 +46,17 @@ fn var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
+/// The boot words as the one command line `--command` takes, which orca hands to a shell (its users
+/// pass `cd x && make` there): a word the shell reads as itself (letters, digits, `/._-+:,=@%`) as it
+/// is, any other single-quoted, so every word, whatever it holds, reaches the program as given. The
+/// host's own boot (`/bin/sh <file>`) is plain words and goes as before.
+fn shell_line(words: &[String]) -> String {
+    let plain = |w: &str| !w.is_empty() && w.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+:,=@%".contains(&b));
+    let quoted: Vec<String> =
+        words.iter().map(|w| if plain(w) { w.clone() } else { format!("'{}'", w.replace('\'', r"'\''")) }).collect();
+    quoted.join(" ")
+}
+
 /// `orca <args...>`. Only the verb is logged: the rest may be a user's message.
 fn orca(args: &[&str]) -> Result<Output, TermError> {
     log::debug(&format!("orca {}", args.iter().take(2).copied().collect::<Vec<_>>().join(" ")));
@@ -122,15 +133,15 @@ impl TerminalDriver for Orca {
         }
     }
 
-    /// `terminal create` in the project's worktree, with the boot command as the pane's own initial
-    /// process (argv, not typed input). orca has no window/split distinction: every target adds one
-    /// terminal. The title is a courtesy; `name` is what names the pane.
+    /// `terminal create` in the project's worktree, with the boot command as the pane's initial command.
+    /// orca has no window/split distinction: every target adds one terminal. The title is a courtesy;
+    /// `name` is what names the pane.
     fn spawn(&self, name: &str, project: &str, _target: SpawnTarget, boot: &[String]) -> Result<String, TermError> {
         if !process::available("orca") {
             return Err(step_failed(format!("orca: not on PATH — cannot spawn a terminal in {project}")));
         }
         let worktree = format!("path:{project}");
-        let command = boot.join(" ");
+        let command = shell_line(boot);
         let out = orca(&["terminal", "create", "--worktree", &worktree, "--title", name, "--command", &command, "--json"])
             .map_err(|e| step_failed(format!("orca: terminal create for {project}: {e:?}")))?;
         let created = match reply(&out) {
@@ -349,5 +360,17 @@ mod describe_tests {
         let d = Orca.describe();
         assert_eq!((d.name.as_str(), d.priority, d.backend.as_str()), ("orca", 5, "orca terminal pane"));
         assert_eq!(d.capabilities, ["peek", "where", "spawn", "despawn", "name", "poke"]);
+    }
+}
+
+#[cfg(test)]
+mod command_tests {
+    use super::*;
+
+    #[test]
+    fn boot_words_become_shell_words() {
+        let words = |list: &[&str]| list.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
+        assert_eq!(shell_line(&words(&["/bin/sh", "/tmp/agmsg-boot.x1.sh"])), "/bin/sh /tmp/agmsg-boot.x1.sh");
+        assert_eq!(shell_line(&words(&["echo", "a b", "$(id)", "it's", ""])), r"echo 'a b' '$(id)' 'it'\''s' ''");
     }
 }

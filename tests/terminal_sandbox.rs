@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use common::{Env, Run};
 
@@ -16,7 +16,7 @@ fn hostile_driver(env: &Env) -> PathBuf {
     dir
 }
 
-fn attempt(env: &Env, driver: &PathBuf, what: &str) -> Run {
+fn attempt(env: &Env, driver: &Path, what: &str) -> Run {
     env.run(&["terminal", "--driver", driver.to_str().unwrap(), "peek", what])
 }
 

@@ -9,7 +9,8 @@
 //!    and the terminal's `spawn` gets `/bin/sh <file>`. The contract's `boot` is a list of words that
 //!    tmux executes as an argv while herdr and orca hand one command line to a shell (each word that
 //!    is not plain single-quoted), and it carries no environment: two plain words mean the same to
-//!    every driver, and the script carries the working directory, `AGMSG_SPAWNED=1` and the type's `spawn_unset_env`.
+//!    every driver, and the script carries the working directory, `AGMSG_SPAWNED=1` and the type's
+//!    `spawn_unset_env`.
 //! 4. The pane is named `<team>:<agent>` when the driver advertises `name` (only the key when
 //!    `AGMSG_TERMINAL_NAMING=off`), and the key is read back (`label-of`) rather than trusted.
 //!

@@ -23,7 +23,7 @@ pub struct Resolved {
 }
 
 /// What the user forced with [`OVERRIDE_VAR`], checked against the known drivers.
-pub fn override_driver<'a>(candidates: &'a [TerminalSource]) -> Result<Option<&'a TerminalSource>, TerminalError> {
+pub fn override_driver(candidates: &[TerminalSource]) -> Result<Option<&TerminalSource>, TerminalError> {
     let Some(name) = std::env::var(OVERRIDE_VAR).ok().filter(|n| !n.is_empty()) else { return Ok(None) };
     candidates
         .iter()

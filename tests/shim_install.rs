@@ -149,7 +149,7 @@ fn install_puts_every_shim_where_agmsg_looks_and_uninstall_gives_agmsg_back_byte
                 "export AGMSG_STORAGE_DRIVER={driver} AGMSG_STORAGE_PATH={store}\n\
                  source scripts/lib/storage.sh\n\
                  agmsg_storage_load\n\
-                 [ \"$_agmsg_host_driver\" = {driver} ]\n\
+                 [ \"$_agmsg_host_storage_driver\" = {driver} ]\n\
                  [ \"$(storage_init t)\" = ok ]\n\
                  storage_send t alice bob \"it's \\$(not run) \\`x\\`\" >/dev/null\n\
                  storage_list_unread t bob",
@@ -164,6 +164,24 @@ fn install_puts_every_shim_where_agmsg_looks_and_uninstall_gives_agmsg_back_byte
         let own = env.run(&["--driver", driver, "--store", store.to_str().unwrap(), "storage", "list-unread", "t", "bob"]);
         assert_eq!(own.stdout, run.stdout, "{driver}");
     }
+    // One shell may source the storage driver, a type's _delivery.sh and a terminal's ops.sh (they
+    // share the _agmsg_host_ prefix): each keeps working, whatever was sourced after it.
+    let store = env.dir.path().join("store-sqlite");
+    let run = bash(
+        &env,
+        &agmsg,
+        &format!(
+            "export AGMSG_STORAGE_DRIVER=sqlite AGMSG_STORAGE_PATH={store}\n\
+             source scripts/lib/storage.sh\n\
+             agmsg_storage_load\n\
+             source scripts/drivers/types/cursor/_delivery.sh\n\
+             source scripts/drivers/terminals/plain/ops.sh\n\
+             storage_list_unread t bob | wc -l\n\
+             terminal_detect s",
+            store = store.display()
+        ),
+    );
+    assert_eq!((run.code, run.stdout.as_str()), (0, "1\n-\n"), "{run:?}");
     // A type's _delivery.sh defines agmsg's delivery functions; a terminal's ops.sh answers.
     let run = bash(&env, &agmsg, "source scripts/drivers/types/cursor/_delivery.sh\ndeclare -F agmsg_delivery_apply agmsg_delivery_status >/dev/null\nsource scripts/drivers/terminals/plain/ops.sh\nterminal_detect s");
     assert_eq!((run.code, run.stdout.as_str()), (0, "-\n"), "{run:?}");

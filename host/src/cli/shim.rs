@@ -22,7 +22,9 @@ use agmsg_host::shell::quote;
 use agmsg_host::storage::location;
 
 
-/// The shim's text: `bin` runs `driver` (a bundled name or a component path).
+/// The shim's text: `bin` runs `driver` (a bundled name or a component path). Its own names carry
+/// `_agmsg_host_storage`: one shell may also source a type's `_delivery.sh`, whose helpers are
+/// `_agmsg_host_*`, and a later definition of a shared name would send storage ops elsewhere.
 pub fn storage_shim(name: &str, bin: &str, driver: &str) -> String {
     let mut text = format!(
         "# agmsg storage driver '{name}': every storage_* op runs in agmsg-host's sandboxed '{driver_shown}'\n\
@@ -30,9 +32,9 @@ pub fn storage_shim(name: &str, bin: &str, driver: &str) -> String {
          # driver or plugin directory and select it with AGMSG_STORAGE_DRIVER={name}. The store is the one\n\
          # agmsg's facade resolves (agmsg_db_path <team>, agmsg_storage_dir) when they are defined, else\n\
          # AGMSG_STORAGE_PATH, else agmsg-host's own resolution. Safe under `set -euo pipefail`; defines\n\
-         # only storage_* and _agmsg_host_* names.\n\n\
-         _agmsg_host_bin={bin}\n\
-         _agmsg_host_driver={driver_q}\n\n",
+         # only storage_* and _agmsg_host_storage_* names.\n\n\
+         _agmsg_host_storage_bin={bin}\n\
+         _agmsg_host_storage_driver={driver_q}\n\n",
         version = env!("CARGO_PKG_VERSION"),
         bin = quote(bin),
         driver_q = quote(driver),
@@ -52,92 +54,92 @@ pub fn storage_shim(name: &str, bin: &str, driver: &str) -> String {
 /// so agmsg-host does not apply the partition a second time. Without the facade: `AGMSG_STORAGE_PATH`,
 /// else agmsg-host's own resolution (partitions included, as agmsg does). A team agmsg cannot resolve
 /// fails the op (status 13, `runtime_error` last on stdout for a control op): never another store.
-const SHIM_FUNCTIONS: &str = r#"# The store of team $1 (empty: an op without a team), for op $2: sets _agmsg_host_store (empty:
-# agmsg-host resolves it) and _agmsg_host_exact (1: the directory is already the team's own store).
-_agmsg_host_locate() {
-    local _agmsg_host_team="$1" _agmsg_host_op="$2" _agmsg_host_path
-    _agmsg_host_store=
-    _agmsg_host_exact=
-    if [ -n "$_agmsg_host_team" ] && declare -F agmsg_db_path >/dev/null; then
-        if _agmsg_host_path=$(agmsg_db_path "$_agmsg_host_team") && [ -n "$_agmsg_host_path" ]; then
-            case "$_agmsg_host_path" in
-                */*) _agmsg_host_store="${_agmsg_host_path%/*}" ;;
-                *) _agmsg_host_store=. ;;
+const SHIM_FUNCTIONS: &str = r#"# The store of team $1 (empty: an op without a team), for op $2: sets _agmsg_host_storage_store (empty:
+# agmsg-host resolves it) and _agmsg_host_storage_exact (1: the directory is already the team's own store).
+_agmsg_host_storage_locate() {
+    local _agmsg_host_storage_team="$1" _agmsg_host_storage_op="$2" _agmsg_host_storage_path
+    _agmsg_host_storage_store=
+    _agmsg_host_storage_exact=
+    if [ -n "$_agmsg_host_storage_team" ] && declare -F agmsg_db_path >/dev/null; then
+        if _agmsg_host_storage_path=$(agmsg_db_path "$_agmsg_host_storage_team") && [ -n "$_agmsg_host_storage_path" ]; then
+            case "$_agmsg_host_storage_path" in
+                */*) _agmsg_host_storage_store="${_agmsg_host_storage_path%/*}" ;;
+                *) _agmsg_host_storage_store=. ;;
             esac
-            _agmsg_host_store="${_agmsg_host_store:-/}"
-            _agmsg_host_exact=1
+            _agmsg_host_storage_store="${_agmsg_host_storage_store:-/}"
+            _agmsg_host_storage_exact=1
             return 0
         fi
     elif declare -F agmsg_storage_dir >/dev/null; then
-        if _agmsg_host_store=$(agmsg_storage_dir) && [ -n "$_agmsg_host_store" ]; then
+        if _agmsg_host_storage_store=$(agmsg_storage_dir) && [ -n "$_agmsg_host_storage_store" ]; then
             return 0
         fi
     else
-        _agmsg_host_store="${AGMSG_STORAGE_PATH:-}"
+        _agmsg_host_storage_store="${AGMSG_STORAGE_PATH:-}"
         return 0
     fi
-    echo "agmsg-host shim: agmsg could not resolve the store${_agmsg_host_team:+ of team '$_agmsg_host_team'}" >&2
-    case "$_agmsg_host_op" in
+    echo "agmsg-host shim: agmsg could not resolve the store${_agmsg_host_storage_team:+ of team '$_agmsg_host_storage_team'}" >&2
+    case "$_agmsg_host_storage_op" in
         check | init | mark-read-batch | read-cursor-consume | compact) echo runtime_error ;;
     esac
     return 13
 }
 
-# Run op $1 [args...] in the store _agmsg_host_locate chose.
-_agmsg_host_exec() {
-    if [ -n "$_agmsg_host_store" ]; then
-        AGMSG_STORE_IS_PARTITION="$_agmsg_host_exact" \
-            "$_agmsg_host_bin" storage --driver "$_agmsg_host_driver" --store "$_agmsg_host_store" "$@"
+# Run op $1 [args...] in the store _agmsg_host_storage_locate chose.
+_agmsg_host_storage_exec() {
+    if [ -n "$_agmsg_host_storage_store" ]; then
+        AGMSG_STORE_IS_PARTITION="$_agmsg_host_storage_exact" \
+            "$_agmsg_host_storage_bin" storage --driver "$_agmsg_host_storage_driver" --store "$_agmsg_host_storage_store" "$@"
     else
-        AGMSG_STORE_IS_PARTITION= "$_agmsg_host_bin" storage --driver "$_agmsg_host_driver" "$@"
+        AGMSG_STORE_IS_PARTITION= "$_agmsg_host_storage_bin" storage --driver "$_agmsg_host_storage_driver" "$@"
     fi
 }
 
-# _agmsg_host <team> <op> [args...]: agmsg's argv for <op>, whose store is <team>'s.
-_agmsg_host() {
-    _agmsg_host_locate "$1" "$2" || return
+# _agmsg_host_storage <team> <op> [args...]: agmsg's argv for <op>, whose store is <team>'s.
+_agmsg_host_storage() {
+    _agmsg_host_storage_locate "$1" "$2" || return
     shift
-    _agmsg_host_exec "$@"
+    _agmsg_host_storage_exec "$@"
 }
 
-storage_check() { _agmsg_host "" check "$@"; }
-storage_describe() { _agmsg_host "${1-}" describe "$@"; }
-storage_init() { _agmsg_host "${1-}" init "$@"; }
-storage_store_exists() { _agmsg_host "${1-}" store-exists "$@"; }
+storage_check() { _agmsg_host_storage "" check "$@"; }
+storage_describe() { _agmsg_host_storage "${1-}" describe "$@"; }
+storage_init() { _agmsg_host_storage "${1-}" init "$@"; }
+storage_store_exists() { _agmsg_host_storage "${1-}" store-exists "$@"; }
 
 # The body (the last argument) goes through stdin, never argv: any size, byte for byte. The store is
 # found first, in this shell, so a failure there ends the op before the body is written.
 storage_send() {
     if [ "$#" -lt 4 ]; then
-        _agmsg_host "${1-}" send "$@"
+        _agmsg_host_storage "${1-}" send "$@"
         return
     fi
-    _agmsg_host_locate "$1" send || return
-    local _agmsg_host_body="${!#}"
-    printf '%s' "$_agmsg_host_body" | _agmsg_host_exec send --body-stdin "${@:1:$(($# - 1))}"
+    _agmsg_host_storage_locate "$1" send || return
+    local _agmsg_host_storage_body="${!#}"
+    printf '%s' "$_agmsg_host_storage_body" | _agmsg_host_storage_exec send --body-stdin "${@:1:$(($# - 1))}"
 }
 
-storage_list_unread() { _agmsg_host "${1-}" list-unread "$@"; }
-storage_mark_read_batch() { _agmsg_host "${1-}" mark-read-batch "$@"; }
-storage_read_cursor_get() { _agmsg_host "${1-}" read-cursor-get "$@"; }
-storage_read_cursor_consume() { _agmsg_host "${1-}" read-cursor-consume "$@"; }
+storage_list_unread() { _agmsg_host_storage "${1-}" list-unread "$@"; }
+storage_mark_read_batch() { _agmsg_host_storage "${1-}" mark-read-batch "$@"; }
+storage_read_cursor_get() { _agmsg_host_storage "${1-}" read-cursor-get "$@"; }
+storage_read_cursor_consume() { _agmsg_host_storage "${1-}" read-cursor-consume "$@"; }
 # A watch names its team in its <team>:<agent> pairs (one team per call; agmsg-host checks the rest).
-storage_watch_tip() { _agmsg_host "$(_agmsg_host_pair_team "${1-}")" watch-tip "$@"; }
-storage_watch_after() { _agmsg_host "$(_agmsg_host_pair_team "${2-}")" watch-after "$@"; }
-storage_history() { _agmsg_host "${1-}" history "$@"; }
+storage_watch_tip() { _agmsg_host_storage "$(_agmsg_host_storage_pair_team "${1-}")" watch-tip "$@"; }
+storage_watch_after() { _agmsg_host_storage "$(_agmsg_host_storage_pair_team "${2-}")" watch-after "$@"; }
+storage_history() { _agmsg_host_storage "${1-}" history "$@"; }
 # export/import take the team first only in agmsg's current shape (<team> <file>).
-storage_export() { _agmsg_host "$(_agmsg_host_team_of_two "$@")" export "$@"; }
-storage_import() { _agmsg_host "$(_agmsg_host_team_of_two "$@")" import "$@"; }
-storage_compact() { _agmsg_host "${1-}" compact "$@"; }
+storage_export() { _agmsg_host_storage "$(_agmsg_host_storage_team_of_two "$@")" export "$@"; }
+storage_import() { _agmsg_host_storage "$(_agmsg_host_storage_team_of_two "$@")" import "$@"; }
+storage_compact() { _agmsg_host_storage "${1-}" compact "$@"; }
 
 # The team of a <team>:<agent> pair (split at the first ':', as agmsg does); empty if it is not one.
-_agmsg_host_pair_team() {
+_agmsg_host_storage_pair_team() {
     case "$1" in
         ?*:*) printf '%s' "${1%%:*}" ;;
     esac
 }
 
-_agmsg_host_team_of_two() {
+_agmsg_host_storage_team_of_two() {
     if [ "$#" -ge 2 ]; then printf '%s' "$1"; fi
 }
 "#;
@@ -275,7 +277,7 @@ mod tests {
     fn quotes_for_bash() {
         assert_eq!(quote("/opt/it's here/agmsg-host"), r"'/opt/it'\''s here/agmsg-host'");
         let shim = storage_shim("host-sqlite", "/usr/bin/agmsg-host", "sqlite");
-        assert!(shim.contains("_agmsg_host_driver='sqlite'") && shim.contains("storage_compact()"));
+        assert!(shim.contains("_agmsg_host_storage_driver='sqlite'") && shim.contains("storage_compact()"));
         // A line break in the component's path (named in the header comment too) runs nothing when
         // agmsg sources the file.
         let dir = tempfile::tempdir().unwrap();

@@ -26,7 +26,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::delivery::shq;
-use super::manifest::{self, is_space};
+use super::manifest::{self, Manifest, is_space};
 use super::registry::AgentType;
 
 /// What to boot.
@@ -135,18 +135,79 @@ fn words(value: &str) -> impl Iterator<Item = String> + '_ {
     value.split(is_space).filter(|w| !w.is_empty()).map(str::to_owned)
 }
 
-/// The actas prompt: `<cmd_prefix><skill> actas <agent>`, then `\n<boot prompt>` when one is given.
-pub fn actas_prompt(t: &AgentType, skill: &str, agent: &str, boot_prompt: Option<&str>) -> String {
-    let prefix = match t.value("cmd_prefix") {
+/// `cmd_prefix`, `/` when empty or missing.
+fn cmd_prefix(conf: &Manifest) -> &str {
+    match conf.value("cmd_prefix") {
         "" => "/",
         p => p,
-    };
+    }
+}
+
+/// The actas prompt: `<cmd_prefix><skill> actas <agent>`, then `\n<boot prompt>` when one is given.
+pub fn actas_prompt(t: &AgentType, skill: &str, agent: &str, boot_prompt: Option<&str>) -> String {
+    let prefix = cmd_prefix(&t.manifest);
     let mut prompt = format!("{prefix}{skill} actas {agent}");
     if let Some(extra) = boot_prompt.filter(|p| !p.is_empty()) {
         prompt.push('\n');
         prompt.push_str(extra);
     }
     prompt
+}
+
+/// Whether spawn may launch a type with this manifest: `spawnable=yes` or a non-empty `spawn=`
+/// (agmsg's gate).
+pub fn spawnable(conf: &Manifest) -> bool {
+    conf.value("spawnable") == "yes" || !conf.value("spawn").is_empty()
+}
+
+/// What spawn can launch for a type, every word its manifest puts on the command line, for a person
+/// deciding whether to trust it (`plugin install | trust | inspect`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LaunchTemplate {
+    /// Neither `spawnable=yes` nor `spawn=`: spawn refuses it.
+    NotSpawnable,
+    /// Spawnable, but its `cli=` is empty: spawn refuses it.
+    NoCli,
+    /// The command [`boot_command`] builds, as one line: the manifest's words shell-quoted where they
+    /// need it, `<...>` what spawn fills in, `[...]` a part used only when asked for (`--resume`,
+    /// `--model`). Not yet made safe for a terminal: print it through [`crate::display::line`].
+    Command { launcher: Launcher, program: String, line: String },
+}
+
+/// [`boot_command`]'s command line for a type with this manifest (and this directory, where its
+/// node launcher is), before spawn fills in the team, agent, project, model and session; `skill` is
+/// the installed command's name in the prompt. Spawn options (the user's own `spawn_options.yaml`)
+/// are left out: they do not come from the type.
+pub fn launch_template(conf: &Manifest, dir: &std::path::Path, skill: &str) -> LaunchTemplate {
+    if !spawnable(conf) {
+        return LaunchTemplate::NotSpawnable;
+    }
+    let fixed = |value: &str| words(value).map(|w| crate::shell::word(&w)).collect::<Vec<_>>();
+    let prompt = crate::shell::quote(&format!("{}{skill} actas <agent>", cmd_prefix(conf)));
+    let spawn = conf.value("spawn");
+    if !spawn.is_empty() {
+        let launcher = crate::shell::word(&dir.join(spawn).to_string_lossy());
+        let line = format!("node {launcher} --name <agent> --team <team> --project <project> --initial-input {prompt}");
+        return LaunchTemplate::Command { launcher: Launcher::Node, program: "node".to_owned(), line };
+    }
+    let cli: Vec<String> = words(conf.value("cli")).collect();
+    let Some(program) = cli.first().cloned() else { return LaunchTemplate::NoCli };
+    let mut line: Vec<String> = fixed(conf.value("cli"));
+    // In boot_command's order: resume, model, (spawn options), name, prompt flag, prompt.
+    for (key, value) in [("resume_arg", "<session-id>"), ("model_arg", "<model>")] {
+        let flag = fixed(conf.value(key));
+        if !flag.is_empty() {
+            line.push(format!("[{} {value}]", flag.join(" ")));
+        }
+    }
+    let name_arg = fixed(conf.value("name_arg"));
+    if !name_arg.is_empty() {
+        line.extend(name_arg);
+        line.push("<team>-<agent>".to_owned());
+    }
+    line.extend(fixed(conf.value("prompt_arg")));
+    line.push(prompt);
+    LaunchTemplate::Command { launcher: Launcher::Cli, program, line: line.join(" ") }
 }
 
 /// The launch command for `t`, or why it cannot be launched.
@@ -338,6 +399,51 @@ mod tests {
         let mut bad = cmd;
         bad.argv.push("a\0b".into());
         assert!(bad.script().unwrap_err().contains("NUL"));
+    }
+
+    /// A manifest on disk, as an external type's.
+    fn conf(text: &str) -> Manifest {
+        Manifest::parse(text.as_bytes(), "test").unwrap()
+    }
+
+    #[test]
+    fn the_launch_template_has_every_word_boot_command_uses() {
+        let text = "cli=fakeagent --dangerously-skip-permissions\nspawnable=yes\nname_arg=--mcp-config /tmp/x.json -n\n\
+                    prompt_arg=--yolo  -p\nmodel_arg=--model --unsafe\nresume_arg=resume --all\ncmd_prefix=$(id)\n";
+        let dir = std::path::Path::new("/types/fake");
+        let LaunchTemplate::Command { launcher, program, line } = launch_template(&conf(text), dir, "agmsg") else { panic!("spawnable") };
+        assert_eq!((launcher, program.as_str()), (Launcher::Cli, "fakeagent"));
+        assert_eq!(
+            line,
+            "fakeagent --dangerously-skip-permissions [resume --all <session-id>] [--model --unsafe <model>] \
+             --mcp-config /tmp/x.json -n <team>-<agent> --yolo -p '$(id)agmsg actas <agent>'"
+        );
+        // The same words, in the same order, as boot_command puts on the command line.
+        let skill = tempfile::tempdir().unwrap();
+        let types = skill.path().join("scripts/drivers/types/fake");
+        std::fs::create_dir_all(&types).unwrap();
+        std::fs::write(types.join("type.conf"), text).unwrap();
+        let reg = Registry::load(&Sources { skill_dir: Some(skill.path().to_owned()), plugin_bases: vec![] }, &trust_none);
+        let project = tempfile::tempdir().unwrap();
+        let r = BootRequest { model: Some("M".into()), resume: Some("S".into()), ..req(project.path()) };
+        assert_eq!(
+            argv(&reg, "fake", &r),
+            ["fakeagent", "--dangerously-skip-permissions", "resume", "--all", "S", "--model", "--unsafe", "M", "--mcp-config", "/tmp/x.json", "-n", "t-bob", "--yolo", "-p", "$(id)agmsg actas bob"]
+        );
+
+        // Bundled claude-code, a node launcher, and types spawn refuses.
+        let claude = Registry::load(&Sources::default(), &trust_none);
+        let claude = &claude.get("claude-code").unwrap().manifest;
+        let LaunchTemplate::Command { line, .. } = launch_template(claude, dir, "agmsg") else { panic!() };
+        assert_eq!(line, "claude [--resume <session-id>] [--model <model>] -n <team>-<agent> '/agmsg actas <agent>'");
+        let node = launch_template(&conf("spawn=launch it.mjs\ncli=ignored\n"), dir, "agmsg");
+        assert_eq!(node, LaunchTemplate::Command {
+            launcher: Launcher::Node,
+            program: "node".into(),
+            line: "node '/types/fake/launch it.mjs' --name <agent> --team <team> --project <project> --initial-input '/agmsg actas <agent>'".into()
+        });
+        assert_eq!(launch_template(&conf("cli=x\n"), dir, "agmsg"), LaunchTemplate::NotSpawnable);
+        assert_eq!(launch_template(&conf("spawnable=yes\n"), dir, "agmsg"), LaunchTemplate::NoCli);
     }
 
     #[test]

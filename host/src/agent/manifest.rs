@@ -169,6 +169,126 @@ pub fn check_relative(key: &str, value: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// What an agent runtime does with a delivery file, by where it is ([`hooks_location`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HooksKind {
+    /// JSON the runtime reads hook entries from (`hooks.json`, `hooks/<name>.json`,
+    /// `settings.local.json`): it runs their commands.
+    Commands,
+    /// A rule file (`rules/<name>.md` or `.mdc`) the runtime gives its agent as instructions.
+    Rules,
+}
+
+/// Where a `hooks_file` is: the runtime's dot-directory (without the dot) and what kind of file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HooksLocation<'a> {
+    pub runtime: &'a str,
+    pub kind: HooksKind,
+}
+
+/// Dot-directories that belong to tools, not agent runtimes: a file under them can be run or trusted
+/// by something else (git's config and hooks, an editor's tasks, a dev container, git hook managers).
+const NOT_RUNTIMES: &[&str] = &["git", "vscode", "idea", "devcontainer", "husky", "direnv", "cargo", "venv", "config"];
+
+/// A lowercase name part: `[a-z0-9][a-z0-9_-]*`, at most 64 characters.
+fn is_lower_name(s: &str) -> bool {
+    s.len() <= 64 && s.bytes().next().is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit()) && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+}
+
+/// The one rule for where a type's `hooks_file` may be (delivery writes it, and deletes it for `off`):
+/// an agent runtime's own delivery location in the project, never a source file, a build or CI file,
+/// or anything under `.git/`. Exactly one of
+///
+/// - `.<runtime>/hooks.json`, `.<runtime>/hooks/<name>.json`, `.<runtime>/settings.local.json`
+///   (hook entries the runtime runs), or
+/// - `.<runtime>/rules/<name>.md`, `.<runtime>/rules/<name>.mdc` (a rule its agent reads),
+///
+/// with `<runtime>` and `<name>` lowercase (`[a-z0-9][a-z0-9_-]*`) and `<runtime>` not a tool's
+/// directory ([`NOT_RUNTIMES`]: `.git`, `.vscode`, ...). agmsg's types' files are all of this form.
+pub fn hooks_location(file: &str) -> Result<HooksLocation<'_>, String> {
+    let refused = || {
+        format!(
+            "hooks_file \"{}\" is not an agent runtime's delivery file: it must be .<runtime>/hooks.json, .<runtime>/hooks/<name>.json, \
+             .<runtime>/settings.local.json or .<runtime>/rules/<name>.md|.mdc (<runtime> and <name> lowercase letters, digits, '-', '_'; \
+             not .{})",
+            crate::display::line(file),
+            NOT_RUNTIMES.join(", .")
+        )
+    };
+    let parts: Vec<&str> = file.split('/').collect();
+    let runtime = parts[0].strip_prefix('.').filter(|r| is_lower_name(r) && !NOT_RUNTIMES.contains(r)).ok_or_else(refused)?;
+    let kind = match parts[1..] {
+        ["hooks.json" | "settings.local.json"] => HooksKind::Commands,
+        ["hooks", name] if name.strip_suffix(".json").is_some_and(is_lower_name) => HooksKind::Commands,
+        ["rules", name] if name.strip_suffix(".md").or_else(|| name.strip_suffix(".mdc")).is_some_and(is_lower_name) => HooksKind::Rules,
+        _ => return Err(refused()),
+    };
+    Ok(HooksLocation { runtime, kind })
+}
+
+/// The bundled type `t`'s `hooks_file` (empty: none).
+fn bundled_hooks_file(t: &super::bundled::BundledType) -> String {
+    Manifest::parse(t.conf.as_bytes(), t.name).map(|m| m.value("hooks_file").to_owned()).unwrap_or_default()
+}
+
+/// The bundled types other than `name` whose delivery file `file` is: a type named `name` may not
+/// write there (it would edit their runtime's settings), unless it replaces the bundled type of its
+/// own name and keeps that one's file (gemini and antigravity share theirs).
+pub fn hooks_file_owners(name: &str, file: &str) -> Vec<&'static str> {
+    if super::bundled::get(name).is_some_and(|own| bundled_hooks_file(own) == file) {
+        return Vec::new();
+    }
+    super::bundled::TYPES.iter().filter(|t| t.name != name && bundled_hooks_file(t) == file).map(|t| t.name).collect()
+}
+
+/// A type's `hooks_file` as delivery, install, trust and the types suite accept it: a runtime's
+/// delivery location ([`hooks_location`]) and not a bundled type's file unless the type replaces that
+/// type ([`hooks_file_owners`]). Checked wherever a type may come from, and again before delivery
+/// opens the file, so a type trusted before this rule cannot write there either.
+pub fn check_hooks_file<'a>(name: &str, file: &'a str) -> Result<HooksLocation<'a>, String> {
+    let location = hooks_location(file)?;
+    let owners = hooks_file_owners(name, file);
+    if !owners.is_empty() {
+        return Err(format!(
+            "hooks_file {} is bundled {}'s delivery file: type {} may not write into it (only a type named {} replaces it)",
+            crate::display::line(file),
+            owners.join(" and "),
+            crate::display::line(name),
+            owners.join(" or ")
+        ));
+    }
+    Ok(location)
+}
+
+/// What an agent runtime's dot-directory is, for people (agmsg's runtimes); `None` for others.
+fn runtime_label(runtime: &str) -> Option<&'static str> {
+    Some(match runtime {
+        "claude" => "Claude Code",
+        "codex" => "Codex",
+        "github" => "GitHub Copilot",
+        "cursor" => "Cursor",
+        "agent" => "Gemini CLI and Antigravity",
+        "opencode" => "OpenCode",
+        "grok" => "Grok Build",
+        _ => return None,
+    })
+}
+
+impl HooksLocation<'_> {
+    /// What writing `file` (this location) can lead to, in one sentence for a consent prompt.
+    pub fn effect(&self, file: &str) -> String {
+        let file = crate::display::line(file);
+        let runtime = match runtime_label(self.runtime) {
+            Some(label) => label.to_owned(),
+            None => format!("the agent runtime that reads .{}/", crate::display::line(self.runtime)),
+        };
+        match self.kind {
+            HooksKind::Commands => format!("writes agmsg's hook commands into {file}, which {runtime} runs as shell commands at its session events, with your rights"),
+            HooksKind::Rules => format!("writes agmsg's rule into {file}, which {runtime} gives its agent as standing instructions"),
+        }
+    }
+}
+
 /// What agmsg does with a key, and what it reads as when missing.
 pub struct KeyInfo {
     pub key: &'static str,
@@ -287,6 +407,58 @@ mod tests {
         assert!(check_relative("template", "/etc/passwd").is_err());
         assert!(check_relative("template", "../x.md").is_err());
         assert!(check_relative("template", "a..b").is_err(), "agmsg refuses any '..'");
+    }
+
+    #[test]
+    fn hooks_file_locations() {
+        // agmsg's own types' files are all of the form.
+        for t in crate::agent::bundled::TYPES {
+            let file = bundled_hooks_file(t);
+            if !file.is_empty() {
+                check_hooks_file(t.name, &file).unwrap_or_else(|e| panic!("{}: {e}", t.name));
+            }
+        }
+        let kinds = [
+            (".claude/settings.local.json", "claude", HooksKind::Commands),
+            (".codex/hooks.json", "codex", HooksKind::Commands),
+            (".github/hooks/agmsg.json", "github", HooksKind::Commands),
+            (".kiro/hooks/agmsg_2.json", "kiro", HooksKind::Commands),
+            (".cursor/rules/agmsg.mdc", "cursor", HooksKind::Rules),
+            (".agent/rules/agmsg.md", "agent", HooksKind::Rules),
+        ];
+        for (file, runtime, kind) in kinds {
+            assert_eq!(hooks_location(file), Ok(HooksLocation { runtime, kind }), "{file}");
+        }
+        for bad in [
+            ".git/config", ".git/hooks.json", ".git/hooks/pre-commit.json", ".vscode/settings.local.json", ".vscode/hooks.json",
+            "src/main.rs", "Makefile", ".envrc", ".github/workflows/ci.yml", ".github/workflows/hooks.json", ".vscode/tasks.json",
+            "hooks.json", ".claude/settings.json", ".claude/hooks/x.sh", ".claude/rules/x.sh", ".Claude/hooks.json", ".claude/rules/Agmsg.md",
+            ".claude//hooks.json", "./.claude/hooks.json", ".claude/hooks.json/", "../.claude/hooks.json", "/.claude/hooks.json",
+            "..claude/hooks.json", ".-x/hooks.json", ".claude/rules/.md", ".claude/rules/a.b.md", ".claude/x/rules/a.md", "", ".",
+            ".claude/hooks/a\nb.json", ".clau\u{202e}de/hooks.json",
+        ] {
+            let e = hooks_location(bad).unwrap_err();
+            assert!(e.contains("is not an agent runtime's delivery file"), "{bad:?}: {e}");
+            assert!(!e.contains('\n'), "one line: {e}");
+        }
+    }
+
+    #[test]
+    fn a_bundled_types_file_is_its_own() {
+        assert_eq!(hooks_file_owners("kiro", ".claude/settings.local.json"), ["claude-code"]);
+        assert_eq!(hooks_file_owners("codex", ".claude/settings.local.json"), ["claude-code"], "another bundled name is no owner either");
+        assert!(hooks_file_owners("claude-code", ".claude/settings.local.json").is_empty(), "a replacement keeps its file");
+        assert_eq!(hooks_file_owners("kiro", ".agent/rules/agmsg.md"), ["antigravity", "gemini"]);
+        assert!(hooks_file_owners("gemini", ".agent/rules/agmsg.md").is_empty(), "shared by gemini and antigravity");
+        assert!(hooks_file_owners("antigravity", ".agent/rules/agmsg.md").is_empty());
+        assert!(hooks_file_owners("kiro", ".kiro/hooks.json").is_empty());
+        let e = check_hooks_file("kiro", ".claude/settings.local.json").unwrap_err();
+        assert!(e.contains("bundled claude-code's delivery file") && e.contains("type kiro may not write into it"), "{e}");
+        assert!(check_hooks_file("claude-code", ".codex/hooks.json").unwrap_err().contains("bundled codex's"));
+        let effect = check_hooks_file("claude-code", ".claude/settings.local.json").unwrap().effect(".claude/settings.local.json");
+        assert_eq!(effect, "writes agmsg's hook commands into .claude/settings.local.json, which Claude Code runs as shell commands at its session events, with your rights");
+        let effect = hooks_location(".kiro/rules/agmsg.md").unwrap().effect(".kiro/rules/agmsg.md");
+        assert_eq!(effect, "writes agmsg's rule into .kiro/rules/agmsg.md, which the agent runtime that reads .kiro/ gives its agent as standing instructions");
     }
 
     #[test]

@@ -113,7 +113,7 @@ impl AgentType {
 
     /// Whether spawn may launch it: `spawnable=yes` or a non-empty `spawn=` (agmsg's gate).
     pub fn spawnable(&self) -> bool {
-        self.value("spawnable") == "yes" || !self.value("spawn").is_empty()
+        super::boot::spawnable(&self.manifest)
     }
 
     /// Whether `detect=explicit` (or no `detect`): never selected from the environment.

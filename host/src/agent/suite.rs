@@ -216,6 +216,10 @@ fn hooks_file_stays_in_the_project(harness: &Harness, _: &str) {
             if let Err(e) = check_hooks_file(&t.name, file) {
                 panic!("{e}: it must be relative to the project, plain path components, no '..'");
             }
+            // The rule install, trust and delivery apply: a runtime's delivery location, not another type's file.
+            if let Err(e) = manifest::check_hooks_file(&t.name, file) {
+                panic!("{}: {e}", t.name);
+            }
         }
     }
 }
@@ -253,7 +257,8 @@ impl PlugEnv {
         let skill = env.dir.path().join("skill");
         let types = skill.join("scripts/drivers/types");
         // The type: bundled ones are built in; one on disk is given as agmsg's own installed type
-        // (its type.conf only: a shell plug beside it never runs); a plug alone gets a made-up type.
+        // (its type.conf only: a shell plug beside it never runs); a plug alone gets a made-up type
+        // (its file where any runtime's hooks may be: `.<runtime>/hooks.json`).
         let type_name = match type_ref(harness) {
             TypeRef::Bundled(name) => name,
             TypeRef::Dir(dir) => {
@@ -264,7 +269,7 @@ impl PlugEnv {
             }
             TypeRef::New(name) => {
                 std::fs::create_dir_all(types.join(&name)).unwrap();
-                std::fs::write(types.join(&name).join("type.conf"), format!("name={name}\nhooks_file=.{name}/agmsg-hooks.json\n")).unwrap();
+                std::fs::write(types.join(&name).join("type.conf"), format!("name={name}\nhooks_file=.agmsg-suite/hooks.json\n")).unwrap();
                 name
             }
         };

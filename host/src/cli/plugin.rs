@@ -20,7 +20,11 @@ use agmsg_host::axis::Axis;
 use agmsg_host::plugin::manifest::{MANIFEST_FILE, PluginManifest};
 use agmsg_host::plugin::registry;
 use agmsg_host::plugin::trust::TrustState;
-use agmsg_host::plugin::registry::AgentTypeFiles;
+use agmsg_host::plugin::registry::{AgentTypeFiles, TypeFile};
+use agmsg_host::agent::boot::{LaunchTemplate, launch_template};
+use agmsg_host::agent::bundled as agent_bundled;
+use agmsg_host::agent::manifest as hooks_manifest;
+use agmsg_host::agent::registry::skill_name;
 use agmsg_host::plugin::workflow::{self, ConsentRequest, Offer, Package, Trusted, TypePackage, examine};
 use agmsg_host::axis::offered_packages;
 use agmsg_host::runtime::sandbox::{self, Grants};
@@ -151,38 +155,169 @@ fn describe_request(manifest: &PluginManifest, sha256: &str, from: &Path) -> Str
     text
 }
 
-/// What an agent type is and gets, as the consent prompt and `inspect` show it.
-fn describe_type(name: &str, conf_sha256: &str, files_sha256: &str, from: &Path, plug: Option<&PluginManifest>) -> String {
-    let mut text = format!(
-        "types/{} (an agent type) from {}\n  type.conf sha256 {conf_sha256}\n  its other files' sha256 {files_sha256}\n",
-        display::line(name),
-        display::line(&from.display().to_string())
-    );
-    match plug {
-        Some(m) => text.push_str(&format!(
-            "  plug component {} {} (built against {}@{})\n",
-            display::line(&m.component.display().to_string()),
-            display::line(&m.version),
-            Axis::Types.package(),
-            display::line(&m.api)
-        )),
-        None => text.push_str("  no plug component: agmsg's delivery defaults throughout\n"),
-    }
-    text.push_str("A type declares no capabilities; its plug component, if it ships one, runs with none (no files, programs, variables or network).\n");
-    text
+/// What an agent type is and gets, as the consent prompt and `inspect` show it, before anything is
+/// asked: where it is from and its hashes, which bundled type it replaces and what differs, the file
+/// delivery writes and what that file makes its runtime do, every word spawn can put on a command
+/// line, the texts it gives agents, and every file it ships. Every value from the package is printed
+/// through [`display::line`].
+struct TypeOffer<'a> {
+    name: &'a str,
+    conf_sha256: &'a str,
+    files_sha256: &'a str,
+    from: &'a Path,
+    conf: Option<&'a agmsg_host::agent::Manifest>,
+    plug: Option<&'a PluginManifest>,
+    files: &'a [TypeFile],
+    /// Where it is used from once trusted (spawn's launcher path).
+    runs_from: &'a Path,
 }
 
-/// What `spawn` would run for a type, with the user's full rights (not sandboxed): the one thing a
-/// type's trust gives it beyond data.
-fn launches(conf: Option<&agmsg_host::agent::Manifest>) -> String {
-    let Some(conf) = conf else { return String::new() };
-    let (cli, spawn) = (conf.value("cli"), conf.value("spawn"));
-    if !spawn.is_empty() {
-        format!("Spawned, it runs its node launcher {} with your rights (not sandboxed).\n", display::line(spawn))
-    } else if conf.value("spawnable") == "yes" && !cli.is_empty() {
-        format!("Spawned, it runs `{}` with your rights (not sandboxed).\n", display::line(cli))
-    } else {
-        "It is not spawnable: it launches nothing.\n".to_owned()
+impl TypeOffer<'_> {
+    fn describe(&self) -> String {
+        let l = |s: &str| display::line(s).into_owned();
+        let mut text = format!(
+            "types/{} (an agent type) from {}\n  type.conf sha256 {}\n  its other files' sha256 {}\n",
+            l(self.name),
+            l(&self.from.display().to_string()),
+            self.conf_sha256,
+            self.files_sha256
+        );
+        match self.plug {
+            Some(m) => text.push_str(&format!(
+                "  plug component {} {} (built against {}@{})\n",
+                l(&m.component.display().to_string()),
+                l(&m.version),
+                Axis::Types.package(),
+                l(&m.api)
+            )),
+            None => text.push_str("  no plug component: agmsg's delivery defaults throughout\n"),
+        }
+        if let Some(conf) = self.conf {
+            text.push_str(&self.replaces(conf));
+            text.push_str(&self.delivery(conf));
+            text.push_str(&launches(conf, self.runs_from));
+        }
+        text.push_str(&self.texts());
+        text.push_str("Its files:\n");
+        for f in self.files {
+            text.push_str(&format!("  {} ({} bytes, sha256 {})\n", l(&f.path), f.bytes, f.sha256));
+        }
+        text.push_str("A type declares no capabilities; its plug component, if it ships one, runs with none (no files, programs, variables or network).\n");
+        text
+    }
+
+    /// The bundled type of its name it replaces, and what differs from it: its keys, its template, its plug.
+    fn replaces(&self, conf: &agmsg_host::agent::Manifest) -> String {
+        let Some(bundled) = agent_bundled::get(self.name) else { return String::new() };
+        let l = |s: Option<&str>| s.map_or_else(|| "(missing)".to_owned(), |v| display::line(v).into_owned());
+        let mut text = format!(
+            "It replaces bundled {0}: wherever the type {0} is used (detection, delivery, spawn, its /agmsg command) this one is used instead.\n",
+            bundled.name
+        );
+        let original = agmsg_host::agent::Manifest::parse(bundled.conf.as_bytes(), bundled.name).expect("bundled manifests are text");
+        let mut keys: Vec<&str> = agmsg_host::agent::manifest::KEYS.iter().map(|k| k.key).collect();
+        let entries = conf.entries();
+        keys.extend(entries.iter().filter(|e| !e.ignored).map(|e| e.key).filter(|k| !agmsg_host::agent::manifest::KEYS.iter().any(|i| i.key == *k)));
+        // Compared as agmsg reads them: a missing key with a default reads as that default.
+        let read = |m: &'_ agmsg_host::agent::Manifest, key: &str| {
+            let default = agmsg_host::agent::manifest::key_info(key).and_then(|k| k.default);
+            m.get(key).or(default).map(str::to_owned)
+        };
+        let changed: Vec<String> = keys
+            .iter()
+            .filter(|key| read(&original, key) != read(conf, key))
+            .map(|key| format!("  {}: {} -> {}\n", display::line(key), l(read(&original, key).as_deref()), l(read(conf, key).as_deref())))
+            .collect();
+        if changed.is_empty() {
+            text.push_str(&format!("Its type.conf reads as bundled {}'s.\n", bundled.name));
+        } else {
+            text.push_str(&format!("What differs from bundled {}'s type.conf:\n", bundled.name));
+            changed.iter().for_each(|c| text.push_str(c));
+        }
+        let template = conf.value("template");
+        let ours = self.files.iter().find(|f| f.path == template);
+        let theirs = bundled.files.iter().find(|(f, _)| *f == original.value("template")).map(|(_, t)| agmsg_host::plugin::sha256_hex(t.as_bytes()));
+        match (ours, theirs) {
+            (Some(ours), Some(theirs)) if ours.sha256 == theirs => text.push_str("  its template is bundled's, byte for byte\n"),
+            (Some(_), Some(_)) => text.push_str(&format!("  its template {} differs from bundled {}'s\n", display::line(template), bundled.name)),
+            _ => {}
+        }
+        match (self.plug.is_some(), agmsg_host::agent::module::bundled_plug(self.name).is_some()) {
+            (true, true) => text.push_str(&format!("  its plug component replaces bundled {}'s\n", bundled.name)),
+            (true, false) => text.push_str("  its plug component answers for its delivery (bundled has none)\n"),
+            (false, true) => text.push_str(&format!("  it has no plug component: agmsg's delivery defaults instead of bundled {}'s plug\n", bundled.name)),
+            (false, false) => {}
+        }
+        if let LaunchTemplate::Command { line, .. } = launch_template(&original, self.runs_from, &skill_name()) {
+            text.push_str(&format!("  bundled {} launches: {}\n", bundled.name, display::line(&line)));
+        }
+        text
+    }
+
+    /// The file delivery writes (and deletes, for `off`), and what writing it makes its runtime do.
+    fn delivery(&self, conf: &agmsg_host::agent::Manifest) -> String {
+        let file = conf.value("hooks_file");
+        if file.is_empty() {
+            return "Delivery: no hooks_file: delivery writes no file for it.\n".to_owned();
+        }
+        // Refused types never reach a consent; said all the same should one be shown.
+        let mut text = match hooks_manifest::check_hooks_file(self.name, file) {
+            Ok(location) => format!("Delivery: {}; `delivery set off` removes what it wrote.\n", location.effect(file)),
+            Err(e) => format!("Delivery: REFUSED: {}\n", display::line(&e)),
+        };
+        if self.plug.is_some() {
+            text.push_str("  What is written there is its plug component's answer (checked: text, JSON for a .json file).\n");
+        }
+        text
+    }
+
+    /// The texts it gives agents: its template (the /agmsg command) and any other text file it ships.
+    fn texts(&self) -> String {
+        let template = self.conf.map_or("", |c| c.value("template"));
+        let texts: Vec<&TypeFile> = self
+            .files
+            .iter()
+            .filter(|f| f.path != "type.conf" && (f.path == template || [".md", ".mdc", ".txt"].iter().any(|e| f.path.ends_with(e))))
+            .collect();
+        if texts.is_empty() {
+            return "Texts it gives agents: none.\n".to_owned();
+        }
+        let mut text = "Texts it gives agents:\n".to_owned();
+        for f in texts {
+            let role = if f.path == template { ": its /agmsg command (template=, installed as the skill's SKILL.md)" } else { "" };
+            text.push_str(&format!("  {} ({} bytes, sha256 {}){role}\n", display::line(&f.path), f.bytes, f.sha256));
+        }
+        text
+    }
+}
+
+/// What `spawn` would run for a type, with the user's full rights (not sandboxed): every word of its
+/// launch command line ([`launch_template`], the one `boot_command` builds), the one thing a type's
+/// trust gives it beyond data.
+fn launches(conf: &agmsg_host::agent::Manifest, dir: &Path) -> String {
+    match launch_template(conf, dir, &skill_name()) {
+        LaunchTemplate::NotSpawnable => "It is not spawnable: spawn launches nothing.\n".to_owned(),
+        LaunchTemplate::NoCli => "It is marked spawnable but has no cli: spawn refuses it, launching nothing.\n".to_owned(),
+        LaunchTemplate::Command { program, line, .. } => {
+            let mut text = format!(
+                "Spawned, it runs `{}` with your rights (not sandboxed), in the project, as:\n  {}\n",
+                display::line(&program),
+                display::line(&line)
+            );
+            let unset = conf.words("spawn_unset_env");
+            if !unset.is_empty() {
+                text.push_str(&format!("  (its boot script sets AGMSG_SPAWNED=1 and unsets {})\n", display::line(&unset.join(" "))));
+            }
+            text
+        }
+    }
+}
+
+/// The bundled driver of `axis` named `name`, if a plugin of that name would replace one.
+fn replaced_bundled(axis: Axis, name: &str) -> Option<&'static str> {
+    match axis {
+        Axis::Types => agent_bundled::get(name).map(|t| t.name).or_else(|| bundled::of(axis).map(|d| d.name).find(|b| *b == name)),
+        _ => bundled::of(axis).map(|d| d.name).find(|b| *b == name),
     }
 }
 
@@ -190,11 +325,17 @@ fn launches(conf: Option<&agmsg_host::agent::Manifest>) -> String {
 fn ask(request: &ConsentRequest, consent: &Consent) -> Result<Capabilities, String> {
     let asked = request.asks_for();
     let mut text = match &request.offer {
-        Offer::Component(manifest) => describe_request(manifest, request.sha256, request.from),
-        Offer::AgentType { name, conf_sha256, conf, plug } => {
-            let mut text = describe_type(name, conf_sha256, request.sha256, request.from, *plug);
-            text.push_str(&launches(*conf));
+        Offer::Component(manifest) => {
+            let mut text = describe_request(manifest, request.sha256, request.from);
+            match (manifest.axis, replaced_bundled(manifest.axis, &manifest.name)) {
+                (_, None) => {}
+                (Axis::Types, Some(name)) => text.push_str(&format!("It replaces bundled {name}'s delivery plug: wherever the type {name} delivers, this component answers.\n")),
+                (axis, Some(name)) => text.push_str(&format!("It replaces the bundled {axis} driver '{name}': wherever {axis}/{name} is used, this one runs instead.\n")),
+            }
             text
+        }
+        Offer::AgentType { name, conf_sha256, conf, plug, files, runs_from } => {
+            TypeOffer { name, conf_sha256, files_sha256: request.sha256, from: request.from, conf: *conf, plug: *plug, files, runs_from }.describe()
         }
     };
     match &request.widened {
@@ -259,6 +400,13 @@ fn bundled_names(axis: Axis) -> Vec<&'static str> {
 fn trust(reference: &str, path: Option<&Path>, consent: &Consent) -> Result<(), String> {
     let Trusted { axis, name, dir, runs_with } = workflow::trust(&runtime()?, reference, path, |request| ask(request, consent))?;
     println!("trusted {axis}/{name} at {}; it runs with: {}", dir.display(), display::line(&runs_with.summary()));
+    if let Some(replaced) = replaced_bundled(axis, &name) {
+        match axis {
+            Axis::Types if TypePackage::is_type_dir(&dir) => println!("note: it replaces the bundled type '{replaced}'"),
+            Axis::Types => println!("note: it replaces bundled {replaced}'s delivery plug"),
+            axis => println!("note: it replaces the bundled {axis} driver '{replaced}'"),
+        }
+    }
     Ok(())
 }
 
@@ -414,8 +562,24 @@ fn inspect_type(package: &TypePackage, state: Option<String>, json: bool) -> Res
     // Usable: its plug (if any) loads, and the template it names (if any) is a file of the directory.
     let usable = plug.as_ref().is_none_or(|(_, report)| report.verdict.is_ok()) && template_bytes.is_none_or(|bytes| bytes.is_some());
     let keys: Vec<(String, String)> = files.conf.entries().iter().filter(|e| !e.ignored).map(|e| (e.key.to_owned(), e.value.to_owned())).collect();
-    let listing: Vec<(String, Option<usize>)> = files.tree.entries.iter().map(|(p, b)| (p.clone(), b.as_ref().map(Vec::len))).collect();
+    let listing = files.listing();
+    let offer = TypeOffer {
+        name: &package.name,
+        conf_sha256: &conf_sha256,
+        files_sha256: &files_sha256,
+        from: &package.dir,
+        conf: Some(&files.conf),
+        plug: files.plug.as_ref().map(|(m, _)| m),
+        files: &listing,
+        runs_from: &package.dir,
+    };
     if json {
+        let launch = match launch_template(&files.conf, &package.dir, &skill_name()) {
+            LaunchTemplate::Command { line, .. } => Some(line),
+            _ => None,
+        };
+        let hooks_file = files.conf.value("hooks_file");
+        let delivery = (!hooks_file.is_empty()).then(|| hooks_manifest::check_hooks_file(&package.name, hooks_file).map(|l| l.effect(hooks_file)).unwrap_or_else(|e| format!("REFUSED: {e}")));
         let plug = plug.as_ref().map(|((m, wasm), report)| {
             json!({
                 "component": m.component, "version": m.version, "api": m.api, "sha256": agmsg_host::plugin::sha256_hex(wasm),
@@ -428,14 +592,15 @@ fn inspect_type(package: &TypePackage, state: Option<String>, json: bool) -> Res
             "type_conf_sha256": conf_sha256, "files_sha256": files_sha256,
             "keys": keys.iter().map(|(k, v)| json!({ "key": k, "value": v })).collect::<Vec<_>>(),
             "template": if template.is_empty() { Value::Null } else { json!({ "file": template, "bytes": template_bytes.flatten() }) },
-            "files": listing.iter().map(|(p, n)| json!({ "path": p, "bytes": n })).collect::<Vec<_>>(),
+            "files": listing.iter().map(|f| json!({ "path": f.path, "bytes": f.bytes, "sha256": f.sha256 })).collect::<Vec<_>>(),
+            "replaces_bundled": agent_bundled::get(&package.name).map(|t| t.name), "launch": launch, "delivery": delivery,
             "asks_for": Vec::<String>::new(), "plug": plug, "usable": usable, "state": state,
         });
         println!("{value}");
         return Ok(usable);
     }
     let l = |s: &str| display::line(s).into_owned();
-    let mut out = describe_type(&package.name, &conf_sha256, &files_sha256, &package.dir, files.plug.as_ref().map(|(m, _)| m));
+    let mut out = offer.describe();
     out.push_str(&format!("Manifest: {} (agmsg's reader: the first line setting a key wins)\n", l(&package.dir.join("type.conf").display().to_string())));
     for (key, value) in &keys {
         out.push_str(&format!("  {}={}\n", l(key), l(value)));
@@ -444,13 +609,6 @@ fn inspect_type(package: &TypePackage, state: Option<String>, json: bool) -> Res
         None => out.push_str("Template: none\n"),
         Some(Some(n)) => out.push_str(&format!("Template: {} ({n} bytes)\n", l(template))),
         Some(None) => out.push_str(&format!("Template: {} MISSING: not a file of the directory\n", l(template))),
-    }
-    out.push_str("Files:\n");
-    for (path, bytes) in &listing {
-        match bytes {
-            Some(n) => out.push_str(&format!("  {} ({n} bytes)\n", l(path))),
-            None => out.push_str(&format!("  {}/\n", l(path))),
-        }
     }
     match &plug {
         None => out.push_str("Plug: none\n"),

@@ -43,6 +43,8 @@ pub struct Candidate {
     pub is_type_dir: bool,
     /// That type's `type.conf`, when it can be read.
     pub agent_type: Option<crate::agent::Manifest>,
+    /// That type's files, as read with it (empty otherwise).
+    pub type_files: Vec<TypeFile>,
     /// The component and its sha256, when it has one and it can be read (read once: what was hashed is
     /// what runs).
     pub wasm: Option<Vec<u8>>,
@@ -65,6 +67,7 @@ impl Candidate {
             manifest: None,
             is_type_dir,
             agent_type: None,
+            type_files: Vec::new(),
             wasm: None,
             sha256: None,
             pinned: None,
@@ -200,8 +203,9 @@ pub struct AgentTypeFiles {
 impl AgentTypeFiles {
     /// Read the type directory `dir`, to be known as `name`: refused when it is a link, holds a link or
     /// anything but files and directories, its `type.conf` is not text, its `template=` or `spawn=` is
-    /// absolute or climbs out (`..`), its plug manifest names another type or asks for capabilities (a
-    /// type's plug runs with none), or its plug component is missing.
+    /// absolute or climbs out (`..`), its `hooks_file=` is not a runtime's delivery location or is
+    /// another type's ([`crate::agent::manifest::check_hooks_file`]), its plug manifest names another
+    /// type or asks for capabilities (a type's plug runs with none), or its plug component is missing.
     pub fn read(name: &str, dir: &Path) -> Result<AgentTypeFiles, String> {
         let tree = super::tree::read(dir)?;
         let conf_path = dir.join(TYPE_CONF);
@@ -212,6 +216,11 @@ impl AgentTypeFiles {
         let conf = crate::agent::Manifest::parse(conf_bytes, &conf_path.display().to_string())?;
         for key in ["template", "spawn"] {
             crate::agent::manifest::check_relative(key, conf.value(key)).map_err(|e| format!("{}: {e}", conf_path.display()))?;
+        }
+        // Where delivery would write (and delete, for `off`): a runtime's delivery file, not another type's.
+        let hooks_file = conf.value("hooks_file");
+        if !hooks_file.is_empty() {
+            crate::agent::manifest::check_hooks_file(name, hooks_file).map_err(|e| format!("{}: {e}", conf_path.display()))?;
         }
         let conf_sha256 = sha256_hex(conf_bytes);
         let plug = match tree.file(Path::new(MANIFEST_FILE)) {
@@ -237,6 +246,20 @@ impl AgentTypeFiles {
     pub fn pinned(&self) -> (String, String) {
         (self.tree.sha256_without(TYPE_CONF), self.conf_sha256.clone())
     }
+
+    /// Every file of the directory, with its size and sha256 (what consent and `inspect` list).
+    pub fn listing(&self) -> Vec<TypeFile> {
+        self.tree.entries.iter().filter_map(|(path, bytes)| bytes.as_ref().map(|b| TypeFile { path: path.clone(), bytes: b.len(), sha256: sha256_hex(b) })).collect()
+    }
+}
+
+/// One file of an agent type's directory: what the user is shown of it before trusting it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TypeFile {
+    /// Relative to the type's directory, `/`-separated.
+    pub path: String,
+    pub bytes: usize,
+    pub sha256: String,
 }
 
 /// [`read_candidate`] of an agent type's directory.
@@ -252,6 +275,7 @@ fn read_agent_type(name: &str, dir: &Path, trust: &TrustFile) -> Candidate {
                 state => state,
             };
             candidate.pinned = Some(pinned);
+            candidate.type_files = files.listing();
             candidate.agent_type = Some(files.conf);
             if let Some((manifest, wasm)) = files.plug {
                 candidate.sha256 = Some(sha256_hex(&wasm));

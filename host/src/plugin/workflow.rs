@@ -73,8 +73,9 @@ pub enum Offer<'a> {
     /// A driver component: what its manifest asks for.
     Component(&'a PluginManifest),
     /// An agent type: it declares no capabilities, and its plug component, if it ships one, runs with
-    /// none.
-    AgentType { name: &'a str, conf_sha256: &'a str, conf: Option<&'a crate::agent::Manifest>, plug: Option<&'a PluginManifest> },
+    /// none. Its files are what the user is shown of the texts it gives agents and the code it ships;
+    /// `runs_from` is the directory it is used from once trusted (where spawn finds its launcher).
+    AgentType { name: &'a str, conf_sha256: &'a str, conf: Option<&'a crate::agent::Manifest>, plug: Option<&'a PluginManifest>, files: &'a [super::registry::TypeFile], runs_from: &'a Path },
 }
 
 /// What the user is asked to consent to.
@@ -210,8 +211,9 @@ pub fn install_type(
     let axis_dir = home.join("plugins").join(Axis::Types.as_str());
     let dir = axis_dir.join(name);
     let (files_sha256, conf_sha256) = package.files.pinned();
+    let listing = package.files.listing();
     let request = ConsentRequest {
-        offer: Offer::AgentType { name, conf_sha256: &conf_sha256, conf: Some(&package.files.conf), plug: package.files.plug.as_ref().map(|(m, _)| m) },
+        offer: Offer::AgentType { name, conf_sha256: &conf_sha256, conf: Some(&package.files.conf), plug: package.files.plug.as_ref().map(|(m, _)| m), files: &listing, runs_from: &dir },
         sha256: &files_sha256,
         from: &package.dir,
         widened: widened(&home, Axis::Types, name, &dir, &Capabilities::default())?,
@@ -328,7 +330,7 @@ pub fn trust(
     let home = agmsg_home()?;
     let asks_for = candidate.declared();
     let offer = match (&candidate.manifest, candidate.is_type_dir) {
-        (plug, true) => Offer::AgentType { name: &name, conf_sha256: &pinned.1, conf: candidate.agent_type.as_ref(), plug: plug.as_ref() },
+        (plug, true) => Offer::AgentType { name: &name, conf_sha256: &pinned.1, conf: candidate.agent_type.as_ref(), plug: plug.as_ref(), files: &candidate.type_files, runs_from: &candidate.dir },
         (Some(manifest), false) => Offer::Component(manifest),
         (None, false) => return Err(format!("{axis}/{name} has no manifest")),
     };

@@ -82,6 +82,9 @@ impl Target {
     /// the project; what is missing is made by a write ([`Target::apply`]).
     pub fn open(project: &Path, agent_type: &str, hooks_file: &str) -> Result<Target, String> {
         check_hooks_file(agent_type, hooks_file)?;
+        // Only a runtime's delivery location, never another type's file: also for a type read
+        // before that rule (trusted earlier, or agmsg's own installed one).
+        crate::agent::manifest::check_hooks_file(agent_type, hooks_file).map_err(|e| format!("Invalid hooks_file for {}: {e}", crate::display::line(agent_type)))?;
         let project = project_dir(project)?;
         let parts: Vec<&str> = hooks_file.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
         let (name, dirs) = parts.split_last().ok_or_else(|| format!("Invalid hooks_file for {agent_type}: {hooks_file}"))?;

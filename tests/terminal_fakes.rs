@@ -227,6 +227,17 @@ fn herdr_spawn_splits_the_callers_pane_and_waits_for_its_prompt() {
         ]
     );
 
+    // A label herdr's `pane rename` would read as its `--clear` flag is not sent: it would clear the
+    // label the tab was just created with, not set it.
+    let (env, fake) = in_herdr();
+    fake.answer("tab-create", r#"{"result":{"tab":{"tab_id":"w1:t3"},"root_pane":{"pane_id":"w1:pA"}}}"#)
+        .answer("pane-process-info", READY.replace("w1:p9", "w1:pA").as_str());
+    expect(&herdr(&env, &["spawn", "--clear", "/work/proj", "window", "claude"]), 0, &format!("{}\n", herdr_id("w1:pA")));
+    assert_eq!(
+        fake.take_calls(),
+        ["tab|create|--workspace|w1|--label|--clear|--cwd|/work/proj", "pane|process-info|--pane|w1:pA", "pane|run|w1:pA|claude"]
+    );
+
     // An answer without a pane id of the grammar creates no record: 13, nothing printed.
     fake.reset();
     fake.answer("pane-split", r#"{"result":{"pane":{"pane_id":"w1:p9\n"}}}"#);

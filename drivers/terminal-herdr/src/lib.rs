@@ -192,7 +192,13 @@ impl TerminalDriver for Herdr {
             .as_ref()
             .and_then(answers::new_pane)
             .ok_or_else(|| step_failed("unsupported: herdr answered the creation without a pane id of the grammar".to_owned()))?;
-        herdr_best_effort(&["pane", "rename", &pane, &label]);
+        // `pane rename <pane> --clear` clears the label: a name that is exactly that is kept as data by
+        // not sending it (a tab has it from its creation; `name` later sets `<team>:<agent>`).
+        if label == "--clear" {
+            log::debug("spawn: the label `--clear` would clear the pane's label in `pane rename`; not renamed");
+        } else {
+            herdr_best_effort(&["pane", "rename", &pane, &label]);
+        }
 
         let mut ready = Ready::Unknown;
         for attempt in 0..READY_POLLS {

@@ -65,6 +65,27 @@ fn snapshot(root: &Path) -> BTreeMap<String, Node> {
     out
 }
 
+/// The paths where two snapshots differ, each with what is there on either side (a file's size and
+/// mode, not its bytes), so a failure says which file changed.
+#[track_caller]
+fn assert_same_tree(got: &BTreeMap<String, Node>, want: &BTreeMap<String, Node>, what: &str) {
+    let show = |n: Option<&Node>| match n {
+        None => "absent".to_owned(),
+        Some(Node::File(bytes, mode)) => format!("file of {} bytes, mode {mode:o}", bytes.len()),
+        Some(Node::Dir(mode)) => format!("directory, mode {mode:o}"),
+        Some(Node::Link(target)) => format!("link to {}", target.display()),
+    };
+    let differ: Vec<String> = got
+        .keys()
+        .chain(want.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .filter(|k| got.get(*k) != want.get(*k))
+        .map(|k| format!("{k}: {} (want {})", show(got.get(k)), show(want.get(k))))
+        .collect();
+    assert!(differ.is_empty(), "{what}:\n{}", differ.join("\n"));
+}
+
 fn shim(env: &Env, args: &[&str]) -> Run {
     let mut all = vec!["shim"];
     all.extend_from_slice(args);
@@ -110,7 +131,7 @@ fn install_puts_every_shim_where_agmsg_looks_and_uninstall_gives_agmsg_back_byte
     assert_eq!(action_of(&planned, "scripts/drivers/storage/sqlite.sh"), "replace");
     assert_eq!(action_of(&planned, "scripts/drivers/terminals/"), "create");
     assert_eq!(action_of(&planned, "scripts/drivers/terminals/tmux/ops.sh"), "add");
-    assert_eq!(snapshot(&agmsg), original, "a dry run changes nothing");
+    assert_same_tree(&snapshot(&agmsg), &original, "a dry run changes nothing");
     let text = shim(&env, &["install", dir, "--dry-run"]);
     assert!(text.code == 0 && text.stdout.contains("dry run") && text.stdout.contains("scripts/drivers/storage/jsonl.sh"), "{text:?}");
 
@@ -190,19 +211,19 @@ fn install_puts_every_shim_where_agmsg_looks_and_uninstall_gives_agmsg_back_byte
     let installed = snapshot(&agmsg);
     let again = items(&env, &["install", dir]);
     assert!(again.iter().all(|(_, a)| a == "unchanged"), "{again:?}");
-    assert_eq!(snapshot(&agmsg), installed);
+    assert_same_tree(&snapshot(&agmsg), &installed, "agmsg's tree changed");
 
     // Uninstall: dry run changes nothing; then agmsg's tree exactly as it was.
     let planned = items(&env, &["uninstall", dir, "--dry-run"]);
     assert_eq!(action_of(&planned, "scripts/drivers/storage/sqlite.sh"), "restore");
     assert_eq!(action_of(&planned, "scripts/drivers/types/agmsg-app/_delivery.sh"), "remove");
-    assert_eq!(snapshot(&agmsg), installed);
+    assert_same_tree(&snapshot(&agmsg), &installed, "agmsg's tree changed");
     let undone = items(&env, &["uninstall", dir]);
     assert_eq!(action_of(&undone, "agmsg-host-shims/"), "remove", "{undone:?}");
-    assert_eq!(snapshot(&agmsg), original, "uninstall restores agmsg's files byte for byte, modes too, and removes what install added");
+    assert_same_tree(&snapshot(&agmsg), &original, "uninstall restores agmsg's files byte for byte, modes too, and removes what install added");
     // And again: nothing to undo.
     assert_eq!(items(&env, &["uninstall", dir]), [("agmsg-host-shims/".to_owned(), "nothing".to_owned())]);
-    assert_eq!(snapshot(&agmsg), original);
+    assert_same_tree(&snapshot(&agmsg), &original, "agmsg's tree changed");
 }
 
 #[test]
@@ -245,7 +266,7 @@ fn links_below_agmsgs_directory_are_refused_and_nothing_changes() {
     let run = shim(&env, &["install", dir]);
     assert_eq!(run.code, 1, "{run:?}");
     assert!(run.stderr.contains("scripts/drivers/storage/jsonl.sh is a symlink"), "{run:?}");
-    assert_eq!(snapshot(&agmsg), before, "nothing changed");
+    assert_same_tree(&snapshot(&agmsg), &before, "nothing changed");
     assert_eq!(std::fs::read_to_string(outside.join("victim.sh")).unwrap(), "# not agmsg's\n");
     std::fs::remove_file(&jsonl).unwrap();
 
@@ -259,7 +280,7 @@ fn links_below_agmsgs_directory_are_refused_and_nothing_changes() {
     assert_eq!(run.code, 1, "{run:?}");
     let out: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert!(out["ok"] == false && out["error"].as_str().unwrap().contains("scripts/drivers/types/cursor is a symlink"), "{out}");
-    assert_eq!(snapshot(&agmsg), before);
+    assert_same_tree(&snapshot(&agmsg), &before, "agmsg's tree changed");
     assert_eq!(std::fs::read(outside.join("cursor/_delivery.sh")).unwrap(), cursor_plug, "nothing written through the link");
     std::fs::remove_file(&cursor).unwrap();
     std::fs::rename(outside.join("cursor"), &cursor).unwrap();

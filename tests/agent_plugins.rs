@@ -288,6 +288,7 @@ fn a_type_with_a_plug_component_runs_it_sandboxed() {
     let inspect = run(&env, &["plugin", "inspect", "types/kiro"]);
     inspect.ok();
     assert!(inspect.stdout.contains("plug component plug.wasm 0.1.0 (built against agmsg:agent@1.0.0)"), "{inspect:#?}");
+    assert!(inspect.stdout.contains("Its plug component only chooses among the forms agmsg-host itself writes there"), "{inspect:#?}");
     assert!(inspect.stdout.contains("; it runs with: none\n") && inspect.stdout.contains("Verdict: loads on this host (with no capabilities)"), "{inspect:#?}");
 
     // Its plug answers apply (the fixture's `agree`: the host's own turn form, pretty-printed, which the
@@ -532,4 +533,24 @@ fn the_consent_shows_every_word_spawn_can_put_on_the_command_line() {
         boot["argv"],
         serde_json::json!(["fakeagent", "--dangerously-skip-permissions", "--model", "--trust-all", "m", "--mcp-config", "/tmp/x.json", "-n", "t-bob", "--allow-all\u{1b}[2J", "-p", "/agmsg actas bob"])
     );
+}
+
+#[test]
+fn the_types_suite_holds_a_hooks_file_to_the_same_rule() {
+    let env = env();
+    let rule = |run: &Run| run.stdout.lines().find(|l| l.contains("hooks_file_stays_in_the_project")).map(|l| l.split_whitespace().next().unwrap_or("").to_owned());
+    for (name, file, verdict) in [
+        ("kiro", ".git/config", "FAIL"),
+        ("kiro", "src/main.rs", "FAIL"),
+        ("kiro", ".claude/settings.local.json", "FAIL"),
+        ("kiro", ".kiro/hooks.json", "PASS"),
+        ("claude-code", ".claude/settings.local.json", "PASS"),
+    ] {
+        let dir = type_package(&env.dir.path().join(format!("suite-{verdict}-{}", file.replace('/', "_"))), name, &format!("name={name}\ntemplate=template.md\ndelivery_modes=turn off\nhooks_file={file}\n"));
+        let test = run(&env, &["driver", "test", dir.to_str().unwrap()]);
+        assert_eq!(rule(&test).as_deref(), Some(verdict), "{file}: {test:#?}");
+        if verdict == "FAIL" {
+            assert!(test.stdout.contains("is not an agent runtime's delivery file") || test.stdout.contains("is bundled claude-code's delivery file"), "{file}: {test:#?}");
+        }
+    }
 }

@@ -266,7 +266,7 @@ impl TypeOffer<'_> {
             Err(e) => format!("Delivery: REFUSED: {}\n", display::line(&e)),
         };
         if self.plug.is_some() {
-            text.push_str("  What is written there is its plug component's answer (checked: text, JSON for a .json file).\n");
+            text.push_str("  Its plug component only chooses among the forms agmsg-host itself writes there (any other answer is refused).\n");
         }
         text
     }

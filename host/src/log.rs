@@ -1,7 +1,8 @@
 //! The host's log: its own diagnostics and drivers' log lines, on stderr, one rule for both.
 //!
-//! The level shown is `AGMSG_LOG` (`error`, `warn`, `info`, `debug`, `trace`; default `warn`). Every line
-//! goes through [`crate::display::line`], since much of what is logged is text a driver supplied.
+//! The level shown is `AGMSG_LOG` (`error`, `warn`, `info`, `debug`, `trace`; default `warn`, or `info`
+//! when stderr is a terminal). Every line goes through [`crate::display::line`], since much of what is
+//! logged is text a driver supplied.
 
 use std::sync::OnceLock;
 
@@ -36,6 +37,9 @@ fn threshold() -> Severity {
         Ok("debug") => Severity::Debug,
         Ok("info") => Severity::Info,
         Ok("error") => Severity::Error,
+        // A person watching: info lines too (a long first op, such as indexing a big jsonl log, says
+        // what it is doing). Scripts and pipes see warnings and errors only.
+        Err(_) if std::io::IsTerminal::is_terminal(&std::io::stderr()) => Severity::Info,
         _ => Severity::Warn,
     })
 }

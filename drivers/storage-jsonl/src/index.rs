@@ -4,12 +4,16 @@
 //! - `messages.bin`: one fixed-size [`Record`] per logical `message_sent`, in log order (record `i` is
 //!   the message at delivery position `i + 1`): where its line is in the log, its interned team, sender
 //!   and recipient, and whether the recipient has read it.
-//! - `ids.bin`: an open-addressing hash table from a message id's hash to its position, for read marks
-//!   and imports. A hash match is only a candidate; the id is checked against the log line.
+//! - `ids.bin`: an on-disk hash table ([`IdTable`]) from a message id's hash to its position, for read
+//!   marks and imports. A hash match is only a candidate; the id is checked against the log line.
 //! - `meta.json`: how much of the log the index covers (length, lines, and its last bytes as a
-//!   fingerprint), the interned names, and read marks whose message is not in the log.
+//!   fingerprint), the id table's levels, the interned names, and read marks whose message is not in
+//!   the log.
 //!
-//! Each op parses only the lines appended after the covered length. The log stays the truth: an index
+//! Each op parses only the lines appended after the covered length, in bounded memory: records, flags
+//! and table slots are written every [`BATCH`] messages, and `meta.json` is saved every
+//! [`CHECKPOINT_BYTES`] of log, so a first build of a big log that is stopped (the call deadline, a
+//! kill) resumes from its last checkpoint instead of starting over. The log stays the truth: an index
 //! that is missing, unreadable, or whose covered prefix no longer matches the log (a compaction here, a
 //! rewrite by agmsg's driver) is rebuilt from it. Records and table slots are written first and
 //! `meta.json` last (temp file + rename), so after a crash the meta still describes a prefix whose
@@ -17,33 +21,44 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
 
 use agmsg_guest_sdk::storage::{DriverError, Event, Message};
 use serde::{Deserialize, Serialize};
 
-use crate::events::{io_error, parse_line};
+use crate::events::{LineEvent, io_error, parse_line, read_exact_at, read_full_at, visit_line, write_all_at};
+use crate::idtable::{IdTable, Level, SLOT_SIZE, hash_bytes};
 use crate::{LOG_FILE, store_path};
 
-const DIR: &str = ".events-index";
+pub const DIR: &str = ".events-index";
 const META: &str = "meta.json";
 const RECORDS: &str = "messages.bin";
 const IDS: &str = "ids.bin";
-/// Bump when the sidecar layout changes: an index in another format is rebuilt.
-const FORMAT: u32 = 1;
+/// Bump when the sidecar layout changes: an index in another format is rebuilt. 2: the id table in
+/// levels (`IdTable`), listed in the meta.
+const FORMAT: u32 = 2;
 /// How many trailing bytes of the covered prefix are compared to detect a rewrite of the log.
 const FINGERPRINT: u64 = 64;
 const RECORD_SIZE: u64 = 32;
-const SLOT_SIZE: u64 = 16;
-const MIN_SLOTS: u64 = 1 << 12;
 /// Log bytes read at a time while catching up, and records read at a time while scanning.
-const CHUNK: u64 = 4 << 20;
+const CHUNK: u64 = 1 << 20;
 const SCAN_RECORDS: u64 = 4096;
+/// Messages (or read flags) applied in memory before they are written out: what bounds an op's memory
+/// while it catches up with a log of any size.
+const BATCH: usize = 1 << 15;
+/// A catch-up saves a checkpoint after this much log or this much time since the last one, whichever
+/// comes first: whatever the machine's speed, an op stopped by its deadline leaves progress behind.
+const CHECKPOINT_BYTES: u64 = 8 << 20;
+const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+/// A catch-up longer than this says what it is doing (the first op on a big log).
+const ANNOUNCE_BYTES: u64 = 64 << 20;
+/// Log bytes per message, to size the id table of a first build (a typical agmsg message line is about
+/// 230 bytes; a log of shorter lines only gets a second level).
+const BYTES_PER_MESSAGE: u64 = 256;
 /// Messages whose lines are at most this far apart are fetched with one read.
 const FETCH_GAP: u64 = 64 << 10;
 const READ_BY_RECIPIENT: u32 = 1;
 
-fn index_path(name: &str) -> String {
+pub fn index_path(name: &str) -> String {
     store_path(&format!("{DIR}/{name}"))
 }
 
@@ -96,19 +111,15 @@ struct Meta {
     lines: u64,
     count: u64,
     fingerprint: Vec<u8>,
+    /// The id table's levels: (first slot, slots, entries).
+    levels: Vec<(u64, u64, u64)>,
     names: Vec<String>,
     /// Read marks (team, agent, msg_id) applied before any message with that id was in the log.
     pending_reads: Vec<(String, String, String)>,
 }
 
-/// FNV-1a: stable across builds and platforms, which the on-disk table needs. Never 0 (an empty slot).
-fn id_hash(id: &str) -> u64 {
-    let mut hash = 0xcbf2_9ce4_8422_2325u64;
-    for byte in id.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    hash.max(1)
+pub fn id_hash(id: &str) -> u64 {
+    hash_bytes(&[id.as_bytes()])
 }
 
 fn damaged(what: impl std::fmt::Display) -> DriverError {
@@ -117,19 +128,57 @@ fn damaged(what: impl std::fmt::Display) -> DriverError {
     DriverError::corrupt(format!("jsonl index {DIR}/ was damaged ({what}); it is rebuilt from the log on the next op"))
 }
 
+/// Progress of a long catch-up, as info lines through the host's log.
+struct Progress {
+    from: u64,
+    to: u64,
+    started: std::time::Instant,
+    /// When the last line was logged: one every couple of seconds.
+    reported: std::time::Instant,
+}
+
+/// The saved meta, if it is readable, in this format, and consistent with the log and the files.
+fn load_meta(log: &File, records: &File, ids: &File) -> Result<Option<Meta>, DriverError> {
+    let Ok(text) = std::fs::read(index_path(META)) else { return Ok(None) };
+    let Ok(meta) = serde_json::from_slice::<Meta>(&text) else { return Ok(None) };
+    let log_len = log.metadata().map_err(io_error)?.len();
+    let records_len = records.metadata().map_err(io_error)?.len();
+    let slots = ids.metadata().map_err(io_error)?.len() / SLOT_SIZE;
+    let levels: Vec<Level> = meta.levels.iter().map(|&(start, slots, entries)| Level { start, slots, entries }).collect();
+    let consistent = meta.format == FORMAT
+        && meta.covered_len <= log_len
+        && meta.fingerprint.len() as u64 == FINGERPRINT.min(meta.covered_len)
+        && records_len >= meta.count * RECORD_SIZE
+        && IdTable::valid(&levels, slots)
+        && levels.iter().map(|l| l.entries).sum::<u64>() == meta.count
+        && {
+            let mut tail = vec![0u8; meta.fingerprint.len()];
+            read_exact_at(log, &mut tail, meta.covered_len - meta.fingerprint.len() as u64).map_err(io_error)?;
+            tail == meta.fingerprint
+        };
+    Ok(consistent.then_some(meta))
+}
+
 pub struct Index {
     /// The log as opened by this op: every offset refers to this file, even if someone renames a new
     /// log into place meanwhile.
     log: File,
     records: File,
-    ids: File,
+    ids: IdTable,
+    /// What the index covers now. `count` and `levels` count what is written to `messages.bin` and
+    /// `ids.bin`; the saved `meta.json` may lag behind (it is written at checkpoints).
     meta: Meta,
     name_ids: HashMap<String, u32>,
-    /// Applied since the last flush: records after `meta.count`, their ids, flags set on older records.
+    pending: HashSet<(String, String, String)>,
+    /// Applied since the last write: records after `meta.count`, their id hashes, flags set on older
+    /// records. At most about [`BATCH`] of each.
     new_records: Vec<Record>,
-    new_ids: HashMap<String, Vec<u64>>,
+    new_ids: HashMap<u64, Vec<u64>>,
     flagged: HashSet<u64>,
-    meta_changed: bool,
+    /// The meta differs from the saved one.
+    dirty: bool,
+    /// The log's length when last looked at: no record points beyond it.
+    log_len: u64,
 }
 
 impl Index {
@@ -138,64 +187,55 @@ impl Index {
         let log = File::open(store_path(LOG_FILE)).map_err(io_error)?;
         std::fs::create_dir_all(index_path("")).map_err(io_error)?;
         let open_rw = |name: &str| OpenOptions::new().read(true).write(true).create(true).truncate(false).open(index_path(name));
+        let ids = open_rw(IDS).map_err(io_error)?;
+        let records = open_rw(RECORDS).map_err(io_error)?;
+        let log_len = log.metadata().map_err(io_error)?.len();
+        let saved = load_meta(&log, &records, &ids)?;
         let mut index = Index {
             log,
-            records: open_rw(RECORDS).map_err(io_error)?,
-            ids: open_rw(IDS).map_err(io_error)?,
+            records,
+            ids: IdTable::new(ids, Vec::new(), 0),
             meta: Meta::default(),
             name_ids: HashMap::new(),
+            pending: HashSet::new(),
             new_records: Vec::new(),
             new_ids: HashMap::new(),
             flagged: HashSet::new(),
-            meta_changed: false,
+            dirty: false,
+            log_len,
         };
-        match index.load_meta()? {
+        match saved {
             Some(meta) => {
                 index.name_ids = meta.names.iter().enumerate().map(|(i, n)| (n.clone(), i as u32)).collect();
+                index.pending = meta.pending_reads.iter().cloned().collect();
+                let levels = meta.levels.iter().map(|&(start, slots, entries)| Level { start, slots, entries }).collect();
+                index.ids.reopen(levels, log_len / BYTES_PER_MESSAGE);
                 index.meta = meta;
             }
             None => {
                 agmsg_guest_sdk::log::debug("jsonl index: none that matches the log; rebuilding it from the log");
-                index.reset()?;
+                index.reset(log_len)?;
             }
         }
         index.refresh()?;
         Ok(index)
     }
 
-    /// The saved meta, if it is readable, in this format, and consistent with the log and the files.
-    fn load_meta(&mut self) -> Result<Option<Meta>, DriverError> {
-        let Ok(text) = std::fs::read(index_path(META)) else { return Ok(None) };
-        let Ok(meta) = serde_json::from_slice::<Meta>(&text) else { return Ok(None) };
-        let log_len = self.log.metadata().map_err(io_error)?.len();
-        let records_len = self.records.metadata().map_err(io_error)?.len();
-        let slots = self.ids.metadata().map_err(io_error)?.len() / SLOT_SIZE;
-        let consistent = meta.format == FORMAT
-            && meta.covered_len <= log_len
-            && meta.fingerprint.len() as u64 == FINGERPRINT.min(meta.covered_len)
-            && records_len >= meta.count * RECORD_SIZE
-            && slots.is_power_of_two()
-            && slots >= MIN_SLOTS.max(meta.count * 2)
-            && self.log_bytes(meta.covered_len - meta.fingerprint.len() as u64, meta.fingerprint.len())? == meta.fingerprint;
-        Ok(consistent.then_some(meta))
-    }
-
-    /// Start over from an empty index covering nothing.
-    fn reset(&mut self) -> Result<(), DriverError> {
+    /// Start over from an empty index covering nothing; the id table is sized for a log of `log_len`.
+    fn reset(&mut self, log_len: u64) -> Result<(), DriverError> {
         let _ = std::fs::remove_file(index_path(META));
         self.records.set_len(0).map_err(io_error)?;
-        self.ids.set_len(0).map_err(io_error)?;
-        self.ids.set_len(MIN_SLOTS * SLOT_SIZE).map_err(io_error)?;
+        self.ids.clear(log_len / BYTES_PER_MESSAGE)?;
         self.meta = Meta { format: FORMAT, ..Meta::default() };
         self.name_ids.clear();
-        self.meta_changed = true;
+        self.pending.clear();
+        self.dirty = true;
         Ok(())
     }
 
-    fn log_bytes(&mut self, offset: u64, len: usize) -> Result<Vec<u8>, DriverError> {
+    fn log_bytes(&self, offset: u64, len: usize) -> Result<Vec<u8>, DriverError> {
         let mut bytes = vec![0u8; len];
-        self.log.seek(SeekFrom::Start(offset)).map_err(io_error)?;
-        self.log.read_exact(&mut bytes).map_err(io_error)?;
+        read_exact_at(&self.log, &mut bytes, offset).map_err(io_error)?;
         Ok(bytes)
     }
 
@@ -203,16 +243,33 @@ impl Index {
     /// torn final line (a writer that died mid-append, or one still writing) is left for later.
     pub fn refresh(&mut self) -> Result<(), DriverError> {
         let log_len = self.log.metadata().map_err(io_error)?.len();
-        let mut start = self.meta.covered_len;
+        self.log_len = log_len;
+        let first = self.meta.covered_len;
+        let mut progress = (log_len.saturating_sub(first) > ANNOUNCE_BYTES)
+            .then(|| Progress { from: first, to: log_len, started: std::time::Instant::now(), reported: std::time::Instant::now() });
+        if let Some(p) = &progress {
+            agmsg_guest_sdk::log::info(&format!(
+                "jsonl index: indexing {LOG_FILE} from byte {} to {} ({} MiB); saved as it goes, so a stopped run resumes",
+                p.from,
+                p.to,
+                (p.to - p.from) >> 20
+            ));
+        }
+        let mut start = first;
+        let mut checkpoint_at = start + CHECKPOINT_BYTES;
+        let mut last_checkpoint = std::time::Instant::now();
+        let mut chunk = Vec::new();
         while start < log_len {
             let mut size = CHUNK.min(log_len - start);
-            let (chunk, complete) = loop {
-                let chunk = self.log_bytes(start, size as usize)?;
+            let complete = loop {
+                chunk.resize(size as usize, 0);
+                let read = read_full_at(&self.log, &mut chunk, start).map_err(io_error)?;
+                chunk.truncate(read);
                 if let Some(last_newline) = chunk.iter().rposition(|&b| b == b'\n') {
-                    break (chunk, last_newline + 1);
+                    break last_newline + 1;
                 }
-                if start + size >= log_len {
-                    break (chunk, 0);
+                if start + size >= log_len || read < size as usize {
+                    break 0;
                 }
                 size = (size * 2).min(log_len - start);
             };
@@ -221,70 +278,94 @@ impl Index {
             }
             let mut offset = start;
             for line in chunk[..complete].split_inclusive(|&b| b == b'\n') {
-                // On a corrupt line nothing of this catch-up is saved: every op fails the same way,
-                // with the line number, until the line is fixed.
+                // On a corrupt line nothing after the last checkpoint is saved: every op fails the same
+                // way, with the line number, until the line is fixed.
                 self.meta.lines += 1;
                 self.apply_line(&line[..line.len() - 1], offset)?;
                 offset += line.len() as u64;
+                if self.new_records.len() >= BATCH || self.flagged.len() >= BATCH {
+                    self.write_batch()?;
+                }
             }
             start += complete as u64;
-        }
-        if start != self.meta.covered_len {
-            agmsg_guest_sdk::log::debug(&format!(
-                "jsonl index: parsed bytes {}..{start} of the log ({} lines so far)",
-                self.meta.covered_len, self.meta.lines
-            ));
-            let keep = FINGERPRINT.min(start);
-            self.meta.fingerprint = self.log_bytes(start - keep, keep as usize)?;
             self.meta.covered_len = start;
-            self.meta_changed = true;
+            self.dirty = true;
+            if (start >= checkpoint_at || last_checkpoint.elapsed() >= CHECKPOINT_EVERY) && start < log_len {
+                checkpoint_at = start + CHECKPOINT_BYTES;
+                self.save()?;
+                last_checkpoint = std::time::Instant::now();
+                if let Some(p) = progress.as_mut().filter(|p| p.reported.elapsed() >= std::time::Duration::from_secs(2)) {
+                    p.reported = std::time::Instant::now();
+                    agmsg_guest_sdk::log::info(&format!(
+                        "jsonl index: {} of {} MiB indexed ({}%, {} messages, {:.1} s)",
+                        (start - p.from) >> 20,
+                        (p.to - p.from) >> 20,
+                        (start - p.from) * 100 / (p.to - p.from).max(1),
+                        self.tip(),
+                        p.started.elapsed().as_secs_f64()
+                    ));
+                }
+            }
         }
-        self.flush()
+        if start != first {
+            agmsg_guest_sdk::log::debug(&format!("jsonl index: parsed bytes {first}..{start} of the log ({} lines so far)", self.meta.lines));
+        }
+        self.save()?;
+        if let Some(p) = &progress {
+            agmsg_guest_sdk::log::info(&format!(
+                "jsonl index: done, {} messages in {:.1} s",
+                self.tip(),
+                p.started.elapsed().as_secs_f64()
+            ));
+        }
+        Ok(())
     }
 
     fn apply_line(&mut self, line: &[u8], offset: u64) -> Result<(), DriverError> {
-        for (event, parsed) in parse_line(line, self.meta.lines)?.into_iter().enumerate() {
+        let number = self.meta.lines;
+        let len = u32::try_from(line.len()).map_err(|_| DriverError::corrupt(format!("{LOG_FILE} line {number}: longer than 4 GiB")))?;
+        let mut event = 0u32;
+        visit_line(line, number, |parsed| {
             match parsed {
-                Event::MessageSent(m) => {
+                LineEvent::Sent { id, team, from, to, .. } => {
                     let position = self.meta.count + self.new_records.len() as u64;
-                    let pending = (m.team.clone(), m.to.clone(), m.id.clone());
-                    let was_pending = self.meta.pending_reads.contains(&pending);
+                    let was_pending =
+                        !self.pending.is_empty() && self.pending.remove(&(team.to_string(), to.to_string(), id.to_string()));
                     if was_pending {
-                        self.meta.pending_reads.retain(|read| read != &pending);
+                        self.dirty = true;
                     }
                     let record = Record {
                         offset,
-                        len: u32::try_from(line.len()).map_err(|_| DriverError::corrupt(format!("{LOG_FILE} line {}: longer than 4 GiB", self.meta.lines)))?,
-                        event: event as u32,
-                        team: self.intern(&m.team),
-                        from: self.intern(&m.from),
-                        to: self.intern(&m.to),
+                        len,
+                        event,
+                        team: self.intern(&team),
+                        from: self.intern(&from),
+                        to: self.intern(&to),
                         flags: if was_pending { READ_BY_RECIPIENT } else { 0 },
                     };
-                    self.new_ids.entry(m.id).or_default().push(position);
+                    self.new_ids.entry(id_hash(&id)).or_default().push(position);
                     self.new_records.push(record);
                 }
-                Event::MessageRead(r) => {
-                    let positions = self.positions_of(&r.msg_id)?;
+                LineEvent::Read { msg_id, team, agent, .. } => {
+                    let positions = self.positions_of(&msg_id)?;
                     if positions.is_empty() {
-                        let pending = (r.team, r.agent, r.msg_id);
-                        if !self.meta.pending_reads.contains(&pending) {
-                            self.meta.pending_reads.push(pending);
-                            self.meta_changed = true;
+                        if self.pending.insert((team.into_owned(), agent.into_owned(), msg_id.into_owned())) {
+                            self.dirty = true;
                         }
-                        continue;
-                    }
-                    // A read by anyone but the message's recipient never changes what anyone sees.
-                    for position in positions {
-                        let record = self.record(position)?;
-                        if !record.is_read() && self.name(record.team) == r.team && self.name(record.to) == r.agent {
-                            self.set_read(position);
+                    } else {
+                        // A read by anyone but the message's recipient never changes what anyone sees.
+                        for position in positions {
+                            let record = self.record(position)?;
+                            if !record.is_read() && self.name(record.team) == team && self.name(record.to) == agent {
+                                self.set_read(position);
+                            }
                         }
                     }
                 }
             }
-        }
-        Ok(())
+            event += 1;
+            Ok(())
+        })
     }
 
     fn intern(&mut self, name: &str) -> u32 {
@@ -294,7 +375,7 @@ impl Index {
         let id = self.meta.names.len() as u32;
         self.meta.names.push(name.to_owned());
         self.name_ids.insert(name.to_owned(), id);
-        self.meta_changed = true;
+        self.dirty = true;
         id
     }
 
@@ -307,117 +388,63 @@ impl Index {
         }
     }
 
-    /// Write what was applied: records and flags, table slots, then the meta.
-    fn flush(&mut self) -> Result<(), DriverError> {
-        if !self.meta_changed && self.new_records.is_empty() && self.flagged.is_empty() {
-            return Ok(());
-        }
+    /// Write what was applied in memory: records and flags, then table slots.
+    fn write_batch(&mut self) -> Result<(), DriverError> {
         if !self.new_records.is_empty() {
             let mut bytes = Vec::with_capacity(self.new_records.len() * RECORD_SIZE as usize);
             for record in &self.new_records {
                 record.encode(&mut bytes);
             }
-            self.records.seek(SeekFrom::Start(self.meta.count * RECORD_SIZE)).map_err(io_error)?;
-            self.records.write_all(&bytes).map_err(io_error)?;
+            write_all_at(&self.records, &bytes, self.meta.count * RECORD_SIZE).map_err(io_error)?;
         }
-        for &position in &self.flagged {
-            self.records.seek(SeekFrom::Start(position * RECORD_SIZE + FLAGS_OFFSET)).map_err(io_error)?;
-            self.records.write_all(&READ_BY_RECIPIENT.to_le_bytes()).map_err(io_error)?;
+        let mut flagged: Vec<u64> = self.flagged.drain().collect();
+        flagged.sort_unstable();
+        for position in flagged {
+            write_all_at(&self.records, &READ_BY_RECIPIENT.to_le_bytes(), position * RECORD_SIZE + FLAGS_OFFSET).map_err(io_error)?;
         }
-        let count = self.meta.count + self.new_records.len() as u64;
-        let new_slots: Vec<(u64, u64)> =
-            self.new_ids.iter().flat_map(|(id, positions)| positions.iter().map(|&p| (id_hash(id), p))).collect();
-        let slots = self.ids.metadata().map_err(io_error)?.len() / SLOT_SIZE;
-        if count * 2 > slots {
-            self.grow_table(count, &new_slots)?;
-        } else {
-            for (hash, position) in new_slots {
-                self.insert_slot(slots, hash, position)?;
-            }
-        }
-        self.meta.count = count;
-        let text = serde_json::to_vec(&self.meta).map_err(|e| DriverError::runtime(format!("jsonl index: {e}")))?;
-        crate::rewrite(&format!("{DIR}/{META}"), &text)?;
+        let mut slots: Vec<(u64, u64)> = self.new_ids.drain().flat_map(|(hash, positions)| positions.into_iter().map(move |p| (hash, p))).collect();
+        self.ids.insert_batch(&mut slots).map_err(|e| damaged(e.message))?;
+        self.meta.count += self.new_records.len() as u64;
         self.new_records.clear();
-        self.new_ids.clear();
-        self.flagged.clear();
-        self.meta_changed = false;
+        if self.new_records.capacity() > BATCH * 2 {
+            self.new_records.shrink_to(BATCH);
+        }
+        self.dirty = true;
         Ok(())
     }
 
-    fn read_slot(&mut self, slot: u64) -> Result<(u64, u64), DriverError> {
-        let mut bytes = [0u8; SLOT_SIZE as usize];
-        self.ids.seek(SeekFrom::Start(slot * SLOT_SIZE)).map_err(io_error)?;
-        self.ids.read_exact(&mut bytes).map_err(io_error)?;
-        Ok((u64::from_le_bytes(bytes[..8].try_into().unwrap()), u64::from_le_bytes(bytes[8..].try_into().unwrap())))
-    }
-
-    fn insert_slot(&mut self, slots: u64, hash: u64, position: u64) -> Result<(), DriverError> {
-        let mut slot = hash & (slots - 1);
-        loop {
-            let (existing, existing_position) = self.read_slot(slot)?;
-            if existing == 0 || (existing == hash && existing_position == position) {
-                break;
-            }
-            slot = (slot + 1) & (slots - 1);
+    /// Write everything applied, then the meta (a checkpoint: the next op starts from here).
+    fn save(&mut self) -> Result<(), DriverError> {
+        if !self.dirty && self.new_records.is_empty() && self.flagged.is_empty() {
+            return Ok(());
         }
-        let mut bytes = hash.to_le_bytes().to_vec();
-        bytes.extend_from_slice(&position.to_le_bytes());
-        self.ids.seek(SeekFrom::Start(slot * SLOT_SIZE)).map_err(io_error)?;
-        self.ids.write_all(&bytes).map_err(io_error)
-    }
-
-    /// Rehash into a table four times the message count, written beside the old one and renamed over it.
-    fn grow_table(&mut self, count: u64, new_slots: &[(u64, u64)]) -> Result<(), DriverError> {
-        let mut old = Vec::new();
-        self.ids.seek(SeekFrom::Start(0)).map_err(io_error)?;
-        self.ids.read_to_end(&mut old).map_err(io_error)?;
-        let slots = (count * 4).next_power_of_two().max(MIN_SLOTS);
-        let mut table = vec![0u8; (slots * SLOT_SIZE) as usize];
-        let old_slots = old.chunks_exact(SLOT_SIZE as usize).map(|s| {
-            (u64::from_le_bytes(s[..8].try_into().unwrap()), u64::from_le_bytes(s[8..].try_into().unwrap()))
-        });
-        // Slots left by a crashed flush point past the saved count: they are dropped here.
-        let live = old_slots.filter(|&(hash, position)| hash != 0 && position < self.meta.count);
-        for (hash, position) in live.chain(new_slots.iter().copied()) {
-            let mut slot = hash & (slots - 1);
-            while table[(slot * SLOT_SIZE) as usize..][..8] != [0u8; 8] {
-                slot = (slot + 1) & (slots - 1);
-            }
-            let at = (slot * SLOT_SIZE) as usize;
-            table[at..at + 8].copy_from_slice(&hash.to_le_bytes());
-            table[at + 8..at + 16].copy_from_slice(&position.to_le_bytes());
-        }
-        crate::rewrite(&format!("{DIR}/{IDS}"), &table)?;
-        self.ids = OpenOptions::new().read(true).write(true).open(index_path(IDS)).map_err(io_error)?;
+        self.write_batch()?;
+        let keep = FINGERPRINT.min(self.meta.covered_len);
+        self.meta.fingerprint = self.log_bytes(self.meta.covered_len - keep, keep as usize)?;
+        self.meta.levels = self.ids.levels().iter().map(|l| (l.start, l.slots, l.entries)).collect();
+        self.meta.pending_reads = self.pending.iter().cloned().collect();
+        self.meta.pending_reads.sort();
+        let text = serde_json::to_vec(&self.meta).map_err(|e| DriverError::runtime(format!("jsonl index: {e}")))?;
+        self.meta.pending_reads = Vec::new();
+        crate::rewrite(&format!("{DIR}/{META}"), &text)?;
+        self.dirty = false;
         Ok(())
     }
 
     /// Every position holding a message with this id (an id may repeat in a hand-edited log).
     fn positions_of(&mut self, id: &str) -> Result<Vec<u64>, DriverError> {
         let hash = id_hash(id);
-        let slots = self.ids.metadata().map_err(io_error)?.len() / SLOT_SIZE;
-        let mut candidates = Vec::new();
-        let mut slot = hash & (slots - 1);
-        loop {
-            let (existing, position) = self.read_slot(slot)?;
-            if existing == 0 {
-                break;
-            }
-            if existing == hash && position < self.meta.count {
-                candidates.push(position);
-            }
-            slot = (slot + 1) & (slots - 1);
-        }
+        let mut candidates: Vec<u64> = self.ids.candidates(hash).map_err(|e| damaged(e.message))?;
+        candidates.retain(|&p| p < self.meta.count);
         candidates.sort_unstable();
         candidates.dedup();
+        candidates.extend(self.new_ids.get(&hash).into_iter().flatten());
         let mut positions = Vec::new();
         for position in candidates {
             if self.message(position)?.id == id {
                 positions.push(position);
             }
         }
-        positions.extend(self.new_ids.get(id).into_iter().flatten());
         Ok(positions)
     }
 
@@ -434,12 +461,11 @@ impl Index {
 
     fn records_range(&mut self, start: u64, count: u64) -> Result<Vec<Record>, DriverError> {
         let mut bytes = vec![0u8; (count * RECORD_SIZE) as usize];
-        self.records.seek(SeekFrom::Start(start * RECORD_SIZE)).map_err(io_error)?;
-        self.records.read_exact(&mut bytes).map_err(|e| damaged(format!("{RECORDS}: {e}")))?;
+        read_exact_at(&self.records, &mut bytes, start * RECORD_SIZE).map_err(|e| damaged(format!("{RECORDS}: {e}")))?;
         let records: Vec<Record> = bytes.chunks_exact(RECORD_SIZE as usize).map(Record::decode).collect();
         let names = self.meta.names.len() as u32;
         for (i, r) in records.iter().enumerate() {
-            if r.len == 0 || r.offset + u64::from(r.len) > self.meta.covered_len || r.team >= names || r.from >= names || r.to >= names {
+            if r.len == 0 || r.offset + u64::from(r.len) > self.log_len || r.team >= names || r.from >= names || r.to >= names {
                 return Err(damaged(format!("record {} is not valid", start + i as u64)));
             }
         }
@@ -545,6 +571,6 @@ impl Index {
                 return Ok(true);
             }
         }
-        Ok(self.meta.pending_reads.iter().any(|(t, a, m)| t == team && a == agent && m == msg_id))
+        Ok(!self.pending.is_empty() && self.pending.contains(&(team.to_owned(), agent.to_owned(), msg_id.to_owned())))
     }
 }

@@ -12,6 +12,7 @@
 //! store lock; rewrites (import, compaction, cursors) go through a temp file and a rename.
 
 mod events;
+mod idtable;
 mod index;
 
 use std::collections::{HashMap, HashSet};
@@ -25,8 +26,9 @@ use agmsg_guest_sdk::storage::{
 };
 use agmsg_contract::records;
 
-use events::{io_error, parse_line};
-use index::Index;
+use events::{LineReader, io_error, line_at, parse_line, read_full_at, write_all_at};
+use idtable::{IdTable, hash_bytes};
+use index::{Index, id_hash, index_path};
 
 const LOG_FILE: &str = "events.jsonl";
 const CURSORS_FILE: &str = "read-cursors.tsv";
@@ -146,6 +148,7 @@ impl Jsonl {
 /// Create the log if it is missing and run the one-time cursor migration if it has not run. Only the
 /// migration needs the index.
 fn ensure_store() -> Result<(), DriverError> {
+    roll_back_interrupted_import()?;
     if !std::path::Path::new(&store_path(LOG_FILE)).exists() {
         std::fs::OpenOptions::new().append(true).create(true).open(store_path(LOG_FILE)).map_err(io_error)?;
     }
@@ -333,146 +336,331 @@ impl StorageDriver for Jsonl {
 
     fn export_events(&self) -> Result<Box<dyn EventExporter>, DriverError> {
         let lock = StoreLock::acquire(LOCK_WAIT)?;
-        let events = read_v1_events()?;
-        Ok(Box::new(Exporter { events: events.into_iter(), _lock: lock }))
+        roll_back_interrupted_import()?;
+        let lines = match std::fs::File::open(store_path(LOG_FILE)) {
+            Ok(file) => Some(LineReader::new(file, 0)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(io_error(e)),
+        };
+        Ok(Box::new(Exporter { lines, number: 0, queued: std::collections::VecDeque::new(), _lock: lock }))
     }
 
     fn import_events(&self) -> Result<Box<dyn EventImporter>, DriverError> {
         let lock = StoreLock::acquire(LOCK_WAIT)?;
-        Ok(Box::new(Importer { staged: Vec::new(), committed: false, _lock: lock }))
+        ensure_store()?;
+        Ok(Box::new(Importer::new(lock)?))
     }
 
     fn compact(&self) -> Result<(), DriverError> {
-        self.with_store(|_| {
-            let text = std::fs::read(store_path(LOG_FILE)).map_err(io_error)?;
-            let mut kept = Vec::with_capacity(text.len());
-            let mut seen_reads = HashSet::new();
-            let mut removed = 0usize;
-            for (n, line) in text.split_inclusive(|&b| b == b'\n').enumerate() {
-                let body = line.strip_suffix(b"\n").unwrap_or(line);
-                let value: serde_json::Value = match serde_json::from_slice(body) {
-                    Ok(value) => value,
-                    Err(_) if body.iter().all(u8::is_ascii_whitespace) => continue,
-                    Err(e) => return Err(DriverError::corrupt(format!("{LOG_FILE} line {}: invalid JSON: {e}", n + 1))),
-                };
-                if value.get("type").and_then(|t| t.as_str()) == Some("message_read") {
-                    // A tuple key: ("a b", "c") and ("a", "b c") stay distinct.
-                    let key = (value.get("team").cloned(), value.get("agent").cloned(), value.get("msg_id").cloned());
-                    if !seen_reads.insert(key) {
-                        removed += 1;
-                        continue;
+        self.with_store(|_| compact_log())
+    }
+}
+
+/// Keep the first `message_read` of each (team, agent, msg_id) and every other line, streaming the log
+/// into a temp file that is renamed over it if anything was removed. The keys seen are looked up in an
+/// on-disk table checked against the kept lines, so memory stays bounded whatever the log's size.
+fn compact_log() -> Result<(), DriverError> {
+    // A tuple key, as JSON: ("a b", "c") and ("a", "b c") stay distinct.
+    fn read_key(value: &serde_json::Value) -> Option<String> {
+        (value.get("type").and_then(|t| t.as_str()) == Some("message_read"))
+            .then(|| serde_json::json!([value.get("team"), value.get("agent"), value.get("msg_id")]).to_string())
+    }
+    let mut reader = LineReader::new(std::fs::File::open(store_path(LOG_FILE)).map_err(io_error)?, 0);
+    let tmp = store_path(&format!("{LOG_FILE}.tmp.{}", new_id()));
+    let seen_path = index_path("compact-reads.bin");
+    let result = (|| {
+        let out = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&tmp).map_err(io_error)?;
+        let seen_file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&seen_path).map_err(io_error)?;
+        let mut seen = IdTable::new(seen_file, Vec::new(), 1 << 12);
+        let (mut written, mut buffer) = (0u64, Vec::new());
+        let mut removed = 0usize;
+        let mut number = 0u64;
+        while let Some((_, line)) = reader.next_line().map_err(io_error)? {
+            number += 1;
+            let value: serde_json::Value = match serde_json::from_slice(line) {
+                Ok(value) => value,
+                Err(_) if line.iter().all(u8::is_ascii_whitespace) => continue,
+                Err(e) => return Err(DriverError::corrupt(format!("{LOG_FILE} line {number}: invalid JSON: {e}"))),
+            };
+            let at = written + buffer.len() as u64;
+            if let Some(key) = read_key(&value) {
+                let hash = hash_bytes(&[key.as_bytes()]);
+                let candidates = seen.candidates(hash)?;
+                if !candidates.is_empty() {
+                    // Only a true duplicate is dropped: read back the kept line the hash points at.
+                    write_all_at(&out, &buffer, written).map_err(io_error)?;
+                    written += buffer.len() as u64;
+                    buffer.clear();
+                }
+                let mut duplicate = false;
+                for offset in candidates {
+                    let kept = line_at(&out, offset).map_err(io_error)?;
+                    if serde_json::from_slice::<serde_json::Value>(&kept).ok().and_then(|v| read_key(&v)).as_ref() == Some(&key) {
+                        duplicate = true;
+                        break;
                     }
                 }
-                kept.extend_from_slice(body);
-                kept.push(b'\n');
+                if duplicate {
+                    removed += 1;
+                    continue;
+                }
+                seen.insert(hash, at)?;
             }
-            if removed > 0 {
-                rewrite(LOG_FILE, &kept)?;
-                // Lines moved: rebuild the index now rather than in the next op.
-                Index::open()?;
+            buffer.extend_from_slice(line);
+            buffer.push(b'\n');
+            if buffer.len() >= 1 << 20 {
+                write_all_at(&out, &buffer, written).map_err(io_error)?;
+                written += buffer.len() as u64;
+                buffer.clear();
             }
-            Ok(())
-        })
+        }
+        if removed == 0 {
+            return Ok(false);
+        }
+        write_all_at(&out, &buffer, written).map_err(io_error)?;
+        out.sync_all().map_err(io_error)?;
+        std::fs::rename(&tmp, store_path(LOG_FILE)).map_err(io_error)?;
+        Ok(true)
+    })();
+    let _ = std::fs::remove_file(&tmp);
+    let _ = std::fs::remove_file(&seen_path);
+    if result? {
+        // Lines moved: rebuild the index now rather than in the next op.
+        Index::open()?;
     }
+    Ok(())
 }
 
 fn same_message(a: &Message, b: &Message) -> bool {
     (&a.id, &a.team, &a.from, &a.to, &a.body, &a.at) == (&b.id, &b.team, &b.from, &b.to, &b.body, &b.at)
 }
 
-/// The v1 events of the log, in log order.
-fn read_v1_events() -> Result<Vec<Event>, DriverError> {
-    let text = match std::fs::read(store_path(LOG_FILE)) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(io_error(e)),
-    };
-    let mut events = Vec::new();
-    for (n, line) in text.split(|&b| b == b'\n').enumerate() {
-        events.extend(parse_line(line, n as u64 + 1)?);
-    }
-    Ok(events)
-}
-
+/// Pages of the log's v1 events, in log order, read as they are asked for.
 struct Exporter {
-    events: std::vec::IntoIter<Event>,
+    lines: Option<LineReader>,
+    number: u64,
+    /// Events of a line that held more than the page had room for (a `sync_pull_commit`).
+    queued: std::collections::VecDeque<Event>,
     _lock: StoreLock,
 }
 
 impl EventExporter for Exporter {
     fn next_page(&mut self, max: u32) -> Result<Vec<Event>, DriverError> {
-        Ok(self.events.by_ref().take(max as usize).collect())
+        let max = max as usize;
+        let mut page = Vec::new();
+        while page.len() < max {
+            if let Some(event) = self.queued.pop_front() {
+                page.push(event);
+                continue;
+            }
+            let Some(lines) = self.lines.as_mut() else { break };
+            let Some((_, line)) = lines.next_line().map_err(io_error)? else {
+                self.lines = None;
+                break;
+            };
+            self.number += 1;
+            self.queued.extend(parse_line(line, self.number)?);
+        }
+        Ok(page)
     }
 }
 
-/// Staged events; `commit` writes the old log plus the new lines to a temp file and renames it into
-/// place, so an import is all or nothing.
+/// While an import's lines are being appended to the log: the log's length before, so that an append
+/// cut short (a kill, the call deadline) is undone by the next op.
+const IMPORT_JOURNAL: &str = "import-commit";
+/// Staging files of an import, in the index directory.
+const STAGED_LINES: &str = "import-lines.jsonl";
+const STAGED_IDS: &str = "import-ids.bin";
+const STAGED_READS: &str = "import-reads.bin";
+
+/// Undo the append of an import that did not finish, and drop a killed import's staging files. Runs
+/// under the store lock, before any op reads the log.
+fn roll_back_interrupted_import() -> Result<(), DriverError> {
+    let journal = index_path(IMPORT_JOURNAL);
+    let text = match std::fs::read_to_string(&journal) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_error(e)),
+    };
+    let length: u64 = text.trim().parse().map_err(|_| DriverError::corrupt(format!("jsonl: {DIR_NAME}/{IMPORT_JOURNAL} is not a length")))?;
+    let log = std::fs::OpenOptions::new().write(true).open(store_path(LOG_FILE)).map_err(io_error)?;
+    if log.metadata().map_err(io_error)?.len() > length {
+        log.set_len(length).map_err(io_error)?;
+        log.sync_all().map_err(io_error)?;
+    }
+    agmsg_guest_sdk::log::warn("jsonl: an import was interrupted while it was being written; its lines were removed from the log");
+    std::fs::remove_file(&journal).map_err(io_error)?;
+    for staged in [STAGED_LINES, STAGED_IDS, STAGED_READS] {
+        let _ = std::fs::remove_file(index_path(staged));
+    }
+    Ok(())
+}
+
+const DIR_NAME: &str = index::DIR;
+
+/// An import in progress. Each page is checked against the log (through its index) and what is
+/// staged already, and its new lines are appended to a staging file; `commit` appends that file to the
+/// log. Memory stays bounded: the staged ids and read marks are looked up in on-disk tables, checked
+/// against the staged lines. Dropped without a commit, it removes its staging files, and the log is as
+/// it was.
 struct Importer {
-    staged: Vec<Event>,
+    index: Index,
+    lines: std::fs::File,
+    lines_len: u64,
+    /// Staged message ids -> offset of their line in `lines`; staged read keys the same.
+    ids: IdTable,
+    reads: IdTable,
     committed: bool,
     _lock: StoreLock,
 }
 
-impl EventImporter for Importer {
-    fn push_page(&mut self, events: Vec<Event>) -> Result<(), DriverError> {
-        self.staged.extend(events);
+impl Importer {
+    fn new(lock: StoreLock) -> Result<Importer, DriverError> {
+        let index = Index::open()?;
+        let create = |name: &str| {
+            std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(index_path(name)).map_err(io_error)
+        };
+        // The lock is held: any staging file here belongs to an import that was killed.
+        let lines = create(STAGED_LINES)?;
+        let ids = IdTable::new(create(STAGED_IDS)?, Vec::new(), 1 << 12);
+        let reads = IdTable::new(create(STAGED_READS)?, Vec::new(), 1 << 12);
+        Ok(Importer { index, lines, lines_len: 0, ids, reads, committed: false, _lock: lock })
+    }
+
+    /// The staged line at `offset`, parsed.
+    fn staged_event(&self, offset: u64) -> Result<Event, DriverError> {
+        let line = line_at(&self.lines, offset).map_err(io_error)?;
+        parse_line(&line, 0)?.into_iter().next().ok_or_else(|| DriverError::runtime("jsonl import: a staged line holds no event"))
+    }
+
+    fn stage(&mut self, line: &str) -> Result<u64, DriverError> {
+        let offset = self.lines_len;
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+        write_all_at(&self.lines, &bytes, offset).map_err(io_error)?;
+        self.lines_len += bytes.len() as u64;
+        Ok(offset)
+    }
+
+    fn push_event(&mut self, event: Event) -> Result<(), DriverError> {
+        match event {
+            Event::MessageSent(m) => {
+                let hash = id_hash(&m.id);
+                let mut existing = None;
+                for offset in self.ids.candidates(hash)? {
+                    if let Event::MessageSent(staged) = self.staged_event(offset)?
+                        && staged.id == m.id
+                    {
+                        existing = Some(staged);
+                        break;
+                    }
+                }
+                let existing = match existing {
+                    Some(staged) => Some(staged),
+                    None => self.index.message_with_id(&m.id)?,
+                };
+                match existing {
+                    Some(old) if same_message(&old, &m) => {}
+                    Some(_) => {
+                        return Err(DriverError::runtime(format!("import conflict: message {} already exists with different content", m.id)));
+                    }
+                    None => {
+                        let offset = self.stage(&sent_line(&m))?;
+                        self.ids.insert(hash, offset)?;
+                    }
+                }
+            }
+            Event::MessageRead(r) => {
+                let hash = hash_bytes(&[r.team.as_bytes(), r.agent.as_bytes(), r.msg_id.as_bytes()]);
+                for offset in self.reads.candidates(hash)? {
+                    if let Event::MessageRead(staged) = self.staged_event(offset)?
+                        && (&staged.team, &staged.agent, &staged.msg_id) == (&r.team, &r.agent, &r.msg_id)
+                    {
+                        return Ok(());
+                    }
+                }
+                if !self.index.is_read(&r.team, &r.agent, &r.msg_id)? {
+                    let offset = self.stage(&read_line(&r))?;
+                    self.reads.insert(hash, offset)?;
+                }
+            }
+        }
         Ok(())
     }
 
+    fn remove_staging(&self) {
+        for staged in [STAGED_LINES, STAGED_IDS, STAGED_READS] {
+            let _ = std::fs::remove_file(index_path(staged));
+        }
+    }
+}
+
+impl EventImporter for Importer {
+    fn push_page(&mut self, events: Vec<Event>) -> Result<(), DriverError> {
+        if self.committed {
+            return Err(DriverError::runtime("import already committed"));
+        }
+        for event in events {
+            self.push_event(event)?;
+        }
+        Ok(())
+    }
+
+    /// Append the staged lines to the log. The journal written first makes it all or nothing: an append
+    /// cut short is undone by the next op (`roll_back_interrupted_import`).
     fn commit(&mut self) -> Result<(), DriverError> {
         if self.committed {
             return Ok(());
         }
-        ensure_store()?;
-        let mut index = Index::open()?;
-        let mut lines = Vec::new();
-        let mut new_ids: HashMap<String, Message> = HashMap::new();
-        let mut new_reads = HashSet::new();
-        for event in self.staged.drain(..) {
-            match event {
-                Event::MessageSent(m) => {
-                    let existing = match new_ids.get(&m.id) {
-                        Some(staged) => Some(staged.clone()),
-                        None => index.message_with_id(&m.id)?,
-                    };
-                    match existing {
-                        Some(old) if same_message(&old, &m) => {}
-                        Some(_) => {
-                            return Err(DriverError::runtime(format!(
-                                "import conflict: message {} already exists with different content",
-                                m.id
-                            )));
-                        }
-                        None => {
-                            lines.push(sent_line(&m));
-                            new_ids.insert(m.id.clone(), m);
-                        }
-                    }
-                }
-                Event::MessageRead(r) => {
-                    let key = (r.team.clone(), r.agent.clone(), r.msg_id.clone());
-                    if !new_reads.contains(&key) && !index.is_read(&r.team, &r.agent, &r.msg_id)? && new_reads.insert(key) {
-                        lines.push(read_line(&r));
-                    }
-                }
+        if self.lines_len > 0 {
+            if let Err(e) = self.append_staged() {
+                // Undo a partial append now (a kill or the deadline leaves it to the next op).
+                let _ = roll_back_interrupted_import();
+                return Err(e);
             }
-        }
-        if !lines.is_empty() {
-            let mut content = match std::fs::read(store_path(LOG_FILE)) {
-                Ok(content) => content,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-                Err(e) => return Err(io_error(e)),
-            };
-            if !content.is_empty() && !content.ends_with(b"\n") {
-                content.push(b'\n');
-            }
-            for line in lines {
-                content.extend_from_slice(line.as_bytes());
-                content.push(b'\n');
-            }
-            rewrite(LOG_FILE, &content)?;
         }
         self.committed = true;
+        self.remove_staging();
         Ok(())
+    }
+}
+
+impl Importer {
+    fn append_staged(&mut self) -> Result<(), DriverError> {
+        {
+            let log = std::fs::OpenOptions::new().read(true).write(true).open(store_path(LOG_FILE)).map_err(io_error)?;
+            let mut at = log.metadata().map_err(io_error)?.len();
+            rewrite(&format!("{DIR_NAME}/{IMPORT_JOURNAL}"), at.to_string().as_bytes())?;
+            if at > 0 {
+                let mut last = [0u8; 1];
+                read_full_at(&log, &mut last, at - 1).map_err(io_error)?;
+                if last[0] != b'\n' {
+                    write_all_at(&log, b"\n", at).map_err(io_error)?;
+                    at += 1;
+                }
+            }
+            let mut buf = vec![0u8; 1 << 20];
+            let mut copied = 0;
+            while copied < self.lines_len {
+                let n = read_full_at(&self.lines, &mut buf, copied).map_err(io_error)?;
+                if n == 0 {
+                    return Err(DriverError::runtime("jsonl import: the staged lines ended early"));
+                }
+                write_all_at(&log, &buf[..n], at + copied).map_err(io_error)?;
+                copied += n as u64;
+            }
+            log.sync_all().map_err(io_error)?;
+            std::fs::remove_file(index_path(IMPORT_JOURNAL)).map_err(io_error)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Importer {
+    fn drop(&mut self) {
+        if !self.committed {
+            self.remove_staging();
+        }
     }
 }

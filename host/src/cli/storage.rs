@@ -13,7 +13,7 @@ use agmsg_contract::{Status, check_name};
 use super::framing::{Shape, control_failure, record_failure};
 use agmsg_host::log::host_log;
 use agmsg_host::storage::driver::{Pair, Wake};
-use agmsg_host::storage::records::{cursor_line, message_line, parse_import};
+use agmsg_host::storage::records::{cursor_line, message_line};
 use agmsg_host::storage::{StorageError, StoreSession, location};
 
 pub const LONG_HELP: &str = "Run one storage-driver op, with agmsg's argv, stdout framing and exit codes.
@@ -409,10 +409,7 @@ fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Op) -> 
         }
         Op::Export { file, .. } => driver.export_to_file(&file)?,
         Op::Import { file, .. } => {
-            let text = std::fs::read(&file).map_err(|e| StorageError::runtime(format!("import failed: cannot read {}: {e}", file.display())))?;
-            let text = String::from_utf8(text).map_err(|_| StorageError::runtime(format!("import failed: {} is not UTF-8", file.display())))?;
-            let events = parse_import(&text).map_err(|e| StorageError::runtime(format!("import failed: {}: {e}; nothing was imported", file.display())))?;
-            driver.import_events(&events).map_err(|e| StorageError { message: format!("import failed; nothing was imported: {}", e.message), ..e })?;
+            driver.import_file(&file)?;
         }
         Op::Compact { .. } => {
             driver.compact()?;

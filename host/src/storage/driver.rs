@@ -14,7 +14,7 @@ use agmsg_contract::{Status, check_name, is_transport_token};
 use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
-use super::records::check_event;
+use super::records::{ScanError, check_event, scan_import};
 use super::world::{StorageWorld, wit};
 use crate::display;
 use crate::runtime::sandbox::StoreDir;
@@ -336,6 +336,45 @@ impl<'rt> Storage<'rt> {
                 Ok(())
             })
         })
+    }
+
+    /// Import the v1 event log in `file`, all or nothing, in bounded memory: a first pass reads and
+    /// checks every line (a bad one fails the import, naming its number, before the driver sees
+    /// anything); a second pass reads the file again and streams its events to the driver in pages,
+    /// which stages them until the commit. Returns how many events the file held.
+    pub fn import_file(&mut self, file: &Path) -> Result<u64, StorageError> {
+        const PAGE: usize = 1000;
+        let open = || {
+            std::fs::File::open(file)
+                .map(|f| std::io::BufReader::with_capacity(1 << 16, f))
+                .map_err(|e| StorageError::runtime(format!("import failed: cannot read {}: {e}", file.display())))
+        };
+        let refused = |e: ScanError<StorageError>| match e {
+            ScanError::Visit(e) => StorageError { message: format!("import failed; nothing was imported: {}", e.message), ..e },
+            other => StorageError::runtime(format!("import failed: {}: {other}; nothing was imported", file.display())),
+        };
+        let checked = scan_import(open()?, |_| Ok::<(), StorageError>(())).map_err(refused)?;
+        let mut import = self.begin_import().map_err(|e| refused(ScanError::Visit(e)))?;
+        let mut page = Vec::with_capacity(PAGE);
+        let staged = scan_import(open()?, |event| {
+            page.push(event);
+            if page.len() == PAGE {
+                import.push(&page)?;
+                page.clear();
+            }
+            Ok(())
+        })
+        .map_err(refused)?;
+        if staged != checked {
+            // Dropping the import rolls it back.
+            return Err(StorageError::runtime(format!(
+                "import failed: {} changed while it was imported ({checked} events, then {staged}); nothing was imported",
+                file.display()
+            )));
+        }
+        import.push(&page).map_err(|e| refused(ScanError::Visit(e)))?;
+        import.commit().map_err(|e| refused(ScanError::Visit(e)))?;
+        Ok(staged)
     }
 
     pub fn import_events(&mut self, events: &[Event]) -> Result<(), StorageError> {

@@ -22,20 +22,74 @@ pub fn cursor_line(cursor: &str) -> String {
     records::cursor(cursor)
 }
 
+/// The longest line an import file may have (a message body is at most this, give or take its JSON).
+pub const MAX_IMPORT_LINE: usize = 64 << 20;
+
 /// Parse and validate a whole import file before anything is applied. Unknown event types are
 /// skipped and unknown fields ignored (§2.3 forward compatibility); blank lines are skipped. The first
 /// bad line is an error naming its line number.
 pub fn parse_import(text: &str) -> Result<Vec<Event>, String> {
     let mut events = Vec::new();
-    for (index, line) in text.lines().enumerate() {
-        let number = index + 1;
-        if line.trim().is_empty() {
+    scan_import(text.as_bytes(), |event| {
+        events.push(event);
+        Ok::<(), String>(())
+    })
+    .map_err(|e| e.to_string())?;
+    Ok(events)
+}
+
+/// Why [`scan_import`] stopped: a line of the file (its number and what is wrong), reading it, or what
+/// the visitor returned.
+#[derive(Debug)]
+pub enum ScanError<E> {
+    Line(String),
+    Io(std::io::Error),
+    Visit(E),
+}
+
+impl<E: std::fmt::Display> std::fmt::Display for ScanError<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ScanError::Line(e) => f.write_str(e),
+            ScanError::Io(e) => write!(f, "cannot read it: {e}"),
+            ScanError::Visit(e) => e.fmt(f),
+        }
+    }
+}
+
+/// Read an import file line by line, each line parsed and checked as [`parse_import`] does, and give
+/// its event to `visit`, one at a time: memory holds one line, whatever the file's size. Returns how
+/// many events there were.
+pub fn scan_import<E>(mut reader: impl std::io::BufRead, mut visit: impl FnMut(Event) -> Result<(), E>) -> Result<u64, ScanError<E>> {
+    use std::io::{BufRead, Read};
+    let mut line = Vec::new();
+    let mut number = 0u64;
+    let mut events = 0u64;
+    loop {
+        line.clear();
+        let read = reader.by_ref().take(MAX_IMPORT_LINE as u64 + 1).read_until(b'\n', &mut line).map_err(ScanError::Io)?;
+        if read == 0 {
+            return Ok(events);
+        }
+        number += 1;
+        if line.last() == Some(&b'\n') {
+            line.pop();
+            // As `str::lines`: a CRLF file reads the same.
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+        } else if line.len() > MAX_IMPORT_LINE {
+            return Err(ScanError::Line(format!("line {number}: longer than {} MiB", MAX_IMPORT_LINE >> 20)));
+        }
+        let text = std::str::from_utf8(&line).map_err(|_| ScanError::Line(format!("line {number}: not UTF-8")))?;
+        if text.trim().is_empty() {
             continue;
         }
-        let event = parse_event(line).map_err(|e| format!("line {number}: {e}"))?;
-        events.extend(event);
+        if let Some(event) = parse_event(text).map_err(|e| ScanError::Line(format!("line {number}: {e}")))? {
+            events += 1;
+            visit(event).map_err(ScanError::Visit)?;
+        }
     }
-    Ok(events)
 }
 
 fn parse_event(line: &str) -> Result<Option<Event>, String> {

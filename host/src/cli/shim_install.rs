@@ -431,7 +431,13 @@ fn uninstall(root: &Root, dry_run: bool, items: &mut Vec<Item>) -> Result<(), St
         return Ok(());
     };
     // Plan (reading every file and backup, refusing links) before changing anything.
-    let mut plan: Vec<(&str, &'static str, Option<(Vec<u8>, u32)>)> = Vec::new();
+    /// A file's undo: its action, and for a restore agmsg's bytes and mode.
+    struct Undo<'a> {
+        path: &'a str,
+        action: &'static str,
+        restore: Found,
+    }
+    let mut plan = Vec::new();
     for (path, entry) in &record.files {
         let current = root.read(path)?.map(|(bytes, _)| sha256_hex(&bytes));
         let ours = current.as_deref() == Some(entry.installed.as_str());
@@ -453,7 +459,7 @@ fn uninstall(root: &Root, dry_run: bool, items: &mut Vec<Item>) -> Result<(), St
             _ => None,
         };
         items.push(Item::new(path, action, detail));
-        plan.push((path, action, restore));
+        plan.push(Undo { path, action, restore });
     }
     let mut dirs: Vec<&String> = record.created_dirs.iter().collect();
     // Deepest first, so a directory's own directories go before it.
@@ -465,12 +471,12 @@ fn uninstall(root: &Root, dry_run: bool, items: &mut Vec<Item>) -> Result<(), St
         return Ok(());
     }
 
-    for (path, action, restore) in &plan {
-        match (action, restore) {
-            (_, Some((bytes, mode))) => root.write(path, bytes, *mode)?,
-            (&"remove", None) => match root.remove(path, false) {
+    for undo in &plan {
+        match (&undo.restore, undo.action) {
+            (Some((bytes, mode)), _) => root.write(undo.path, bytes, *mode)?,
+            (None, "remove") => match root.remove(undo.path, false) {
                 Ok(()) | Err(rustix::io::Errno::NOENT) => {}
-                Err(e) => return Err(format!("cannot remove {path}: {e}")),
+                Err(e) => return Err(format!("cannot remove {}: {e}", undo.path)),
             },
             _ => {}
         }

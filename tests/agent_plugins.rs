@@ -554,3 +554,24 @@ fn the_types_suite_holds_a_hooks_file_to_the_same_rule() {
         }
     }
 }
+
+#[test]
+fn the_consent_of_a_node_launcher_type_with_a_rule_file() {
+    let env = env();
+    let pkg = type_package(&env.dir.path().join("pkg"), "kiro", "name=kiro\nspawn=launch.mjs\ncmd_prefix=$\ntemplate=template.md\nhooks_file=.kiro/rules/agmsg.mdc\n");
+    write(&pkg, "launch.mjs", "// launcher\n");
+    let sha = agmsg_host::plugin::sha256_hex(b"// launcher\n");
+    let asked = run(&env, &["plugin", "install", pkg.to_str().unwrap()]);
+    assert_eq!(asked.code, 1, "{asked:#?}");
+    for want in [
+        format!(
+            "Spawned, it runs its node launcher launch.mjs with your rights (not sandboxed), in the project, as:\n  node {}/launch.mjs --name <agent> --team <team> --project <project> --initial-input '$agmsg actas <agent>'\n",
+            installed(&env, "kiro").display()
+        ),
+        format!("  launch.mjs (12 bytes, sha256 {sha})\n"),
+        // No plug: agmsg's default, JSON hook entries, even in a rule file; said as it is.
+        "Delivery: writes agmsg's hook entries (JSON naming agmsg's scripts) into .kiro/rules/agmsg.mdc, which the agent runtime that reads .kiro/ gives its agent as standing instructions".to_owned(),
+    ] {
+        assert!(asked.stderr.contains(&want), "{want}: {asked:#?}");
+    }
+}

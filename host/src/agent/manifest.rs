@@ -275,8 +275,11 @@ fn runtime_label(runtime: &str) -> Option<&'static str> {
 }
 
 impl HooksLocation<'_> {
-    /// What writing `file` (this location) can lead to, in one sentence for a consent prompt.
-    pub fn effect(&self, file: &str) -> String {
+    /// What delivery writes into `file` (this location) for an external type and what its runtime
+    /// then does, in one sentence for a consent prompt. Without a plug component an external type gets
+    /// agmsg's default, JSON hook entries, whatever the file; a plug only picks among agmsg-host's own
+    /// forms (those entries, or for a rule file agmsg's rule).
+    pub fn effect(&self, file: &str, plug: bool) -> String {
         let file = crate::display::line(file);
         let runtime = match runtime_label(self.runtime) {
             Some(label) => label.to_owned(),
@@ -284,7 +287,8 @@ impl HooksLocation<'_> {
         };
         match self.kind {
             HooksKind::Commands => format!("writes agmsg's hook commands into {file}, which {runtime} runs as shell commands at its session events, with your rights"),
-            HooksKind::Rules => format!("writes agmsg's rule into {file}, which {runtime} gives its agent as standing instructions"),
+            HooksKind::Rules if plug => format!("writes agmsg's rule (or its hook entries) into {file}, which {runtime} gives its agent as standing instructions"),
+            HooksKind::Rules => format!("writes agmsg's hook entries (JSON naming agmsg's scripts) into {file}, which {runtime} gives its agent as standing instructions"),
         }
     }
 }
@@ -455,10 +459,12 @@ mod tests {
         let e = check_hooks_file("kiro", ".claude/settings.local.json").unwrap_err();
         assert!(e.contains("bundled claude-code's delivery file") && e.contains("type kiro may not write into it"), "{e}");
         assert!(check_hooks_file("claude-code", ".codex/hooks.json").unwrap_err().contains("bundled codex's"));
-        let effect = check_hooks_file("claude-code", ".claude/settings.local.json").unwrap().effect(".claude/settings.local.json");
+        let effect = check_hooks_file("claude-code", ".claude/settings.local.json").unwrap().effect(".claude/settings.local.json", false);
         assert_eq!(effect, "writes agmsg's hook commands into .claude/settings.local.json, which Claude Code runs as shell commands at its session events, with your rights");
-        let effect = hooks_location(".kiro/rules/agmsg.md").unwrap().effect(".kiro/rules/agmsg.md");
-        assert_eq!(effect, "writes agmsg's rule into .kiro/rules/agmsg.md, which the agent runtime that reads .kiro/ gives its agent as standing instructions");
+        let effect = hooks_location(".kiro/rules/agmsg.md").unwrap().effect(".kiro/rules/agmsg.md", true);
+        assert_eq!(effect, "writes agmsg's rule (or its hook entries) into .kiro/rules/agmsg.md, which the agent runtime that reads .kiro/ gives its agent as standing instructions");
+        let effect = hooks_location(".kiro/rules/agmsg.md").unwrap().effect(".kiro/rules/agmsg.md", false);
+        assert!(effect.starts_with("writes agmsg's hook entries (JSON naming agmsg's scripts) into .kiro/rules/agmsg.md"), "agmsg's default for a type without a plug: {effect}");
     }
 
     #[test]

@@ -21,7 +21,7 @@ use agmsg_host::plugin::manifest::{MANIFEST_FILE, PluginManifest};
 use agmsg_host::plugin::registry;
 use agmsg_host::plugin::trust::TrustState;
 use agmsg_host::plugin::registry::{AgentTypeFiles, TypeFile};
-use agmsg_host::agent::boot::{LaunchTemplate, launch_template};
+use agmsg_host::agent::boot::{LaunchTemplate, Launcher, launch_template};
 use agmsg_host::agent::bundled as agent_bundled;
 use agmsg_host::agent::manifest as hooks_manifest;
 use agmsg_host::agent::registry::skill_name;
@@ -262,7 +262,7 @@ impl TypeOffer<'_> {
         }
         // Refused types never reach a consent; said all the same should one be shown.
         let mut text = match hooks_manifest::check_hooks_file(self.name, file) {
-            Ok(location) => format!("Delivery: {}; `delivery set off` removes what it wrote.\n", location.effect(file)),
+            Ok(location) => format!("Delivery: {}; `delivery set off` removes what it wrote.\n", location.effect(file, self.plug.is_some())),
             Err(e) => format!("Delivery: REFUSED: {}\n", display::line(&e)),
         };
         if self.plug.is_some() {
@@ -298,12 +298,13 @@ fn launches(conf: &agmsg_host::agent::Manifest, dir: &Path) -> String {
     match launch_template(conf, dir, &skill_name()) {
         LaunchTemplate::NotSpawnable => "It is not spawnable: spawn launches nothing.\n".to_owned(),
         LaunchTemplate::NoCli => "It is marked spawnable but has no cli: spawn refuses it, launching nothing.\n".to_owned(),
-        LaunchTemplate::Command { program, line, .. } => {
-            let mut text = format!(
-                "Spawned, it runs `{}` with your rights (not sandboxed), in the project, as:\n  {}\n",
-                display::line(&program),
-                display::line(&line)
-            );
+        LaunchTemplate::Command { program, line, launcher } => {
+            let program = match launcher {
+                // The launcher is one of its files, listed with its sha256.
+                Launcher::Node => format!("its node launcher {}", display::line(conf.value("spawn"))),
+                Launcher::Cli => format!("`{}`", display::line(&program)),
+            };
+            let mut text = format!("Spawned, it runs {program} with your rights (not sandboxed), in the project, as:\n  {}\n", display::line(&line));
             let unset = conf.words("spawn_unset_env");
             if !unset.is_empty() {
                 text.push_str(&format!("  (its boot script sets AGMSG_SPAWNED=1 and unsets {})\n", display::line(&unset.join(" "))));
@@ -579,7 +580,7 @@ fn inspect_type(package: &TypePackage, state: Option<String>, json: bool) -> Res
             _ => None,
         };
         let hooks_file = files.conf.value("hooks_file");
-        let delivery = (!hooks_file.is_empty()).then(|| hooks_manifest::check_hooks_file(&package.name, hooks_file).map(|l| l.effect(hooks_file)).unwrap_or_else(|e| format!("REFUSED: {e}")));
+        let delivery = (!hooks_file.is_empty()).then(|| hooks_manifest::check_hooks_file(&package.name, hooks_file).map(|l| l.effect(hooks_file, files.plug.is_some())).unwrap_or_else(|e| format!("REFUSED: {e}")));
         let plug = plug.as_ref().map(|((m, wasm), report)| {
             json!({
                 "component": m.component, "version": m.version, "api": m.api, "sha256": agmsg_host::plugin::sha256_hex(wasm),

@@ -131,10 +131,10 @@ fn optional_ops_answer_or_are_unsupported(harness: &Harness, driver: &str) {
 }
 
 /// `spawn` with hostile names, a hostile project and boot words full of shell and tmux syntax, outside
-/// any terminal: a driver that can open a window here (plain, through an `AGMSG_TERMINAL` `{cmd}`
-/// template) runs exactly the boot words it was given, and the others refuse; in no case does a name,
-/// the project or a boot word run as a command. `TMUX_TMPDIR` points where no server lives, so a tmux
-/// driver cannot reach the user's own default server.
+/// any terminal. A driver that opens a window here for plain words (plain, through an `AGMSG_TERMINAL`
+/// `{cmd}` template) must do so for the hostile ones too and run exactly the words it was given; the
+/// others refuse both. In no case does a name, the project or a boot word run as a command.
+/// `TMUX_TMPDIR` points where no server lives, so a tmux driver cannot reach the user's own server.
 fn hostile_names_and_boot_are_data(harness: &Harness, driver: &str) {
     let env = Env::new(harness);
     let home = env.dir.path().to_owned();
@@ -145,11 +145,13 @@ fn hostile_names_and_boot_are_data(harness: &Harness, driver: &str) {
     let out = home.join("boot-words");
     let out_text = out.to_str().expect("a UTF-8 temp dir");
     let env = env.env("AGMSG_TERMINAL", "{cmd}").env("TMUX_TMPDIR", no_server.to_str().expect("UTF-8"));
-    // The boot writes its last word to the file its first argument names.
-    let word = "it's \"$(cd;touch PWNED-b1)\" `cd;touch PWNED-b2` #(cd;touch PWNED-b3) {cmd} a;";
-    for name in tmux::HOSTILE_NAMES {
-        let args = ["spawn", name, project, "window", "/bin/sh", "-c", "printf %s \"$1\" > \"$0\"", out_text, word];
-        let spawned = run(&env, driver, &args);
+    // The boot writes its last word to the file its first argument names; every other boot word is
+    // plain, so a driver that runs plain words at all runs this boot.
+    let script = home.join("write-word.sh");
+    std::fs::write(&script, "printf %s \"$2\" > \"$1\"\n").expect("writing the boot's script");
+    let script = script.to_str().expect("a UTF-8 temp dir").to_owned();
+    let spawn = |name: &str, project: &str, word: &str| {
+        let spawned = run(&env, driver, &["spawn", name, project, "window", "/bin/sh", &script, out_text, word]);
         no_crash(&spawned, &format!("spawn {name:?}"));
         assert!(matches!(spawned.code, 0 | 10 | 12 | 13), "spawn {name:?} succeeds or fails with a terminal class: {spawned:?}");
         if spawned.code == 0 {
@@ -158,8 +160,18 @@ fn hostile_names_and_boot_are_data(harness: &Harness, driver: &str) {
                 std::thread::sleep(std::time::Duration::from_millis(25));
             }
             let written = std::fs::read_to_string(&out).unwrap_or_default();
-            assert_eq!(written, word, "spawned named {name:?}: the boot got its words exactly: {spawned:?}");
+            assert_eq!(written, word, "spawned {name:?}: the boot got its words exactly: {spawned:?}");
             std::fs::remove_file(&out).expect("removing the boot's output");
+        }
+        spawned
+    };
+    let spawns_here = spawn("worker", home.to_str().expect("UTF-8"), "plain-words").code == 0;
+    // Each word alone: an unbalanced quote must not hide a `$(...)` that a mangling driver would run.
+    let words = ["$(cd;touch PWNED-b1) `cd;touch PWNED-b2` #(cd;touch PWNED-b3) {cmd} ~ * ? a;", "it's \"quoted\" \\ x\\;"];
+    for (i, name) in tmux::HOSTILE_NAMES.iter().enumerate() {
+        let spawned = spawn(name, project, words[i % words.len()]);
+        if spawns_here {
+            assert_eq!(spawned.code, 0, "this driver spawns here, so a hostile name, project or boot word is data too: {spawned:?}");
         }
     }
     tmux::assert_nothing_ran(&[&home]);

@@ -308,3 +308,29 @@ fn a_directory_that_is_no_agmsg_install_is_refused() {
     let run = shim(&env, &["install"]);
     assert_eq!(run.code, 2, "a usage error: {run:?}");
 }
+
+/// Uninstall removes and rewrites what the record names; a record naming anything else (outside
+/// `scripts/drivers/`, `..`) is refused, and nothing is touched.
+#[test]
+fn a_record_naming_other_paths_is_refused() {
+    let env = Env::new();
+    let Some(agmsg) = agmsg_install(&env) else { return };
+    let dir = agmsg.to_str().unwrap();
+    items(&env, &["install", dir]);
+    let victim = env.dir.path().join("victim");
+    std::fs::write(&victim, "keep me\n").unwrap();
+    let record_path = agmsg.join("agmsg-host-shims/manifest.json");
+    let honest = std::fs::read_to_string(&record_path).unwrap();
+    let sha = format!("{:x}", <sha2::Sha256 as sha2::Digest>::digest(b"keep me\n"));
+    for forged in ["scripts/drivers/../../../victim", "../victim", "scripts/lib/storage.sh"] {
+        let mut record: serde_json::Value = serde_json::from_str(&honest).unwrap();
+        record["files"][forged] = serde_json::json!({ "installed": sha, "original": null });
+        std::fs::write(&record_path, record.to_string()).unwrap();
+        let before = snapshot(&agmsg);
+        let run = shim(&env, &["uninstall", dir]);
+        assert_eq!(run.code, 1, "{forged}: {run:?}");
+        assert!(run.stderr.contains("is not a path install writes"), "{run:?}");
+        assert_same_tree(&snapshot(&agmsg), &before, "nothing changed");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me\n");
+    }
+}

@@ -237,13 +237,35 @@ impl Root {
 
     fn record(&self) -> Result<Option<Record>, String> {
         let Some((bytes, _)) = self.read(&format!("{STATE_DIR}/{RECORD}"))? else { return Ok(None) };
-        serde_json::from_slice(&bytes).map(Some).map_err(|e| format!("{STATE_DIR}/{RECORD} cannot be read ({e}): fix or remove it by hand"))
+        let bad = |why: String| format!("{STATE_DIR}/{RECORD} cannot be used ({why}): fix or remove it by hand");
+        let record: Record = serde_json::from_slice(&bytes).map_err(|e| bad(e.to_string()))?;
+        // Uninstall removes and rewrites what the record names: only paths install itself writes.
+        let is_sha = |h: &str| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit());
+        for path in record.files.keys().chain(&record.created_dirs) {
+            if !is_ours(path) {
+                return Err(bad(format!("{path:?} is not a path install writes")));
+            }
+        }
+        for entry in record.files.values() {
+            if !is_sha(&entry.installed) || entry.original.as_ref().is_some_and(|o| !is_sha(&o.sha256)) {
+                return Err(bad("a sha256 that is not one".into()));
+            }
+        }
+        Ok(Some(record))
     }
 
     fn save_record(&self, record: &Record) -> Result<(), String> {
         let text = serde_json::to_string_pretty(record).map_err(|e| e.to_string())? + "\n";
         self.write(&format!("{STATE_DIR}/{RECORD}"), text.as_bytes(), 0o644)
     }
+}
+
+/// Whether `rel` is a path install may write: below `scripts/drivers/`, plain names only (no `.`, `..`
+/// or empty component).
+fn is_ours(rel: &str) -> bool {
+    rel.strip_prefix("scripts/drivers/").is_some_and(|rest| {
+        rest.split('/').all(|part| !part.is_empty() && part != "." && part != ".." && part.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)))
+    })
 }
 
 fn backup_path(sha256: &str) -> String {
@@ -441,7 +463,9 @@ fn uninstall(root: &Root, dry_run: bool, items: &mut Vec<Item>) -> Result<(), St
     for (path, entry) in &record.files {
         let current = root.read(path)?.map(|(bytes, _)| sha256_hex(&bytes));
         let ours = current.as_deref() == Some(entry.installed.as_str());
+        let dir_gone = current.is_none() && root.dir_at(split(path).0, None)?.is_none();
         let (action, detail) = match (&current, &entry.original) {
+            (None, Some(_)) if dir_gone => ("leave", Some("its directory is gone".to_owned())),
             // Ours, or gone since (agmsg's original is what was there before install).
             (None, Some(o)) => ("restore", Some(format!("agmsg's file, from {}", backup_path(&o.sha256)))),
             (Some(_), Some(o)) if ours => ("restore", Some(format!("agmsg's file, from {}", backup_path(&o.sha256)))),

@@ -99,7 +99,7 @@ impl<'rt, W: DriverWorld> Driver<'rt, W> {
         if self.live.is_none() {
             let mut store = sandbox::new_store(&self.runtime.engine, &self.name, &self.grants)
                 .map_err(|e| CallFailure { message: format!("driver '{}': {e:#}", self.name) })?;
-            begin_call(&mut store, &limits);
+            let _running = begin_call(&mut store, &limits);
             let bindings = W::instantiate(&self.pre, &mut store).map_err(|e| {
                 let memory_hit = store.data().limiter.hit;
                 let stderr = store.data_mut().drain_output();
@@ -108,8 +108,9 @@ impl<'rt, W: DriverWorld> Driver<'rt, W> {
             self.live = Some((store, bindings));
         }
         let (store, bindings) = self.live.as_mut().expect("instance was just created");
-        begin_call(store, &limits);
+        let running = begin_call(store, &limits);
         let result = f(store, bindings);
+        drop(running);
         let stderr = store.data_mut().drain_output();
         match result {
             Ok(value) => Ok(value),
@@ -127,7 +128,7 @@ impl<'rt, W: DriverWorld> Driver<'rt, W> {
     pub fn cleanup(&mut self, f: impl FnOnce(&mut Store<HostState>) -> wasmtime::Result<()>) {
         let limits = self.grants.limits;
         if let Some((store, _)) = self.live.as_mut() {
-            begin_call(store, &limits);
+            let _running = begin_call(store, &limits);
             if f(store).is_err() {
                 self.live = None;
             }
@@ -135,8 +136,11 @@ impl<'rt, W: DriverWorld> Driver<'rt, W> {
     }
 }
 
-/// A call's fresh deadline, for its wasm (epoch ticks) and for the host calls it makes (an instant).
-fn begin_call(store: &mut Store<HostState>, limits: &Limits) {
+/// A call's fresh deadline, for its wasm (epoch ticks) and for the host calls it makes (an instant). The
+/// epoch advances while the returned guard lives: hold it until the call returns.
+fn begin_call(store: &mut Store<HostState>, limits: &Limits) -> super::engine::RunningCall {
+    let running = super::engine::running_call();
     store.set_epoch_deadline(limits.deadline_ticks());
     store.data_mut().deadline = std::time::Instant::now() + limits.call_timeout;
+    running
 }

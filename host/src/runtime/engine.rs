@@ -1,7 +1,7 @@
 //! The engine (one per process, shared by every runtime), its epoch ticker and per-call limits; everything here is off
 //! the per-call path.
 
-use std::sync::OnceLock;
+use std::sync::{Condvar, Mutex, OnceLock};
 
 pub use super::limits::{EPOCH_TICK, Limits};
 
@@ -68,13 +68,46 @@ fn shared_engine() -> Result<Engine> {
     engine.clone().map_err(wasmtime::Error::msg)
 }
 
-/// One background thread advances the epoch for the process's life.
+/// How many driver calls are running wasm in this process now: the epoch ticker advances only while
+/// one is, so that an idle process (a `watch` between rounds) has no thread waking every tick.
+static RUNNING: Mutex<usize> = Mutex::new(0);
+static RUNNING_CHANGED: Condvar = Condvar::new();
+
+/// A driver call in progress, from before its deadline is set until it returns: while one exists the
+/// epoch advances (a deadline counts ticks, and ticks pass only while some call runs).
+pub struct RunningCall(());
+
+/// Mark a call as running (see [`RunningCall`]).
+pub fn running_call() -> RunningCall {
+    let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+    *running += 1;
+    if *running == 1 {
+        RUNNING_CHANGED.notify_all();
+    }
+    RunningCall(())
+}
+
+impl Drop for RunningCall {
+    fn drop(&mut self) {
+        *RUNNING.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+    }
+}
+
+/// One background thread advances the epoch for the process's life, while a call runs; between calls
+/// it sleeps on [`RUNNING_CHANGED`]. A deadline is set relative to the current epoch at the start of
+/// each call, so the ticks not counted between calls belong to no deadline.
 fn start_epoch_ticker(engine: &Engine) {
     let engine = engine.clone();
     std::thread::Builder::new()
         .name("agmsg-epoch".into())
         .spawn(move || {
             loop {
+                {
+                    let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+                    while *running == 0 {
+                        running = RUNNING_CHANGED.wait(running).unwrap_or_else(|e| e.into_inner());
+                    }
+                }
                 engine.increment_epoch();
                 std::thread::sleep(EPOCH_TICK);
             }

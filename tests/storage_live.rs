@@ -1,12 +1,15 @@
-//! Live delivery, the optional `agmsg:storage/live` interface (1.1.0): `watch` on postgres wakes on the
+//! Live delivery. The optional `agmsg:storage/live` interface (1.1.0): `watch` on postgres wakes on the
 //! NOTIFY of a send from another home instead of waiting out its interval; a message whose notification
 //! never came (sent before anyone listened, or written without one) is still delivered from the cursor;
-//! drivers without the interface (sqlite, a component built against 1.0.0) are polled; a driver whose
-//! wait never returns is stopped by the call deadline.
+//! drivers without the interface (sqlite, a component built against 1.0.0) say so; a driver whose wait
+//! never returns is stopped by the call deadline. The host's own wake-up on a local store (inotify on the
+//! store directory, `storage::wake`): `watch` on sqlite and jsonl, a per-team partition included, prints
+//! a send from another process well before its interval ends, delivers a burst exactly once in order,
+//! and polls where inotify is refused or `AGMSG_WATCH_POLL=1`.
 
 mod common;
 
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -29,14 +32,14 @@ impl Watcher {
     /// Start it and wait until it has loaded its driver and begun (its `watching` line), then a moment
     /// more, so that it is past its first round and waiting.
     fn start(env: &Env, global_args: &[&str], team: &str, agent: &str, interval: &str) -> Watcher {
-        let mut child = env
-            .cmd()
-            .args(global_args)
-            .args(["watch", team, agent, "--interval", interval])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut cmd = env.cmd();
+        cmd.args(global_args).args(["watch", team, agent, "--interval", interval]);
+        Watcher::spawn(cmd)
+    }
+
+    /// Start `cmd`, an `agmsg-host watch`, as [`Watcher::start`] does.
+    fn spawn(mut cmd: Command) -> Watcher {
+        let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
         let lines = timestamped_lines(child.stdout.take().unwrap());
         let mut watcher = Watcher { child, lines };
         let (_, first) = watcher.next_line(Duration::from_secs(60)).expect("watch starts");
@@ -61,6 +64,17 @@ impl Watcher {
     }
 }
 
+impl Watcher {
+    /// Stop it and return what it wrote on stderr.
+    fn stop(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let mut stderr = String::new();
+        let _ = std::io::Read::read_to_string(self.child.stderr.as_mut().unwrap(), &mut stderr);
+        stderr
+    }
+}
+
 impl Drop for Watcher {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -68,12 +82,17 @@ impl Drop for Watcher {
     }
 }
 
-/// Send from `env` and return how long the watcher took to print it.
+/// Send from `env` to bob and return how long the watcher took to print it.
 fn send_and_time(watcher: &mut Watcher, env: &Env, team: &str, body: &str, give_up: Duration) -> Duration {
+    send_and_time_to(watcher, env, team, "bob", body, give_up)
+}
+
+/// Send from `env` to `to` and return how long the watcher took to print it.
+fn send_and_time_to(watcher: &mut Watcher, env: &Env, team: &str, to: &str, body: &str, give_up: Duration) -> Duration {
     let sent = Instant::now();
-    env.send(team, "alice", "bob", body);
+    env.send(team, "alice", to, body);
     let (at, line) = watcher.next_line(give_up).unwrap_or_else(|| panic!("{body:?} was not printed within {give_up:?}"));
-    assert!(line.contains("alice → bob") && line.ends_with(body), "{line:?}");
+    assert!(line.contains(&format!("alice → {to}")) && line.ends_with(body), "{line:?}");
     at.saturating_duration_since(sent)
 }
 
@@ -143,7 +162,7 @@ fn postgres_channels_are_per_team_and_team_names_are_only_hashed() {
 }
 
 #[test]
-fn sqlite_watch_is_polled() {
+fn sqlite_offers_no_live_interface_and_its_watch_delivers() {
     let env = Env::new();
     env.storage(&["init"]).ok();
     assert_eq!(env.storage(&["wait-after", "0", "t:bob", "--timeout-ms", "5000"]).ok().stdout, "unsupported\n");
@@ -211,4 +230,157 @@ fn a_wait_that_never_returns_is_stopped_by_the_deadline() {
     assert!(run.code == 13 && run.stderr.contains("asked to wait 750 ms"), "{run:?}");
     let run = env.run(&["--driver", hostile, "storage", "wait-after", "0", "wait-echo:bob", "--timeout-ms", "200"]);
     assert!(run.code == 13 && run.stderr.contains("asked to wait 200 ms"), "{run:?}");
+}
+
+/// An isolated home whose store is `driver`'s (sqlite, jsonl).
+fn env_with(driver: &str) -> Env {
+    Env::new().env("AGMSG_STORAGE_DRIVER", driver)
+}
+
+#[test]
+fn sqlite_and_jsonl_watches_wake_on_a_send_from_another_process_well_under_the_interval() {
+    for driver in ["sqlite", "jsonl"] {
+        let env = env_with(driver);
+        env.storage(&["init"]).ok();
+        // No `live` from either driver: what wakes the watcher is the host's watch of the store file.
+        assert_eq!(env.storage(&["wait-after", "0", "t:bob", "--timeout-ms", "1"]).ok().stdout, "unsupported\n", "{driver}");
+        let mut watcher = Watcher::start(&env, &[], "t", "bob", "30");
+        let mut latencies = Vec::new();
+        for i in 0..3 {
+            latencies.push(send_and_time(&mut watcher, &env, "t", &format!("{driver} woken {i}"), Duration::from_secs(15)));
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        eprintln!("{driver}: send-to-watch latency woken by the store watch, --interval 30: {latencies:?}");
+        for latency in &latencies {
+            assert!(*latency < Duration::from_secs(5), "{driver}: printed {latency:?} after the send, with --interval 30: {latencies:?}");
+        }
+        assert!(watcher.next_line(Duration::from_millis(500)).is_none(), "{driver}: each message printed once");
+        assert_eq!(env.storage(&["list-unread", "t", "bob"]).ok().stdout, "", "{driver}: what was printed was consumed");
+    }
+}
+
+#[test]
+fn a_per_team_partition_is_watched_where_it_is() {
+    let env = Env::new();
+    // agmsg's team config puts this team's store in <store>/teams/<team>/.
+    let config = env.dir.path().join(".agents/skills/agmsg/teams/split");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(config.join("config.json"), r#"{"drivers":{"partition":"per-team"}}"#).unwrap();
+    env.send("split", "alice", "bob", "first");
+    assert!(env.store.join("teams/split/messages.db").is_file(), "the team's store is its partition");
+    let mut watcher = Watcher::start(&env, &[], "split", "bob", "30");
+    let (_, line) = watcher.next_line(Duration::from_secs(1)).expect("the earlier message, already printed");
+    assert!(line.ends_with("first"), "{line:?}");
+    // Traffic in the shared store does not concern this team's watcher.
+    env.send("other", "alice", "bob", "shared store");
+    let latency = send_and_time(&mut watcher, &env, "split", "into the partition", Duration::from_secs(15));
+    assert!(latency < Duration::from_secs(5), "printed {latency:?} after the send, with --interval 30");
+}
+
+#[test]
+fn a_burst_of_sends_is_delivered_exactly_once_each_in_order() {
+    const BURST: usize = 200;
+    for driver in ["sqlite", "jsonl"] {
+        let env = env_with(driver);
+        env.storage(&["init"]).ok();
+        let mut watcher = Watcher::start(&env, &[], "t", "bob", "30");
+        // One process per send, back to back, as agmsg's scripts send.
+        let script = format!(r#"i=1; while [ $i -le {BURST} ]; do "$0" storage send t alice bob "burst $i" >/dev/null || exit 1; i=$((i+1)); done"#);
+        let mut sender = env.program("sh").args(["-c", &script, common::BIN]).spawn().unwrap();
+        let mut bodies = Vec::new();
+        while bodies.len() < BURST {
+            let Some((_, line)) = watcher.next_line(Duration::from_secs(60)) else {
+                panic!("{driver}: only {} of {BURST} printed: {:?}", bodies.len(), bodies.last());
+            };
+            bodies.push(line.rsplit("  ").next().unwrap().to_owned());
+        }
+        assert!(sender.wait().unwrap().success(), "{driver}: the sends succeed");
+        let expected: Vec<String> = (1..=BURST).map(|i| format!("burst {i}")).collect();
+        assert_eq!(bodies, expected, "{driver}: every message once, in order");
+        assert!(watcher.next_line(Duration::from_secs(1)).is_none(), "{driver}: nothing printed twice");
+        assert_eq!(env.storage(&["list-unread", "t", "bob"]).ok().stdout, "", "{driver}: all consumed");
+    }
+}
+
+/// `unshare` as a new user namespace whose inotify instance limit is 0 (a per-namespace limit), so that
+/// `inotify_init1` fails with EMFILE inside it; `Err` (why) where user namespaces are not available.
+fn without_inotify(env: &Env) -> Result<Command, String> {
+    let script = r#"echo 0 > /proc/sys/user/max_inotify_instances && exec "$@""#;
+    let unshare = |cmd: &mut Command| {
+        cmd.args(["--user", "--map-root-user", "sh", "-c", script, "sh"]);
+    };
+    let mut probe = env.program("unshare");
+    unshare(&mut probe);
+    match probe.arg("true").output() {
+        Ok(out) if out.status.success() => {
+            let mut cmd = env.program("unshare");
+            unshare(&mut cmd);
+            cmd.arg(common::BIN);
+            Ok(cmd)
+        }
+        Ok(out) => Err(format!("unshare could not take inotify away ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim())),
+        Err(e) => Err(format!("cannot run unshare: {e}")),
+    }
+}
+
+#[test]
+fn where_inotify_is_refused_the_watch_polls() {
+    let env = Env::new().env("AGMSG_LOG", "debug");
+    env.storage(&["init"]).ok();
+    let mut cmd = match without_inotify(&env) {
+        Ok(cmd) => cmd,
+        Err(why) if std::env::var_os("AGMSG_REQUIRE_USERNS").is_none() => {
+            eprintln!("skipped (set AGMSG_REQUIRE_USERNS=1 to fail instead): {why}");
+            return;
+        }
+        Err(why) => panic!("{why}"),
+    };
+    cmd.args(["watch", "t", "bob", "--interval", "1"]);
+    let mut watcher = Watcher::spawn(cmd);
+    let latency = send_and_time(&mut watcher, &env, "t", "by polling", Duration::from_secs(15));
+    assert!(latency < Duration::from_secs(5), "{latency:?} with --interval 1");
+    let stderr = watcher.stop();
+    assert!(stderr.contains("watch: polling every interval: inotify is not available"), "{stderr}");
+}
+
+#[test]
+fn agmsg_watch_poll_forces_polling() {
+    let env = env_with("sqlite").env("AGMSG_WATCH_POLL", "1").env("AGMSG_LOG", "debug");
+    env.storage(&["init"]).ok();
+    let mut slow = Watcher::start(&env, &[], "t", "bob", "30");
+    let mut fast = Watcher::start(&env, &[], "t", "carol", "0.5");
+    env.send("t", "alice", "bob", "not woken");
+    let latency = send_and_time_to(&mut fast, &env, "t", "carol", "polled", Duration::from_secs(10));
+    assert!(latency < Duration::from_secs(5), "{latency:?} with --interval 0.5");
+    // Polled every 30 s: the message to bob waits for the next round, well after carol's was printed.
+    assert!(slow.next_line(Duration::from_secs(2)).is_none(), "woken although AGMSG_WATCH_POLL=1");
+    let stderr = slow.stop();
+    assert!(stderr.contains("watch: polling every interval: AGMSG_WATCH_POLL is set"), "{stderr}");
+}
+
+/// Voluntary context switches of every thread of `pid` so far: how often the process went to sleep,
+/// which is how often something woke it.
+fn wakeups(pid: u32) -> u64 {
+    let mut total = 0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let status = std::fs::read_to_string(task.unwrap().path().join("status")).unwrap_or_default();
+        let count = status.lines().find_map(|l| l.strip_prefix("voluntary_ctxt_switches:")).map(|n| n.trim().parse::<u64>().unwrap());
+        total += count.unwrap_or(0);
+    }
+    total
+}
+
+#[test]
+fn an_idle_woken_watch_sleeps() {
+    let env = Env::new();
+    env.storage(&["init"]).ok();
+    let watcher = Watcher::start(&env, &[], "t", "bob", "30");
+    let pid = watcher.child.id();
+    let before = wakeups(pid);
+    std::thread::sleep(Duration::from_secs(3));
+    let woken = wakeups(pid) - before;
+    // Waiting on the store watch in slices of 1 s (for Ctrl-C): a few wake-ups. Before, the epoch ticker
+    // alone woke every 10 ms, 300 times in 3 s, whether or not a driver call was running.
+    assert!(woken < 60, "an idle watcher woke {woken} times in 3 s");
+    drop(watcher);
 }

@@ -1,15 +1,24 @@
-//! Send-to-watch latency on the postgres driver: `agmsg-host watch` woken by LISTEN/NOTIFY (the optional
-//! `agmsg:storage/live` interface) vs the same driver polled (`AGMSG_WATCH_POLL=1`, the host's switch
-//! that ignores `live`) at agmsg's default interval of 1 s, and at 0.1 s.
+//! Send-to-watch latency of `agmsg-host watch`, and what an idle watcher costs, on the three bundled
+//! stores:
 //!
-//! Each configuration runs one `watch` process in one home and sends N messages from another home (its
-//! own process each, as agmsg's scripts do), at irregular spacing so that sends fall anywhere in a poll
-//! interval. A latency is from the start of the `send` process to the line arriving on the watcher's
-//! stdout: the send's own process start, connection and commit included (the watcher may print before
-//! the send process has exited, so its exit is no usable start), reported beside the send process's own
-//! wall time. Reported: median, 90th percentile and maximum over the N sends, side by side.
+//! - postgres woken by LISTEN/NOTIFY (the optional `agmsg:storage/live` interface);
+//! - sqlite and jsonl woken by the host's watch of the store file (inotify on the store directory,
+//!   `storage::wake`);
+//! - each of them polled (`AGMSG_WATCH_POLL=1`, the host's switch that ignores both wake-ups) at agmsg's
+//!   default interval of 1 s, and at 0.1 s.
 //!
-//! The cluster is a throwaway one, started with the tests' helper (`tests/common/postgres.rs`;
+//! Each configuration runs one `watch` process and sends N messages from other processes (postgres: from
+//! another home on the same database; sqlite and jsonl: on the same store, as agmsg's scripts do), at
+//! irregular spacing so that sends fall anywhere in a poll interval. A latency is from the start of the
+//! `send` process to the line arriving on the watcher's stdout: the send's own process start, store open
+//! and commit included (the watcher may print before the send process has exited, so its exit is no
+//! usable start), reported beside the send process's own wall time. Reported: median, 90th percentile
+//! and maximum over the N sends, side by side.
+//!
+//! Idle cost: the CPU time (utime + stime, from `/proc/<pid>/stat`) a watcher with nothing to deliver
+//! uses over 10 s, woken and polled.
+//!
+//! The postgres cluster is a throwaway one, started with the tests' helper (`tests/common/postgres.rs`;
 //! PostgreSQL's server binaries from `scripts/setup`).
 //!
 //! Run: `cargo bench -p agmsg-host --bench watch_latency` (release build).
@@ -33,21 +42,33 @@ const BIN: &str = env!("CARGO_BIN_EXE_agmsg-host");
 
 /// Sends per configuration.
 const N: usize = 40;
+/// How long an idle watcher is measured.
+const IDLE: Duration = Duration::from_secs(10);
 
-/// One isolated home: its own HOME, store path and compile cache, pointed at the database.
+/// One isolated home: its own HOME, store path and compile cache, and the store's settings.
 struct Home {
     dir: tempfile::TempDir,
     env: Vec<(String, String)>,
 }
 
 impl Home {
-    fn new(cluster: &Cluster, database: &str) -> Home {
+    fn new(settings: Vec<(String, String)>) -> Home {
         let dir = tempfile::tempdir().unwrap();
-        let mut env = cluster.env(database);
+        let mut env = settings;
         env.push(("HOME".into(), dir.path().display().to_string()));
         env.push(("AGMSG_STORAGE_PATH".into(), dir.path().join("store").display().to_string()));
         env.push(("AGMSG_CACHE_DIR".into(), dir.path().join("cache").display().to_string()));
         Home { dir, env }
+    }
+
+    /// A home on `database` of `cluster`.
+    fn postgres(cluster: &Cluster, database: &str) -> Home {
+        Home::new(cluster.env(database))
+    }
+
+    /// A home whose store is `driver`'s (sqlite, jsonl), in its own directory.
+    fn local(driver: &str) -> Home {
+        Home::new(vec![("AGMSG_STORAGE_DRIVER".into(), driver.into())])
     }
 
     fn cmd(&self) -> Command {
@@ -57,6 +78,11 @@ impl Home {
             cmd.env(k, v);
         }
         cmd
+    }
+
+    fn ok(&self, args: &[&str]) {
+        let out = self.cmd().args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     }
 }
 
@@ -78,6 +104,16 @@ impl Watcher {
         assert!(first.starts_with("watching "), "{first:?}");
         std::thread::sleep(Duration::from_millis(500));
         Watcher { child, lines }
+    }
+
+    /// The CPU time it has used so far: utime + stime of `/proc/<pid>/stat`.
+    fn cpu_time(&self) -> Duration {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap();
+        // The fields after the command name, which is in parentheses and may hold spaces: state is
+        // field 3, utime 14 and stime 15.
+        let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+        let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+        Duration::from_secs_f64(ticks as f64 / rustix::param::clock_ticks_per_second() as f64)
     }
 }
 
@@ -110,10 +146,31 @@ fn run(watching: &Home, sender: &Home, interval: &str, poll: bool, tag: &str) ->
     (latencies, sends)
 }
 
+/// The CPU time a watcher with nothing to deliver uses over [`IDLE`].
+fn idle_cpu(home: &Home, interval: &str, poll: bool) -> Duration {
+    let watcher = Watcher::start(home, interval, poll);
+    let before = watcher.cpu_time();
+    std::thread::sleep(IDLE);
+    let used = watcher.cpu_time() - before;
+    assert!(watcher.lines.try_recv().is_err(), "an idle watcher printed something");
+    used
+}
+
 fn summary(mut samples: Vec<Duration>) -> (Duration, Duration, Duration) {
     samples.sort();
     let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
     (at(0.5), at(0.9), samples[samples.len() - 1])
+}
+
+/// One store's configurations: (row name, --interval, polled).
+type Configurations = [(&'static str, &'static str, bool); 3];
+
+fn polled(woken: (&'static str, &'static str)) -> Configurations {
+    [
+        (woken.0, woken.1, false),
+        ("polling (AGMSG_WATCH_POLL=1), --interval 1", "1", true),
+        ("polling (AGMSG_WATCH_POLL=1), --interval 0.1", "0.1", true),
+    ]
 }
 
 fn main() {
@@ -122,34 +179,54 @@ fn main() {
     }
     let cluster = Cluster::start();
     let database = cluster.create_database();
-    let (watching, sender) = (Home::new(&cluster, &database), Home::new(&cluster, &database));
-    let init = sender.cmd().args(["storage", "init"]).output().unwrap();
-    assert!(init.status.success(), "{}", String::from_utf8_lossy(&init.stderr));
-    // Warm both homes' compile caches.
-    let warm = watching.cmd().args(["storage", "watch-tip", "t:bob"]).output().unwrap();
-    assert!(warm.status.success());
-
-    println!("send-to-watch latency, postgres driver, {N} sends each (from the send process's start to the printed line)");
-    println!("{:<46} {:>10} {:>10} {:>10}", "", "median", "p90", "max");
-    let configurations = [
-        ("LISTEN/NOTIFY (live), --interval 10", "10", false),
-        ("polling (AGMSG_WATCH_POLL=1), --interval 1", "1", true),
-        ("polling (AGMSG_WATCH_POLL=1), --interval 0.1", "0.1", true),
-    ];
-    let mut medians = Vec::new();
-    let mut send_walls = Vec::new();
-    for (i, (name, interval, poll)) in configurations.iter().enumerate() {
-        let (latencies, sends) = run(&watching, &sender, interval, *poll, &format!("c{i}"));
-        let (median, p90, max) = summary(latencies);
-        println!("{name:<46} {:>7.1} ms {:>7.1} ms {:>7.1} ms", ms(median), ms(p90), ms(max));
-        medians.push(median);
-        send_walls.extend(sends);
+    let (pg_watching, pg_sender) = (Home::postgres(&cluster, &database), Home::postgres(&cluster, &database));
+    let (sqlite, jsonl) = (Home::local("sqlite"), Home::local("jsonl"));
+    for home in [&pg_sender, &sqlite, &jsonl] {
+        home.ok(&["storage", "init"]);
+        // Warm the home's compile cache (plugins only; bundled drivers run in place).
+        home.ok(&["storage", "watch-tip", "t:bob"]);
     }
-    let (median, p90, max) = summary(send_walls);
-    println!("{:<46} {:>7.1} ms {:>7.1} ms {:>7.1} ms", "(the send process alone, start to exit)", ms(median), ms(p90), ms(max));
-    println!(
-        "median ratio polling(1 s) / live: {:.1}x; polling(0.1 s) / live: {:.1}x",
-        medians[1].as_secs_f64() / medians[0].as_secs_f64(),
-        medians[2].as_secs_f64() / medians[0].as_secs_f64()
-    );
+    pg_watching.ok(&["storage", "watch-tip", "t:bob"]);
+
+    let stores: [(&str, &Home, &Home, Configurations); 3] = [
+        ("postgres", &pg_watching, &pg_sender, polled(("LISTEN/NOTIFY (live), --interval 10", "10"))),
+        ("sqlite", &sqlite, &sqlite, polled(("store watch (inotify), --interval 10", "10"))),
+        ("jsonl", &jsonl, &jsonl, polled(("store watch (inotify), --interval 10", "10"))),
+    ];
+    println!("send-to-watch latency, {N} sends each (from the send process's start to the printed line)");
+    println!("{:<56} {:>10} {:>10} {:>10}", "", "median", "p90", "max");
+    let mut ratios = Vec::new();
+    for (store, watching, sender, configurations) in stores {
+        let mut medians = Vec::new();
+        let mut send_walls = Vec::new();
+        for (i, (name, interval, poll)) in configurations.iter().enumerate() {
+            let (latencies, sends) = run(watching, sender, interval, *poll, &format!("{store}{i}"));
+            let (median, p90, max) = summary(latencies);
+            println!("{:<56} {:>7.1} ms {:>7.1} ms {:>7.1} ms", format!("{store}: {name}"), ms(median), ms(p90), ms(max));
+            medians.push(median);
+            send_walls.extend(sends);
+        }
+        let (median, p90, max) = summary(send_walls);
+        println!("{:<56} {:>7.1} ms {:>7.1} ms {:>7.1} ms", format!("{store}: (the send process alone, start to exit)"), ms(median), ms(p90), ms(max));
+        ratios.push(format!(
+            "{store}: polling(1 s) / woken {:.1}x, polling(0.1 s) / woken {:.1}x",
+            medians[1].as_secs_f64() / medians[0].as_secs_f64(),
+            medians[2].as_secs_f64() / medians[0].as_secs_f64()
+        ));
+    }
+    println!("median ratios: {}", ratios.join("; "));
+
+    println!();
+    println!("idle watcher, CPU time (utime + stime) over {} s with nothing to deliver", IDLE.as_secs());
+    for (store, home) in [("sqlite", &sqlite), ("jsonl", &jsonl)] {
+        for (name, interval, poll) in [
+            ("store watch (inotify), --interval 10", "10", false),
+            ("store watch (inotify), --interval 1", "1", false),
+            ("polling (AGMSG_WATCH_POLL=1), --interval 1", "1", true),
+            ("polling (AGMSG_WATCH_POLL=1), --interval 0.1", "0.1", true),
+        ] {
+            let used = idle_cpu(home, interval, poll);
+            println!("{:<56} {:>7.1} ms", format!("{store}: {name}"), ms(used));
+        }
+    }
 }

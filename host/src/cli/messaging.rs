@@ -129,17 +129,21 @@ pub fn inbox(store: Option<PathBuf>, driver: Option<String>, team: &str, agent: 
 }
 
 /// `watch <team> <agent> [--interval S]`: the §2.2 loop until Ctrl-C or a closed stdout. Between rounds it
-/// waits on the driver's live wake-ups when it offers them (`agmsg:storage/live`, 1.1.0), for at most
-/// the interval; other drivers, or any driver with `AGMSG_WATCH_POLL=1`, are polled every interval.
+/// waits, for at most the interval, on the driver's live wake-ups when it offers them
+/// (`agmsg:storage/live`, 1.1.0), else on a change to its store file (`storage::wake`); a store where
+/// neither works, or any driver with `AGMSG_WATCH_POLL=1`, is polled every interval.
 pub fn watch(store: Option<PathBuf>, driver: Option<String>, team: &str, agent: &str, interval: Duration, json: bool) -> ExitCode {
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     if let Err(e) = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)) {
         return record_failure(&StorageError::runtime(format!("cannot handle Ctrl-C: {e}")));
     }
-    let live = std::env::var_os("AGMSG_WATCH_POLL").is_none_or(|v| v.is_empty() || v == "0");
+    let wake = std::env::var_os("AGMSG_WATCH_POLL").is_none_or(|v| v.is_empty() || v == "0");
     let result = StoreSession::resolve(store, driver, Some(team), true).and_then(|store| {
         let mut driver = store.driver()?;
+        // The store directory the driver is granted (none for postgres, whose store is a database).
+        let granted = store.source.capabilities.store().then_some(&store.grant);
+        let mut waiter = delivery::Waiter::choose(&mut driver, granted, wake);
         let mut printer = Printer::new(json);
         let _ = printer.note(&format!("watching {team}:{agent} (Ctrl-C to stop)"));
         while !stop.load(Ordering::SeqCst) {
@@ -147,7 +151,7 @@ pub fn watch(store: Option<PathBuf>, driver: Option<String>, team: &str, agent: 
             if !round.all_delivered {
                 return Ok(());
             }
-            delivery::wait_for_next_round(&mut driver, team, agent, &round.cursor, interval, live, || stop.load(Ordering::SeqCst))?;
+            delivery::wait_for_next_round(&mut driver, &mut waiter, team, agent, &round.cursor, interval, || stop.load(Ordering::SeqCst))?;
         }
         Ok(())
     });

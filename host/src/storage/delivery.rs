@@ -5,7 +5,10 @@
 use std::time::{Duration, Instant};
 
 use super::driver::{Message, Pair, Wake};
+use super::wake::{Change, StoreWake};
 use super::{StorageError, Storage};
+use crate::log::host_log;
+use crate::runtime::sandbox::StoreDir;
 
 /// The longest one wait call lasts, so that a stop request (Ctrl-C) is seen this soon.
 const WAIT_SLICE: Duration = Duration::from_secs(1);
@@ -64,38 +67,99 @@ pub fn watch_round(driver: &mut Storage<'_>, team: &str, agent: &str, mut delive
     Ok(WatchRound { all_delivered: all, cursor: batch.cursor })
 }
 
-/// Wait between two watch rounds: through the driver's `live.wait-after` (from `cursor`, the last round's)
-/// when it offers it and `live` is true, else by sleeping. Returns when a wake-up says a message may have
-/// arrived, when `interval` has passed (the next round then reads anyway, so a lost wake-up delays a
-/// message by at most `interval`), or when `stopped` says so (checked at least every second).
+/// How a watch waits between rounds, chosen once when it starts.
+pub enum Waiter {
+    /// The driver's `live.wait-after` (postgres: LISTEN/NOTIFY).
+    Live,
+    /// The host's watch of the store file (inotify on the store directory; see [`wake`]).
+    Store(StoreWake),
+    /// Sleeping out the interval.
+    Poll,
+}
+
+impl Waiter {
+    /// The best way to wait that this driver and store allow: the driver's own `live` wake-ups, else a
+    /// watch of the store file in `store` (the directory the driver is granted, if any), else polling.
+    /// `wake` false (`AGMSG_WATCH_POLL=1`) forces polling. Why a watch polls is logged at debug level.
+    pub fn choose(driver: &mut Storage<'_>, store: Option<&StoreDir>, wake: bool) -> Waiter {
+        let why_poll = if !wake {
+            "AGMSG_WATCH_POLL is set".to_owned()
+        } else if driver.offers_wait() {
+            return Waiter::Live;
+        } else if let Some(store) = store {
+            // The driver says which file is its store (sqlite: messages.db, jsonl: events.jsonl).
+            match driver.describe().map(|d| d.store_file) {
+                Ok(Some(file)) => match StoreWake::watch(store, &file.path) {
+                    Ok(watch) => {
+                        host_log::debug(&format!("watch: woken by changes to {} in {}", file.path, store.path().display()));
+                        return Waiter::Store(watch);
+                    }
+                    Err(why) => why,
+                },
+                Ok(None) => format!("driver '{}' names no store file", driver.name()),
+                Err(e) => format!("driver '{}' could not describe its store: {}", driver.name(), e.message),
+            }
+        } else {
+            format!("driver '{}' offers no live wake-ups and has no store directory", driver.name())
+        };
+        host_log::debug(&format!("watch: polling every interval: {why_poll}"));
+        Waiter::Poll
+    }
+}
+
+/// Wait between two watch rounds, as `waiter` says (from `cursor`, the last round's, for `live`).
+/// Returns when a wake-up says a message may have arrived, when `interval` has passed (the next round
+/// then reads anyway, so a lost wake-up delays a message by at most `interval`), or when `stopped` says
+/// so (checked at least every second). Wake-ups are at least [`MIN_SPACING`] apart. A wait that stops
+/// working (the driver no longer offers `live`, the store watch ended) falls back to polling.
 pub fn wait_for_next_round(
     driver: &mut Storage<'_>,
+    waiter: &mut Waiter,
     team: &str,
     agent: &str,
     cursor: &str,
     interval: Duration,
-    live: bool,
     stopped: impl Fn() -> bool,
 ) -> Result<(), StorageError> {
     let until = Instant::now() + interval;
     let pair = [Pair { team: team.to_owned(), agent: agent.to_owned() }];
-    let mut live = live && driver.offers_wait();
     loop {
         let started = Instant::now();
         let left = until.saturating_duration_since(started);
         if left.is_zero() || stopped() {
             return Ok(());
         }
-        if !live {
-            std::thread::sleep(left.min(POLL_STEP));
-            continue;
-        }
-        let wake = driver.wait_after(cursor, &pair, left.min(WAIT_SLICE))?;
+        let woken = match waiter {
+            Waiter::Poll => {
+                std::thread::sleep(left.min(POLL_STEP));
+                continue;
+            }
+            Waiter::Live => match driver.wait_after(cursor, &pair, left.min(WAIT_SLICE))? {
+                Some(Wake::Changed) => true,
+                Some(Wake::TimedOut) => false,
+                None => {
+                    *waiter = Waiter::Poll;
+                    false
+                }
+            },
+            Waiter::Store(watch) => match watch.wait(left.min(WAIT_SLICE)) {
+                Ok(Change::Changed) => true,
+                Ok(Change::Quiet) => false,
+                ended => {
+                    let why = ended.err().unwrap_or_else(|| "the store directory was removed or unmounted".to_owned());
+                    host_log::debug(&format!("watch: polling from now on: {why}"));
+                    *waiter = Waiter::Poll;
+                    false
+                }
+            },
+        };
         std::thread::sleep(MIN_SPACING.saturating_sub(started.elapsed()));
-        match wake {
-            Some(Wake::Changed) => return Ok(()),
-            Some(Wake::TimedOut) => {}
-            None => live = false,
+        if woken {
+            if let Waiter::Store(watch) = waiter {
+                // What the writer wrote while we slept is part of this wake: the round reads it.
+                let _ = watch.drain();
+            }
+            return Ok(());
         }
     }
 }

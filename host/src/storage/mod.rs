@@ -10,6 +10,7 @@ pub mod records;
 pub mod session;
 pub mod source;
 pub mod suite;
+pub mod wake;
 pub mod world;
 
 pub use driver::{StorageError, Storage};

@@ -194,6 +194,8 @@ pub const TYPE_CONF: &str = "type.conf";
 /// `type.conf`, and the plug component its `agmsg-driver.toml` names, if it ships one.
 pub struct AgentTypeFiles {
     pub tree: super::tree::Tree,
+    /// Its entries, each file with its size and sha256 ([`super::tree::Tree::hashed`]: hashed once).
+    pub hashed: Vec<(String, Option<(usize, String)>)>,
     pub conf: crate::agent::Manifest,
     pub conf_sha256: String,
     /// The plug component's manifest and bytes.
@@ -222,7 +224,8 @@ impl AgentTypeFiles {
         if !hooks_file.is_empty() {
             crate::agent::manifest::check_hooks_file(name, hooks_file).map_err(|e| format!("{}: {e}", conf_path.display()))?;
         }
-        let conf_sha256 = sha256_hex(conf_bytes);
+        let hashed = tree.hashed();
+        let conf_sha256 = hashed.iter().find(|(p, _)| p == TYPE_CONF).and_then(|(_, f)| f.as_ref()).map(|(_, sha)| sha.clone()).expect("type.conf is a file of the tree");
         let plug = match tree.file(Path::new(MANIFEST_FILE)) {
             None => None,
             Some(bytes) => {
@@ -239,17 +242,17 @@ impl AgentTypeFiles {
                 Some((m, wasm))
             }
         };
-        Ok(AgentTypeFiles { conf, conf_sha256, plug, tree })
+        Ok(AgentTypeFiles { conf, conf_sha256, plug, tree, hashed })
     }
 
     /// What trust pins: every file but `type.conf` (template, plug, launchers), and `type.conf`.
     pub fn pinned(&self) -> (String, String) {
-        (self.tree.sha256_without(TYPE_CONF), self.conf_sha256.clone())
+        (super::tree::pin(&self.hashed, TYPE_CONF), self.conf_sha256.clone())
     }
 
     /// Every file of the directory, with its size and sha256 (what consent and `inspect` list).
     pub fn listing(&self) -> Vec<TypeFile> {
-        self.tree.entries.iter().filter_map(|(path, bytes)| bytes.as_ref().map(|b| TypeFile { path: path.clone(), bytes: b.len(), sha256: sha256_hex(b) })).collect()
+        self.hashed.iter().filter_map(|(path, file)| file.as_ref().map(|(bytes, sha256)| TypeFile { path: path.clone(), bytes: *bytes, sha256: sha256.clone() })).collect()
     }
 }
 
@@ -278,7 +281,9 @@ fn read_agent_type(name: &str, dir: &Path, trust: &TrustFile) -> Candidate {
             candidate.type_files = files.listing();
             candidate.agent_type = Some(files.conf);
             if let Some((manifest, wasm)) = files.plug {
-                candidate.sha256 = Some(sha256_hex(&wasm));
+                // Hashed once with the tree: the plug is one of its files.
+                let listed = super::tree::normalize(&manifest.component).and_then(|rel| candidate.type_files.iter().find(|f| f.path == rel));
+                candidate.sha256 = Some(listed.map_or_else(|| sha256_hex(&wasm), |f| f.sha256.clone()));
                 candidate.wasm = Some(wasm);
                 candidate.manifest = Some(manifest);
             }

@@ -127,17 +127,27 @@ impl Tree {
     /// sha256 over every entry except the file `skip`: each path with its kind and, for a file, its
     /// content's sha256, one line each, sorted. What trust pins as a package's code.
     pub fn sha256_without(&self, skip: &str) -> String {
-        let lines: Vec<String> = self
-            .entries
-            .iter()
-            .filter(|(p, _)| p != skip)
-            .map(|(p, bytes)| match bytes {
-                Some(bytes) => format!("{p}\0file\0{}", super::sha256_hex(bytes)),
-                None => format!("{p}\0dir"),
-            })
-            .collect();
-        super::sha256_hex(lines.join("\n").as_bytes())
+        pin(&self.hashed(), skip)
     }
+
+    /// Every entry with, for a file, its size and its content's sha256 (`None`: a directory), in the
+    /// tree's order: each file hashed once, for the pin ([`pin`]) and for what is shown of it.
+    pub fn hashed(&self) -> Vec<(String, Option<(usize, String)>)> {
+        self.entries.iter().map(|(p, bytes)| (p.clone(), bytes.as_ref().map(|b| (b.len(), super::sha256_hex(b))))).collect()
+    }
+}
+
+/// [`Tree::sha256_without`] from the entries [`Tree::hashed`] gave.
+pub fn pin(hashed: &[(String, Option<(usize, String)>)], skip: &str) -> String {
+    let lines: Vec<String> = hashed
+        .iter()
+        .filter(|(p, _)| p != skip)
+        .map(|(p, file)| match file {
+            Some((_, sha256)) => format!("{p}\0file\0{sha256}"),
+            None => format!("{p}\0dir"),
+        })
+        .collect();
+    super::sha256_hex(lines.join("\n").as_bytes())
 }
 
 /// Read the file `rel` below `dir` (the directory itself may be reached through links; nothing below
@@ -172,6 +182,10 @@ mod tests {
         assert_eq!(tree.file(Path::new("./sub//a.md")), Some(&b"a"[..]));
         assert_eq!(tree.file(Path::new("sub")), None);
         let before = tree.sha256_without("type.conf");
+        // The pin's format is what trust files already hold: kept exactly.
+        let a = crate::plugin::sha256_hex(b"a");
+        assert_eq!(before, crate::plugin::sha256_hex(format!("sub\0dir\nsub/a.md\0file\0{a}").as_bytes()));
+        assert_eq!(tree.hashed()[1], ("sub/a.md".to_owned(), Some((1, a))));
         std::fs::write(t.join("type.conf"), "name=changed\n").unwrap();
         assert_eq!(read(&t).unwrap().sha256_without("type.conf"), before, "type.conf is pinned apart");
         std::fs::write(t.join("sub/a.md"), "b").unwrap();

@@ -334,3 +334,32 @@ fn a_record_naming_other_paths_is_refused() {
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me\n");
     }
 }
+
+/// One install or uninstall at a time: while another holds agmsg's directory, a second is refused.
+#[test]
+fn a_second_run_at_the_same_time_is_refused() {
+    let env = Env::new();
+    let Some(agmsg) = agmsg_install(&env) else { return };
+    let dir = agmsg.to_str().unwrap();
+    // flock(1) holds the directory's lock, as a running install does, until its stdin closes.
+    let mut holder = env.program("flock").arg(&agmsg).args(["cat"]).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let started = std::time::Instant::now();
+    loop {
+        let probe = env.program("flock").args(["-n", dir, "true"]).status().unwrap();
+        if !probe.success() {
+            break;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(10), "flock never took the lock");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let before = snapshot(&agmsg);
+    for action in ["install", "uninstall"] {
+        let run = shim(&env, &[action, dir]);
+        assert_eq!(run.code, 1, "{run:?}");
+        assert!(run.stderr.contains("another agmsg-host shim install or uninstall is running"), "{run:?}");
+    }
+    assert_same_tree(&snapshot(&agmsg), &before, "nothing changed");
+    drop(holder.stdin.take());
+    holder.wait().unwrap();
+    assert_eq!(items(&env, &["install", dir]).iter().filter(|(_, a)| a == "replace").count(), 11, "the install goes ahead once the other has finished");
+}

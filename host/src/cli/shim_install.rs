@@ -19,7 +19,8 @@
 //! Nothing below `<dir>` is followed through a symlink: every directory is opened `O_NOFOLLOW` from
 //! `<dir>` down and a link where a file or directory is expected refuses the whole command before
 //! anything changes. Files are written atomically (`storage::atomic_file`). Running either twice
-//! changes nothing the second time. Exit 0 done (or nothing to do), 1 refused or failed.
+//! changes nothing the second time; one runs at a time per directory (a `flock` on it, a second is
+//! refused). Exit 0 done (or nothing to do), 1 refused or failed.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, Permissions};
@@ -154,6 +155,15 @@ impl Root {
         let layout = root.dir_at("scripts/drivers", None)?.is_some() && root.read("scripts/lib/storage.sh")?.is_some();
         if !layout {
             return Err(format!("{} is not an agmsg install directory (no scripts/drivers/ and scripts/lib/storage.sh): name the directory holding agmsg's scripts/, e.g. ~/.agents/skills/agmsg", dir.display()));
+        }
+        // One install or uninstall at a time per directory (the kernel drops the lock with the
+        // process): two at once could each record what the other is replacing.
+        match rustix::fs::flock(&root.dir, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::WOULDBLOCK) => {
+                return Err(format!("another agmsg-host shim install or uninstall is running on {}: try again once it has finished", dir.display()));
+            }
+            Err(e) => return Err(format!("cannot lock {}: {e}", dir.display())),
         }
         Ok(root)
     }

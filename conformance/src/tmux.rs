@@ -318,6 +318,24 @@ fn hostile_names_are_data(harness: &Harness, driver: &str) {
             assert_eq!(despawn.code, 0, "{despawn:?}");
         }
     }
+
+    // Boot words are the pane's argv, each as given (one ending in `;` too).
+    let script = server.dir.path().join("write-word.sh");
+    std::fs::write(&script, "printf %s \"$2\" > \"$1\"\n").expect("writing the boot's script");
+    let out = server.dir.path().join("boot-word");
+    let word = "$(cd;touch PWNED-10) `cd;touch PWNED-11` #(cd;touch PWNED-12) #{pane_id} it's \"q\" a;";
+    let (script_text, out_text) = (script.to_str().expect("UTF-8"), out.to_str().expect("UTF-8"));
+    for target in ["window", "pane-v"] {
+        let spawned = run(&env, driver, &["spawn", "boot", project_text, target, "/bin/sh", script_text, out_text, word]);
+        assert_eq!(spawned.code, 0, "spawn {target} with a hostile boot word: {spawned:?}");
+        let started = Instant::now();
+        while !out.exists() && started.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        let written = std::fs::read_to_string(&out).unwrap_or_default();
+        assert_eq!(written, word, "spawn {target}: the boot got its words exactly");
+        std::fs::remove_file(&out).expect("removing the boot's output");
+    }
     assert_nothing_ran(&[server.dir.path(), env.dir.path()]);
 }
 

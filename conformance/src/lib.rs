@@ -27,15 +27,36 @@ pub struct Rule {
     pub check: fn(&Harness, &str),
 }
 
+/// How a rule ended that did not fail.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Passed,
+    /// The rule is about something this driver does not offer (an optional interface): neither a pass
+    /// nor a failure, and reported as such, with why.
+    Skipped(String),
+}
+
+/// What [`skip`] unwinds with.
+struct Skipped(String);
+
+/// End the running rule as not applicable to this driver, saying why (`SKIP` in `driver test`).
+pub fn skip(why: impl Into<String>) -> ! {
+    std::panic::resume_unwind(Box::new(Skipped(why.into())))
+}
+
 /// Run `rule` against `driver` (a bundled name or a component path); `Err` carries the assertion.
-pub fn run_rule(harness: &Harness, rule: &Rule, driver: &str) -> Result<(), String> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (rule.check)(harness, driver))).map_err(|payload| {
-        payload
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-            .unwrap_or_else(|| "the rule panicked".to_owned())
-    })
+pub fn run_rule(harness: &Harness, rule: &Rule, driver: &str) -> Result<Verdict, String> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (rule.check)(harness, driver))) {
+        Ok(()) => Ok(Verdict::Passed),
+        Err(payload) => match payload.downcast::<Skipped>() {
+            Ok(skipped) => Ok(Verdict::Skipped(skipped.0)),
+            Err(payload) => Err(payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                .unwrap_or_else(|| "the rule panicked".to_owned())),
+        },
+    }
 }
 
 /// What a run printed and how it exited.

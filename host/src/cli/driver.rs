@@ -13,7 +13,7 @@
 
 use std::process::ExitCode;
 
-use agmsg_conformance::{Harness, run_rule};
+use agmsg_conformance::{Harness, Verdict, run_rule};
 
 use agmsg_host::axis::Axis;
 use agmsg_host::axis_module::Suite;
@@ -72,11 +72,16 @@ pub fn test(driver: &str) -> ExitCode {
     // Assertions are the rules' failure reports: print them in the table, not as panic noise.
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
-    let mut failed = 0;
+    let (mut failed, mut skipped) = (0, 0);
     for rule in &rules {
         let started = std::time::Instant::now();
         match run_rule(&harness, rule, &driver) {
-            Ok(()) => println!("PASS  {:<44} {:>6.0} ms", rule.name, started.elapsed().as_secs_f64() * 1e3),
+            Ok(Verdict::Passed) => println!("PASS  {:<44} {:>6.0} ms", rule.name, started.elapsed().as_secs_f64() * 1e3),
+            Ok(Verdict::Skipped(why)) => {
+                skipped += 1;
+                println!("SKIP  {:<44} {:>6.0} ms", rule.name, started.elapsed().as_secs_f64() * 1e3);
+                println!("        {}", agmsg_host::display::line(&why));
+            }
             Err(reason) => {
                 failed += 1;
                 println!("FAIL  {:<44} {:>6.0} ms", rule.name, started.elapsed().as_secs_f64() * 1e3);
@@ -89,6 +94,11 @@ pub fn test(driver: &str) -> ExitCode {
     }
     std::panic::set_hook(default_hook);
     let total = rules.len();
-    println!("{} of {total} rules passed", total - failed);
+    let passed = total - failed - skipped;
+    if skipped == 0 {
+        println!("{passed} of {total} rules passed");
+    } else {
+        println!("{passed} of {total} rules passed, {skipped} skipped (not applicable to this driver)");
+    }
     if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) }
 }

@@ -17,10 +17,14 @@ pub const SLOT_SIZE: u64 = 16;
 pub const MIN_SLOTS: u64 = 1 << 12;
 /// Slots read at once while probing: a probe rarely goes further at load 1/2.
 const GROUP: u64 = 16;
-/// Batch inserts go through the table in segments of this many slots (64 KiB), plus a margin for probes
-/// that run past a segment's end; a segment with fewer than `DENSE` entries takes them one by one.
-const SEGMENT: u64 = 4096;
-const MARGIN: u64 = 256;
+/// Batch inserts go through the table in segments sized to hold about `PER_SEGMENT` of the batch's
+/// entries (between `MIN_SEGMENT` and `MAX_SEGMENT` slots), plus a margin for probes that run past a
+/// segment's end; a segment with fewer than `DENSE` entries takes them one by one. So the bytes moved
+/// stay about a kilobyte per entry however sparse the batch is in a big table.
+const PER_SEGMENT: u64 = 32;
+const MIN_SEGMENT: u64 = 256;
+const MAX_SEGMENT: u64 = 4096;
+const MARGIN: u64 = 64;
 const DENSE: usize = 8;
 
 /// FNV-1a: stable across builds and platforms, which the on-disk table needs. Never 0 (an empty slot).
@@ -163,28 +167,29 @@ impl IdTable {
         let level = *self.levels.last().expect("a level exists");
         let mask = level.slots - 1;
         entries.sort_unstable_by_key(|&(hash, value)| (hash & mask, value));
+        let segment_slots = (level.slots * PER_SEGMENT / entries.len() as u64).next_power_of_two().clamp(MIN_SEGMENT, MAX_SEGMENT).min(level.slots);
         let mut rest: &[(u64, u64)] = entries;
         while let Some(&(first, _)) = rest.first() {
-            let segment = (first & mask) / SEGMENT;
-            let n = rest.iter().take_while(|(hash, _)| (hash & mask) / SEGMENT == segment).count();
+            let segment = (first & mask) / segment_slots;
+            let n = rest.iter().take_while(|(hash, _)| (hash & mask) / segment_slots == segment).count();
             let (here, later) = rest.split_at(n);
             if n < DENSE {
                 for &(hash, value) in here {
                     self.insert(hash, value)?;
                 }
             } else {
-                self.insert_in_segment(&level, segment, here)?;
+                self.insert_in_segment(&level, segment * segment_slots, segment_slots, here)?;
             }
             rest = later;
         }
         Ok(())
     }
 
-    /// Insert entries whose home slots are all in `segment` of `level`, through one buffer holding the
-    /// segment and a margin after it for probes that run on; one that runs past that goes alone.
-    fn insert_in_segment(&mut self, level: &Level, segment: u64, entries: &[(u64, u64)]) -> Result<(), DriverError> {
-        let first_slot = segment * SEGMENT;
-        let slots = (SEGMENT + MARGIN).min(level.slots - first_slot);
+    /// Insert entries whose home slots are all in the segment of `level` from `first_slot`, through one
+    /// buffer holding the segment and a margin after it for probes that run on; one that runs past that
+    /// goes alone.
+    fn insert_in_segment(&mut self, level: &Level, first_slot: u64, segment_slots: u64, entries: &[(u64, u64)]) -> Result<(), DriverError> {
+        let slots = (segment_slots + MARGIN).min(level.slots - first_slot);
         let mut buf = vec![0u8; (slots * SLOT_SIZE) as usize];
         let at = (level.start + first_slot) * SLOT_SIZE;
         let read = read_full_at(&self.file, &mut buf, at).map_err(io_error)?;

@@ -155,9 +155,12 @@ pub fn wait_for_next_round(
         };
         std::thread::sleep(MIN_SPACING.saturating_sub(started.elapsed()));
         if woken {
-            if let Waiter::Store(watch) = waiter {
-                // What the writer wrote while we slept is part of this wake: the round reads it.
-                let _ = watch.drain();
+            // What the writer wrote while we slept is part of this wake: the round reads it.
+            if let Waiter::Store(watch) = waiter
+                && !matches!(watch.drain(), Ok(Change::Changed | Change::Quiet))
+            {
+                host_log::debug("watch: polling from now on: the store watch ended");
+                *waiter = Waiter::Poll;
             }
             return Ok(());
         }

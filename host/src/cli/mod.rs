@@ -99,7 +99,7 @@ enum Command {
     Watch {
         team: String,
         agent: String,
-        /// Seconds between polls; with a driver that wakes watchers (postgres), the longest wait
+        /// The longest wait between reads (seconds); a watcher woken by its store (postgres, sqlite, jsonl) reads sooner
         #[arg(long, default_value = "1", value_name = "SECONDS")]
         interval: seconds::Seconds,
         /// JSONL records instead of text

@@ -31,6 +31,23 @@ fn check_and_describe() {
     assert_eq!(env.run(&["storage"]).lines()[0], "name=sqlite");
 }
 
+/// Issue 27: as agmsg's `[ -f messages.db ]`: a damaged store, or one holding only agmsg's legacy
+/// `messages` table, exists (0), so the op that follows reports or migrates it; before, they answered
+/// 12 and 1, and agmsg's check-inbox skipped the team silently.
+#[test]
+fn store_exists_is_the_files_presence_as_agmsgs() {
+    let env = Env::new();
+    std::fs::create_dir_all(&env.store).unwrap();
+    std::fs::write(env.db(), b"this is not a database, it is damaged").unwrap();
+    assert_eq!(env.storage(&["store-exists", "t"]).code, 0);
+    assert_eq!(env.storage(&["list-unread", "t", "bob"]).code, 12, "the op after it says what is wrong");
+    std::fs::remove_file(env.db()).unwrap();
+    let legacy = Connection::open(env.db()).unwrap();
+    legacy.execute_batch("CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, team TEXT, from_agent TEXT, to_agent TEXT, body TEXT, created_at TEXT, read_at TEXT);").unwrap();
+    drop(legacy);
+    assert_eq!(env.storage(&["store-exists", "t"]).code, 0);
+}
+
 #[test]
 fn init_and_store_exists() {
     let env = Env::new();

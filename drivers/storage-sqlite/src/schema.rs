@@ -44,11 +44,6 @@ fn metadata(conn: &Connection, key: &str) -> rusqlite::Result<Option<String>> {
     conn.prepare_cached("SELECT value FROM storage_metadata WHERE key=?1")?.query_row([key], |r| r.get(0)).optional()
 }
 
-/// Whether the store holds agmsg's event log (made by agmsg or by this driver).
-pub fn is_initialized(conn: &Connection) -> rusqlite::Result<bool> {
-    Ok(table_exists(conn, "events")? && table_exists(conn, "storage_metadata")?)
-}
-
 /// Make sure the schema, this driver's additions and the cursor migration are in place. The fast path
 /// is one metadata lookup (both markers in one query); the slow path runs when either is missing: once
 /// per store, and again whenever agmsg's own `read_cursor_v1` marker is gone, since agmsg re-checks it

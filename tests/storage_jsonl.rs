@@ -377,3 +377,53 @@ fn a_stopped_first_build_resumes() {
     assert!(stopped.windows(2).all(|w| w[0] <= w[1]), "{stopped:?}");
     assert_eq!(covered_len(&env), size);
 }
+
+/// An import whose append to the log was cut short (a kill, the call deadline) is undone by the next op:
+/// the journal the commit wrote first holds the log's length before it.
+#[test]
+fn an_import_cut_short_is_rolled_back_by_the_next_op() {
+    let env = jsonl();
+    env.send("t", "a", "bob", "before");
+    let log = env.store.join("events.jsonl");
+    let length = std::fs::metadata(&log).unwrap().len();
+    // What a commit killed midway leaves: its journal, and part of a line appended.
+    std::fs::write(env.store.join(".events-index/import-commit"), length.to_string()).unwrap();
+    std::fs::OpenOptions::new().append(true).open(&log).and_then(|mut f| std::io::Write::write_all(&mut f, br#"{"type":"message_sent","id":"half"#)).unwrap();
+    let run = env.storage(&["history", "t"]);
+    assert_eq!(run.json().len(), 1, "{run:?}");
+    assert!(run.stderr.contains("an import was interrupted"), "{run:?}");
+    assert_eq!(std::fs::metadata(&log).unwrap().len(), length);
+    assert!(!env.store.join(".events-index/import-commit").exists());
+    // An import that fails midway (a conflict) leaves the log as it was and no staging files.
+    let file = env.dir.path().join("conflict.jsonl");
+    let message = |body: &str| agmsg_contract::records::message_sent("m1", "t", "a", "bob", body, "2026-01-01T00:00:00Z");
+    std::fs::write(&file, format!("{}\n{}\n", message("one"), message("two"))).unwrap();
+    let run = env.storage(&["import", file.to_str().unwrap()]);
+    assert_eq!(run.code, 13, "{run:?}");
+    assert!(run.stderr.contains("import conflict: message m1"), "{run:?}");
+    assert_eq!(std::fs::metadata(&log).unwrap().len(), length);
+    let staged: Vec<_> = std::fs::read_dir(env.store.join(".events-index")).unwrap().map(|e| e.unwrap().file_name()).filter(|n| n.to_string_lossy().starts_with("import")).collect();
+    assert!(staged.is_empty(), "{staged:?}");
+}
+
+/// `storage convert jsonl` of a sqlite store bigger than the jsonl driver's memory: the jsonl importer
+/// stages on disk (before: it held every event, then the whole log, and ran out of memory).
+#[test]
+fn convert_of_a_big_sqlite_store_to_jsonl_in_bounded_memory() {
+    const MESSAGES: usize = 60_000;
+    let env = Env::new();
+    let config = env.dir.path().join("config.json");
+    std::fs::write(&config, r#"{"storage": "sqlite"}"#).unwrap();
+    let env = env.env("AGMSG_CONFIG", config.to_str().unwrap()).env("AGMSG_DRIVER_MEMORY_MB", "32");
+    let file = env.dir.path().join("log.jsonl");
+    write_big_log(&file, MESSAGES);
+    env.storage(&["init"]).ok();
+    let run = env.storage(&["import", file.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let run = env.storage(&["convert", "jsonl"]);
+    assert_eq!(run.stdout, "ok\n", "{run:?}");
+    let converted = std::fs::read_to_string(env.store.join("events.jsonl")).unwrap();
+    assert_eq!(converted.lines().count(), MESSAGES + MESSAGES / 10);
+    let run = env.storage(&["history", "t", "--limit", "1"]);
+    assert!(run.ok().stdout.contains(&format!("message {}:", MESSAGES - 1)), "{run:?}");
+}

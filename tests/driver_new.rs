@@ -28,7 +28,7 @@ fn generated_drivers_build_and_pass_the_contract_suite() {
     std::fs::copy(&wasm, terminal.join("driver.wasm")).unwrap();
     let run = env.run(&["driver", "test", terminal.to_str().unwrap()]);
     assert_eq!(run.code, 0, "{}", run.stdout);
-    assert!(run.stdout.ends_with("5 of 5 rules passed\n"), "{run:?}");
+    assert!(run.stdout.ends_with("6 of 6 rules passed\n"), "{run:?}");
     // Its package manifest installs it as a plugin, usable by name.
     let run = env.run(&["plugin", "install", terminal.to_str().unwrap(), "--yes"]);
     assert_eq!(run.code, 0, "{run:?}");

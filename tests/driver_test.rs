@@ -21,7 +21,7 @@ fn bundled_drivers_pass() {
 #[test]
 fn terminal_drivers_pass_their_rules_and_tmux_its_pane_rules_against_a_private_server() {
     let env = Env::new();
-    for (driver, total) in [("tmux", 9), ("plain", 5)] {
+    for (driver, total) in [("tmux", 11), ("plain", 6)] {
         let run = env.run(&["driver", "test", driver]);
         assert_eq!(run.code, 0, "{driver}: {run:?}");
         assert!(run.stdout.starts_with(&format!("terminal contract suite against '{driver}'")), "{run:?}");

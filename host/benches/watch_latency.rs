@@ -15,8 +15,9 @@
 //! usable start), reported beside the send process's own wall time. Reported: median, 90th percentile
 //! and maximum over the N sends, side by side.
 //!
-//! Idle cost: the CPU time (utime + stime, from `/proc/<pid>/stat`) a watcher with nothing to deliver
-//! uses over 10 s, woken and polled.
+//! Idle cost: the CPU time a watcher with nothing to deliver uses over 10 s, woken and polled: utime +
+//! stime from `/proc/<pid>/stat` (10 ms ticks) and, finer, its threads' on-CPU time from
+//! `/proc/<pid>/task/*/schedstat`.
 //!
 //! The postgres cluster is a throwaway one, started with the tests' helper (`tests/common/postgres.rs`;
 //! PostgreSQL's server binaries from `scripts/setup`).
@@ -106,19 +107,40 @@ impl Watcher {
         Watcher { child, lines }
     }
 
-    /// The CPU time it has used so far: utime + stime of `/proc/<pid>/stat`.
-    fn cpu_time(&self) -> Duration {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap();
+    /// The CPU time it has used so far, two ways: utime + stime of `/proc/<pid>/stat` (in clock ticks,
+    /// 10 ms each), and the sum of its threads' on-CPU time from `/proc/<pid>/task/*/schedstat` (in ns).
+    fn cpu_time(&self) -> (Duration, Duration) {
+        let pid = self.child.id();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
         // The fields after the command name, which is in parentheses and may hold spaces: state is
         // field 3, utime 14 and stime 15.
         let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
         let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
-        Duration::from_secs_f64(ticks as f64 / rustix::param::clock_ticks_per_second() as f64)
+        let ticked = Duration::from_secs_f64(ticks as f64 / rustix::param::clock_ticks_per_second() as f64);
+        let mut on_cpu = 0u64;
+        for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+            let schedstat = std::fs::read_to_string(task.unwrap().path().join("schedstat")).unwrap_or_default();
+            on_cpu += schedstat.split(' ').next().and_then(|ns| ns.parse::<u64>().ok()).unwrap_or(0);
+        }
+        (ticked, Duration::from_nanos(on_cpu))
     }
 }
 
 impl Drop for Watcher {
+    /// Stop it as Ctrl-C does, so that it consumes what it printed before it exits (a kill between a
+    /// print and its consume would have the next configuration's watcher print that message again);
+    /// killed if it has not exited within 5 s.
     fn drop(&mut self) {
+        if let Some(pid) = rustix::process::Pid::from_raw(self.child.id() as i32) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -146,14 +168,14 @@ fn run(watching: &Home, sender: &Home, interval: &str, poll: bool, tag: &str) ->
     (latencies, sends)
 }
 
-/// The CPU time a watcher with nothing to deliver uses over [`IDLE`].
-fn idle_cpu(home: &Home, interval: &str, poll: bool) -> Duration {
+/// The CPU time a watcher with nothing to deliver uses over [`IDLE`]: utime + stime, and on-CPU time.
+fn idle_cpu(home: &Home, interval: &str, poll: bool) -> (Duration, Duration) {
     let watcher = Watcher::start(home, interval, poll);
     let before = watcher.cpu_time();
     std::thread::sleep(IDLE);
-    let used = watcher.cpu_time() - before;
+    let after = watcher.cpu_time();
     assert!(watcher.lines.try_recv().is_err(), "an idle watcher printed something");
-    used
+    (after.0 - before.0, after.1 - before.1)
 }
 
 fn summary(mut samples: Vec<Duration>) -> (Duration, Duration, Duration) {
@@ -217,7 +239,8 @@ fn main() {
     println!("median ratios: {}", ratios.join("; "));
 
     println!();
-    println!("idle watcher, CPU time (utime + stime) over {} s with nothing to deliver", IDLE.as_secs());
+    println!("idle watcher, CPU time over {} s with nothing to deliver", IDLE.as_secs());
+    println!("{:<56} {:>13} {:>13}", "", "utime+stime", "on-CPU");
     for (store, home) in [("sqlite", &sqlite), ("jsonl", &jsonl)] {
         for (name, interval, poll) in [
             ("store watch (inotify), --interval 10", "10", false),
@@ -225,8 +248,8 @@ fn main() {
             ("polling (AGMSG_WATCH_POLL=1), --interval 1", "1", true),
             ("polling (AGMSG_WATCH_POLL=1), --interval 0.1", "0.1", true),
         ] {
-            let used = idle_cpu(home, interval, poll);
-            println!("{:<56} {:>7.1} ms", format!("{store}: {name}"), ms(used));
+            let (ticked, on_cpu) = idle_cpu(home, interval, poll);
+            println!("{:<56} {:>10.0} ms {:>10.2} ms", format!("{store}: {name}"), ms(ticked), ms(on_cpu));
         }
     }
 }

@@ -269,6 +269,24 @@ fn manual_types_accept_off_only_and_write_nothing() {
     assert_eq!(pr.set("turn", "no-such-type").code, 1);
 }
 
+/// agmsg's hermes plug overrides on_disable: turning hermes off says delivery is manual and stops
+/// nothing (agmsg's default would stop the project's watchers). agmsg-app has no plug: its on_disable
+/// is agmsg's default (exit 3 for the shim to run it). agmsg's test_delivery.bats checks the words.
+#[test]
+fn hermes_off_says_manual_and_keeps_agmsgs_default_away() {
+    let pr = Project::new();
+    let set = pr.set("off", "hermes");
+    set.ok();
+    assert!(set.stdout.contains("manual inbox checks only"), "{set:#?}");
+    assert!(!set.stdout.contains("AGMSG-DIRECTIVE"), "{set:#?}");
+    let own = pr.run(&["delivery", "on-disable", "hermes", pr.p()]);
+    own.ok();
+    assert_eq!(own.stdout, "hermes: no automatic delivery hook to remove; manual inbox checks only.\n");
+    assert_eq!(pr.run(&["delivery", "on-disable", "agmsg-app", pr.p()]).code, 3);
+    assert_eq!(pr.run(&["delivery", "on-disable", "claude-code", pr.p()]).code, 3);
+    assert_eq!(fs::read_dir(&pr.dir).unwrap().count(), 0, "nothing written");
+}
+
 #[test]
 fn a_symlink_below_the_project_is_never_followed() {
     let pr = Project::new();

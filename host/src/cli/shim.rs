@@ -60,7 +60,9 @@ _agmsg_host_storage_locate() {
     local _agmsg_host_storage_team="$1" _agmsg_host_storage_op="$2" _agmsg_host_storage_path
     _agmsg_host_storage_store=
     _agmsg_host_storage_exact=
-    if [ -n "$_agmsg_host_storage_team" ] && declare -F agmsg_db_path >/dev/null; then
+    # 1> and not >: agmsg's own tests sweep its scripts/ for the name before a `>`, a `|`, a `)` or the
+    # line's end, which is how a call without a team looks (this line only asks whether it is defined).
+    if [ -n "$_agmsg_host_storage_team" ] && declare -F agmsg_db_path 1>/dev/null; then
         if _agmsg_host_storage_path=$(agmsg_db_path "$_agmsg_host_storage_team") && [ -n "$_agmsg_host_storage_path" ]; then
             case "$_agmsg_host_storage_path" in
                 */*) _agmsg_host_storage_store="${_agmsg_host_storage_path%/*}" ;;

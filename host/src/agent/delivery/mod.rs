@@ -213,6 +213,14 @@ impl Behaviour {
         Ok(Behaviour::JsonHooks)
     }
 
+    /// What turning delivery off prints for the type when no plug component overrides `on_disable`:
+    /// `None` is agmsg's default (stop the project's watchers of the type). hermes's plug in agmsg
+    /// overrides it: it only says that delivery is manual, so that a hermes `off` never stops the
+    /// watcher another type keeps on the same project. agmsg-app has no plug, so keeps the default.
+    pub fn on_disable(self, t: &AgentType) -> Option<Vec<String>> {
+        (self == Behaviour::Manual && t.name == "hermes").then(|| vec![format!("{}: no automatic delivery hook to remove; manual inbox checks only.", t.name)])
+    }
+
     /// Whether the behaviour writes a file (`hooks_file=` is needed).
     pub fn has_file(self) -> bool {
         self != Behaviour::Manual
@@ -330,7 +338,8 @@ fn set_notices(t: &AgentType, mode: Mode, project: &str, plug: &mut dyn Override
         }
         Mode::Off => {
             lines.push("Future sessions: no automatic delivery.".to_owned());
-            lines.extend(plug.on_disable()?.unwrap_or_default());
+            let own = || Behaviour::of(t).ok().and_then(|b| b.on_disable(t));
+            lines.extend(plug.on_disable()?.or_else(own).unwrap_or_default());
             if automatic {
                 lines.push(stop(plug)?);
             }
@@ -512,7 +521,7 @@ pub fn side_effect(t: &AgentType, op: SideEffect, project: &std::path::Path, ski
             gate(t, mode)?;
             plug.on_enable(mode)
         }
-        SideEffect::OnDisable => plug.on_disable(),
+        SideEffect::OnDisable => Ok(plug.on_disable()?.or_else(|| Behaviour::of(t).ok().and_then(|b| b.on_disable(t)))),
         SideEffect::StopDirective => Ok(plug.stop_directive()?.map(|directive| vec![directive])),
     }
 }

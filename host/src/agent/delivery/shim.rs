@@ -77,7 +77,8 @@ pub fn replaces(t: &AgentType) -> Result<Vec<String>, String> {
     let reproduced = |f: Function| match f {
         Function::Apply | Function::Status => true,
         Function::StopDirective => behaviour == Ok(Behaviour::GrokBuild),
-        Function::OnEnable | Function::OnDisable | Function::RuntimeStatus => false,
+        Function::OnDisable => behaviour.as_ref().is_ok_and(|b| b.on_disable(t).is_some()),
+        Function::OnEnable | Function::RuntimeStatus => false,
     };
     Ok(t.plug()
         .overrides

@@ -288,10 +288,18 @@ fn first_op_on_a_big_log_indexes_it_in_bounded_memory() {
 }
 
 /// Run `agmsg-host <args>` in `env` and return its exit code, its stderr and its peak resident set
-/// size in KiB (wait4's rusage of that one child).
+/// size in KiB. Through GNU time where there is one: wait4's rusage of a child spawned from this process
+/// counts this process's RSS too (Linux carries the peak across the spawn's exec), a floor that could
+/// hide growth.
 fn run_measured(env: &Env, args: &[&str]) -> (i32, String, u64) {
+    let time = std::path::Path::new("/usr/bin/time");
+    let mut cmd = env.cmd();
+    if time.exists() {
+        cmd = env.program(time);
+        cmd.args(["-f", "maxrss=%M", common::BIN]);
+    }
     let stderr = tempfile::NamedTempFile::new().unwrap();
-    let child = env.cmd().args(args).stdout(std::process::Stdio::null()).stderr(stderr.reopen().unwrap()).spawn().unwrap();
+    let child = cmd.args(args).stdout(std::process::Stdio::null()).stderr(stderr.reopen().unwrap()).spawn().unwrap();
     let mut status = 0;
     // SAFETY: a zeroed rusage is a valid value for wait4 to fill.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -299,7 +307,9 @@ fn run_measured(env: &Env, args: &[&str]) -> (i32, String, u64) {
     let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
     assert_eq!(pid, child.id() as libc::pid_t);
     let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { -1 };
-    (code, std::fs::read_to_string(stderr.path()).unwrap(), usage.ru_maxrss as u64)
+    let stderr = std::fs::read_to_string(stderr.path()).unwrap();
+    let reported = stderr.lines().rev().find_map(|l| l.strip_prefix("maxrss=")).and_then(|kib| kib.trim().parse().ok());
+    (code, stderr, reported.unwrap_or(usage.ru_maxrss as u64))
 }
 
 /// `storage import` holds one line at a time, not the file: every line is checked in a first pass
@@ -426,4 +436,18 @@ fn convert_of_a_big_sqlite_store_to_jsonl_in_bounded_memory() {
     assert_eq!(converted.lines().count(), MESSAGES + MESSAGES / 10);
     let run = env.storage(&["history", "t", "--limit", "1"]);
     assert!(run.ok().stdout.contains(&format!("message {}:", MESSAGES - 1)), "{run:?}");
+}
+
+/// A checkpoint's temp file left by an op killed mid-write does not pile up: the next op that catches
+/// up removes it (killed first builds left one per kill).
+#[test]
+fn temp_files_of_a_killed_op_are_removed() {
+    let env = jsonl();
+    env.send("t", "a", "bob", "one");
+    assert_eq!(env.storage(&["list-unread", "t", "bob"]).json().len(), 1);
+    let stale = env.store.join(".events-index/meta.json.tmp.01a23fbd-a64d-71bd-9a18-a4768b4062c4");
+    std::fs::write(&stale, "{").unwrap();
+    env.send("t", "a", "bob", "two");
+    assert_eq!(env.storage(&["list-unread", "t", "bob"]).json().len(), 2);
+    assert!(!stale.exists());
 }

@@ -75,9 +75,14 @@ fn append(lines: &[String]) -> Result<(), DriverError> {
 
 /// Replace `name` with `content` atomically: a temp file in the store, synced, then renamed.
 fn rewrite(name: &str, content: &[u8]) -> Result<(), DriverError> {
+    rewrite_with(name, content, true)
+}
+
+/// [`rewrite`], synced to disk first or not (`durable`).
+fn rewrite_with(name: &str, content: &[u8], durable: bool) -> Result<(), DriverError> {
     let tmp = store_path(&format!("{name}.tmp.{}", new_id()));
     let result = std::fs::File::create(&tmp)
-        .and_then(|mut f| f.write_all(content).and_then(|()| f.sync_all()))
+        .and_then(|mut f| f.write_all(content).and_then(|()| if durable { f.sync_all() } else { Ok(()) }))
         .and_then(|()| std::fs::rename(&tmp, store_path(name)));
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
@@ -613,12 +618,12 @@ impl EventImporter for Importer {
         if self.committed {
             return Ok(());
         }
-        if self.lines_len > 0 {
-            if let Err(e) = self.append_staged() {
-                // Undo a partial append now (a kill or the deadline leaves it to the next op).
-                let _ = roll_back_interrupted_import();
-                return Err(e);
-            }
+        if self.lines_len > 0
+            && let Err(e) = self.append_staged()
+        {
+            // Undo a partial append now (a kill or the deadline leaves it to the next op).
+            let _ = roll_back_interrupted_import();
+            return Err(e);
         }
         self.committed = true;
         self.remove_staging();
@@ -628,31 +633,30 @@ impl EventImporter for Importer {
 
 impl Importer {
     fn append_staged(&mut self) -> Result<(), DriverError> {
-        {
-            let log = std::fs::OpenOptions::new().read(true).write(true).open(store_path(LOG_FILE)).map_err(io_error)?;
-            let mut at = log.metadata().map_err(io_error)?.len();
-            rewrite(&format!("{DIR_NAME}/{IMPORT_JOURNAL}"), at.to_string().as_bytes())?;
-            if at > 0 {
-                let mut last = [0u8; 1];
-                read_full_at(&log, &mut last, at - 1).map_err(io_error)?;
-                if last[0] != b'\n' {
-                    write_all_at(&log, b"\n", at).map_err(io_error)?;
-                    at += 1;
-                }
+        let log = std::fs::OpenOptions::new().read(true).write(true).open(store_path(LOG_FILE)).map_err(io_error)?;
+        let mut at = log.metadata().map_err(io_error)?.len();
+        // The journal first: from here until it is removed, the next op undoes what was appended.
+        rewrite(&format!("{DIR_NAME}/{IMPORT_JOURNAL}"), at.to_string().as_bytes())?;
+        if at > 0 {
+            let mut last = [0u8; 1];
+            read_full_at(&log, &mut last, at - 1).map_err(io_error)?;
+            if last[0] != b'\n' {
+                write_all_at(&log, b"\n", at).map_err(io_error)?;
+                at += 1;
             }
-            let mut buf = vec![0u8; 1 << 20];
-            let mut copied = 0;
-            while copied < self.lines_len {
-                let n = read_full_at(&self.lines, &mut buf, copied).map_err(io_error)?;
-                if n == 0 {
-                    return Err(DriverError::runtime("jsonl import: the staged lines ended early"));
-                }
-                write_all_at(&log, &buf[..n], at + copied).map_err(io_error)?;
-                copied += n as u64;
-            }
-            log.sync_all().map_err(io_error)?;
-            std::fs::remove_file(index_path(IMPORT_JOURNAL)).map_err(io_error)?;
         }
+        let mut buf = vec![0u8; 1 << 20];
+        let mut copied = 0;
+        while copied < self.lines_len {
+            let n = read_full_at(&self.lines, &mut buf, copied).map_err(io_error)?;
+            if n == 0 {
+                return Err(DriverError::runtime("jsonl import: the staged lines ended early"));
+            }
+            write_all_at(&log, &buf[..n], at + copied).map_err(io_error)?;
+            copied += n as u64;
+        }
+        log.sync_all().map_err(io_error)?;
+        std::fs::remove_file(index_path(IMPORT_JOURNAL)).map_err(io_error)?;
         Ok(())
     }
 }

@@ -299,6 +299,8 @@ fn run_measured(env: &Env, args: &[&str]) -> (i32, String, u64) {
         cmd.args(["-f", "maxrss=%M", common::BIN]);
     }
     let stderr = tempfile::NamedTempFile::new().unwrap();
+    // Reaped by wait4 below, which also gives its rusage.
+    #[allow(clippy::zombie_processes)]
     let child = cmd.args(args).stdout(std::process::Stdio::null()).stderr(stderr.reopen().unwrap()).spawn().unwrap();
     let mut status = 0;
     // SAFETY: a zeroed rusage is a valid value for wait4 to fill.

@@ -191,7 +191,7 @@ struct Progress {
 
 impl Progress {
     fn update(&self, what: &str, n: usize) {
-        if self.on && n % 5000 == 0 {
+        if self.on && n.is_multiple_of(5000) {
             eprint!("\r{what}: {n} events");
         }
     }

@@ -828,3 +828,47 @@ fn a_hostile_session_variable_cannot_forge_a_directive_or_reach_the_terminal() {
         assert_eq!(pr.mode(t), "turn");
     }
 }
+
+/// As agmsg's `emit_monitor_directive` (and grok-build's plug): while the session's watcher pidfile,
+/// `<skill>/run/watch.<session>.pid`, names a live process, enabling monitor says a watcher is already
+/// streaming instead of directing the session to start a second one. A pidfile naming a process that
+/// has exited (or holding no pid) changes nothing. agmsg's test_delivery.bats 'emit monitor directive:
+/// skips when a live watcher already exists for this session' runs this through the shim.
+#[test]
+fn a_live_watcher_of_the_session_gets_no_second_start_directive() {
+    let env = Env::new();
+    let skill = env.dir.path().join("skill");
+    fs::create_dir_all(skill.join("run")).unwrap();
+    let env = env.env("AGMSG_SKILL_DIR", skill.to_str().unwrap());
+    let pr = Project { dir: env.dir.path().join("proj o'brien"), env };
+    fs::create_dir(&pr.dir).unwrap();
+    let mut live = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    gone.wait().unwrap();
+    for (t, var) in [("claude-code", "CLAUDE_CODE_SESSION_ID"), ("grok-build", "GROK_SESSION_ID")] {
+        let pidfile = skill.join("run/watch.live-sid.pid");
+        fs::write(&pidfile, format!("{}\n", live.id())).unwrap();
+        for run in [set_with(&pr, &[(var, "live-sid")], "monitor", t), {
+            let mut cmd = pr.env.cmd();
+            cmd.env(var, "live-sid").args(["delivery", "on-enable", "monitor", t, pr.p()]);
+            Run::from(cmd.output().unwrap())
+        }] {
+            run.ok();
+            assert!(run.stdout.contains(&format!("A watch.sh is already streaming into this session (pid {})", live.id())), "{t}: {run:#?}");
+            assert!(directives(&run).is_empty(), "{t}: {run:#?}");
+        }
+        // Another session, a watcher that has exited, or no pid: the directive, as before.
+        assert_eq!(directives(&set_with(&pr, &[(var, "other-sid")], "monitor", t)).len(), 1, "{t}");
+        for text in [format!("{}\n", gone.id()), "not a pid\n".to_owned(), String::new()] {
+            fs::write(&pidfile, text).unwrap();
+            assert_eq!(directives(&set_with(&pr, &[(var, "live-sid")], "monitor", t)).len(), 1, "{t}");
+        }
+        // A session id that is no file name in run/ is never looked up outside it (run/watch.x/../../
+        // would reach <skill>/watch.x.pid).
+        fs::create_dir_all(skill.join("run/watch.x")).unwrap();
+        fs::write(skill.join("watch.x.pid"), format!("{}\n", live.id())).unwrap();
+        assert_eq!(directives(&set_with(&pr, &[(var, "x/../../watch.x")], "monitor", t)).len(), 1, "{t}");
+    }
+    live.kill().unwrap();
+    live.wait().unwrap();
+}

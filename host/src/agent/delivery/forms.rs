@@ -175,13 +175,26 @@ fn directive_at(ctx: &Context, lines: &[String]) -> Option<usize> {
 
 /// `  command: <watch.sh> <session> <project> <type>` for this target, the session one shell word.
 fn is_watch_line(ctx: &Context, line: &str) -> bool {
-    let Some(command) = line.strip_prefix("  command: ") else { return false };
+    watch_session(ctx, line).is_some()
+}
+
+/// The session id of a `  command: <watch.sh> <session> <project> <type>` line for this target.
+fn watch_session(ctx: &Context, line: &str) -> Option<String> {
+    let command = line.strip_prefix("  command: ")?;
     let own = delivery_texts::watch_command(&ctx.skill_dir, "\u{0}", &ctx.project, &ctx.agent_type);
     let (head, tail) = own.split_once("$'\\000'").expect("the placeholder is quoted as one ANSI-C word");
-    command
-        .strip_prefix(head)
-        .and_then(|rest| rest.strip_suffix(tail))
-        .is_some_and(|session| agmsg_contract::printf_q_word(session).is_some_and(|id| !id.is_empty()))
+    let session = command.strip_prefix(head)?.strip_suffix(tail)?;
+    agmsg_contract::printf_q_word(session).filter(|id| !id.is_empty())
+}
+
+/// Where admitted lines hold one of the host's start-watch directives: its first line's index and the
+/// session id it starts a watcher for.
+pub fn start_watch_at(ctx: &Context, lines: &[String]) -> Option<(usize, String)> {
+    (0..lines.len()).find_map(|i| {
+        directive_at(ctx, &lines[i..])?;
+        // A stop directive's second line is no `  command:` line.
+        watch_session(ctx, lines.get(i + 1)?).map(|session| (i, session))
+    })
 }
 
 /// Whether `line` would read as an `AGMSG-DIRECTIVE` to a reader that ignores what it cannot see and

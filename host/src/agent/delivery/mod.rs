@@ -317,11 +317,10 @@ pub fn gate(t: &AgentType, mode: Mode) -> Result<(), String> {
 /// type with an automatic mode, the stop directive), each the plug's when it overrides it.
 /// agmsg-host touches no process, and says so after the stop directive, whoever worded it.
 ///
-/// agmsg's `emit_monitor_directive` skips the directive while the session's watcher pidfile names a
-/// live process; agmsg-host does not: the reference names no pidfile for a session (only
-/// `run/watch.*.pid` as a whole), and agmsg's `watch.sh` replaces a second watcher of one session.
-fn set_notices(t: &AgentType, mode: Mode, project: &str, plug: &mut dyn Overrides) -> Result<Vec<String>, String> {
-    let mut lines = vec![format!("Delivery mode set to '{mode}' for {project} ({})", t.name)];
+/// As agmsg's `emit_monitor_directive`, a start directive gives way to a note while the session's
+/// watcher is alive ([`unless_watching`]).
+fn set_notices(t: &AgentType, mode: Mode, ctx: &Context, plug: &mut dyn Overrides) -> Result<Vec<String>, String> {
+    let mut lines = vec![format!("Delivery mode set to '{mode}' for {} ({})", ctx.project, t.name)];
     let automatic = modes(t).iter().any(|m| *m != Mode::Off);
     let stop = |plug: &mut dyn Overrides| -> Result<String, String> {
         let directive = plug.stop_directive()?.unwrap_or_else(|| DEFAULT_STOP_DIRECTIVE.to_owned());
@@ -330,7 +329,7 @@ fn set_notices(t: &AgentType, mode: Mode, project: &str, plug: &mut dyn Override
     match mode {
         Mode::Monitor | Mode::Both => {
             let default = || vec!["Restart your agent (or start its watcher) to activate monitor delivery.".to_owned()];
-            lines.extend(plug.on_enable(mode)?.unwrap_or_else(default));
+            lines.extend(plug.on_enable(mode)?.map(|said| unless_watching(ctx, said)).unwrap_or_else(default));
         }
         Mode::Turn => {
             lines.push("Future sessions: Stop hook will check inbox between turns.".to_owned());
@@ -346,6 +345,41 @@ fn set_notices(t: &AgentType, mode: Mode, project: &str, plug: &mut dyn Override
         }
     }
     Ok(lines)
+}
+
+/// agmsg's `emit_monitor_directive` (and grok-build's plug) starts no second watcher for a session:
+/// while `<skill_dir>/run/watch.<session>.pid` names a live process it says so instead of the directive,
+/// which would run a duplicate beside it. The host does the same with the start directive a plug
+/// answered: from the directive on, the plug's lines give way to the host's note naming the watcher.
+fn unless_watching(ctx: &Context, said: Vec<String>) -> Vec<String> {
+    let Some((at, session)) = forms::start_watch_at(ctx, &said) else { return said };
+    let Some(pid) = live_watcher(&ctx.skill_dir, &session) else { return said };
+    let mut lines = said[..at].to_vec();
+    lines.push(format!("A watch.sh is already streaming into this session (pid {pid}): nothing to start, that watcher is the one in use."));
+    lines
+}
+
+/// The pid in the session's watcher pidfile, when that process is alive: signal 0 answers (or is not
+/// permitted, as for agmsg: a watcher in another sandbox is still alive), and it is no zombie. Only
+/// looks: no signal is sent.
+fn live_watcher(skill_dir: &str, session: &str) -> Option<i32> {
+    use std::io::Read;
+    // The id is one file name in run/ (the start directive's word may be anything printable).
+    if session.is_empty() || session.contains(['/', '\0']) || session == "." || session == ".." {
+        return None;
+    }
+    let file = std::path::Path::new(skill_dir).join("run").join(format!("watch.{session}.pid"));
+    let mut text = String::new();
+    std::fs::File::open(file).ok()?.take(64).read_to_string(&mut text).ok()?;
+    let pid: i32 = text.trim().parse().ok().filter(|pid| *pid > 0)?;
+    match rustix::process::test_kill_process(rustix::process::Pid::from_raw(pid)?) {
+        Ok(()) | Err(rustix::io::Errno::PERM) => {}
+        Err(_) => return None,
+    }
+    // /proc/<pid>/stat: "<pid> (<comm>) <state> ...", the comm possibly holding spaces and parentheses.
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let zombie = stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z'));
+    (!zombie).then_some(pid)
 }
 
 /// agmsg's default in-session watcher-stop directive (`emit_stop_directive`, a blank line, then the
@@ -450,7 +484,7 @@ fn apply_mode(t: &AgentType, mode: Mode, project: &std::path::Path, skill_dir: &
     // what the component does not override.
     let behaviour = Behaviour::of(t);
     let has_file = !t.value("hooks_file").is_empty() || behaviour.as_ref().is_ok_and(|b| b.has_file());
-    let after_lines = |plug: &mut dyn Overrides| if set_lines { set_notices(t, mode, &ctx.project, plug) } else { Ok(Vec::new()) };
+    let after_lines = |plug: &mut dyn Overrides| if set_lines { set_notices(t, mode, &ctx, plug) } else { Ok(Vec::new()) };
     let (file, changed, outcome) = if has_file {
         let target = target::Target::open(&project, &t.name, hooks_file(t)?)?;
         let current = target.read()?;
@@ -519,7 +553,7 @@ pub fn side_effect(t: &AgentType, op: SideEffect, project: &std::path::Path, ski
     match op {
         SideEffect::OnEnable(mode) => {
             gate(t, mode)?;
-            plug.on_enable(mode)
+            Ok(plug.on_enable(mode)?.map(|said| unless_watching(&ctx, said)))
         }
         SideEffect::OnDisable => Ok(plug.on_disable()?.or_else(|| Behaviour::of(t).ok().and_then(|b| b.on_disable(t)))),
         SideEffect::StopDirective => Ok(plug.stop_directive()?.map(|directive| vec![directive])),

@@ -14,6 +14,7 @@
 mod events;
 mod idtable;
 mod index;
+mod rename;
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -43,6 +44,7 @@ fn store_path(name: &str) -> String {
 struct Jsonl;
 
 agmsg_guest_sdk::export_storage_driver!(Jsonl);
+agmsg_guest_sdk::export_storage_rename!(Jsonl);
 
 fn sent_line(m: &Message) -> String {
     records::message_sent(&m.id, &m.team, &m.from, &m.to, &m.body, &m.at)
@@ -515,6 +517,11 @@ struct Importer {
     /// Staged message ids -> offset of their line in `lines`; staged read keys the same.
     ids: IdTable,
     reads: IdTable,
+    /// This page's staged lines and table entries, written at the end of the page (one write, one
+    /// batch insert each) rather than per event: at most a page of each.
+    page_lines: Vec<u8>,
+    page_ids: HashMap<u64, Vec<u64>>,
+    page_reads: HashMap<u64, Vec<u64>>,
     committed: bool,
     _lock: StoreLock,
 }
@@ -529,23 +536,52 @@ impl Importer {
         let lines = create(STAGED_LINES)?;
         let ids = IdTable::new(create(STAGED_IDS)?, Vec::new(), 1 << 12);
         let reads = IdTable::new(create(STAGED_READS)?, Vec::new(), 1 << 12);
-        Ok(Importer { index, lines, lines_len: 0, ids, reads, committed: false, _lock: lock })
+        Ok(Importer {
+            index,
+            lines,
+            lines_len: 0,
+            ids,
+            reads,
+            page_lines: Vec::new(),
+            page_ids: HashMap::new(),
+            page_reads: HashMap::new(),
+            committed: false,
+            _lock: lock,
+        })
     }
 
     /// The staged line at `offset`, parsed.
-    fn staged_event(&self, offset: u64) -> Result<Event, DriverError> {
+    fn staged_event(&mut self, offset: u64) -> Result<Event, DriverError> {
+        self.write_page_lines()?;
         let line = line_at(&self.lines, offset).map_err(io_error)?;
         parse_line(&line, 0)?.into_iter().next().ok_or_else(|| DriverError::runtime("jsonl import: a staged line holds no event"))
     }
 
-    fn stage(&mut self, line: &str) -> Result<u64, DriverError> {
-        let offset = self.lines_len;
-        let mut bytes = Vec::with_capacity(line.len() + 1);
-        bytes.extend_from_slice(line.as_bytes());
-        bytes.push(b'\n');
-        write_all_at(&self.lines, &bytes, offset).map_err(io_error)?;
-        self.lines_len += bytes.len() as u64;
-        Ok(offset)
+    /// Stage a line; returns its offset in the staging file.
+    fn stage(&mut self, line: &str) -> u64 {
+        let offset = self.lines_len + self.page_lines.len() as u64;
+        self.page_lines.extend_from_slice(line.as_bytes());
+        self.page_lines.push(b'\n');
+        offset
+    }
+
+    fn write_page_lines(&mut self) -> Result<(), DriverError> {
+        if !self.page_lines.is_empty() {
+            write_all_at(&self.lines, &self.page_lines, self.lines_len).map_err(io_error)?;
+            self.lines_len += self.page_lines.len() as u64;
+            self.page_lines.clear();
+        }
+        Ok(())
+    }
+
+    /// Write the page: its lines, then its table entries.
+    fn write_page(&mut self) -> Result<(), DriverError> {
+        self.write_page_lines()?;
+        for (table, page) in [(&mut self.ids, &mut self.page_ids), (&mut self.reads, &mut self.page_reads)] {
+            let mut entries: Vec<(u64, u64)> = page.drain().flat_map(|(hash, offsets)| offsets.into_iter().map(move |o| (hash, o))).collect();
+            table.insert_batch(&mut entries)?;
+        }
+        Ok(())
     }
 
     fn push_event(&mut self, event: Event) -> Result<(), DriverError> {
@@ -553,7 +589,9 @@ impl Importer {
             Event::MessageSent(m) => {
                 let hash = id_hash(&m.id);
                 let mut existing = None;
-                for offset in self.ids.candidates(hash)? {
+                let mut candidates = self.ids.candidates(hash)?;
+                candidates.extend(self.page_ids.get(&hash).into_iter().flatten());
+                for offset in candidates {
                     if let Event::MessageSent(staged) = self.staged_event(offset)?
                         && staged.id == m.id
                     {
@@ -571,14 +609,16 @@ impl Importer {
                         return Err(DriverError::runtime(format!("import conflict: message {} already exists with different content", m.id)));
                     }
                     None => {
-                        let offset = self.stage(&sent_line(&m))?;
-                        self.ids.insert(hash, offset)?;
+                        let offset = self.stage(&sent_line(&m));
+                        self.page_ids.entry(hash).or_default().push(offset);
                     }
                 }
             }
             Event::MessageRead(r) => {
                 let hash = hash_bytes(&[r.team.as_bytes(), r.agent.as_bytes(), r.msg_id.as_bytes()]);
-                for offset in self.reads.candidates(hash)? {
+                let mut candidates = self.reads.candidates(hash)?;
+                candidates.extend(self.page_reads.get(&hash).into_iter().flatten());
+                for offset in candidates {
                     if let Event::MessageRead(staged) = self.staged_event(offset)?
                         && (&staged.team, &staged.agent, &staged.msg_id) == (&r.team, &r.agent, &r.msg_id)
                     {
@@ -586,8 +626,8 @@ impl Importer {
                     }
                 }
                 if !self.index.is_read(&r.team, &r.agent, &r.msg_id)? {
-                    let offset = self.stage(&read_line(&r))?;
-                    self.reads.insert(hash, offset)?;
+                    let offset = self.stage(&read_line(&r));
+                    self.page_reads.entry(hash).or_default().push(offset);
                 }
             }
         }
@@ -609,7 +649,7 @@ impl EventImporter for Importer {
         for event in events {
             self.push_event(event)?;
         }
-        Ok(())
+        self.write_page()
     }
 
     /// Append the staged lines to the log. The journal written first makes it all or nothing: an append

@@ -237,10 +237,10 @@ impl Behaviour {
             Behaviour::GrokBuild => Outcome::answer(rules::grok_apply(ctx, mode)),
             Behaviour::Manual => Outcome::default(),
         };
-        if let (Some(Answer::Write(new)), Some(old)) = (&outcome.answer, current) {
-            if new == old {
-                outcome.answer = Some(Answer::Keep);
-            }
+        if let (Some(Answer::Write(new)), Some(old)) = (&outcome.answer, current)
+            && new == old
+        {
+            outcome.answer = Some(Answer::Keep);
         }
         if outcome.answer == Some(Answer::Remove) && current.is_none() {
             outcome.answer = Some(Answer::Keep);

@@ -89,7 +89,7 @@ fn a_driver_built_from_source_installs_inspects_and_stores() {
 
     let run = plugin(&env, &["inspect", wasm, "--manifest", manifest]);
     assert_eq!(run.code, 0, "{run:?}");
-    for expected in ["storage/memo 0.1.0 (built against agmsg:storage@1.1.0)", "sha256 ", "It asks for:\n  store\n", "agmsg:storage/driver@1.1.0", "agmsg:host/lock@1.0.0", "Verdict: loads on this host"] {
+    for expected in ["storage/memo 0.1.0 (built against agmsg:storage@1.2.0)", "sha256 ", "It asks for:\n  store\n", "agmsg:storage/driver@1.2.0", "agmsg:host/lock@1.0.0", "Verdict: loads on this host"] {
         assert!(run.stdout.contains(expected), "{expected}: {}", run.stdout);
     }
 
@@ -112,7 +112,7 @@ fn a_driver_built_from_source_installs_inspects_and_stores() {
     let report = &run.json()[0];
     assert_eq!(report["compatible"], true, "{report}");
     assert!(report["state"].as_str().unwrap().starts_with("trusted"), "{report}");
-    assert!(report["exports"].as_array().unwrap().iter().any(|e| e == "agmsg:storage/driver@1.1.0"), "{report}");
+    assert!(report["exports"].as_array().unwrap().iter().any(|e| e == "agmsg:storage/driver@1.2.0"), "{report}");
 
     // Used by name, as agmsg's scripts would.
     let sent = env.cmd().env("AGMSG_STORAGE_DRIVER", "memo").args(["storage", "send", "t", "alice", "bob", "through a plugin"]).output().unwrap();
@@ -245,7 +245,7 @@ fn imports_beyond_the_grant_or_an_incompatible_version_are_refused_before_runnin
     let cases = [
         ("(component (import \"agmsg:host/process@1.0.0\" (instance)))", "1.0.0", "it imports agmsg:host/process@1.0.0, which this host does not offer to storage drivers"),
         ("(component (import \"agmsg:host/log@2.0.0\" (instance)))", "1.0.0", "it was built against agmsg:host@2.0.0, which is not compatible with the agmsg:host@1.0.0 this host offers"),
-        ("(component)", "2.0.0", "its manifest says it was built against agmsg:storage@2.0.0, which is not compatible with the agmsg:storage@1.1.0 this host offers"),
+        ("(component)", "2.0.0", "its manifest says it was built against agmsg:storage@2.0.0, which is not compatible with the agmsg:storage@1.2.0 this host offers"),
     ];
     for (i, (wat, api, expected)) in cases.iter().enumerate() {
         let wasm = env.dir.path().join(format!("case{i}.wasm"));
@@ -401,8 +401,8 @@ fn inspect_reports_bundled_drivers_as_list_shows_them() {
         assert_eq!(report["api"], version, "{report}");
         let names = |key: &str| -> Vec<String> { report[key].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_owned()).collect() };
         assert!(names("exports").contains(&format!("{package}/driver@{version}")), "{report}");
-        // The optional `live` export (agmsg:storage 1.1.0): postgres offers it, the file stores are polled.
-        assert_eq!(names("exports").contains(&"agmsg:storage/live@1.1.0".to_owned()), driver == "storage/postgres", "{report}");
+        // The optional `live` export (agmsg:storage 1.1.0, named at the version built against): postgres offers it, the file stores are polled.
+        assert_eq!(names("exports").contains(&"agmsg:storage/live@1.2.0".to_owned()), driver == "storage/postgres", "{report}");
         assert!(names("imports").iter().any(|i| i.starts_with("wasi:")), "the component's real imports: {report}");
         // (list says `none` for a driver that runs with nothing, like a delivery plug.)
         let runs_with = names("runs_with").join(", ");
@@ -420,7 +420,7 @@ fn inspect_reports_bundled_drivers_as_list_shows_them() {
     // Text, by bare name too; and the tmux driver runs only what its terminal.conf names.
     let run = plugin(&env, &["inspect", "storage/sqlite"]);
     assert_eq!(run.code, 0, "{run:?}");
-    for expected in ["storage/sqlite ", "(built against agmsg:storage@1.1.0)", "sha256 ", "It runs with:\n  store\n", "agmsg:storage/driver@1.1.0", "Verdict: loads on this host", "Installed: builtin"] {
+    for expected in ["storage/sqlite ", "(built against agmsg:storage@1.2.0)", "sha256 ", "It runs with:\n  store\n", "agmsg:storage/driver@1.2.0", "Verdict: loads on this host", "Installed: builtin"] {
         assert!(run.stdout.contains(expected), "{expected}: {}", run.stdout);
     }
     let run = plugin(&env, &["inspect", "tmux"]);

@@ -13,7 +13,7 @@ macro_rules! contract_suite {
             mod $driver {
                 #[test]
                 fn every_rule_has_a_test() {
-                    assert_eq!(super::RULES.len(), 15, "add the new rule to the list below");
+                    assert_eq!(super::RULES.len(), 18, "add the new rule to the list below");
                 }
                 contract_rules!($driver, [
                     round_trip_and_recipient_scope,
@@ -31,6 +31,9 @@ macro_rules! contract_suite {
                     compaction_properties,
                     live_wait_times_out_and_sees_what_is_there,
                     live_wait_wakes_on_a_send_from_another_session,
+                    receipts_record_once_and_report_the_state,
+                    rename_agent_keeps_unread_and_frontier,
+                    rename_team_keeps_unread,
                 ]);
             }
         )*

@@ -177,7 +177,7 @@ fn sqlite_offers_no_live_interface_and_its_watch_delivers() {
 fn as_built_against_1_0_0(wasm: &[u8]) -> Vec<u8> {
     let mut out = wasm.to_vec();
     for name in ["agmsg:storage/driver@", "agmsg:storage/types@", "agmsg:storage/storage-driver@"] {
-        let (new, old) = (format!("{name}1.1.0"), format!("{name}1.0.0"));
+        let (new, old) = (format!("{name}1.2.0"), format!("{name}1.0.0"));
         let mut i = 0;
         while let Some(at) = out[i..].windows(new.len()).position(|w| w == new.as_bytes()) {
             out[i + at..i + at + new.len()].copy_from_slice(old.as_bytes());
@@ -191,7 +191,7 @@ fn as_built_against_1_0_0(wasm: &[u8]) -> Vec<u8> {
 fn a_driver_built_against_1_0_0_loads_and_is_polled() {
     let env = Env::new();
     let wasm = as_built_against_1_0_0(&std::fs::read(fixture("agmsg-storage-sqlite")).unwrap());
-    assert!(!wasm.windows(b"@1.1.0".len()).any(|w| w == b"@1.1.0"), "every agmsg:storage name rewritten");
+    assert!(!wasm.windows(b"driver@1.2.0".len()).any(|w| w == b"driver@1.2.0"), "every agmsg:storage name rewritten");
     let path = env.dir.path().join("sqlite-1.0.0.wasm");
     std::fs::write(&path, wasm).unwrap();
     let driver = path.to_str().unwrap();

@@ -16,6 +16,8 @@
 //! |------------|---------------------------------------------------------|------------------------------------|
 //! | storage    | `storage::StorageDriver`, `export_storage_driver!`      | `lock` (`StoreLock`), `file_lock`  |
 //! | (optional) | `storage::LiveDriver`, `export_storage_live!`           |                                    |
+//! | (optional) | `storage::ReceiptsDriver`, `export_storage_receipts!`   |                                    |
+//! | (optional) | `storage::RenameDriver`, `export_storage_rename!`       |                                    |
 //! | terminal   | `terminal::TerminalDriver`, `export_terminal_driver!`   | `process`                          |
 //! | agent      | `agent::DeliveryPlug`, `export_agent_plug!`             |                                    |
 //! | every one  |                                                         | `log`, `ids`, name rules, `STORE_DIR` |
@@ -489,7 +491,7 @@ pub mod bindings {
     /// `agmsg:storage/storage-driver`.
     pub mod storage {
         wit_bindgen::generate!({
-            world: "agmsg:storage/storage-driver@1.1.0",
+            world: "agmsg:storage/storage-driver@1.2.0",
             path: ["wit/host", "wit/storage"],
             generate_all,
             pub_export_macro: true,
@@ -501,13 +503,39 @@ pub mod bindings {
     /// `storage`'s types. Its export macro adds the `live` export beside `driver`.
     pub mod storage_live {
         wit_bindgen::generate!({
-            world: "agmsg:storage/storage-live@1.1.0",
+            world: "agmsg:storage/storage-live@1.2.0",
             path: ["wit/host", "wit/storage"],
             with: {
-                "agmsg:storage/types@1.1.0": crate::bindings::storage::agmsg::storage::types,
+                "agmsg:storage/types@1.2.0": crate::bindings::storage::agmsg::storage::types,
             },
             pub_export_macro: true,
             default_bindings_module: "$crate::bindings::storage_live",
+        });
+    }
+
+    /// `agmsg:storage/storage-receipts`, the optional `receipts` interface (1.2.0), with `storage`'s types.
+    pub mod storage_receipts {
+        wit_bindgen::generate!({
+            world: "agmsg:storage/storage-receipts@1.2.0",
+            path: ["wit/host", "wit/storage"],
+            with: {
+                "agmsg:storage/types@1.2.0": crate::bindings::storage::agmsg::storage::types,
+            },
+            pub_export_macro: true,
+            default_bindings_module: "$crate::bindings::storage_receipts",
+        });
+    }
+
+    /// `agmsg:storage/storage-rename`, the optional `rename` interface (1.2.0), with `storage`'s types.
+    pub mod storage_rename {
+        wit_bindgen::generate!({
+            world: "agmsg:storage/storage-rename@1.2.0",
+            path: ["wit/host", "wit/storage"],
+            with: {
+                "agmsg:storage/types@1.2.0": crate::bindings::storage::agmsg::storage::types,
+            },
+            pub_export_macro: true,
+            default_bindings_module: "$crate::bindings::storage_rename",
         });
     }
 

@@ -42,6 +42,8 @@ use std::cell::RefCell;
 
 use crate::bindings::storage::exports::agmsg::storage::driver::{self as wit, Guest, GuestExporter, GuestImporter};
 use crate::bindings::storage_live::exports::agmsg::storage::live::Guest as LiveGuest;
+use crate::bindings::storage_receipts::exports::agmsg::storage::receipts::Guest as ReceiptsGuest;
+use crate::bindings::storage_rename::exports::agmsg::storage::rename::Guest as RenameGuest;
 
 /// The driver's registry metadata, returned by [`StorageDriver::describe`]: its `name`, a one-line
 /// `backend` description, its `capabilities`, and the `store_file` agmsg shows as `<key>=<path>`
@@ -1340,5 +1342,118 @@ impl<D: StorageDriver + LiveDriver + Default + 'static> LiveGuest for Component<
     fn wait_after(cursor: String, pairs: Vec<Pair>, timeout_ms: u32) -> Result<Wake, DriverError> {
         check_pairs(&pairs)?;
         with_driver::<D, _>(|d| d.wait_after(&cursor, &pairs, timeout_ms))
+    }
+}
+
+/// What [`ReceiptsDriver::receipt_status`] answers for one message: a [`ReceiptState::Receipt`] was
+/// recorded, or none was but the legacy store marks it read ([`ReceiptState::LegacyRead`]), or neither
+/// ([`ReceiptState::None`]).
+pub use crate::bindings::storage_receipts::exports::agmsg::storage::receipts::ReceiptState;
+
+/// The optional `receipts` interface (`agmsg:storage` 1.2.0): the hand-off evidence agmsg's legacy
+/// readers keep per message (agmsg's sqlite `message_receipts` table). Register it with
+/// [`export_storage_receipts!`](crate::export_storage_receipts) next to
+/// [`export_storage_driver!`](crate::export_storage_driver). A driver without it offers no receipt ops,
+/// and agmsg's callers, which look for the functions first, skip them.
+///
+/// ```
+/// use std::cell::RefCell;
+/// use std::collections::BTreeMap;
+/// use agmsg_guest_sdk::storage::{DriverError, ReceiptState, ReceiptsDriver};
+///
+/// #[derive(Default)]
+/// struct Receipts(RefCell<BTreeMap<String, String>>);
+///
+/// impl ReceiptsDriver for Receipts {
+///     fn record_receipts(&self, _team: &str, agent: &str, _evidence: &str, ids: &[String]) -> Result<(), DriverError> {
+///         for id in ids {
+///             self.0.borrow_mut().entry(id.clone()).or_insert_with(|| agent.to_owned()); // the first one stays
+///         }
+///         Ok(())
+///     }
+///     fn receipt_status(&self, _team: &str, id: &str) -> Result<ReceiptState, DriverError> {
+///         Ok(if self.0.borrow().contains_key(id) { ReceiptState::Receipt } else { ReceiptState::None })
+///     }
+/// }
+/// let r = Receipts::default();
+/// r.record_receipts("dev", "bob", "inbox", &["7".into()])?;
+/// assert_eq!(r.receipt_status("dev", "7")?, ReceiptState::Receipt);
+/// # Ok::<(), DriverError>(())
+/// ```
+pub trait ReceiptsDriver {
+    /// Record that `agent` of `team` was handed the messages `ids`, with `evidence`. Ids the store does
+    /// not know are skipped; a message keeps its first receipt.
+    fn record_receipts(&self, team: &str, agent: &str, evidence: &str, ids: &[String]) -> Result<(), DriverError>;
+    /// The hand-off state of message `id` of `team`.
+    fn receipt_status(&self, team: &str, id: &str) -> Result<ReceiptState, DriverError>;
+}
+
+/// The optional `rename` interface (`agmsg:storage` 1.2.0): renaming an agent or a team inside a store
+/// that keeps names in its records. Register it with [`export_storage_rename!`](crate::export_storage_rename)
+/// next to [`export_storage_driver!`](crate::export_storage_driver). Hold the [`StoreLock`] for the
+/// whole rewrite, and make it all-or-nothing: a rename cut short must leave every message readable
+/// under one of the two names.
+pub trait RenameDriver {
+    /// Every message from or to `old` of `team`, its read marks and its read cursor now name `new`.
+    fn rename_agent(&self, team: &str, old: &str, new: &str) -> Result<(), DriverError>;
+    /// Every record of team `old` now names team `new`. The store is the new team's (the host moved a
+    /// per-team store first).
+    fn rename_team(&self, old: &str, new: &str) -> Result<(), DriverError>;
+}
+
+/// Register `$driver` (the type given to [`export_storage_driver!`](crate::export_storage_driver), which
+/// also implements [`ReceiptsDriver`]) as this component's `agmsg:storage/receipts` export (1.2.0).
+#[macro_export]
+macro_rules! export_storage_receipts {
+    ($driver:ty) => {
+        const _: () = {
+            type __AgmsgReceiptsComponent = $crate::storage::Component<$driver>;
+            #[cfg(target_arch = "wasm32")]
+            $crate::bindings::storage_receipts::export!(__AgmsgReceiptsComponent with_types_in $crate::bindings::storage_receipts);
+            #[cfg(not(target_arch = "wasm32"))]
+            const _: fn(String, String) -> Result<$crate::storage::ReceiptState, $crate::storage::DriverError> =
+                <__AgmsgReceiptsComponent as $crate::bindings::storage_receipts::exports::agmsg::storage::receipts::Guest>::receipt_status;
+        };
+    };
+}
+
+/// Register `$driver` (the type given to [`export_storage_driver!`](crate::export_storage_driver), which
+/// also implements [`RenameDriver`]) as this component's `agmsg:storage/rename` export (1.2.0).
+#[macro_export]
+macro_rules! export_storage_rename {
+    ($driver:ty) => {
+        const _: () = {
+            type __AgmsgRenameComponent = $crate::storage::Component<$driver>;
+            #[cfg(target_arch = "wasm32")]
+            $crate::bindings::storage_rename::export!(__AgmsgRenameComponent with_types_in $crate::bindings::storage_rename);
+            #[cfg(not(target_arch = "wasm32"))]
+            const _: fn(String, String) -> Result<(), $crate::storage::DriverError> =
+                <__AgmsgRenameComponent as $crate::bindings::storage_rename::exports::agmsg::storage::rename::Guest>::rename_team;
+        };
+    };
+}
+
+impl<D: StorageDriver + ReceiptsDriver + Default + 'static> ReceiptsGuest for Component<D> {
+    fn record_receipts(team: String, agent: String, evidence: String, ids: Vec<String>) -> Result<(), DriverError> {
+        check_team_agent(&team, &agent)?;
+        with_driver::<D, _>(|d| d.record_receipts(&team, &agent, &evidence, &ids))
+    }
+    fn receipt_status(team: String, id: String) -> Result<ReceiptState, DriverError> {
+        crate::check_name("team", &team)?;
+        with_driver::<D, _>(|d| d.receipt_status(&team, &id))
+    }
+}
+
+impl<D: StorageDriver + RenameDriver + Default + 'static> RenameGuest for Component<D> {
+    fn rename_agent(team: String, old: String, new: String) -> Result<(), DriverError> {
+        crate::check_name("team", &team)?;
+        crate::check_name("agent", &old)?;
+        crate::check_name("agent", &new)?;
+        with_driver::<D, _>(|d| d.rename_agent(&team, &old, &new))
+    }
+    fn rename_team(old: String, new: String) -> Result<(), DriverError> {
+        crate::check_name("team", &old)?;
+        crate::check_name("team", &new)?;
+        with_driver::<D, _>(|d| d.rename_team(&old, &new))
     }
 }

@@ -95,7 +95,7 @@ impl Axis {
     /// The version of its package this host offers (`wit/<axis>/*.wit`).
     pub fn package_version(self) -> &'static str {
         match self {
-            Axis::Storage => "1.1.0",
+            Axis::Storage => "1.2.0",
             Axis::Terminal => "1.0.0",
             Axis::Types => "1.0.0",
         }

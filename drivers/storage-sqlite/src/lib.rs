@@ -13,6 +13,7 @@
 //! each other as two native processes do. Busy waits follow agmsg's 5000 ms.
 
 mod legacy;
+mod receipts;
 mod schema;
 mod vfs;
 
@@ -35,6 +36,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_millis(5000);
 struct Sqlite;
 
 agmsg_guest_sdk::export_storage_driver!(Sqlite);
+agmsg_guest_sdk::export_storage_receipts!(Sqlite);
 
 fn db_path() -> String {
     format!("{}/{DB_FILE}", agmsg_guest_sdk::STORE_DIR)
@@ -261,7 +263,8 @@ impl StorageDriver for Sqlite {
         Description {
             name: "sqlite".into(),
             backend: format!("SQLite {} event log + legacy messages table (wasm component)", rusqlite::version()),
-            capabilities: Vec::new(),
+            // The optional interfaces it exports (agmsg:storage 1.2.0).
+            capabilities: vec!["receipts".into()],
             store_file: Some(StoreFile { key: "db".into(), path: DB_FILE.into() }),
         }
     }

@@ -7,7 +7,8 @@ use crate::legacy;
 
 /// Marks a store that carries this driver's additions. Private key: agmsg ignores unknown metadata.
 const SCHEMA_KEY: &str = "agmsg_host_schema";
-const SCHEMA_REV: &str = "1";
+/// 2: agmsg's `message_receipts` table (for the `receipts` interface) is created in stores made before it.
+const SCHEMA_REV: &str = "2";
 /// agmsg's marker for the one-time delivery-cursor migration (§1.7).
 const CURSOR_MIGRATION_KEY: &str = "read_cursor_v1";
 
@@ -29,6 +30,8 @@ CREATE TABLE IF NOT EXISTS messages (
   id INTEGER PRIMARY KEY AUTOINCREMENT, team TEXT NOT NULL, from_agent TEXT NOT NULL,
   to_agent TEXT NOT NULL, body TEXT NOT NULL,
   created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')), read_at TEXT);
+CREATE TABLE IF NOT EXISTS message_receipts (message_id INTEGER PRIMARY KEY, owner TEXT NOT NULL,
+  handed_off_at TEXT NOT NULL, evidence TEXT NOT NULL);
 ";
 
 /// This driver's additions: an index that serves `history --limit N` from the tail of the log.

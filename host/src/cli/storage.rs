@@ -12,7 +12,7 @@ use agmsg_contract::{Status, check_name};
 
 use super::framing::{Shape, control_failure, record_failure};
 use agmsg_host::log::host_log;
-use agmsg_host::storage::driver::{Pair, Wake};
+use agmsg_host::storage::driver::{Pair, ReceiptState, Wake};
 use agmsg_host::storage::records::{cursor_line, message_line};
 use agmsg_host::storage::{StorageError, StoreSession, location};
 
@@ -40,6 +40,17 @@ Ops (snake_case names are accepted too; a leading <team> selects the store as ag
   export [team] <file>                       writes the v1 event log to <file> atomically
   import [team] <file>                       all-or-nothing import of a v1 event log
   compact [team]                             control
+  record-receipts <team> <agent> <evidence> <id>...
+                                             optional op (agmsg:storage 1.2.0 `receipts`): record that
+                                             <agent> was handed the messages; control
+  receipt-status <team> <id>                 optional op (`receipts`): prints receipt, legacy_read or none
+  rename-agent <team> <old> <new>            optional op (1.2.0 `rename`): the store's records of <old>
+                                             now name <new>; control
+  rename-team <old> <new>                    optional op (`rename`): on the new team's store (a per-team
+                                             store still under <old> is moved first); control
+                                             An optional op the driver does not offer fails with 13
+                                             (`unsupported: ...` on stderr); `agmsg-host shim storage`
+                                             defines its function only for a driver that offers it.
 
 Choosing the driver (agmsg's config file records the choice):
   list [--json]                              the drivers this host can run; * marks the active one
@@ -72,6 +83,10 @@ enum Op {
     Export { team: Option<String>, file: PathBuf },
     Import { team: Option<String>, file: PathBuf },
     Compact { team: Option<String> },
+    RecordReceipts { team: String, agent: String, evidence: String, ids: Vec<String> },
+    ReceiptStatus { team: String, id: String },
+    RenameAgent { team: String, old: String, new: String },
+    RenameTeam { old: String, new: String },
 }
 
 enum Body {
@@ -82,7 +97,14 @@ enum Body {
 impl Op {
     fn shape(&self) -> Shape {
         match self {
-            Op::Check | Op::Init { .. } | Op::MarkReadBatch { .. } | Op::CursorConsume { .. } | Op::Compact { .. } => {
+            Op::Check
+            | Op::Init { .. }
+            | Op::MarkReadBatch { .. }
+            | Op::CursorConsume { .. }
+            | Op::Compact { .. }
+            | Op::RecordReceipts { .. }
+            | Op::RenameAgent { .. }
+            | Op::RenameTeam { .. } => {
                 Shape::Control
             }
             _ => Shape::Record,
@@ -109,7 +131,12 @@ impl Op {
             | Op::MarkReadBatch { team, .. }
             | Op::CursorGet { team, .. }
             | Op::CursorConsume { team, .. }
-            | Op::History { team, .. } => Some(team),
+            | Op::History { team, .. }
+            | Op::RecordReceipts { team, .. }
+            | Op::ReceiptStatus { team, .. }
+            | Op::RenameAgent { team, .. } => Some(team),
+            // The store is the new team's: agmsg's rename-team has moved it (or `execute` does).
+            Op::RenameTeam { new, .. } => Some(new),
             Op::WatchTip { pairs } | Op::WatchAfter { pairs, .. } | Op::WaitAfter { pairs, .. } => {
                 pairs.first().map(|p| p.team.as_str())
             }
@@ -269,6 +296,29 @@ fn parse(op: &str, args: &[String]) -> Result<Op, Usage> {
                 _ => return usage("<cursor> <team:agent>... [--timeout-ms N]"),
             }
         }
+        "record-receipts" => match args {
+            [team, agent, evidence, ids @ ..] => {
+                Op::RecordReceipts { team: team.clone(), agent: agent.clone(), evidence: evidence.clone(), ids: ids.to_vec() }
+            }
+            _ => return usage("<team> <agent> <evidence> <id>..."),
+        },
+        "receipt-status" => match args {
+            [team, id] => Op::ReceiptStatus { team: team.clone(), id: id.clone() },
+            _ => return usage("<team> <id>"),
+        },
+        "rename-agent" => match args {
+            [team, old, new] => Op::RenameAgent { team: team.clone(), old: old.clone(), new: new.clone() },
+            _ => return usage("<team> <old> <new>"),
+        },
+        "rename-team" => match args {
+            [old, new] => {
+                for team in [old, new] {
+                    check_name("team", team).map_err(|e| Usage(e.to_string()))?;
+                }
+                Op::RenameTeam { old: old.clone(), new: new.clone() }
+            }
+            _ => return usage("<old> <new>"),
+        },
         other => return Err(Usage(format!("unknown op '{other}'"))),
     })
 }
@@ -307,6 +357,16 @@ fn parse_pairs(args: &[String]) -> Result<Vec<Pair>, Usage> {
 
 fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Op) -> Result<ExitCode, StorageError> {
     let started = std::time::Instant::now();
+    if let Op::RenameTeam { old, new } = &op {
+        move_team_store(store_flag.as_deref(), old, new)?;
+    }
+    if let Op::RecordReceipts { ids, .. } = &op
+        && ids.is_empty()
+    {
+        // Nothing to record, as agmsg answers: no store is opened or created.
+        println!("{}", Status::Ok.word());
+        return Ok(ExitCode::SUCCESS);
+    }
     let store = StoreSession::resolve(store_flag, driver_flag, op.team(), op.creates_store())?;
     if matches!(op, Op::StoreExists { .. }) && !store.exists() {
         // The store directory is the driver's whole world: where it does not exist, no store does.
@@ -415,6 +475,27 @@ fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Op) -> 
             driver.compact()?;
             print(&mut out, Status::Ok.word())?;
         }
+        Op::RecordReceipts { team, agent, evidence, ids } => {
+            driver.record_receipts(&team, &agent, &evidence, &ids)?;
+            print(&mut out, Status::Ok.word())?;
+        }
+        Op::ReceiptStatus { team, id } => {
+            // agmsg's words (history prints them).
+            let word = match driver.receipt_status(&team, &id)? {
+                ReceiptState::Receipt => "receipt",
+                ReceiptState::LegacyRead => "legacy_read",
+                ReceiptState::None => "none",
+            };
+            print(&mut out, word)?;
+        }
+        Op::RenameAgent { team, old, new } => {
+            driver.rename_agent(&team, &old, &new)?;
+            print(&mut out, Status::Ok.word())?;
+        }
+        Op::RenameTeam { old, new } => {
+            driver.rename_team(&old, &new)?;
+            print(&mut out, Status::Ok.word())?;
+        }
     }
     out.flush().map_err(|e| StorageError::runtime(format!("cannot write to stdout: {e}")))?;
     host_log::debug(&format!("timing: op (with instantiation) {:.2} ms", op_started.elapsed().as_secs_f64() * 1e3));
@@ -429,4 +510,22 @@ fn read_stdin_body() -> Result<String, StorageError> {
 
 fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
+}
+
+/// `rename-team` called on its own: a per-team store still under the old name moves to the new one
+/// first (agmsg's rename-team.sh has usually done it), so the driver rewrites the store that stays. Only
+/// a real directory moves, and never onto an existing one (that store's history is not merged).
+fn move_team_store(store_flag: Option<&Path>, old: &str, new: &str) -> Result<(), StorageError> {
+    let root = location::store_dir(store_flag.map(Path::to_owned))?;
+    let place = location::partition(&root, new)?;
+    if place.partition.is_none() || old == new {
+        return Ok(());
+    }
+    let teams = place.root.join("teams");
+    let (from, to) = (teams.join(old), teams.join(new));
+    match (std::fs::symlink_metadata(&from), std::fs::symlink_metadata(&to)) {
+        (Ok(meta), Err(e)) if meta.is_dir() && e.kind() == io::ErrorKind::NotFound => std::fs::rename(&from, &to)
+            .map_err(|e| StorageError::runtime(format!("cannot move the store {} to {}: {e}", from.display(), to.display()))),
+        _ => Ok(()),
+    }
 }

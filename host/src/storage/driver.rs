@@ -20,7 +20,7 @@ use crate::display;
 use crate::runtime::sandbox::StoreDir;
 use crate::runtime::{Driver, DriverSource, HostState, Runtime};
 
-pub use super::world::Wake;
+pub use super::world::{ReceiptState, Wake};
 pub use wit::{Description, Directive, Event, Message, Pair, StoreFile, WatchBatch};
 
 /// Limits of `describe`'s values: a name, a capability or a store-file key; the backend text or the
@@ -264,6 +264,68 @@ impl<'rt> Storage<'rt> {
             None => wasmtime::bail!("the instance lost its live exports"),
         })
         .map(Some)
+    }
+
+    /// Whether the driver offers the optional `receipts` interface (`agmsg:storage` 1.2.0).
+    pub fn offers_receipts(&self) -> bool {
+        self.driver.world_pre().offers_receipts()
+    }
+
+    /// Whether the driver offers the optional `rename` interface (`agmsg:storage` 1.2.0).
+    pub fn offers_rename(&self) -> bool {
+        self.driver.world_pre().offers_rename()
+    }
+
+    /// The error of an optional op the driver does not export: `runtime_error`, saying so.
+    fn unsupported(&self, op: &str, interface: &str) -> StorageError {
+        StorageError::runtime(format!(
+            "unsupported: driver '{}' does not offer {op} (the optional agmsg:storage/{interface} interface)",
+            self.name()
+        ))
+    }
+
+    /// `receipts.record-receipts`: `agent` of `team` was handed `ids`, with `evidence`.
+    pub fn record_receipts(&mut self, team: &str, agent: &str, evidence: &str, ids: &[String]) -> Result<(), StorageError> {
+        if !self.offers_receipts() {
+            return Err(self.unsupported("record-receipts", "receipts"));
+        }
+        self.op("record-receipts", |s, b| match b.receipts() {
+            Some(r) => r.call_record_receipts(s, team, agent, evidence, ids),
+            None => wasmtime::bail!("the instance lost its receipts exports"),
+        })
+    }
+
+    /// `receipts.receipt-status`: what the store knows of message `id`'s hand-off.
+    pub fn receipt_status(&mut self, team: &str, id: &str) -> Result<ReceiptState, StorageError> {
+        if !self.offers_receipts() {
+            return Err(self.unsupported("receipt-status", "receipts"));
+        }
+        self.op("receipt-status", |s, b| match b.receipts() {
+            Some(r) => r.call_receipt_status(s, team, id),
+            None => wasmtime::bail!("the instance lost its receipts exports"),
+        })
+    }
+
+    /// `rename.rename-agent`.
+    pub fn rename_agent(&mut self, team: &str, old: &str, new: &str) -> Result<(), StorageError> {
+        if !self.offers_rename() {
+            return Err(self.unsupported("rename-agent", "rename"));
+        }
+        self.op("rename-agent", |s, b| match b.rename() {
+            Some(r) => r.call_rename_agent(s, team, old, new),
+            None => wasmtime::bail!("the instance lost its rename exports"),
+        })
+    }
+
+    /// `rename.rename-team`, on the new team's store.
+    pub fn rename_team(&mut self, old: &str, new: &str) -> Result<(), StorageError> {
+        if !self.offers_rename() {
+            return Err(self.unsupported("rename-team", "rename"));
+        }
+        self.op("rename-team", |s, b| match b.rename() {
+            Some(r) => r.call_rename_team(s, old, new),
+            None => wasmtime::bail!("the instance lost its rename exports"),
+        })
     }
 
     pub fn history(&mut self, team: &str, agent: Option<&str>, limit: Option<u32>) -> Result<Vec<Message>, StorageError> {

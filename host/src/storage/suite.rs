@@ -1,6 +1,7 @@
 //! The storage contract (spec §2), rule by rule. The `live_*` rules check the optional `live` interface
 //! (`agmsg:storage` 1.1.0) of a driver that offers it; one that does not (it is polled) passes them
-//! vacuously.
+//! vacuously. The `receipts_*` and `rename_*` rules check the optional 1.2.0 interfaces the same way,
+//! and are skipped for a driver that answers `unsupported`.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -370,6 +371,64 @@ fn live_wait_wakes_on_a_send_from_another_session(harness: &Harness, driver: &st
     assert!(took < Duration::from_secs(6), "it woke {took:?} after the send, not soon after (timeout 12 s)");
 }
 
+/// Whether an optional op's run says the driver does not offer it (13, `unsupported: ...`); skip then.
+fn skip_if_unsupported(run: &agmsg_conformance::Run, why: &str) {
+    if run.code == 13 && run.stderr.contains("unsupported:") {
+        agmsg_conformance::skip(why);
+    }
+}
+
+const NO_RECEIPTS: &str = "the driver offers no `receipts` interface (optional): agmsg skips receipts";
+const NO_RENAME: &str = "the driver offers no `rename` interface (optional): agmsg renames its store itself or not at all";
+
+fn receipts_record_once_and_report_the_state(harness: &Harness, driver: &str) {
+    let env = env_for(harness, driver);
+    // Asked first, so that a driver without the interface is skipped whatever else it does.
+    skip_if_unsupported(&env.storage(&["receipt-status", "t", "none-yet"]), NO_RECEIPTS);
+    let a = env.send("t", "alice", "bob", "one");
+    let b = env.send("t", "alice", "bob", "two");
+    let status = |id: &str| {
+        let run = env.storage(&["receipt-status", "t", id]);
+        run.ok();
+        run.stdout.trim_end().to_owned()
+    };
+    assert_eq!(status(&a), "none");
+    let run = env.storage(&["record-receipts", "t", "bob", "inbox", &a, "not-a-message"]);
+    assert_eq!((run.code, run.stdout.as_str()), (0, "ok\n"), "an unknown id is skipped: {run:?}");
+    assert_eq!(status(&a), "receipt");
+    assert_eq!(status(&b), "none", "only the ids given");
+    assert_eq!(env.storage(&["record-receipts", "t", "carol", "watch", &a]).stdout, "ok\n", "again: still ok");
+    assert_eq!(status(&a), "receipt");
+    assert_eq!(env.storage(&["record-receipts", "t", "bob", "inbox"]).stdout, "ok\n", "no ids: ok");
+}
+
+fn rename_agent_keeps_unread_and_frontier(harness: &Harness, driver: &str) {
+    let env = env_for(harness, driver);
+    // A rename no record matches: the probe for the interface, and it must succeed.
+    let probe = env.storage(&["rename-agent", "t", "nobody", "someone"]);
+    skip_if_unsupported(&probe, NO_RENAME);
+    assert_eq!((probe.code, probe.stdout.as_str()), (0, "ok\n"), "{probe:?}");
+    let read = env.send("t", "alice", "bob", "read");
+    let at = tip(&env, "t:bob");
+    consume(&env, "t", "bob", &at, &[&read]);
+    let unread_one = env.send("t", "alice", "bob", "unread");
+    let run = env.storage(&["rename-agent", "t", "bob", "rob"]);
+    assert_eq!((run.code, run.stdout.as_str()), (0, "ok\n"), "{run:?}");
+    assert_eq!(unread(&env, "t", "rob"), [unread_one], "the unread message follows the name");
+    assert!(unread(&env, "t", "bob").is_empty());
+    assert_eq!(cursor(&env, "t", "rob"), at, "the frontier follows the name");
+}
+
+fn rename_team_keeps_unread(harness: &Harness, driver: &str) {
+    let env = env_for(harness, driver);
+    skip_if_unsupported(&env.storage(&["rename-team", "none", "none2"]), NO_RENAME);
+    let m = env.send("t", "alice", "bob", "before");
+    let run = env.storage(&["rename-team", "t", "core"]);
+    assert_eq!((run.code, run.stdout.as_str()), (0, "ok\n"), "{run:?}");
+    assert_eq!(unread(&env, "core", "bob"), [m]);
+    assert!(unread(&env, "t", "bob").is_empty());
+}
+
 pub const RULES: &[Rule] = &[
     Rule { name: "round_trip_and_recipient_scope", check: round_trip_and_recipient_scope },
     Rule { name: "covered_prefix_and_hard_gap", check: covered_prefix_and_hard_gap },
@@ -386,4 +445,7 @@ pub const RULES: &[Rule] = &[
     Rule { name: "compaction_properties", check: compaction_properties },
     Rule { name: "live_wait_times_out_and_sees_what_is_there", check: live_wait_times_out_and_sees_what_is_there },
     Rule { name: "live_wait_wakes_on_a_send_from_another_session", check: live_wait_wakes_on_a_send_from_another_session },
+    Rule { name: "receipts_record_once_and_report_the_state", check: receipts_record_once_and_report_the_state },
+    Rule { name: "rename_agent_keeps_unread_and_frontier", check: rename_agent_keeps_unread_and_frontier },
+    Rule { name: "rename_team_keeps_unread", check: rename_team_keeps_unread },
 ];

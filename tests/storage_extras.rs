@@ -1,0 +1,178 @@
+//! The optional ops of `agmsg:storage` 1.2.0 that agmsg 1.2.1's core calls (issue 27): `receipts`
+//! (record-receipts, receipt-status: sqlite's `message_receipts`) and `rename` (rename-agent,
+//! rename-team: jsonl rewrites its log and cursors), the `unsupported` answer of a driver without them,
+//! the shim defining their functions only where offered (agmsg's callers test `command -v`), and a
+//! driver built against 1.0.0 still loading.
+
+mod common;
+
+use common::{Env, fixture};
+
+fn jsonl(env: &Env, args: &[&str]) -> agmsg_conformance::Run {
+    env.run(&[&["--driver", "jsonl", "storage"], args].concat())
+}
+
+#[test]
+fn sqlite_receipts_round_trip_with_agmsgs_three_states() {
+    let env = Env::new();
+    // No ids: agmsg answers ok without touching the store.
+    let none = env.storage(&["record-receipts", "t", "bob", "inbox"]);
+    assert_eq!((none.code, none.stdout.as_str()), (0, "ok\n"), "{none:?}");
+    assert!(!env.db().exists(), "no store created for nothing to record");
+
+    let first = env.send("t", "alice", "bob", "one");
+    let second = env.send("t", "alice", "bob", "two");
+    assert_eq!(env.storage(&["receipt-status", "t", &first]).ok().stdout, "none\n");
+    // An unknown id is skipped, the others recorded; the control op's word is last.
+    let run = env.storage(&["record-receipts", "t", "bob", "inbox", &first, "no-such-id"]);
+    assert_eq!((run.code, run.stdout.as_str()), (0, "ok\n"), "{run:?}");
+    assert_eq!(env.storage(&["receipt-status", "t", &first]).ok().stdout, "receipt\n");
+    assert_eq!(env.storage(&["receipt-status", "t", &second]).ok().stdout, "none\n");
+    // A message keeps its first receipt.
+    env.storage(&["record-receipts", "t", "carol", "watch", &first]).ok();
+    // Another team's id is not this team's message.
+    assert_eq!(env.storage(&["receipt-status", "other", &first]).ok().stdout, "none\n");
+
+    let db = rusqlite::Connection::open(env.db()).unwrap();
+    let rows: Vec<(i64, String, String)> = db
+        .prepare("SELECT message_id, owner, evidence FROM message_receipts")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let legacy: i64 = db.query_row("SELECT legacy_id FROM events WHERE id=?1", [&first], |r| r.get(0)).unwrap();
+    assert_eq!(rows, [(legacy, "bob".to_owned(), "inbox".to_owned())]);
+
+    // A pre-event-log row agmsg marked read: legacy_read, by its number as history shows it.
+    db.execute("INSERT INTO messages(team, from_agent, to_agent, body, read_at) VALUES('t', 'alice', 'bob', 'old', '2026-01-01T00:00:00Z')", [])
+        .unwrap();
+    let old = db.last_insert_rowid().to_string();
+    drop(db);
+    assert_eq!(env.storage(&["receipt-status", "t", &old]).ok().stdout, "legacy_read\n");
+    env.storage(&["record-receipts", "t", "bob", "history", &old]).ok();
+    assert_eq!(env.storage(&["receipt-status", "t", &old]).ok().stdout, "receipt\n");
+    assert_eq!(env.storage(&["describe"]).ok().lines()[2], "capabilities=receipts");
+}
+
+#[test]
+fn an_optional_op_the_driver_lacks_is_13_unsupported() {
+    let env = Env::new();
+    let run = jsonl(&env, &["record-receipts", "t", "bob", "inbox", "x"]);
+    assert_eq!(run.code, 13, "{run:?}");
+    assert_eq!(run.lines().last(), Some(&"runtime_error"), "{run:?}");
+    assert!(run.stderr.contains("unsupported") && run.stderr.contains("receipts"), "{run:?}");
+    let run = jsonl(&env, &["receipt-status", "t", "x"]);
+    assert_eq!((run.code, run.stdout.as_str()), (13, ""), "a record op prints nothing: {run:?}");
+    let run = env.storage(&["rename-agent", "t", "bob", "rob"]);
+    assert_eq!(run.code, 13, "{run:?}");
+    assert!(run.stderr.contains("unsupported") && run.stderr.contains("rename"), "{run:?}");
+    // Usage errors are 2, before any driver runs.
+    assert_eq!(jsonl(&env, &["rename-team", "t"]).code, 2);
+    assert_eq!(jsonl(&env, &["rename-team", "t", "../x"]).code, 2);
+}
+
+#[test]
+fn jsonl_rename_agent_keeps_the_unread_message_readable_under_the_new_name() {
+    let env = Env::new();
+    let send = |from: &str, to: &str, body: &str| {
+        let run = jsonl(&env, &["send", "t", from, to, body]);
+        run.ok();
+        run.stdout.trim().to_owned()
+    };
+    let read = send("alice", "bob", "read before");
+    let tip = jsonl(&env, &["watch-tip", "t:bob"]).ok().stdout.trim().to_owned();
+    jsonl(&env, &["read-cursor-consume", "t", "bob", &tip, &read]).ok();
+    let unread = send("alice", "bob", "unread");
+    let sent_by_bob = send("bob", "alice", "from bob");
+    let elsewhere = jsonl(&env, &["send", "ops", "alice", "bob", "other team"]).ok().stdout.trim().to_owned();
+
+    let run = jsonl(&env, &["rename-agent", "t", "bob", "rob"]);
+    assert_eq!((run.code, run.stdout.as_str()), (0, "ok\n"), "{run:?}");
+
+    let unread_now = jsonl(&env, &["list-unread", "t", "rob"]).ok().json();
+    assert_eq!(unread_now.len(), 1, "{unread_now:?}");
+    assert_eq!((unread_now[0]["id"].as_str(), unread_now[0]["to"].as_str()), (Some(unread.as_str()), Some("rob")));
+    assert!(jsonl(&env, &["list-unread", "t", "bob"]).ok().stdout.is_empty());
+    assert_eq!(jsonl(&env, &["read-cursor-get", "t", "rob"]).ok().stdout.trim(), tip, "the frontier followed the name");
+    let history = jsonl(&env, &["history", "t", "rob"]).ok().json();
+    assert!(history.iter().any(|m| m["id"] == sent_by_bob.as_str() && m["from"] == "rob"), "{history:?}");
+    // Another team's bob is someone else.
+    let other = jsonl(&env, &["list-unread", "ops", "bob"]).ok().json();
+    assert_eq!(other.len(), 1);
+    assert_eq!(other[0]["id"], elsewhere.as_str());
+    let log = std::fs::read_to_string(env.store.join("events.jsonl")).unwrap();
+    assert!(!log.lines().any(|l| l.contains("\"team\":\"t\"") && l.contains("\"bob\"")), "{log}");
+    assert!(!std::fs::read_to_string(env.store.join("read-cursors.tsv")).unwrap().contains("t\tbob\t"));
+}
+
+#[test]
+fn jsonl_rename_team_keeps_the_unread_message_readable_under_the_new_team() {
+    let env = Env::new();
+    let id = jsonl(&env, &["send", "t", "alice", "bob", "before the rename"]).ok().stdout.trim().to_owned();
+    let tip = jsonl(&env, &["watch-tip", "t:alice"]).ok().stdout.trim().to_owned();
+    jsonl(&env, &["read-cursor-consume", "t", "alice", &tip]).ok();
+    let run = jsonl(&env, &["rename-team", "t", "core"]);
+    assert_eq!((run.code, run.stdout.as_str()), (0, "ok\n"), "{run:?}");
+    let unread = jsonl(&env, &["list-unread", "core", "bob"]).ok().json();
+    assert_eq!(unread.len(), 1, "{unread:?}");
+    assert_eq!((unread[0]["id"].as_str(), unread[0]["team"].as_str()), (Some(id.as_str()), Some("core")));
+    assert!(jsonl(&env, &["list-unread", "t", "bob"]).ok().stdout.is_empty());
+    assert_eq!(jsonl(&env, &["read-cursor-get", "core", "alice"]).ok().stdout.trim(), tip);
+    // New sends under the new name join the same conversation.
+    jsonl(&env, &["send", "core", "alice", "bob", "after"]).ok();
+    assert_eq!(jsonl(&env, &["list-unread", "core", "bob"]).ok().json().len(), 2);
+}
+
+/// The shim's functions for `driver`: which of the optional ones a bash that sources it finds.
+fn shim_defines(env: &Env, driver: &str) -> String {
+    let shim = env.dir.path().join(format!("shim-{}.sh", driver.len()));
+    env.run(&["--driver", driver, "shim", "storage", "--output", shim.to_str().unwrap()]).ok();
+    let script = "source \"$1\"; for f in storage_record_receipts storage_receipt_status storage_rename_agent storage_rename_team; do \
+                  command -v $f >/dev/null && printf '%s ' $f; done; true";
+    let out = env.program("bash").args(["-c", script, "bash"]).arg(&shim).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn the_shim_defines_an_optional_function_only_where_the_driver_offers_it() {
+    let env = Env::new();
+    assert_eq!(shim_defines(&env, "sqlite"), "storage_record_receipts storage_receipt_status ");
+    assert_eq!(shim_defines(&env, "jsonl"), "storage_rename_agent storage_rename_team ");
+}
+
+/// `wasm` with the `agmsg:storage` names it exports and imports at 1.2.0 rewritten to `version`
+/// (names are length-prefixed strings of equal length, so the binary stays valid): what a build against
+/// that version's WIT is, for a driver that exports only `driver`.
+fn as_built_against(wasm: &[u8], version: &str) -> Vec<u8> {
+    let mut out = wasm.to_vec();
+    for name in ["agmsg:storage/driver@", "agmsg:storage/types@", "agmsg:storage/storage-driver@"] {
+        let (new, old) = (format!("{name}1.2.0"), format!("{name}{version}"));
+        let mut i = 0;
+        while let Some(at) = out[i..].windows(new.len()).position(|w| w == new.as_bytes()) {
+            out[i + at..i + at + new.len()].copy_from_slice(old.as_bytes());
+            i += at + new.len();
+        }
+    }
+    assert!(!out.windows(b"@1.2.0".len()).any(|w| w == b"@1.2.0"), "every agmsg:storage name rewritten");
+    out
+}
+
+#[test]
+fn drivers_built_against_1_0_0_and_1_1_0_still_load_and_offer_no_optional_op() {
+    let env = Env::new();
+    // The fixture exports `driver` only, as a driver of either version does.
+    let original = std::fs::read(fixture("hostile-text")).unwrap();
+    for version in ["1.0.0", "1.1.0"] {
+        let path = env.dir.path().join(format!("old_{}.wasm", version.replace('.', "_")));
+        std::fs::write(&path, as_built_against(&original, version)).unwrap();
+        let driver = path.to_str().unwrap();
+        let describe = env.run(&["--driver", driver, "storage", "describe"]);
+        assert_eq!(describe.ok().lines()[0], "name=hostile-text", "{version}");
+        let run = env.run(&["--driver", driver, "storage", "record-receipts", "t", "bob", "inbox", "1"]);
+        assert_eq!(run.code, 13, "{version}: {run:?}");
+        assert!(run.stderr.contains("unsupported"), "{version}: {run:?}");
+        assert_eq!(shim_defines(&env, driver), "", "{version}");
+    }
+}

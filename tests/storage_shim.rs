@@ -195,7 +195,7 @@ fn init_reruns_the_cursor_migration_when_agmsgs_marker_is_gone() {
     };
     assert_eq!(marker(&db).as_deref(), Some("1"));
     let ours: String = db.query_row("SELECT value FROM storage_metadata WHERE key='agmsg_host_schema'", [], |r| r.get(0)).unwrap();
-    assert_eq!(ours, "1", "the component's own marker is there");
+    assert_eq!(ours, "2", "the component's own marker is there (revision 2: message_receipts)");
     // agmsg's marker goes (as with agmsg's own sqlite3), and a backlog arrives the legacy way: a row
     // of the legacy table only, never read.
     db.execute_batch(

@@ -176,3 +176,50 @@ fn drivers_built_against_1_0_0_and_1_1_0_still_load_and_offer_no_optional_op() {
         assert_eq!(shim_defines(&env, driver), "", "{version}");
     }
 }
+
+/// agmsg's own scripts on agmsg-host's shims (`shim install` into a copy of agmsg's `scripts/`): on
+/// jsonl, `rename.sh` then `inbox.sh` under the new name shows the message sent before (it exited 127
+/// halfway without `storage_rename_agent`), and so does `rename-team.sh`; on sqlite, `inbox.sh` records
+/// the hand-off and `history.sh` shows it (○ instead of ●). Skipped, saying why, without agmsg's
+/// repository (`AGMSG_REFERENCE_REPO`, as tests/shim_install.rs).
+#[test]
+fn agmsgs_rename_inbox_and_history_scripts_work_through_the_shims() {
+    let repo = std::env::var("AGMSG_REFERENCE_REPO").unwrap_or_else(|_| "/work/.mirror/kappaseijin+agmsg/repo".to_owned());
+    if !std::path::Path::new(&repo).exists() {
+        assert_ne!(std::env::var("AGMSG_REQUIRE_REFERENCE").as_deref(), Ok("1"), "agmsg's repository is not at {repo}");
+        eprintln!("skipped: agmsg's repository is not at {repo} (set AGMSG_REFERENCE_REPO)");
+        return;
+    }
+    let env = Env::new();
+    let agmsg = env.dir.path().join("agmsg");
+    std::fs::create_dir_all(agmsg.join("proj")).unwrap();
+    let script = format!(
+        "set -e; git -C '{repo}' archive HEAD scripts | tar -x -C '{dir}'; cd '{dir}'\n\
+         '{bin}' shim install '{dir}' >/dev/null\n\
+         export AGMSG_STORAGE_DRIVER=jsonl AGMSG_STORAGE_PATH='{dir}/store-jsonl'\n\
+         bash scripts/join.sh t alice claude-code '{dir}/proj' >/dev/null\n\
+         bash scripts/join.sh t bob claude-code '{dir}/proj' >/dev/null\n\
+         bash scripts/send.sh t alice bob 'hello bob' >/dev/null\n\
+         bash scripts/rename.sh t bob rob\n\
+         bash scripts/inbox.sh t rob\n\
+         bash scripts/send.sh t alice rob 'second' >/dev/null\n\
+         bash scripts/rename-team.sh t core >/dev/null\n\
+         bash scripts/inbox.sh core rob\n\
+         export AGMSG_STORAGE_DRIVER=sqlite AGMSG_STORAGE_PATH='{dir}/store-sqlite'\n\
+         bash scripts/send.sh core alice rob 'via sqlite' >/dev/null\n\
+         bash scripts/history.sh core | grep 'via sqlite'\n\
+         bash scripts/inbox.sh core rob >/dev/null\n\
+         bash scripts/history.sh core | grep 'via sqlite'\n",
+        dir = agmsg.display(),
+        bin = common::BIN,
+    );
+    let run: agmsg_conformance::Run = env.program("bash").arg("-c").arg(&script).output().unwrap().into();
+    assert_eq!(run.code, 0, "{run:#?}");
+    let out = &run.stdout;
+    let renamed = out.find("Renamed bob").expect("rename.sh finished");
+    let first = out[renamed..].find("alice: hello bob").expect("rob's inbox has the message sent to bob");
+    assert!(out[renamed + first..].contains("alice: second"), "core's inbox for rob after rename-team: {out}");
+    let history: Vec<&str> = out.lines().filter(|l| l.contains("alice → rob: via sqlite")).collect();
+    assert_eq!(history.len(), 2, "{out}");
+    assert!(history[0].trim_start().starts_with('●') && history[1].trim_start().starts_with('○'), "{history:?}");
+}

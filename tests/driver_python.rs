@@ -79,7 +79,7 @@ fn python_driver_passes_the_storage_contract_suite() {
     let manifest = manifest.to_str().unwrap();
     let run = env.run(&["plugin", "inspect", wasm, "--manifest", manifest]);
     assert_eq!(run.code, 0, "{run:?}");
-    for expected in ["storage/python 0.1.0", "inert-sockets", "wasi:sockets/tcp@", "agmsg:storage/driver@1.1.0", "Verdict: loads on this host"] {
+    for expected in ["storage/python 0.1.0", "inert-sockets", "wasi:sockets/tcp@", "agmsg:storage/driver@1.2.0", "Verdict: loads on this host"] {
         assert!(run.stdout.contains(expected), "{expected}: {}", run.stdout);
     }
     let run = env.run(&["plugin", "install", wasm, "--manifest", manifest, "--yes"]);

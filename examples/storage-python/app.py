@@ -1,7 +1,7 @@
 """storage-python: an agmsg storage driver written in Python.
 
 Built into a wasm32-wasip2 component with componentize-py against the WIT world
-`agmsg:storage/storage-driver@1.1.0` (see README.md). It shows the storage contract is not tied to Rust:
+`agmsg:storage/storage-driver@1.2.0` (see README.md). It shows the storage contract is not tied to Rust:
 the host, the contract suite and agmsg see the same component interface either way.
 
 The store is one JSON file in the store directory (the host preopens it at /store): the event log

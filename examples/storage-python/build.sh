@@ -5,14 +5,14 @@
 #
 # Creates (or reuses) a virtual environment holding the pinned componentize-py, default
 # <repo>/target/python-driver/venv, then componentizes app.py against the WIT world
-# agmsg:storage/storage-driver@1.1.0 into <output.wasm> (kept when its inputs did not change, see
+# agmsg:storage/storage-driver@1.2.0 into <output.wasm> (kept when its inputs did not change, see
 # below). `PYTHON` picks the interpreter (default python3).
 # Exits non-zero with a message on stderr when Python, venv or pip is missing or a step fails.
 set -euo pipefail
 
 # Pinned for reproducible components; see README.md before changing it.
 COMPONENTIZE_PY_VERSION=0.25.1
-WORLD=agmsg:storage/storage-driver@1.1.0
+WORLD=agmsg:storage/storage-driver@1.2.0
 
 die() {
     echo "build.sh: $*" >&2

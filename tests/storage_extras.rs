@@ -223,3 +223,38 @@ fn agmsgs_rename_inbox_and_history_scripts_work_through_the_shims() {
     assert_eq!(history.len(), 2, "{out}");
     assert!(history[0].trim_start().starts_with('●') && history[1].trim_start().starts_with('○'), "{history:?}");
 }
+
+/// `rename-team` on its own for a per-team store (the team's config, already under the new name, says
+/// per-team): the store still under the old name moves to the new one, then its records are renamed; a
+/// store already under the new name is never overwritten.
+#[test]
+fn rename_team_moves_a_per_team_store_still_under_the_old_name() {
+    let env = Env::new();
+    let teams = env.dir.path().join("teams");
+    let env = env.env("AGMSG_TEAMS_DIR", teams.to_str().unwrap());
+    let per_team = |team: &str| {
+        std::fs::create_dir_all(teams.join(team)).unwrap();
+        std::fs::write(teams.join(team).join("config.json"), r#"{"drivers":{"partition":"per-team"}}"#).unwrap();
+    };
+    per_team("t");
+    let id = jsonl(&env, &["send", "t", "alice", "bob", "in t's own store"]).ok().stdout.trim().to_owned();
+    assert!(env.store.join("teams/t/events.jsonl").is_file());
+    // agmsg's rename-team moves the config first.
+    std::fs::rename(teams.join("t"), teams.join("core")).unwrap();
+    let run = jsonl(&env, &["rename-team", "t", "core"]);
+    assert_eq!((run.code, run.stdout.as_str()), (0, "ok\n"), "{run:?}");
+    assert!(!env.store.join("teams/t").exists() && env.store.join("teams/core/events.jsonl").is_file());
+    let unread = jsonl(&env, &["list-unread", "core", "bob"]).ok().json();
+    assert_eq!((unread.len(), unread[0]["id"].as_str(), unread[0]["team"].as_str()), (1, Some(id.as_str()), Some("core")));
+
+    // A store already there under the new name stays as it is; the old one is left, not merged.
+    per_team("u");
+    jsonl(&env, &["send", "u", "alice", "bob", "u's"]).ok();
+    per_team("v");
+    jsonl(&env, &["send", "v", "alice", "carol", "v's"]).ok();
+    std::fs::remove_dir_all(teams.join("u")).unwrap();
+    jsonl(&env, &["rename-team", "u", "v"]).ok();
+    assert!(env.store.join("teams/u/events.jsonl").is_file(), "the old store is left");
+    assert_eq!(jsonl(&env, &["list-unread", "v", "carol"]).ok().json().len(), 1);
+    assert!(jsonl(&env, &["list-unread", "v", "bob"]).ok().stdout.is_empty(), "nothing merged");
+}

@@ -14,37 +14,8 @@ mod common;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::{Env, Run};
-
-const DEFAULT_REPO: &str = "/work/.mirror/kappaseijin+agmsg/repo";
-
-/// agmsg's `scripts/` below `<env>/agmsg`, or `None` when agmsg's repository is absent (skipped).
-fn agmsg_install(env: &Env) -> Option<PathBuf> {
-    let repo = std::env::var("AGMSG_REFERENCE_REPO").unwrap_or_else(|_| DEFAULT_REPO.to_owned());
-    if !Path::new(&repo).exists() {
-        assert_ne!(std::env::var("AGMSG_REQUIRE_REFERENCE").as_deref(), Ok("1"), "agmsg's repository is not at {repo} (AGMSG_REFERENCE_REPO)");
-        eprintln!("skipped: agmsg's repository is not at {repo} (set AGMSG_REFERENCE_REPO to a clone's git directory)");
-        return None;
-    }
-    for tool in ["bash", "sqlite3"] {
-        if Command::new(tool).arg("--version").output().is_err() {
-            assert_ne!(std::env::var("AGMSG_REQUIRE_REFERENCE").as_deref(), Ok("1"), "agmsg's delivery.sh needs {tool}");
-            eprintln!("skipped: agmsg's delivery.sh needs {tool}, which is not installed");
-            return None;
-        }
-    }
-    let dir = env.dir.path().join("agmsg");
-    fs::create_dir(&dir).unwrap();
-    let tar = env.dir.path().join("scripts.tar");
-    let archived = Command::new("git").args(["-C", &repo, "archive", "-o"]).arg(&tar).args(["HEAD", "scripts"]).output().unwrap();
-    assert!(archived.status.success(), "git archive: {archived:?}");
-    let extracted = Command::new("tar").arg("-xf").arg(&tar).arg("-C").arg(&dir).output().unwrap();
-    assert!(extracted.status.success(), "tar: {extracted:?}");
-    assert!(dir.join("scripts/delivery.sh").is_file(), "no scripts/delivery.sh in agmsg's repository at {repo}");
-    Some(dir)
-}
 
 /// Who writes a step.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -100,7 +71,7 @@ const USER_JSON: &str = "{\n  \"permissions\": {\"allow\": [\"Bash(ls)\"]},\n  \
 #[test]
 fn agmsgs_delivery_sh_and_agmsg_host_read_and_write_each_others_files() {
     let env = Env::new();
-    let Some(skill) = agmsg_install(&env) else { return };
+    let Some(skill) = common::reference::scripts(&env, &["bash", "sqlite3"]) else { return };
     let parity = Parity { env, skill };
     let types = parity.skill.join("scripts/drivers/types");
     let root = parity.env.dir.path().join("projects");

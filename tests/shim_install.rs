@@ -8,31 +8,8 @@ mod common;
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::{Env, Run};
-
-const DEFAULT_REPO: &str = "/work/.mirror/kappaseijin+agmsg/repo";
-
-/// agmsg's `scripts/` in a fresh directory (`<env>/agmsg`), or `None` (the test is skipped, saying
-/// why) when agmsg's repository is not on this machine, unless `AGMSG_REQUIRE_REFERENCE=1`.
-fn agmsg_install(env: &Env) -> Option<PathBuf> {
-    let repo = std::env::var("AGMSG_REFERENCE_REPO").unwrap_or_else(|_| DEFAULT_REPO.to_owned());
-    if !Path::new(&repo).exists() {
-        assert_ne!(std::env::var("AGMSG_REQUIRE_REFERENCE").as_deref(), Ok("1"), "agmsg's repository is not at {repo} (AGMSG_REFERENCE_REPO)");
-        eprintln!("skipped: agmsg's repository is not at {repo} (set AGMSG_REFERENCE_REPO to a clone's git directory)");
-        return None;
-    }
-    let dir = env.dir.path().join("agmsg");
-    std::fs::create_dir(&dir).unwrap();
-    let tar = env.dir.path().join("scripts.tar");
-    let archived = Command::new("git").args(["-C", &repo, "archive", "-o"]).arg(&tar).args(["HEAD", "scripts"]).output().unwrap();
-    assert!(archived.status.success(), "git archive: {archived:?}");
-    let extracted = Command::new("tar").arg("-xf").arg(&tar).arg("-C").arg(&dir).output().unwrap();
-    assert!(extracted.status.success(), "tar: {extracted:?}");
-    assert!(dir.join("scripts/lib/storage.sh").is_file() && dir.join("scripts/drivers/storage/sqlite.sh").is_file());
-    Some(dir)
-}
 
 /// Every entry below `root`, by relative path: a file's bytes and mode, a directory's mode, a link's
 /// target.
@@ -122,7 +99,7 @@ const TERMINALS: &[&str] = &["herdr", "orca", "plain", "tmux"];
 #[test]
 fn install_puts_every_shim_where_agmsg_looks_and_uninstall_gives_agmsg_back_byte_for_byte() {
     let env = Env::new();
-    let Some(agmsg) = agmsg_install(&env) else { return };
+    let Some(agmsg) = common::reference::scripts(&env, &[]) else { return };
     let dir = agmsg.to_str().unwrap();
     let original = snapshot(&agmsg);
 
@@ -229,7 +206,7 @@ fn install_puts_every_shim_where_agmsg_looks_and_uninstall_gives_agmsg_back_byte
 #[test]
 fn a_file_agmsg_replaced_after_install_is_agmsgs_from_then_on() {
     let env = Env::new();
-    let Some(agmsg) = agmsg_install(&env) else { return };
+    let Some(agmsg) = common::reference::scripts(&env, &[]) else { return };
     let dir = agmsg.to_str().unwrap();
     items(&env, &["install", dir]);
     // An agmsg update puts its own jsonl.sh back over the shim: install again keeps that one instead.
@@ -252,7 +229,7 @@ fn a_file_agmsg_replaced_after_install_is_agmsgs_from_then_on() {
 #[test]
 fn links_below_agmsgs_directory_are_refused_and_nothing_changes() {
     let env = Env::new();
-    let Some(agmsg) = agmsg_install(&env) else { return };
+    let Some(agmsg) = common::reference::scripts(&env, &[]) else { return };
     let dir = agmsg.to_str().unwrap();
     let outside = env.dir.path().join("outside");
     std::fs::create_dir(&outside).unwrap();
@@ -314,7 +291,7 @@ fn a_directory_that_is_no_agmsg_install_is_refused() {
 #[test]
 fn a_record_naming_other_paths_is_refused() {
     let env = Env::new();
-    let Some(agmsg) = agmsg_install(&env) else { return };
+    let Some(agmsg) = common::reference::scripts(&env, &[]) else { return };
     let dir = agmsg.to_str().unwrap();
     items(&env, &["install", dir]);
     let victim = env.dir.path().join("victim");
@@ -339,7 +316,7 @@ fn a_record_naming_other_paths_is_refused() {
 #[test]
 fn a_second_run_at_the_same_time_is_refused() {
     let env = Env::new();
-    let Some(agmsg) = agmsg_install(&env) else { return };
+    let Some(agmsg) = common::reference::scripts(&env, &[]) else { return };
     let dir = agmsg.to_str().unwrap();
     // flock(1) holds the directory's lock, as a running install does, until its stdin closes.
     let mut holder = env.program("flock").arg(&agmsg).args(["cat"]).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn().unwrap();

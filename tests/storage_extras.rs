@@ -184,17 +184,11 @@ fn drivers_built_against_1_0_0_and_1_1_0_still_load_and_offer_no_optional_op() {
 /// repository (`AGMSG_REFERENCE_REPO`, as tests/shim_install.rs).
 #[test]
 fn agmsgs_rename_inbox_and_history_scripts_work_through_the_shims() {
-    let repo = std::env::var("AGMSG_REFERENCE_REPO").unwrap_or_else(|_| "/work/.mirror/kappaseijin+agmsg/repo".to_owned());
-    if !std::path::Path::new(&repo).exists() {
-        assert_ne!(std::env::var("AGMSG_REQUIRE_REFERENCE").as_deref(), Ok("1"), "agmsg's repository is not at {repo}");
-        eprintln!("skipped: agmsg's repository is not at {repo} (set AGMSG_REFERENCE_REPO)");
-        return;
-    }
     let env = Env::new();
-    let agmsg = env.dir.path().join("agmsg");
+    let Some(agmsg) = common::reference::scripts(&env, &[]) else { return };
     std::fs::create_dir_all(agmsg.join("proj")).unwrap();
     let script = format!(
-        "set -e; git -C '{repo}' archive HEAD scripts | tar -x -C '{dir}'; cd '{dir}'\n\
+        "set -e; cd '{dir}'\n\
          '{bin}' shim install '{dir}' >/dev/null\n\
          export AGMSG_STORAGE_DRIVER=jsonl AGMSG_STORAGE_PATH='{dir}/store-jsonl'\n\
          bash scripts/join.sh t alice claude-code '{dir}/proj' >/dev/null\n\

@@ -12,6 +12,7 @@ pub use agmsg_conformance::{Harness, Run};
 pub mod lines;
 pub mod netns;
 pub mod postgres;
+pub mod reference;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_agmsg-host");
 

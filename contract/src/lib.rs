@@ -207,6 +207,18 @@ pub fn shell_quote(value: &str) -> String {
     format!("'{}'", value.replace('\'', r"'\''"))
 }
 
+/// Whether `value` is one shell word as it is: non-empty, only ASCII letters, digits and `/._-+:,=@%`
+/// (nothing a shell expands, splits or reads as syntax, even when words are joined by spaces).
+pub fn is_plain_word(value: &str) -> bool {
+    !value.is_empty() && value.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+:,=@%".contains(&b))
+}
+
+/// `value` as one shell word: as it is when [`is_plain_word`], else [`shell_quote`]d. For command lines a
+/// person or a shell reads (commands users paste, a boot typed into a terminal's shell).
+pub fn shell_word(value: &str) -> String {
+    if is_plain_word(value) { value.to_owned() } else { shell_quote(value) }
+}
+
 /// bash's `printf %q`, which agmsg uses to quote the words of a command it prints for an agent to run
 /// (the monitor directive's `watch.sh` command, opencode's rule): `''` when empty; text with a control,
 /// bidi or line-separator character as one ANSI-C word, `$'...'`, each such character escaped (`\n`,

@@ -282,6 +282,17 @@ pub use agmsg_contract::TermFailKind;
 /// ```
 pub use agmsg_contract::is_driver_name;
 
+/// A shell word for a command line a terminal's shell runs: as it is when it holds nothing a shell reads
+/// as syntax, else single-quoted (`shell_quote`). The host's own rule, from `agmsg-contract`.
+///
+/// ```
+/// use agmsg_guest_sdk::terminal::{shell_quote, shell_word};
+/// assert_eq!(shell_word("/bin/sh"), "/bin/sh");
+/// assert_eq!(shell_word("it's $(x)"), r"'it'\''s $(x)'");
+/// assert_eq!(shell_quote("x"), "'x'");
+/// ```
+pub use agmsg_contract::{shell_quote, shell_word};
+
 impl Description {
     /// `name`, `priority`, `backend` and `capabilities` read from a `terminal.conf` as agmsg reads it
     /// (a missing `priority` is 50), no hints. Embed the driver's own manifest, so that what it

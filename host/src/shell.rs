@@ -5,16 +5,9 @@
 /// it is read as syntax, line breaks included. The same function delivery plugs use (`agmsg-contract`).
 pub use agmsg_contract::shell_quote as quote;
 
-/// Whether `value` is one shell word as it is: non-empty, only ASCII letters, digits and `/._-+:,=@%`
-/// (nothing a shell expands, splits or reads as syntax, even when words are joined by spaces).
-pub fn is_plain(value: &str) -> bool {
-    !value.is_empty() && value.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+:,=@%".contains(&b))
-}
-
-/// `value` as one shell word: as it is when [`is_plain`], else [`quote`]d (for commands users paste).
-pub fn word(value: &str) -> String {
-    if is_plain(value) { value.to_owned() } else { quote(value) }
-}
+/// Whether `value` is one shell word as it is, and `value` as one shell word (as it is when plain, else
+/// quoted): agmsg-contract's, shared with drivers through the SDK.
+pub use agmsg_contract::{is_plain_word as is_plain, shell_word as word};
 
 #[cfg(test)]
 mod tests {

@@ -79,10 +79,7 @@ fn internal_key(team: &str, agent: &str) -> String {
 /// word, whatever it holds (a space, `$(...)`, a quote), reaches the program as given. The host's own
 /// boot (`/bin/sh <file>`) is plain words and is typed exactly as before.
 fn shell_line(words: &[String]) -> String {
-    let plain = |w: &str| !w.is_empty() && w.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+:,=@%".contains(&b));
-    let quoted: Vec<String> =
-        words.iter().map(|w| if plain(w) { w.clone() } else { format!("'{}'", w.replace('\'', r"'\''")) }).collect();
-    quoted.join(" ")
+    words.iter().map(|w| agmsg_guest_sdk::terminal::shell_word(w)).collect::<Vec<_>>().join(" ")
 }
 
 /// Whether the new pane's shell is at its prompt: its foreground process group is the shell itself.

@@ -51,10 +51,7 @@ fn var(name: &str) -> Option<String> {
 /// is, any other single-quoted, so every word, whatever it holds, reaches the program as given. The
 /// host's own boot (`/bin/sh <file>`) is plain words and goes as before.
 fn shell_line(words: &[String]) -> String {
-    let plain = |w: &str| !w.is_empty() && w.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+:,=@%".contains(&b));
-    let quoted: Vec<String> =
-        words.iter().map(|w| if plain(w) { w.clone() } else { format!("'{}'", w.replace('\'', r"'\''")) }).collect();
-    quoted.join(" ")
+    words.iter().map(|w| agmsg_guest_sdk::terminal::shell_word(w)).collect::<Vec<_>>().join(" ")
 }
 
 /// `orca <args...>`. Only the verb is logged: the rest may be a user's message.

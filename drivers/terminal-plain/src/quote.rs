@@ -9,11 +9,7 @@ pub fn shell_words(words: &[String]) -> String {
     if words.is_empty() {
         return "''".to_owned();
     }
-    words.iter().map(|word| single_quoted(word)).collect::<Vec<_>>().join(" ")
-}
-
-fn single_quoted(word: &str) -> String {
-    format!("'{}'", word.replace('\'', r"'\''"))
+    words.iter().map(|word| agmsg_guest_sdk::terminal::shell_quote(word)).collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

@@ -29,10 +29,9 @@ const MAX_DESCRIBE_ITEMS: usize = 64;
 /// proxy unless it is only this: commands joined by `"; "`, each one of `programs` (what the driver's
 /// manifest grants) followed by plain words, nothing the shell reads as syntax.
 fn is_runnable_hint(value: &str, programs: &[String]) -> bool {
-    let plain = |word: &str| !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "_./:=,@%+-".contains(c));
     value.split("; ").all(|command| {
         let mut words = command.split(' ');
-        words.next().is_some_and(|program| programs.iter().any(|p| p == program)) && words.all(plain)
+        words.next().is_some_and(|program| programs.iter().any(|p| p == program)) && words.all(crate::shell::is_plain)
     })
 }
 

@@ -868,6 +868,12 @@ fn a_live_watcher_of_the_session_gets_no_second_start_directive() {
         fs::create_dir_all(skill.join("run/watch.x")).unwrap();
         fs::write(skill.join("watch.x.pid"), format!("{}\n", live.id())).unwrap();
         assert_eq!(directives(&set_with(&pr, &[(var, "x/../../watch.x")], "monitor", t)).len(), 1, "{t}");
+        // A FIFO where the pidfile would be is not read (it would block): the directive, at once.
+        let fifo = skill.join("run/watch.fifo-sid.pid");
+        if !fifo.exists() {
+            assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        }
+        assert_eq!(directives(&set_with(&pr, &[(var, "fifo-sid")], "monitor", t)).len(), 1, "{t}");
     }
     live.kill().unwrap();
     live.wait().unwrap();

@@ -364,13 +364,19 @@ fn unless_watching(ctx: &Context, said: Vec<String>) -> Vec<String> {
 /// looks: no signal is sent.
 fn live_watcher(skill_dir: &str, session: &str) -> Option<i32> {
     use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
     // The id is one file name in run/ (the start directive's word may be anything printable).
     if session.is_empty() || session.contains(['/', '\0']) || session == "." || session == ".." {
         return None;
     }
     let file = std::path::Path::new(skill_dir).join("run").join(format!("watch.{session}.pid"));
+    // Opened without blocking (a FIFO planted there must not hang delivery) and read only if regular.
+    let opened = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(file).ok()?;
+    if !opened.metadata().ok()?.is_file() {
+        return None;
+    }
     let mut text = String::new();
-    std::fs::File::open(file).ok()?.take(64).read_to_string(&mut text).ok()?;
+    opened.take(64).read_to_string(&mut text).ok()?;
     let pid: i32 = text.trim().parse().ok().filter(|pid| *pid > 0)?;
     match rustix::process::test_kill_process(rustix::process::Pid::from_raw(pid)?) {
         Ok(()) | Err(rustix::io::Errno::PERM) => {}

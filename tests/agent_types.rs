@@ -623,3 +623,34 @@ fn manifest_text_is_shown_never_sent_to_the_terminal() {
     assert_eq!(run.code, 1);
     assert!(run.stderr.contains("NUL") && run.stderr.contains("unknown agent type"), "{run:?}");
 }
+
+/// `types list` shows the delivery modes `delivery set` accepts, read by one rule: a type whose
+/// `delivery_modes=` is empty accepts agmsg's default four, and a word that is no mode is neither listed
+/// nor accepted. (`types list` once printed the key's raw words: nothing for the first, `sometimes` for
+/// the second.)
+#[test]
+fn list_shows_exactly_the_modes_delivery_set_accepts() {
+    let env = Env::new();
+    let skill = env.dir.path().join("skill");
+    for (name, modes) in [("emptymodes", ""), ("oddmodes", "turn sometimes off")] {
+        let dir = skill.join("scripts/drivers/types").join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("type.conf"), format!("name={name}\nhooks_file=.{name}/hooks.json\ndelivery_modes={modes}\n")).unwrap();
+    }
+    let env = env.env("AGMSG_SKILL_DIR", skill.to_str().unwrap());
+    let rows = types(&env, &["list", "--json"]).json();
+    for (name, expected) in [("emptymodes", "monitor turn both off"), ("oddmodes", "turn off")] {
+        let row = rows.iter().find(|r| r["name"] == name).unwrap_or_else(|| panic!("{name} listed: {rows:?}"));
+        let listed: Vec<&str> = row["delivery_modes"].as_array().unwrap().iter().map(|m| m.as_str().unwrap()).collect();
+        assert_eq!(listed.join(" "), expected, "{name}");
+        let modes = env.run(&["delivery", "modes", name, "--json"]);
+        modes.ok();
+        assert_eq!(modes.stdout.trim(), Value::from(listed.clone()).to_string(), "{name}: delivery modes");
+        for mode in ["monitor", "turn", "both", "off", "sometimes"] {
+            let project = env.dir.path().join(format!("p-{name}-{mode}"));
+            std::fs::create_dir(&project).unwrap();
+            let set = env.run(&["delivery", "set", mode, name, project.to_str().unwrap()]);
+            assert_eq!(set.code == 0, listed.contains(&mode), "{name} {mode}: listed iff accepted: {set:?}");
+        }
+    }
+}

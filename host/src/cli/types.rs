@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use serde_json::{Value, json};
 
 use agmsg_host::agent::boot::{self, BootRequest};
+use agmsg_host::agent::delivery;
 use agmsg_host::agent::detect::{self, ProcFs};
 use agmsg_host::agent::manifest::{self, KEYS};
 use agmsg_host::agent::plug::Function;
@@ -235,10 +236,9 @@ fn detect_summary(t: &AgentType) -> String {
     parts.join(" ")
 }
 
-/// The modes `delivery set` accepts for `t` (agmsg's default when the key is missing).
-fn delivery_modes(t: &AgentType) -> Vec<String> {
-    let default = manifest::key_info("delivery_modes").and_then(|k| k.default).unwrap_or("");
-    t.manifest.get_or("delivery_modes", default).split(manifest::is_space).filter(|w| !w.is_empty()).map(str::to_owned).collect()
+/// The modes `delivery set` accepts for `t`: the library's one rule, which `delivery modes` prints too.
+fn delivery_modes(t: &AgentType) -> Vec<&'static str> {
+    delivery::modes(t).into_iter().map(delivery::Mode::name).collect()
 }
 
 fn origin_json(origin: &Origin) -> Value {

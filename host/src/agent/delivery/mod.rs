@@ -291,8 +291,9 @@ pub fn own_forms(t: &AgentType, ctx: &Context, current: Option<&str>) -> Vec<(Mo
     forms
 }
 
-/// The modes a type accepts: `delivery_modes=`, else agmsg's default `monitor turn both off`. Unknown
-/// words are left out.
+/// The modes a type accepts: `delivery_modes=`, else (missing or empty) agmsg's default `monitor turn
+/// both off`. Unknown words are left out. The one rule: `delivery set`'s gate, `delivery modes` and
+/// `types list` all read it.
 pub fn modes(t: &AgentType) -> Vec<Mode> {
     let words = t.manifest.words("delivery_modes");
     if words.is_empty() {

@@ -18,6 +18,7 @@
 //! | (optional) | `storage::LiveDriver`, `export_storage_live!`           |                                    |
 //! | (optional) | `storage::ReceiptsDriver`, `export_storage_receipts!`   |                                    |
 //! | (optional) | `storage::RenameDriver`, `export_storage_rename!`       |                                    |
+//! | (optional) | `storage::SyncDriver`, `export_storage_sync!`           |                                    |
 //! | terminal   | `terminal::TerminalDriver`, `export_terminal_driver!`   | `process`                          |
 //! | agent      | `agent::DeliveryPlug`, `export_agent_plug!`             |                                    |
 //! | every one  |                                                         | `log`, `ids`, name rules, `STORE_DIR` |
@@ -536,6 +537,19 @@ pub mod bindings {
             },
             pub_export_macro: true,
             default_bindings_module: "$crate::bindings::storage_rename",
+        });
+    }
+
+    /// `agmsg:storage/storage-sync`, the optional Stage-1 `sync` interface (1.2.0), with `storage`'s types.
+    pub mod storage_sync {
+        wit_bindgen::generate!({
+            world: "agmsg:storage/storage-sync@1.2.0",
+            path: ["wit/host", "wit/storage"],
+            with: {
+                "agmsg:storage/types@1.2.0": crate::bindings::storage::agmsg::storage::types,
+            },
+            pub_export_macro: true,
+            default_bindings_module: "$crate::bindings::storage_sync",
         });
     }
 

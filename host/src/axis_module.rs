@@ -39,6 +39,36 @@ pub trait AxisModule: Sync {
     fn bundled_source(&self, name: &str) -> Option<DriverSource>;
 }
 
+/// What a driver reference on the command line (`--driver`, `driver test`, a configured driver) is:
+/// the one rule every axis applies. A driver name (the contract's alphabet, `[a-zA-Z0-9_-]+`) is a
+/// name, looked up among the axis's drivers, never in the current directory (a checkout that merely
+/// has a driver's name must not run as it); anything else is a path: a directory (a terminal driver's,
+/// an agent type's, a plug package's) or else a file (a component).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reference<'a> {
+    Name(&'a str),
+    Dir(&'a std::path::Path),
+    File(&'a std::path::Path),
+}
+
+impl<'a> Reference<'a> {
+    pub fn of(reference: &'a str) -> Reference<'a> {
+        let path = std::path::Path::new(reference);
+        if agmsg_contract::is_driver_name(reference) {
+            Reference::Name(reference)
+        } else if path.is_dir() {
+            Reference::Dir(path)
+        } else {
+            Reference::File(path)
+        }
+    }
+
+    /// Whether it names a path rather than a driver.
+    pub fn is_path(self) -> bool {
+        !matches!(self, Reference::Name(_))
+    }
+}
+
 /// A path made absolute, for a rule that runs in its own directory.
 pub fn absolute(path: &std::path::Path) -> Result<String, String> {
     std::path::absolute(path).map(|p| p.display().to_string()).map_err(|e| format!("{}: {e}", path.display()))

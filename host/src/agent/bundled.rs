@@ -1,9 +1,17 @@
 //! The ten agent types agmsg 1.2.1 ships, as data built into this binary: each one's `type.conf`
 //! (values exactly as agent-types-reference §2 lists them), its command template, and what its code
 //! plug (`_delivery.sh` and friends, which agmsg-host never runs) overrides in agmsg's delivery
-//! Template Method (reference §4). The files live in `types/<name>/`.
+//! Template Method (reference §4). The files live in `types/<name>/`. Also the bundled delivery plug
+//! components (`drivers/agent-*`), as they run ([`plug`]).
+
+use std::borrow::Cow;
+use std::path::Path;
 
 use super::plug::{Function, Plug};
+use crate::axis::Axis;
+use crate::capabilities::Capabilities;
+use crate::plugin::manifest::{MANIFEST_FILE, PluginManifest};
+use crate::runtime::DriverSource;
 
 /// A type built into this binary.
 pub struct BundledType {
@@ -162,31 +170,36 @@ pub fn get(name: &str) -> Option<&'static BundledType> {
     TYPES.iter().find(|t| t.name == name)
 }
 
+/// The bundled plug of type `name`, as it runs: no filesystem, no programs, the log, and the variables
+/// its embedded `agmsg-driver.toml` declares (a plug package's manifest, read as a plugin's is), if it
+/// ships one.
+pub fn plug(name: &str) -> Option<DriverSource> {
+    crate::bundled::of(Axis::Types).find(|d| d.name == name).map(|d| DriverSource {
+        name: d.name.to_owned(),
+        sha256: d.sha256.to_owned(),
+        wasm: Cow::Borrowed(d.wasm),
+        path: None,
+        capabilities: d.manifest.map_or_else(Capabilities::default, |text| {
+            let manifest = PluginManifest::parse(text, Path::new(MANIFEST_FILE)).unwrap_or_else(|e| panic!("bundled plug {name}: {e}"));
+            assert!(manifest.axis == Axis::Types && manifest.name == name, "bundled plug {name}: its manifest names another driver");
+            manifest.capabilities()
+        }),
+        settings: Vec::new(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::agent::manifest::Manifest;
+    use crate::capabilities::Capability;
 
+    /// A bundled plug is granted what its manifest declares and nothing else: claude-code's and
+    /// grok-build's their session variable, cursor's nothing.
     #[test]
-    fn ten_types_sorted_each_named_as_its_directory() {
-        let names: Vec<&str> = TYPES.iter().map(|t| t.name).collect();
-        assert_eq!(names, [
-            "agmsg-app", "antigravity", "claude-code", "codex", "copilot", "cursor", "gemini", "grok-build", "hermes", "opencode"
-        ]);
-        for t in TYPES {
-            let m = Manifest::parse(t.conf.as_bytes(), t.name).unwrap();
-            assert_eq!(m.get("name"), Some(t.name));
-            assert!(m.stray_lines().is_empty(), "{}", t.name);
-            assert!(m.entries().iter().all(|e| !e.ignored), "{}: a key set twice", t.name);
-            // The template each names is bundled beside it.
-            match m.get("template") {
-                Some(file) => assert!(t.files.iter().any(|(f, text)| *f == file && text.contains("__SKILL_NAME__")), "{}", t.name),
-                None => assert_eq!(t.name, "agmsg-app"),
-            }
-            // Every key is one agmsg reads.
-            for e in m.entries() {
-                assert!(crate::agent::manifest::key_info(e.key).is_some(), "{}: {}", t.name, e.key);
-            }
-        }
+    fn bundled_plugs_get_only_their_declared_variables() {
+        let env = |name: &str| super::plug(name).unwrap_or_else(|| panic!("{name} is bundled")).capabilities.0;
+        assert_eq!(env("claude-code"), [Capability::Env { name: "CLAUDE_CODE_SESSION_ID".into() }]);
+        assert_eq!(env("grok-build"), [Capability::Env { name: "GROK_SESSION_ID".into() }]);
+        assert_eq!(env("cursor"), []);
+        assert!(super::plug("codex").is_none());
     }
 }

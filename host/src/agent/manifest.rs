@@ -123,6 +123,12 @@ impl Manifest {
         out
     }
 
+    /// Whether spawn may launch a type with this manifest: `spawnable=yes` or a non-empty `spawn=`
+    /// (agmsg's gate; here, below the registry, so listing a type does not reach up into spawn's argv).
+    pub fn spawnable(&self) -> bool {
+        self.value("spawnable") == "yes" || !self.value("spawn").is_empty()
+    }
+
     /// Lines that are neither blank, nor a `#` comment, nor `KEY=value`: agmsg never reads them.
     pub fn stray_lines(&self) -> Vec<(usize, &str)> {
         self.text
@@ -473,6 +479,30 @@ mod tests {
         let m = m(conf);
         for key in ["name", "priority", "backend", "missing"] {
             assert_eq!(m.get(key), agmsg_contract::terminal_conf::value(conf, key), "{key}");
+        }
+    }
+
+    /// The bundled types' manifests (`bundled.rs`), read as agmsg reads them.
+    #[test]
+    fn ten_types_sorted_each_named_as_its_directory() {
+        let names: Vec<&str> = super::super::bundled::TYPES.iter().map(|t| t.name).collect();
+        assert_eq!(names, [
+            "agmsg-app", "antigravity", "claude-code", "codex", "copilot", "cursor", "gemini", "grok-build", "hermes", "opencode"
+        ]);
+        for t in super::super::bundled::TYPES {
+            let m = Manifest::parse(t.conf.as_bytes(), t.name).unwrap();
+            assert_eq!(m.get("name"), Some(t.name));
+            assert!(m.stray_lines().is_empty(), "{}", t.name);
+            assert!(m.entries().iter().all(|e| !e.ignored), "{}: a key set twice", t.name);
+            // The template each names is bundled beside it.
+            match m.get("template") {
+                Some(file) => assert!(t.files.iter().any(|(f, text)| *f == file && text.contains("__SKILL_NAME__")), "{}", t.name),
+                None => assert_eq!(t.name, "agmsg-app"),
+            }
+            // Every key is one agmsg reads.
+            for e in m.entries() {
+                assert!(key_info(e.key).is_some(), "{}: {}", t.name, e.key);
+            }
         }
     }
 }

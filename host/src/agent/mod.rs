@@ -6,7 +6,8 @@
 //! - [`bundled`]: the ten types agmsg 1.2.1 ships, built into this binary.
 //! - [`registry`]: bundled types, agmsg's own installed types, and trusted external types; the later
 //!   candidate of a name wins.
-//! - [`plug`]: what a type's code plug (`_delivery.sh`) overrides in agmsg's delivery engine, as data.
+//! - [`plug`]: what a type's code plug (`_delivery.sh`) overrides in agmsg's delivery engine, as data;
+//!   [`shim_text`]: the `_delivery.sh` agmsg-host writes, which the scan recognises.
 //! - [`detect`]: which runtime is calling (session variables, the process tree, shared credentials,
 //!   the fallback), in a documented order.
 //! - [`boot`]: the launch argv spawn uses, exactly as agmsg builds it, without running anything.
@@ -22,6 +23,7 @@ pub mod manifest;
 pub mod module;
 pub mod plug;
 pub mod registry;
+pub mod shim_text;
 pub mod suite;
 pub mod world;
 

@@ -3,15 +3,12 @@
 //! type's, a package directory's or a component file's), its bundled plugs and its `driver new`
 //! template.
 
-use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use super::registry::{Origin, Registry};
 use super::suite::{MANIFEST_RULES, PLUG_RULES, PLUG_VAR, TYPE_VAR};
 use crate::axis::Axis;
-use crate::axis_module::{AxisModule, Suite, absolute};
-use crate::bundled;
-use crate::capabilities::Capabilities;
+use crate::axis_module::{AxisModule, Reference, Suite, absolute};
 use crate::plugin::manifest::{MANIFEST_FILE, PluginManifest};
 use crate::plugin::registry::{TYPE_CONF, sha256_hex};
 use crate::runtime::DriverSource;
@@ -25,11 +22,6 @@ const TEMPLATE: &[(&str, &str)] = &[
     ("agmsg-driver.toml", include_str!("template/agmsg-driver.toml")),
     ("src/lib.rs", include_str!("template/src/lib.rs")),
 ];
-
-/// A directory named as a path (`./x`, `/abs/x`, `.`), never a bare name.
-fn dir_reference(reference: &str) -> Option<&Path> {
-    (reference.contains('/') || reference == ".").then(|| Path::new(reference)).filter(|p| p.is_dir())
-}
 
 /// The plug package a directory holds (its `agmsg-driver.toml` of the types axis): its name and its
 /// component's absolute path.
@@ -78,13 +70,11 @@ impl AxisModule for AgentModule {
     /// A type directory (it holds `type.conf`) or a plug package directory (an `agmsg-driver.toml` of
     /// this axis), named as a path; or the name of a type, a trusted plug plugin or a bundled plug.
     fn claims(&self, reference: &str) -> bool {
-        if let Some(dir) = dir_reference(reference) {
-            return dir.join(TYPE_CONF).is_file() || plug_package(dir).is_ok_and(|p| p.is_some());
+        match Reference::of(reference) {
+            Reference::Dir(dir) => dir.join(TYPE_CONF).is_file() || plug_package(dir).is_ok_and(|p| p.is_some()),
+            Reference::File(_) => plug_file(reference).is_some(),
+            Reference::Name(name) => Registry::from_env().get(name).is_some() || super::delivery::component::source_named(name).is_ok(),
         }
-        if crate::storage::source::is_file_reference(reference) {
-            return plug_file(reference).is_some();
-        }
-        Registry::from_env().get(reference).is_some() || super::delivery::component::source_named(reference).is_ok()
     }
 
     /// A type's manifest rules, and the plug rules for the plug component that answers for it (its own,
@@ -93,10 +83,10 @@ impl AxisModule for AgentModule {
     /// rules, for a made-up type named after the file.
     fn suite(&self, reference: &str) -> Result<Suite, String> {
         let registry = Registry::from_env();
-        let (type_ref, plug): (String, Option<(String, String)>) = if crate::storage::source::is_file_reference(reference) && dir_reference(reference).is_none() {
+        let (type_ref, plug): (String, Option<(String, String)>) = if let Reference::File(path) = Reference::of(reference) {
             let (name, sha256) = plug_file(reference).ok_or_else(|| format!("{reference} is not a delivery plug component (it exports no agmsg:agent/driver)"))?;
-            (format!("new:{name}"), Some((absolute(Path::new(reference))?, sha256)))
-        } else if let Some(dir) = dir_reference(reference) {
+            (format!("new:{name}"), Some((absolute(path)?, sha256)))
+        } else if let Reference::Dir(dir) = Reference::of(reference) {
             let dir = PathBuf::from(absolute(dir)?);
             let package = plug_package(&dir)?;
             let plug = match &package {
@@ -128,7 +118,7 @@ impl AxisModule for AgentModule {
                 None => super::bundled::get(&type_ref["bundled:".len()..]).map(|t| sha256_hex(t.conf.as_bytes())).unwrap_or_default(),
             },
         };
-        let driver = if crate::storage::source::is_file_reference(reference) { absolute(Path::new(reference))? } else { reference.to_owned() };
+        let driver = if Reference::of(reference).is_path() { absolute(Path::new(reference))? } else { reference.to_owned() };
         let env = vec![(TYPE_VAR.to_owned(), type_ref), (PLUG_VAR.to_owned(), plug.map(|(p, _)| p).unwrap_or_default())];
         Ok(Suite { rules, driver, sha256, env })
     }
@@ -138,40 +128,6 @@ impl AxisModule for AgentModule {
     }
 
     fn bundled_source(&self, name: &str) -> Option<DriverSource> {
-        bundled_plug(name)
-    }
-}
-
-/// The bundled plug of type `name`, as it runs: no filesystem, no programs, the log, and the variables
-/// its embedded `agmsg-driver.toml` declares (a plug package's manifest, read as a plugin's is), if it
-/// ships one.
-pub fn bundled_plug(name: &str) -> Option<DriverSource> {
-    bundled::of(Axis::Types).find(|d| d.name == name).map(|d| DriverSource {
-        name: d.name.to_owned(),
-        sha256: d.sha256.to_owned(),
-        wasm: Cow::Borrowed(d.wasm),
-        path: None,
-        capabilities: d.manifest.map_or_else(Capabilities::default, |text| {
-            let manifest = PluginManifest::parse(text, Path::new(MANIFEST_FILE)).unwrap_or_else(|e| panic!("bundled plug {name}: {e}"));
-            assert!(manifest.axis == Axis::Types && manifest.name == name, "bundled plug {name}: its manifest names another driver");
-            manifest.capabilities()
-        }),
-        settings: Vec::new(),
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::capabilities::Capability;
-
-    /// A bundled plug is granted what its manifest declares and nothing else: claude-code's and
-    /// grok-build's their session variable, cursor's nothing.
-    #[test]
-    fn bundled_plugs_get_only_their_declared_variables() {
-        let env = |name: &str| super::bundled_plug(name).unwrap_or_else(|| panic!("{name} is bundled")).capabilities.0;
-        assert_eq!(env("claude-code"), [Capability::Env { name: "CLAUDE_CODE_SESSION_ID".into() }]);
-        assert_eq!(env("grok-build"), [Capability::Env { name: "GROK_SESSION_ID".into() }]);
-        assert_eq!(env("cursor"), []);
-        assert!(super::bundled_plug("codex").is_none());
+        super::bundled::plug(name)
     }
 }

@@ -94,7 +94,7 @@ impl PlugInfo {
             info.file = Some("_delivery.sh".to_owned());
             let text = String::from_utf8_lossy(&bytes);
             // agmsg-host's own shim forwards every function to agmsg-host: it overrides nothing.
-            if !crate::agent::delivery::shim::is_shim(&text) {
+            if !crate::agent::shim_text::is_shim(&text) {
                 info.overrides = Function::ALL.into_iter().filter(|f| defines(&text, &f.shell_name())).map(|f| (f, None)).collect();
             }
         }

@@ -113,7 +113,7 @@ impl AgentType {
 
     /// Whether spawn may launch it: `spawnable=yes` or a non-empty `spawn=` (agmsg's gate).
     pub fn spawnable(&self) -> bool {
-        super::boot::spawnable(&self.manifest)
+        self.manifest.spawnable()
     }
 
     /// Whether `detect=explicit` (or no `detect`): never selected from the environment.
@@ -151,7 +151,7 @@ impl AgentType {
     pub fn plug_component(&self) -> Option<crate::runtime::DriverSource> {
         match &self.plugin_plug {
             Some(plug) => plug.clone(),
-            None => super::module::bundled_plug(&self.name),
+            None => super::bundled::plug(&self.name),
         }
     }
 
@@ -468,7 +468,7 @@ mod tests {
         // A trusted plug component alone replaces a bundled type's plug; untrusted, the bundled one serves.
         assert_eq!(&*reg.get("codex").unwrap().plug_component().unwrap().wasm, b"another codex plug");
         let reg = Registry::load(&sources, &no_trust);
-        let bundled = crate::agent::module::bundled_plug("codex").map(|p| p.sha256);
+        let bundled = crate::agent::bundled::plug("codex").map(|p| p.sha256);
         assert_eq!(reg.get("codex").unwrap().plug_component().map(|p| p.sha256), bundled);
         assert!(reg.ignored("codex")[0].contains("agmsg-host plugin trust types/codex"), "{:?}", reg.warnings);
     }

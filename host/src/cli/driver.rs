@@ -22,8 +22,9 @@ use agmsg_host::runtime::cache::CompileCache;
 /// The axis whose driver `reference` names, and that driver's suite. A component file names its own
 /// axis (the driver interface it exports); anything else is the first axis that claims it.
 fn suite_for(reference: &str) -> Result<(Axis, Suite), String> {
-    let path = std::path::Path::new(reference);
-    if agmsg_host::storage::source::is_file_reference(reference) && path.is_file() {
+    if let agmsg_host::axis_module::Reference::File(path) = agmsg_host::axis_module::Reference::of(reference)
+        && path.is_file()
+    {
         let wasm = agmsg_host::plugin::read_file(path, agmsg_host::plugin::MAX_COMPONENT_BYTES)?;
         if let Some(axis) = agmsg_host::axis_module::component_axis(&wasm) {
             return Ok((axis, agmsg_host::module(axis).suite(reference)?));

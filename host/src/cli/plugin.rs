@@ -242,7 +242,7 @@ impl TypeOffer<'_> {
             (Some(_), Some(_)) => text.push_str(&format!("  its template {} differs from bundled {}'s\n", display::line(template), bundled.name)),
             _ => {}
         }
-        match (self.plug.is_some(), agmsg_host::agent::module::bundled_plug(self.name).is_some()) {
+        match (self.plug.is_some(), agmsg_host::agent::bundled::plug(self.name).is_some()) {
             (true, true) => text.push_str(&format!("  its plug component replaces bundled {}'s\n", bundled.name)),
             (true, false) => text.push_str("  its plug component answers for its delivery (bundled has none)\n"),
             (false, true) => text.push_str(&format!("  it has no plug component: agmsg's delivery defaults instead of bundled {}'s plug\n", bundled.name)),

@@ -1,6 +1,6 @@
 //! The storage axis's descriptor for the host's shared commands (see [`crate::axis_module`]).
 
-use crate::axis_module::{AxisModule, Suite, absolute};
+use crate::axis_module::{AxisModule, Reference, Suite, absolute};
 use crate::runtime::DriverSource;
 
 pub struct StorageModule;
@@ -16,10 +16,10 @@ const TEMPLATE: &[(&str, &str)] = &[
 impl AxisModule for StorageModule {
     /// A component file, or the name of a bundled or trusted storage driver.
     fn claims(&self, reference: &str) -> bool {
-        if super::source::is_file_reference(reference) {
-            std::path::Path::new(reference).is_file()
-        } else {
-            super::source::resolve(reference).is_ok()
+        match Reference::of(reference) {
+            Reference::File(path) => path.is_file(),
+            Reference::Dir(_) => false,
+            Reference::Name(_) => super::source::resolve(reference).is_ok(),
         }
     }
 

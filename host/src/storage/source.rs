@@ -9,9 +9,10 @@ use crate::runtime::DriverSource;
 use crate::bundled;
 use crate::capabilities::{Capabilities, Capability};
 use crate::axis::Axis;
+use crate::axis_module::Reference;
 use crate::plugin::registry::{self, Candidate, sha256_hex};
 
-/// `name` is the path of a component file (anything with a `/` or ending in `.wasm`), or a driver name: a
+/// `name` is the path of a component file (anything but a driver name: [`Reference`]), or a driver name: a
 /// trusted plugin of that name (which shadows a bundled driver), else a bundled driver. For the shared
 /// store; see [`resolve_at`].
 pub fn resolve(name: &str) -> Result<DriverSource, StorageError> {
@@ -22,8 +23,8 @@ pub fn resolve(name: &str) -> Result<DriverSource, StorageError> {
 /// The bundled `postgres` driver, which has no store directory, is told the partition, and is granted
 /// its database (`postgres_url`, else the configured one): see [`configure_postgres`].
 pub fn resolve_at(name: &str, partition: Option<&str>, postgres_url: Option<&str>) -> Result<DriverSource, StorageError> {
-    if is_file_reference(name) {
-        return from_file(Path::new(name));
+    if let Reference::File(path) | Reference::Dir(path) = Reference::of(name) {
+        return from_file(path);
     }
     if let Some(plugin) = registry::find(Axis::Storage, name).map_err(StorageError::runtime)? {
         return Ok(from_plugin(plugin));
@@ -143,11 +144,6 @@ pub fn configure_postgres(source: &mut DriverSource, partition: Option<&str>, ur
     source.capabilities = Capabilities(vec![Capability::Network { endpoint: parsed.endpoint() }]);
     source.settings = settings;
     Ok(())
-}
-
-/// Whether `reference` names a component file (anything with a `/` or ending in `.wasm`), not a driver.
-pub fn is_file_reference(reference: &str) -> bool {
-    reference.contains('/') || reference.ends_with(".wasm")
 }
 
 /// The bundled driver `name`, as it runs for the shared store: with its store, and nothing else; the

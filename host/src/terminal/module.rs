@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use super::source::TerminalSource;
-use crate::axis_module::{AxisModule, Suite, absolute};
+use crate::axis_module::{AxisModule, Reference, Suite, absolute};
 use crate::runtime::DriverSource;
 
 pub struct TerminalModule;
@@ -19,7 +19,7 @@ const TEMPLATE: &[(&str, &str)] = &[
 
 /// Whether `reference` is a driver directory (it holds a `terminal.conf`).
 fn is_driver_dir(reference: &str) -> bool {
-    TerminalSource::is_dir_reference(reference) && Path::new(reference).join("terminal.conf").is_file()
+    matches!(Reference::of(reference), Reference::Dir(dir) if dir.join("terminal.conf").is_file())
 }
 
 impl AxisModule for TerminalModule {

@@ -9,6 +9,7 @@ use super::manifest::{DEFAULT_PRIORITY, TerminalManifest};
 use crate::bundled;
 use crate::capabilities::{Capabilities, Capability};
 use crate::axis::Axis;
+use crate::axis_module::Reference;
 use crate::runtime::DriverSource;
 use crate::plugin::registry::{self, Candidate, sha256_hex};
 
@@ -81,17 +82,12 @@ impl TerminalSource {
     /// (`./mine`, `.`, `/abs/dir`). A directory that merely has a driver's name in the current
     /// directory is never picked up: that would let any checkout run as `tmux`.
     pub fn resolve(name: &str, available: &[TerminalSource]) -> Result<TerminalSource, String> {
-        if Self::is_dir_reference(name) {
-            return Self::from_dir(Path::new(name));
+        if let Reference::Dir(dir) | Reference::File(dir) = Reference::of(name) {
+            return Self::from_dir(dir);
         }
         available.iter().find(|d| d.manifest.name == name).cloned().ok_or_else(|| {
             format!("unknown terminal driver '{name}' (available: {}; `agmsg-host plugin list` shows plugins)", Self::names(available).join(", "))
         })
-    }
-
-    /// Whether `name` names a driver directory rather than a driver.
-    pub fn is_dir_reference(name: &str) -> bool {
-        !registry::is_driver_name(name)
     }
 
     /// A bundled driver by name (never a plugin).

@@ -7,6 +7,7 @@
 //! refused answer is an error naming the plug and the op, and the file is left as it was.
 
 use crate::axis::Axis;
+use crate::axis_module::Reference;
 use crate::agent::world::{PlugWorld, wit};
 use crate::runtime::{Driver, DriverSource, Runtime};
 
@@ -16,12 +17,11 @@ use super::{Answer, Context, Mode, Outcome, Status};
 pub const MAX_LINES: usize = 64;
 pub const MAX_LINE: usize = 4096;
 
-/// The plug component `reference` names (`--driver`): a component file (anything with a `/` or ending
-/// in `.wasm`), run with no capabilities (no manifest declares any); else a trusted plugin
+/// The plug component `reference` names (`--driver`): a component file (anything but a driver name:
+/// [`Reference`]), run with no capabilities (no manifest declares any); else a trusted plugin
 /// `types/<name>`, else a bundled plug.
 pub fn source_named(reference: &str) -> Result<DriverSource, String> {
-    if crate::storage::source::is_file_reference(reference) {
-        let path = std::path::Path::new(reference);
+    if let Reference::File(path) | Reference::Dir(path) = Reference::of(reference) {
         let wasm = crate::plugin::read_file(path, crate::plugin::MAX_COMPONENT_BYTES).map_err(|e| format!("delivery plug component: {e}"))?;
         return Ok(DriverSource {
             name: path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "plug".into()),
@@ -35,7 +35,7 @@ pub fn source_named(reference: &str) -> Result<DriverSource, String> {
     if let Some(source) = crate::plugin::registry::find(Axis::Types, reference)?.and_then(|plugin| plugin.into_source()) {
         return Ok(source);
     }
-    crate::agent::module::bundled_plug(reference).ok_or_else(|| {
+    crate::agent::bundled::plug(reference).ok_or_else(|| {
         let bundled: Vec<&str> = crate::bundled::of(Axis::Types).map(|d| d.name).collect();
         format!("unknown delivery plug '{reference}': not a component file, a trusted plugin types/<name> or a bundled plug ({})", bundled.join(", "))
     })

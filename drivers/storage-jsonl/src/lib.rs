@@ -235,7 +235,8 @@ impl StorageDriver for Jsonl {
         Description {
             name: "jsonl".into(),
             backend: "append-only JSONL event log with a persistent sidecar index (wasm component)".into(),
-            capabilities: Vec::new(),
+            // The optional interfaces it exports (agmsg:storage 1.2.0): a caller reads them here.
+            capabilities: vec!["rename".into()],
             store_file: Some(StoreFile { key: "log".into(), path: LOG_FILE.into() }),
         }
     }

@@ -341,7 +341,8 @@ impl StorageDriver for Postgres {
             }
             Err(_) => "PostgreSQL event log (no database configured: storage switch postgres --url ...)".into(),
         };
-        Description { name: "postgres".into(), backend, capabilities: Vec::new(), store_file: None }
+        // The optional interfaces it exports: `live` (agmsg:storage 1.1.0, wait-after on LISTEN/NOTIFY).
+        Description { name: "postgres".into(), backend, capabilities: vec!["live".into()], store_file: None }
     }
 
     fn init(&self) -> Result<(), DriverError> {

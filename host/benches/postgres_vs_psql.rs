@@ -14,6 +14,8 @@
 //! Run: `cargo bench -p agmsg-host --bench postgres_vs_psql` (release build). Prints a table with ratios.
 
 mod common;
+#[path = "common/postgres_sql.rs"]
+mod postgres_sql;
 #[allow(dead_code)]
 #[path = "../../tests/common/postgres.rs"]
 mod postgres_cluster;
@@ -23,26 +25,12 @@ use std::process::Command;
 
 use common::{alternating, row};
 use postgres_cluster::{Cluster, PASSWORD, USER};
+use postgres_sql::{PROBE, send_sql};
 
 const BIN: &str = env!("CARGO_BIN_EXE_agmsg-host");
 
 /// Runs per op, each side.
 const P: usize = 30;
-
-/// `schema::ensure`'s probe, which every op of a fresh connection (every process) runs first.
-const PROBE: &str = "SELECT value FROM agmsg_meta WHERE key = 'schema'; SELECT EXISTS (SELECT 1 FROM agmsg_counter WHERE part = '')";
-
-/// The driver's `SEND`, for the shared store (partition ''), and its `NOTIFY` in the same transaction (to
-/// a channel name of the driver's length: `agmsg_` and 40 hex digits).
-fn send_sql(i: usize) -> String {
-    format!(
-        "WITH s AS (UPDATE agmsg_counter SET last = last + 1 WHERE part = '' RETURNING last) \
-         INSERT INTO agmsg_events (part, seq, type, id, team, from_agent, to_agent, body, at) \
-         SELECT '', s.last, 'message_sent', 'psql-{i}', 't', 'alice', 'bob', 'q{i}', '2026-12-03T00:00:00Z' FROM s; \
-         SELECT pg_notify('agmsg_{}', '')",
-        "0".repeat(40)
-    )
-}
 
 /// The driver's `UNREAD`, without a limit.
 const UNREAD: &str = "SELECT e.id, e.team, e.from_agent, e.to_agent, e.body, e.at FROM agmsg_events e \

@@ -26,6 +26,8 @@ pwd -P > "$out.cwd"
   printf 'CLAUDE_CODE_SESSION_ID=%s\n' "${{CLAUDE_CODE_SESSION_ID-(unset)}}"
 }} > "$out.env"
 mv "$out.argv.part" "$out.argv"
+# A test that wants the agent to become ready names the sentinel here: it appears a second later.
+if [ -f "$out.ready-at" ]; then sleep 1; : > "$(cat "$out.ready-at")"; fi
 "#,
         records = records.display()
     )
@@ -41,6 +43,23 @@ struct Lab {
     records: PathBuf,
     tmp: PathBuf,
     path: String,
+    /// agmsg's install (`AGMSG_SKILL_DIR`, named `agmsg` as the prompt's command is): a fake
+    /// `scripts/join.sh` appends its argv and `AGMSG_RESOLVE_PROJECT` to `joins`, and fails with a
+    /// message while `join-fails` exists.
+    skill: PathBuf,
+}
+
+/// The fake join.sh of [`Lab::skill`].
+fn fake_join(skill: &Path) -> String {
+    format!(
+        r#"#!/bin/sh
+skill='{skill}'
+{{ printf '%s|' "$@"; printf 'AGMSG_RESOLVE_PROJECT=%s\n' "${{AGMSG_RESOLVE_PROJECT-(unset)}}"; }} >> "$skill/joins"
+if [ -f "$skill/join-fails" ]; then echo "Error: '$2' is permanently bound to another identity" >&2; exit 1; fi
+echo "Joined team $1 as $2"
+"#,
+        skill = skill.display()
+    )
 }
 
 impl Lab {
@@ -59,7 +78,22 @@ impl Lab {
         let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
         server.query(&["set-environment", "-g", "PATH", &path]);
         server.query(&["set-environment", "-g", "CLAUDE_CODE_SESSION_ID", "parent-session"]);
-        Lab { server, dir, bin, records, tmp, path }
+        let skill = dir.path().join("agmsg");
+        std::fs::create_dir_all(skill.join("scripts")).unwrap();
+        let join = skill.join("scripts/join.sh");
+        std::fs::write(&join, fake_join(&skill)).unwrap();
+        std::fs::set_permissions(&join, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Lab { server, dir, bin, records, tmp, path, skill }
+    }
+
+    /// The run directory's file `name`, if there is one.
+    fn run_file(&self, name: &str) -> Option<String> {
+        std::fs::read_to_string(self.skill.join("run").join(name)).ok()
+    }
+
+    /// What the fake join.sh was called with, one line per call.
+    fn joins(&self) -> String {
+        std::fs::read_to_string(self.skill.join("joins")).unwrap_or_default()
     }
 
     /// agmsg-host as if inside the server's first pane.
@@ -69,7 +103,7 @@ impl Lab {
 
     /// agmsg-host under no terminal, with the fake CLIs on its `PATH`.
     fn outside(&self) -> Env {
-        Env::new().env("PATH", &self.path).env("TMPDIR", self.tmp.to_str().unwrap())
+        Env::new().env("PATH", &self.path).env("TMPDIR", self.tmp.to_str().unwrap()).env("AGMSG_SKILL_DIR", self.skill.to_str().unwrap())
     }
 
     /// A project directory, its name awkward for a shell.
@@ -132,7 +166,7 @@ fn spawn_into_a_window_and_a_pane_runs_exactly_the_boot_argv() {
     let prompt = "review PR #7: `rm -rf /`; $HOME \"quoted\" 'single' \\ back\nsecond line\ttab";
     let args = ["claude-code", "crew", "bob", "--project", project.to_str().unwrap(), "--model", "opus-4", "--boot-prompt", prompt];
     let boot_argv = json(&env.run(&[&["types", "boot-argv"][..], &args].concat()));
-    let run = env.run(&[&["spawn"][..], &args, &["--json"]].concat());
+    let run = env.run(&[&["spawn"][..], &args, &["--json", "--no-wait"]].concat());
     let spawned = json(&run);
     assert_eq!(spawned["boot"], boot_argv, "spawn built the command boot-argv prints");
     assert_eq!(spawned["placement"], "window");
@@ -183,7 +217,7 @@ fn spawn_into_a_window_and_a_pane_runs_exactly_the_boot_argv() {
 
     // AGMSG_TERMINAL_NAMING=off: the key only; the window keeps the agent's name spawn gave it.
     let project = lab.project("quiet");
-    let run = lab.inside().env("AGMSG_TERMINAL_NAMING", "off").run(&["spawn", "claude-code", "crew", "carol", "--project", project.to_str().unwrap(), "--json"]);
+    let run = lab.inside().env("AGMSG_TERMINAL_NAMING", "off").run(&["spawn", "claude-code", "crew", "carol", "--project", project.to_str().unwrap(), "--json", "--no-wait"]);
     let spawned = json(&run);
     assert_eq!(spawned["naming"], "key-only");
     let window = socket_free(spawned["id"].as_str().unwrap()).to_owned();
@@ -201,7 +235,7 @@ fn plain_through_an_agmsg_terminal_template() {
     let project = lab.project("plain-proj");
     let args = ["claude-code", "crew", "dana", "--project", project.to_str().unwrap()];
     let boot_argv = json(&env.run(&[&["types", "boot-argv"][..], &args].concat()));
-    let run = env.run(&[&["spawn"][..], &args, &["--terminal", "plain", "--json"]].concat());
+    let run = env.run(&[&["spawn"][..], &args, &["--terminal", "plain", "--json", "--no-wait"]].concat());
     let spawned = json(&run);
     assert_eq!((spawned["reference"].as_str(), spawned["naming"].as_str()), (Some("plain:-"), Some("unsupported")), "{run:?}");
     let (argv, cwd, vars) = lab.recorded(&project);
@@ -270,7 +304,7 @@ fn hostile_names_and_project_are_data() {
 
     // The finding as reported: `#(...)` in the team ran `touch` in tmux's $HOME, and spawn exited 0.
     let project = lab.project("finding");
-    let run = env.run(&["spawn", "claude-code", "crew#(cd;touch PWNED-finding)", "bob", "--project", project.to_str().unwrap(), "--json"]);
+    let run = env.run(&["spawn", "claude-code", "crew#(cd;touch PWNED-finding)", "bob", "--project", project.to_str().unwrap(), "--json", "--no-wait"]);
     let spawned = json(&run);
     assert_eq!(spawned["naming"], "label-and-key", "{run:?}");
     let window = socket_free(spawned["id"].as_str().unwrap()).to_owned();
@@ -290,7 +324,7 @@ fn hostile_names_and_project_are_data() {
             Some(mode) => lab.inside().env("AGMSG_TERMINAL_NAMING", mode),
             None => lab.inside(),
         };
-        let args = ["spawn", "claude-code", team, agent, "--project", project.to_str().unwrap(), "--placement", placement, "--json"];
+        let args = ["spawn", "claude-code", team, agent, "--project", project.to_str().unwrap(), "--placement", placement, "--json", "--no-wait"];
         let run = env.run(&args);
         let spawned = json(&run);
         let label = format!("{team}:{agent}");
@@ -308,4 +342,247 @@ fn hostile_names_and_project_are_data() {
         }
     }
     agmsg_conformance::tmux::assert_nothing_ran(&[lab.server.dir.path(), lab.dir.path(), env.dir.path(), &project]);
+}
+
+/// A pid no process has: a child that was reaped.
+fn dead_pid() -> u32 {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}
+
+/// Issue 27, item 3: after a spawn, agmsg's placement record `run/spawn.<team>__<agent>` (names
+/// percent-encoded) holds `<reference>\t<project>\t<type>\n`; despawn by name reads it: `--force`
+/// closes the pane and removes the record, a graceful despawn with no live lock does the same, and
+/// one whose lock a live session holds sends `ctrl:despawn` and waits, bounded, for the release.
+#[test]
+fn the_placement_record_is_written_and_despawn_by_name_reads_it() {
+    let lab = Lab::new();
+    let env = lab.inside();
+    let panes = lab.server.pane_count();
+    let spawn = |agent: &str, project: &Path| {
+        // codex has no readiness handshake: spawn returns once the pane is up.
+        let run = env.run(&["spawn", "codex", "c#1", agent, "--project", project.to_str().unwrap(), "--json"]);
+        let spawned = json(&run);
+        lab.recorded(project);
+        spawned
+    };
+
+    let project = lab.project("rec");
+    let spawned = spawn("cody", &project);
+    let reference = spawned["reference"].as_str().unwrap().to_owned();
+    let record = lab.skill.join("run/spawn.c%231__cody");
+    assert_eq!(spawned["record"], record.to_str().unwrap());
+    assert_eq!(std::fs::read_to_string(&record).unwrap(), format!("{reference}\t{}\tcodex\n", project.display()), "the record's bytes");
+    assert_eq!(spawned["ready"], "skipped");
+    assert_eq!(lab.server.pane_count(), panes + 1);
+
+    let run = env.run(&["despawn", "c#1", "lead", "cody", "--force"]);
+    assert_eq!((run.code, run.stdout.as_str()), (0, "status=forced name=cody team=c#1\n"), "{run:?}");
+    assert!(!record.exists(), "the record is removed");
+    assert_eq!(lab.server.pane_count(), panes, "the recorded window is closed");
+    let run = env.run(&["despawn", "c#1", "lead", "cody", "--force"]);
+    assert_eq!((run.code, run.stdout.as_str()), (1, ""), "{run:?}");
+    assert!(run.stderr.contains("no placement record for 'c#1/cody'"), "{run:?}");
+
+    // Graceful, and no session holds the role: torn down from here all the same.
+    let project = lab.project("rec2");
+    spawn("dora", &project);
+    let run = env.run(&["despawn", "c#1", "lead", "dora"]);
+    assert_eq!((run.code, run.stdout.as_str()), (0, "status=ok name=dora team=c#1 note=no-live-lock\n"), "{run:?}");
+    assert_eq!(lab.server.pane_count(), panes);
+    assert!(lab.run_file("spawn.c%231__dora").is_none());
+
+    // A live session holds the role: ctrl:despawn is sent and the wait is bounded.
+    let project = lab.project("rec3");
+    spawn("eve", &project);
+    let lock = lab.skill.join("run/actas.c%231__eve.session");
+    std::fs::write(&lock, format!("sess.{}\n", std::process::id())).unwrap();
+    let started = Instant::now();
+    let run = env.run(&["despawn", "c#1", "lead", "eve", "--timeout", "1"]);
+    assert_eq!((run.code, run.stdout.as_str()), (3, "status=timeout name=eve team=c#1 after=1s\n"), "{run:?}");
+    assert!(started.elapsed() < Duration::from_secs(10), "bounded: {:?}", started.elapsed());
+    assert!(run.stderr.contains("retry with --force"), "{run:?}");
+    assert!(lab.run_file("spawn.c%231__eve").is_some(), "a timeout leaves the record");
+    let unread = env.run(&["storage", "list-unread", "c#1", "eve"]);
+    let messages = unread.ok().json();
+    assert_eq!(messages.len(), 1, "{unread:?}");
+    assert_eq!((messages[0]["from"].as_str(), messages[0]["body"].as_str()), (Some("lead"), Some("ctrl:despawn")));
+    // The member's watcher drops the role a second later: the despawn ends then.
+    let releaser = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(1));
+        std::fs::remove_file(&lock).unwrap();
+    });
+    let run = env.run(&["despawn", "c#1", "lead", "eve", "--timeout", "30"]);
+    releaser.join().unwrap();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.starts_with("status=ok name=eve team=c#1 after="), "{run:?}");
+    assert!(lab.run_file("spawn.c%231__eve").is_none(), "the record is removed");
+}
+
+/// Issue 27, item 3: spawn waits for the readiness sentinel `run/ready.<team>__<agent>` (agmsg's
+/// watcher creates it) where agmsg waits: a stale one is removed first, an agent that becomes ready
+/// late is waited for, one that never does ends the wait at `--ready-timeout` with exit 3.
+#[test]
+fn spawn_waits_for_readiness_and_the_wait_is_bounded() {
+    let lab = Lab::new();
+    let env = lab.inside();
+    std::fs::create_dir_all(lab.skill.join("run")).unwrap();
+
+    let project = lab.project("late");
+    let sentinel = lab.skill.join("run/ready.crew__late");
+    std::fs::write(&sentinel, "").unwrap();
+    std::fs::write(lab.records.join("late.ready-at"), sentinel.to_str().unwrap()).unwrap();
+    let run = env.run(&["spawn", "claude-code", "crew", "late", "--project", project.to_str().unwrap(), "--ready-timeout", "30"]);
+    let lines = run.ok().lines();
+    assert_eq!(lines.len(), 2, "{run:?}");
+    assert!(lines[0].starts_with("tmux:"), "the reference first: {run:?}");
+    let after: u64 = lines[1].strip_prefix("status=ready name=late team=crew after=").and_then(|s| s.strip_suffix('s')).unwrap().parse().unwrap();
+    assert!((1..30).contains(&after), "the stale sentinel did not count: {run:?}");
+    assert!(sentinel.exists());
+
+    let project = lab.project("never");
+    let started = Instant::now();
+    let run = env.run(&["spawn", "claude-code", "crew", "never", "--project", project.to_str().unwrap(), "--ready-timeout", "2"]);
+    assert!(started.elapsed() < Duration::from_secs(15), "bounded: {:?}", started.elapsed());
+    assert_eq!(run.code, 3, "{run:?}");
+    let lines = run.lines();
+    assert_eq!(lines.len(), 2, "{run:?}");
+    assert!(lines[0].starts_with("tmux:"), "{run:?}");
+    assert_eq!(lines[1], "status=timeout name=never team=crew after=2s");
+    assert!(run.stderr.contains("did not signal ready within 2s"), "{run:?}");
+    assert!(lab.run_file("spawn.crew__never").is_some(), "the pane and its record stay");
+
+    // --no-wait, and a type with no handshake (codex, monitor=no): no wait at all.
+    let project = lab.project("nowait");
+    let started = Instant::now();
+    let spawned = json(&env.run(&["spawn", "claude-code", "crew", "nowait", "--project", project.to_str().unwrap(), "--no-wait", "--json"]));
+    assert_eq!(spawned["ready"], "skipped");
+    assert!(started.elapsed() < Duration::from_secs(20));
+    let project = lab.project("codex-nowait");
+    let run = env.run(&["spawn", "codex", "crew", "cx", "--project", project.to_str().unwrap(), "--json"]);
+    assert_eq!(json(&run)["ready"], "skipped");
+    assert!(run.stderr.contains("no readiness handshake"), "{run:?}");
+}
+
+/// Issue 27, item 3: a role whose actas lock a live session holds is refused (exit 1, as agmsg) before
+/// anything is joined, launched or recorded; a lock whose owner died does not stop the spawn.
+#[test]
+fn a_role_held_by_a_live_session_is_refused_before_anything_runs() {
+    let lab = Lab::new();
+    let env = lab.inside();
+    let project = lab.project("held");
+    let p = project.to_str().unwrap();
+    std::fs::create_dir_all(lab.skill.join("run")).unwrap();
+    let lock = lab.skill.join("run/actas.crew__held.session");
+    let owner = format!("sess-1.{}", std::process::id());
+    std::fs::write(&lock, format!("{owner}\n")).unwrap();
+    let panes = lab.server.pane_count();
+    let run = env.run(&["spawn", "claude-code", "crew", "held", "--project", p, "--no-wait"]);
+    assert_eq!((run.code, run.stdout.as_str()), (1, ""), "{run:?}");
+    assert!(run.stderr.contains(&format!("actas 'held' in team 'crew' is held by a live session ({owner})")), "{run:?}");
+    assert_eq!(lab.server.pane_count(), panes, "no pane");
+    assert_eq!(lab.joins(), "", "not joined");
+    assert!(lab.run_file("spawn.crew__held").is_none(), "no record");
+
+    std::fs::write(&lock, format!("sess-1.{}\n", dead_pid())).unwrap();
+    env.run(&["spawn", "claude-code", "crew", "held", "--project", p, "--no-wait"]).ok();
+    lab.recorded(&project);
+}
+
+/// Issue 27, item 3: the agent is joined to its team for the project before launch, by agmsg's own
+/// join.sh with the project kept as given; a failing join stops the spawn; no agmsg install is a
+/// warning; with agmsg's real scripts the roster (teams/<team>/config.json) has the member.
+#[test]
+fn the_agent_is_pre_joined_through_agmsgs_join() {
+    let lab = Lab::new();
+    let env = lab.inside();
+    let project = lab.project("joined");
+    let p = project.to_str().unwrap();
+    let spawned = json(&env.run(&["spawn", "claude-code", "crew", "bob", "--project", p, "--no-wait", "--json"]));
+    assert_eq!(spawned["joined"], true);
+    assert_eq!(lab.joins(), format!("crew|bob|claude-code|{p}|AGMSG_RESOLVE_PROJECT=0\n"));
+    lab.recorded(&project);
+
+    std::fs::write(lab.skill.join("join-fails"), "").unwrap();
+    let panes = lab.server.pane_count();
+    let run = env.run(&["spawn", "claude-code", "crew", "bob", "--project", p, "--no-wait"]);
+    assert_eq!((run.code, run.stdout.as_str()), (1, ""), "{run:?}");
+    assert!(run.stderr.contains("pre-joining bob to team crew failed") && run.stderr.contains("permanently bound"), "{run:?}");
+    assert_eq!(lab.server.pane_count(), panes, "not launched");
+
+    // No agmsg install: nothing to join, said as a warning; the spawn goes on.
+    let bare = lab.dir.path().join("bare/agmsg");
+    std::fs::create_dir_all(&bare).unwrap();
+    let project = lab.project("unjoined");
+    let run = lab.inside().env("AGMSG_SKILL_DIR", bare.to_str().unwrap()).run(&["spawn", "codex", "crew", "cy", "--project", project.to_str().unwrap(), "--json"]);
+    let spawned = json(&run);
+    assert_eq!(spawned["joined"], false);
+    assert!(spawned["warnings"][0].as_str().unwrap().contains("cy was not pre-joined to crew"), "{run:?}");
+    assert!(bare.join("run/spawn.crew__cy").is_file(), "the record is still written");
+
+    // agmsg's own join.sh, when its repository is at hand.
+    let Some(agmsg) = common::reference::scripts(&env, &["sqlite3", "bash"]) else { return };
+    let project = lab.project("real");
+    let p = project.to_str().unwrap();
+    let real = lab.inside().env("AGMSG_SKILL_DIR", agmsg.to_str().unwrap());
+    let run = real.run(&["spawn", "codex", "crew", "rita", "--project", p, "--json"]);
+    assert_eq!(json(&run)["joined"], true, "{run:?}");
+    lab.recorded(&project);
+    let config: Value = serde_json::from_str(&std::fs::read_to_string(agmsg.join("teams/crew/config.json")).unwrap()).unwrap();
+    let registrations = &config["agents"]["rita"]["registrations"];
+    assert_eq!(registrations.as_array().map(Vec::len), Some(1), "{config}");
+    assert_eq!(registrations[0]["type"], "codex");
+    let registered = registrations[0]["project"].as_str().unwrap();
+    assert!(registered == p || Path::new(registered) == project.canonicalize().unwrap(), "{registered} for {p}");
+}
+
+/// Issue 27, item 3: `spawn_options.yaml` (agmsg's fixtures' cases) puts the type's options, and its
+/// role's, on the command line where agmsg puts them; a malformed file stops the spawn (exit 1) naming
+/// the line, before anything runs.
+#[test]
+fn spawn_options_are_applied_and_a_malformed_file_is_refused() {
+    let lab = Lab::new();
+    let file = lab.dir.path().join("spawn_options.yaml");
+    let env = lab.inside().env("AGMSG_SPAWN_OPTIONS_FILE", file.to_str().unwrap());
+
+    std::fs::write(
+        &file,
+        "claude-code:\n  --permission-mode: acceptEdits\n  --dangerously-skip-permissions: true\n  --append-system-prompt: preserve spaces exactly\n  \
+         --disabled: false\ncodex:   # base options\n  --sandbox: workspace-write\ncodex@architect:    \n  -p: architect\n",
+    )
+    .unwrap();
+    let project = lab.project("opts");
+    let args = ["spawn", "claude-code", "crew", "opt", "--project", project.to_str().unwrap(), "--no-wait", "--spawn-arg", "--extra"];
+    env.run(&args).ok();
+    let (argv, _, _) = lab.recorded(&project);
+    let expected = [
+        "claude", "--permission-mode", "acceptEdits", "--dangerously-skip-permissions", "--append-system-prompt", "preserve spaces exactly", "--extra", "-n", "crew-opt",
+        "/agmsg actas opt",
+    ];
+    assert_ran(&lab, &argv, &expected.map(String::from));
+
+    // A role read from the agent's name (<project>_<role>_<vendor>), and an explicit one.
+    let project = lab.project("opts-role");
+    env.run(&["spawn", "codex", "crew", "app_architect_codex", "--project", project.to_str().unwrap()]).ok();
+    let (argv, _, _) = lab.recorded(&project);
+    assert_ran(&lab, &argv, &["codex", "--sandbox", "workspace-write", "-p", "architect", "$agmsg actas app_architect_codex"].map(String::from));
+    let project = lab.project("opts-explicit");
+    env.run(&["spawn", "codex", "crew", "arch", "--project", project.to_str().unwrap(), "--role", "architect"]).ok();
+    let (argv, _, _) = lab.recorded(&project);
+    assert_ran(&lab, &argv, &["codex", "--sandbox", "workspace-write", "-p", "architect", "$agmsg actas arch"].map(String::from));
+
+    let panes = lab.server.pane_count();
+    let project = lab.project("opts-bad");
+    let run = env.run(&["spawn", "codex", "crew", "w", "--project", project.to_str().unwrap(), "--role", "writer"]);
+    assert_eq!((run.code, run.stdout.as_str()), (1, ""), "{run:?}");
+    assert!(run.stderr.contains("codex@writer"), "{run:?}");
+    std::fs::write(&file, "codex:\n\t--sandbox: workspace-write\n").unwrap();
+    let run = env.run(&["spawn", "codex", "crew", "w", "--project", project.to_str().unwrap()]);
+    assert_eq!((run.code, run.stdout.as_str()), (1, ""), "{run:?}");
+    assert!(run.stderr.contains(file.to_str().unwrap()) && run.stderr.contains("line 2: indented with a tab"), "{run:?}");
+    assert_eq!(lab.server.pane_count(), panes, "nothing launched");
+    assert!(!lab.records.join("opts-bad.argv").exists());
+    assert_eq!(lab.joins().lines().filter(|l| l.starts_with("crew|w|")).count(), 0, "nor joined");
 }

@@ -3,20 +3,30 @@
 //!
 //! 1. The types axis builds the launch command ([`boot::boot_command`], the one `types boot-argv`
 //!    prints) and its program must be on `PATH`.
-//! 2. The terminal is chosen as for every terminal op ([`resolve::choose_driver`]: `--terminal`, else
+//! 2. The actas lock: an agent whose role a live session holds is refused ([`actas`]), as agmsg
+//!    refuses it, before anything is launched or registered.
+//! 3. The terminal is chosen as for every terminal op ([`resolve::choose_driver`]: `--terminal`, else
 //!    `AGMSG_TERMINAL_DRIVER`, else §6.3 placement).
-//! 3. The command becomes agmsg's boot script ([`BootCommand::script`]) in a private temporary file,
+//! 4. The pre-join: agmsg's `join.sh` registers the agent in its team for the project ([`join`]).
+//! 5. The command becomes agmsg's boot script ([`BootCommand::script`]) in a private temporary file,
 //!    and the terminal's `spawn` gets `/bin/sh <file>`. The contract's `boot` is a list of words that
 //!    tmux executes as an argv while herdr and orca hand one command line to a shell (each word that
 //!    is not plain single-quoted), and it carries no environment: two plain words mean the same to
 //!    every driver, and the script carries the working directory, `AGMSG_SPAWNED=1` and the type's
-//!    `spawn_unset_env`.
-//! 4. The pane is named `<team>:<agent>` when the driver advertises `name` (only the key when
+//!    `spawn_unset_env`. A stale readiness sentinel is removed first when spawn will wait for it.
+//! 6. The placement record `run/spawn.<team>__<agent>` ([`place`]) is written atomically:
+//!    `<terminal>:<id>\t<project>\t<type>`, what despawn by name reads.
+//! 7. The pane is named `<team>:<agent>` when the driver advertises `name` (only the key when
 //!    `AGMSG_TERMINAL_NAMING=off`), and the key is read back (`label-of`) rather than trusted.
 //!
-//! What agmsg's spawn also does and this does not (yet): pre-join the agent to its team, check the
-//! actas lock, write the placement record `run/spawn.<team>__<agent>`, and wait for the agent's
-//! readiness (`BootCommand::wait_ready` says whether agmsg would).
+//! The caller then waits for readiness ([`place::wait_ready`]) when [`BootCommand::wait_ready`] says
+//! agmsg would. Per-type launch options come from `spawn_options.yaml` ([`options`]).
+
+pub mod actas;
+pub mod despawn;
+pub mod join;
+pub mod options;
+pub mod place;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -28,6 +38,9 @@ use crate::runtime::Runtime;
 use crate::terminal::driver::{NamingMode, SpawnTarget, TermFailKind};
 use crate::terminal::resolve;
 use crate::terminal::{Terminal, TerminalError, TerminalSource};
+use actas::LockState;
+use join::Joined;
+use place::{PlacementRecord, RunDir};
 
 /// The variable that makes naming set only the key, not the visible label (agmsg's).
 pub const NAMING_VAR: &str = "AGMSG_TERMINAL_NAMING";
@@ -68,6 +81,12 @@ pub struct Spawned {
     pub reference: String,
     pub boot: BootCommand,
     pub naming: Naming,
+    /// The pre-join's answer.
+    pub joined: Joined,
+    /// The placement record's path, or why it could not be written (the pane exists either way).
+    pub record: Result<PathBuf, String>,
+    /// agmsg's run directory, where the readiness sentinel appears.
+    pub run: RunDir,
 }
 
 #[derive(Debug)]
@@ -105,12 +124,20 @@ pub fn naming_mode_from_env() -> NamingMode {
     }
 }
 
-/// Spawn an agent of type `t` in a new pane of one of `candidates`.
-pub fn spawn(runtime: &Runtime, t: &AgentType, candidates: &[TerminalSource], req: SpawnRequest<'_>) -> Result<Spawned, SpawnError> {
+/// Spawn an agent of type `t` in a new pane of one of `candidates`, agmsg's install being at
+/// `skill_dir` (its `run/` and `scripts/join.sh`).
+pub fn spawn(runtime: &Runtime, t: &AgentType, candidates: &[TerminalSource], skill_dir: &Path, req: SpawnRequest<'_>) -> Result<Spawned, SpawnError> {
+    // The names are checked here, before any file is named after them or anything runs.
     let boot = boot::boot_command(t, &req.boot).map_err(SpawnError::Refused)?;
     let script = boot.script().map_err(SpawnError::Refused)?;
     check_program(&boot)?;
     let project = boot.cwd.to_str().ok_or_else(|| SpawnError::Refused(format!("project {} is not UTF-8", boot.cwd.display())))?.to_owned();
+    let (team, agent) = (req.boot.team.as_str(), req.boot.agent.as_str());
+    let run = RunDir::new(skill_dir);
+    // The child's actas would refuse a role a live session holds: refused here, before launching it.
+    if let LockState::Held(owner) = actas::lock_state(&run, team, agent) {
+        return Err(SpawnError::Refused(format!("actas '{agent}' in team '{team}' is held by a live session ({owner}); drop it there first")));
+    }
 
     let (mut source, _) = resolve::choose_driver(runtime, candidates, req.terminal, None).map_err(SpawnError::Terminal)?;
     let name = source.manifest.name.clone();
@@ -122,6 +149,12 @@ pub fn spawn(runtime: &Runtime, t: &AgentType, candidates: &[TerminalSource], re
     }
     let mut terminal = Terminal::open(runtime, &source).map_err(SpawnError::Terminal)?;
 
+    let joined = join::pre_join(skill_dir, team, agent, &t.name, &boot.cwd).map_err(SpawnError::Refused)?;
+    if boot.wait_ready {
+        // Only this launch's watcher may answer the wait.
+        place::clear_ready(&run, team, agent)
+            .map_err(|e| SpawnError::Refused(format!("cannot remove the stale readiness sentinel in {}: {e}", run.path().display())))?;
+    }
     let file = BootFile::write(&script)?;
     let words = [SHELL.to_owned(), file.path_text().to_owned()];
     let id = terminal.spawn(&req.boot.agent, &project, req.target, &words).map_err(|e| {
@@ -130,8 +163,12 @@ pub fn spawn(runtime: &Runtime, t: &AgentType, candidates: &[TerminalSource], re
     // The pane runs the script, which removes its own file.
     file.keep();
 
-    let naming = name_pane(&mut terminal, &id, &req.boot.team, &req.boot.agent, req.naming);
-    Ok(Spawned { reference: format!("{name}:{id}"), terminal: name, id, boot, naming })
+    let reference = format!("{name}:{id}");
+    let record = PlacementRecord { reference: reference.clone(), project, agent_type: t.name.clone() };
+    let record = place::write_record(&run, team, agent, &record);
+
+    let naming = name_pane(&mut terminal, &id, team, agent, req.naming);
+    Ok(Spawned { reference, terminal: name, id, boot, naming, joined, record, run })
 }
 
 /// agmsg's check of the launch command: its first word must be on `PATH` (a path: an executable file).

@@ -144,6 +144,9 @@ enum Command {
     /// its placement reference
     #[command(long_about = spawn::LONG_HELP)]
     Spawn(spawn::SpawnArgs),
+    /// Tear down a member started by spawn, by its team and name (agmsg's despawn.sh)
+    #[command(long_about = spawn::DESPAWN_HELP)]
+    Despawn(spawn::DespawnArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -273,6 +276,7 @@ pub fn main() -> ExitCode {
         Command::Types(command) => types::run(command),
         Command::Delivery(command) => delivery::run(cli.driver, command),
         Command::Spawn(args) => spawn::run(cli.driver, args),
+        Command::Despawn(args) => spawn::run_despawn(cli.driver, args),
         Command::Driver(DriverCommand::New { axis, name, path, sdk }) => scaffold::new(axis, &name, path, sdk),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "agmsg-host", &mut std::io::stdout());

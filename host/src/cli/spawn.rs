@@ -1,14 +1,19 @@
-//! `agmsg-host spawn <type> <team> <agent> --project P [--terminal T] [--placement ...] [--json]`: an
-//! agent started in a new pane and named (the library's [`agmsg_host::spawn`]); prints the placement
-//! reference.
+//! `agmsg-host spawn <type> <team> <agent> --project P [--terminal T] [--placement ...] [--role R]
+//! [--no-wait] [--ready-timeout N] [--json]`: an agent started in a new pane and named (the library's
+//! [`agmsg_host::spawn`]), then waited for; prints the placement reference. And `agmsg-host despawn
+//! <team> <from> <agent> [--force] [--timeout N]`, agmsg's despawn by name.
 //!
-//! Exit codes: 0 spawned (a naming failure is a warning: the pane exists, and its reference is what
-//! despawns it); 1 the agent cannot be launched as asked (an unknown or unspawnable type, a refused
-//! option, a missing project or program), as `types boot-argv`; 10 / 12 / 13 the terminal's own
-//! classes (§2.3: unreachable, failed, unsupported, e.g. plain with no window to open); 2 usage.
+//! Exit codes: 0 spawned (a naming failure, a record not written or no agmsg to pre-join in are
+//! warnings: the pane exists); 1 the agent cannot be launched as asked (an unknown or unspawnable type,
+//! a refused option, a missing project or program, a malformed spawn options file, its role held by a
+//! live session, the pre-join failed), as agmsg's spawn; 3 the agent did not signal ready in time (it
+//! may still be booting); 10 / 12 / 13 the terminal's own classes (§2.3: unreachable, failed,
+//! unsupported, e.g. plain with no window to open); 2 usage.
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -16,6 +21,11 @@ use super::types::{self, BootArgs};
 use agmsg_host::display;
 use agmsg_host::log::host_log;
 use agmsg_host::runtime::Runtime;
+use agmsg_host::agent::registry::{self, Registry};
+use agmsg_host::spawn::despawn::{self, DespawnRequest, Despawned};
+use agmsg_host::spawn::join::Joined;
+use agmsg_host::spawn::options;
+use agmsg_host::spawn::place::{self, Readiness, RunDir};
 use agmsg_host::spawn::{self, Naming, SpawnError, SpawnRequest};
 use agmsg_host::terminal::TerminalSource;
 use agmsg_host::terminal::driver::{NamingMode, SpawnTarget, TermFailKind};
@@ -30,9 +40,30 @@ pub const LONG_HELP: &str = "Start an agent in a new pane: the command `types bo
     only the pane's key, not its visible label.\n\n\
     Prints the placement reference (<terminal>:<id>, e.g. tmux:/tmp/tmux-1000/default:@3), which \
     `terminal despawn`, `peek` and `poke` take.\n\n\
+    Before launching, as agmsg's spawn: a role whose actas lock a live session holds is refused; the \
+    agent is joined to its team for the project by agmsg's own scripts/join.sh (under AGMSG_SKILL_DIR, \
+    else ~/.agents/skills/agmsg; without it nothing is joined, with a warning); the type's options \
+    from spawn_options.yaml (AGMSG_SPAWN_OPTIONS_FILE, else ~/.agmsg/config/spawn_options.yaml; its \
+    <type>@<role> section for --role or an agent named <...>_<role>_<vendor>) go on the command line \
+    before any --spawn-arg. After: the placement record run/spawn.<team>__<agent> \
+    (<reference> TAB <project> TAB <type>) is written for despawn, and spawn waits until the agent's \
+    watcher signals ready (run/ready.<team>__<agent>), at most --ready-timeout seconds (default 90), \
+    unless --no-wait or the type has no readiness handshake (monitor=no); it prints \
+    status=ready|timeout name=<agent> team=<team> after=<N>s after the reference.\n\n\
     Exit codes: 0 spawned; 1 the agent cannot be launched as asked (unknown or unspawnable type, --model \
-    for a type without model_arg, a missing project, its program not on PATH); 10 / 12 / 13 the \
-    terminal could not be asked / failed / cannot spawn here; 2 usage.";
+    for a type without model_arg, a missing project, its program not on PATH, a malformed spawn \
+    options file, a missing --role section, its actas role held by a live session, the pre-join \
+    failed); 3 not ready within the timeout (the pane and the record stay); 10 / 12 / 13 the terminal \
+    could not be asked / failed / cannot spawn here; 2 usage.";
+
+pub const DESPAWN_HELP: &str = "Tear down a member started by spawn, by its team and name, as agmsg's despawn.sh: \
+    graceful by default (send ctrl:despawn from <from>, then wait until its actas lock is released, at \
+    most --timeout seconds, default 30); when no live session holds the lock, or with --force, close \
+    the pane its placement record names and drop its registration (agmsg's reset.sh) from here. The \
+    placement record is removed when done.\n\n\
+    Prints status=ok|forced|timeout name=<agent> team=<team> [after=<N>s | note=no-live-lock].\n\n\
+    Exit codes: 0 done; 1 refused (an invalid name, --force with no placement record, the message \
+    could not be sent); 3 the member did not release its lock in time (retry with --force); 2 usage.";
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum Placement {
@@ -72,10 +103,36 @@ pub struct SpawnArgs {
     /// Where the pane goes
     #[arg(long, value_enum, default_value = "window")]
     placement: Placement,
-    /// The result as one JSON object: reference, terminal, id, placement, naming, warnings, and the boot
-    /// command as `types boot-argv` prints it
+    /// The spawn options role: its <type>@<role> section of spawn_options.yaml, which must exist
+    /// (default: read from an agent named <...>_<role>_<vendor>)
+    #[arg(long, value_name = "ROLE")]
+    role: Option<String>,
+    /// Do not wait for the agent's readiness
+    #[arg(long)]
+    no_wait: bool,
+    /// Seconds to wait for the agent's readiness before giving up (exit 3)
+    #[arg(long, value_name = "SECONDS", default_value_t = 90)]
+    ready_timeout: u64,
+    /// The result as one JSON object: reference, terminal, id, placement, naming, joined, record, ready,
+    /// warnings, and the boot command as `types boot-argv` prints it
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DespawnArgs {
+    /// The member's team
+    team: String,
+    /// The sender of the control message (the leader's own name)
+    from: String,
+    /// The member to tear down
+    agent: String,
+    /// Tear it down from here through its placement record, without asking it
+    #[arg(long)]
+    force: bool,
+    /// Seconds to wait for a graceful despawn
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    timeout: u64,
 }
 
 pub fn run(driver_flag: Option<String>, args: SpawnArgs) -> ExitCode {
@@ -93,23 +150,64 @@ pub fn run(driver_flag: Option<String>, args: SpawnArgs) -> ExitCode {
     }
 }
 
+fn skill_dir() -> Result<PathBuf, SpawnError> {
+    registry::skill_dir().ok_or_else(|| SpawnError::Refused("agmsg's directory is unknown: set AGMSG_SKILL_DIR (or HOME)".to_owned()))
+}
+
+/// The spawn options file's tokens for this type and agent, before the `--spawn-arg` ones.
+fn file_options(reg: &Registry, type_name: &str, agent: &str, role: Option<&str>) -> Result<Vec<String>, SpawnError> {
+    let file = match options::path_from_env() {
+        Some(path) => options::load(&path).map_err(SpawnError::Refused)?,
+        None => None,
+    };
+    let vendors: Vec<&str> = reg.types().map(|t| t.value("vendor")).filter(|v| !v.is_empty()).collect();
+    options::resolve(file.as_ref(), type_name, agent, role, &vendors).map_err(SpawnError::Refused)
+}
+
 fn spawn(args: SpawnArgs) -> Result<ExitCode, SpawnError> {
-    let SpawnArgs { boot, terminal, placement, json } = args;
-    let (type_name, req) = boot.request();
+    let SpawnArgs { boot, terminal, placement, role, no_wait, ready_timeout, json } = args;
+    let (type_name, mut req) = boot.request();
     let reg = types::registry_for(&type_name);
     let t = reg.require(&type_name).map_err(SpawnError::Refused)?;
+    let mut tokens = file_options(&reg, &type_name, &req.agent, role.as_deref())?;
+    tokens.append(&mut req.spawn_options);
+    req.spawn_options = tokens;
+    let skill_dir = skill_dir()?;
     let runtime = Runtime::from_env().map_err(|e| SpawnError::Terminal(TerminalError::new(TermFailKind::Unreachable, e)))?;
     let candidates = TerminalSource::available();
+    let (team, agent) = (req.team.clone(), req.agent.clone());
     let request = SpawnRequest { boot: req, terminal: terminal.as_deref(), target: placement.target(), naming: spawn::naming_mode_from_env() };
-    let spawned = spawn::spawn(&runtime, t, &candidates, request)?;
+    let spawned = spawn::spawn(&runtime, t, &candidates, &skill_dir, request)?;
 
     let mut warnings = Vec::new();
     if let Naming::Failed(why) = &spawned.naming {
         warnings.push(why.clone());
     }
+    if let Joined::NoAgmsg(script) = &spawned.joined {
+        warnings.push(format!("{} is not there (agmsg is not installed): {agent} was not pre-joined to {team}, its actas will ask for a team", script.display()));
+    }
+    if let Err(why) = &spawned.record {
+        warnings.push(format!("{why}: despawn by name will not find this pane"));
+    }
+    if !spawned.boot.wait_ready && !no_wait {
+        eprintln!("agmsg-host spawn: agent type {type_name} has no readiness handshake (monitor=no): not waiting for it");
+    }
     for warning in &warnings {
         host_log::warn(warning);
     }
+    let mut out = std::io::stdout().lock();
+    // The reference first: whatever the wait says, the pane exists.
+    if !json && let Err(e) = writeln!(out, "{}", display::line(&spawned.reference)).and_then(|()| out.flush()) {
+        eprintln!("agmsg-host spawn: spawned {}, but cannot write to stdout: {e}", display::line(&spawned.reference));
+        return Ok(ExitCode::from(TermFailKind::Failed.exit_code()));
+    }
+    let readiness = (spawned.boot.wait_ready && !no_wait).then(|| place::wait_ready(&spawned.run, &team, &agent, Duration::from_secs(ready_timeout)));
+    let (ready_word, after) = match readiness {
+        None => ("skipped", None),
+        Some(Readiness::Ready(after)) => ("ready", Some(after.as_secs())),
+        // The whole timeout: that is how long was waited.
+        Some(Readiness::TimedOut(_)) => ("timeout", Some(ready_timeout)),
+    };
     let text = if json {
         let naming = match &spawned.naming {
             Naming::Named(NamingMode::LabelAndKey) => "label-and-key",
@@ -123,18 +221,69 @@ fn spawn(args: SpawnArgs) -> Result<ExitCode, SpawnError> {
             "id": spawned.id,
             "placement": placement.word(),
             "naming": naming,
+            "joined": spawned.joined == Joined::Joined,
+            "record": spawned.record.as_ref().ok(),
+            "ready": ready_word,
+            "ready_after_s": after,
             "warnings": warnings,
             "boot": spawned.boot,
         });
         format!("{value}\n")
+    } else if let Some(after) = after {
+        // Names may hold anything valid in a name: shown as one visible line.
+        format!("{}\n", display::line(&format!("status={ready_word} name={agent} team={team} after={after}s")))
     } else {
-        // The id is the driver's, checked to be one line; shown, never interpreted.
-        format!("{}\n", display::line(&spawned.reference))
+        String::new()
     };
-    let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         eprintln!("agmsg-host spawn: spawned {}, but cannot write to stdout: {e}", display::line(&spawned.reference));
         return Ok(ExitCode::from(TermFailKind::Failed.exit_code()));
     }
+    if ready_word == "timeout" {
+        eprintln!(
+            "agmsg-host spawn: {} did not signal ready within {ready_timeout}s; it may still be booting (its pane stays: despawn it, or raise --ready-timeout)",
+            display::line(&agent)
+        );
+        return Ok(ExitCode::from(3));
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+pub fn run_despawn(driver_flag: Option<String>, args: DespawnArgs) -> ExitCode {
+    if driver_flag.is_some() {
+        eprintln!("agmsg-host despawn: the pane's terminal comes from its placement record, not --driver");
+        return ExitCode::from(2);
+    }
+    let DespawnArgs { team, from, agent, force, timeout } = args;
+    let failed = |why: String| {
+        eprintln!("agmsg-host despawn: {}", display::line(&why));
+        ExitCode::from(1)
+    };
+    let skill_dir = match registry::skill_dir() {
+        Some(dir) => dir,
+        None => return failed("agmsg's directory is unknown: set AGMSG_SKILL_DIR (or HOME)".to_owned()),
+    };
+    let run = RunDir::new(&skill_dir);
+    let req = DespawnRequest { team: &team, from: &from, agent: &agent, force, timeout: Duration::from_secs(timeout) };
+    let outcome = match despawn::despawn(&run, &skill_dir, &req) {
+        Ok(outcome) => outcome,
+        Err(despawn::Refused(why)) => return failed(why),
+    };
+    for warning in &outcome.warnings {
+        host_log::warn(warning);
+    }
+    let (line, code) = match outcome.despawned {
+        Despawned::Forced => (format!("status=forced name={agent} team={team}"), 0),
+        Despawned::NoLiveLock => {
+            eprintln!("agmsg-host despawn: no live session holds {}'s actas lock: closed its recorded pane and dropped its registration from here", display::line(&agent));
+            (format!("status=ok name={agent} team={team} note=no-live-lock"), 0)
+        }
+        Despawned::Released(after) => (format!("status=ok name={agent} team={team} after={}s", after.as_secs()), 0),
+        Despawned::TimedOut(_) => {
+            eprintln!("agmsg-host despawn: {} did not tear down within {timeout}s; its watcher may be dead: retry with --force", display::line(&agent));
+            (format!("status=timeout name={agent} team={team} after={timeout}s"), 3)
+        }
+    };
+    println!("{}", display::line(&line));
+    ExitCode::from(code)
 }

@@ -1,0 +1,296 @@
+//! `spawn_options.yaml`: extra launch arguments per agent type (and per role), agmsg's opt-in file,
+//! read with agmsg's meaning and refused when it is malformed.
+//!
+//! The file is `AGMSG_SPAWN_OPTIONS_FILE`, else `~/.agmsg/config/spawn_options.yaml`; a missing file
+//! means no options. Its dialect is agmsg's flat one: a section header `<type>:` or
+//! `<type>@<role>:` at the start of a line, then options indented by exactly two spaces,
+//! `<flag>: <value>` (two tokens), `<flag>: true` or `<flag>:` (the flag alone), `<flag>: false`
+//! (nothing). A ` #` comment may end a header or a value; `#` lines and blank lines are skipped.
+//!
+//! agmsg's reader skips what it does not understand without a word, so a slip (a tab, three spaces,
+//! a missing colon, CRLF line ends) silently launches the agent without the options the user wrote.
+//! Here each of those is an error naming the line, and spawn stops before anything runs.
+//!
+//! Roles: `--role R`, else a role read from an agent named `<…>_<role>_<vendor>` whose `<vendor>` is
+//! some known type's `vendor=`. A role's `<type>@<role>` section overrides the type's keys of the same
+//! name (`false` there removes the base flag) and adds its own after them. An explicit role needs its
+//! section; a derived one falls back to the type's options. The metadata section
+//! `agmsg.require-role-overlay` (`<type>: true`) makes a role and its section mandatory for that type.
+
+use std::path::{Path, PathBuf};
+
+/// The metadata section of agmsg's required-role-overlay policy.
+const POLICY_SECTION: &str = "agmsg.require-role-overlay";
+
+/// One section: its header's name and its entries, in file order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Section {
+    name: String,
+    entries: Vec<(String, String)>,
+}
+
+/// A parsed options file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SpawnOptions {
+    sections: Vec<Section>,
+}
+
+/// The file spawn reads: `AGMSG_SPAWN_OPTIONS_FILE`, else `$HOME/.agmsg/config/spawn_options.yaml`.
+pub fn path_from_env() -> Option<PathBuf> {
+    if let Some(file) = std::env::var_os("AGMSG_SPAWN_OPTIONS_FILE").filter(|f| !f.is_empty()) {
+        return Some(PathBuf::from(file));
+    }
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty())?;
+    Some(PathBuf::from(home).join(".agmsg/config/spawn_options.yaml"))
+}
+
+/// The file at `path`, parsed; `None` when there is none.
+pub fn load(path: &Path) -> Result<Option<SpawnOptions>, String> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("spawn options file {}: {e}", path.display())),
+    };
+    let text = String::from_utf8(bytes).map_err(|_| format!("spawn options file {}: not UTF-8", path.display()))?;
+    SpawnOptions::parse(&text).map(Some).map_err(|e| format!("spawn options file {}: {e}", path.display()))
+}
+
+/// A trailing ` # comment` (whitespace, then `#`) removed, as agmsg removes it.
+fn strip_comment(text: &str) -> &str {
+    let bytes = text.as_bytes();
+    for (i, b) in bytes.iter().enumerate() {
+        if *b == b'#' && i > 0 && matches!(bytes[i - 1], b' ' | b'\t') {
+            return text[..i].trim_end_matches([' ', '\t']);
+        }
+    }
+    text
+}
+
+impl SpawnOptions {
+    pub fn parse(text: &str) -> Result<SpawnOptions, String> {
+        let mut sections: Vec<Section> = Vec::new();
+        for (n, line) in text.split('\n').enumerate() {
+            let n = n + 1;
+            let bad = |why: &str| Err(format!("line {n}: {why}: {line:?}"));
+            if line.contains('\r') {
+                return bad("a carriage return (CRLF line ends are not read as the options they look like)");
+            }
+            if line.contains('\0') {
+                return bad("a NUL character");
+            }
+            if line.trim_matches([' ', '\t']).is_empty() || line.starts_with('#') {
+                continue;
+            }
+            if line.starts_with('\t') {
+                return bad("indented with a tab; options are indented by exactly two spaces");
+            }
+            if !line.starts_with(' ') {
+                let header = strip_comment(line).trim_end_matches([' ', '\t']);
+                let Some(name) = header.strip_suffix(':').filter(|n| !n.is_empty() && !n.contains([':', ' ', '\t'])) else {
+                    return bad("a section header is `<type>:` or `<type>@<role>:` alone on its line");
+                };
+                sections.push(Section { name: name.to_owned(), entries: Vec::new() });
+                continue;
+            }
+            let Some(option) = line.strip_prefix("  ").filter(|o| !o.starts_with([' ', '\t'])) else {
+                return bad("options are indented by exactly two spaces");
+            };
+            if option.starts_with('#') {
+                return bad("an indented comment (agmsg reads an indented line as an option)");
+            }
+            let Some(section) = sections.last_mut() else {
+                return bad("an option before any section header");
+            };
+            let Some((key, value)) = option.split_once(':') else {
+                return bad("an option is `<flag>: <value>`, and this one has no colon");
+            };
+            if key.trim_matches([' ', '\t']).is_empty() {
+                return bad("an option with no flag before its colon");
+            }
+            let value = strip_comment(value).trim_matches([' ', '\t']);
+            section.entries.push((key.to_owned(), value.to_owned()));
+        }
+        Ok(SpawnOptions { sections })
+    }
+
+    fn entries<'a>(&'a self, section: &'a str) -> impl Iterator<Item = &'a (String, String)> + 'a {
+        self.sections.iter().filter(move |s| s.name == section).flat_map(|s| &s.entries)
+    }
+
+    pub fn has_section(&self, section: &str) -> bool {
+        self.sections.iter().any(|s| s.name == section)
+    }
+
+    /// The tokens of one section, without the keys in `suppressed`.
+    fn section_tokens(&self, section: &str, suppressed: &[&str], out: &mut Vec<String>) {
+        for (key, value) in self.entries(section) {
+            if suppressed.contains(&key.as_str()) || value == "false" {
+                continue;
+            }
+            out.push(key.clone());
+            if !value.is_empty() && value != "true" {
+                out.push(value.clone());
+            }
+        }
+    }
+
+    /// The launch tokens for `agent_type`, with `role`'s section over the type's.
+    pub fn tokens(&self, agent_type: &str, role: Option<&str>) -> Vec<String> {
+        let mut out = Vec::new();
+        let Some(role) = role.filter(|r| !r.is_empty()) else {
+            self.section_tokens(agent_type, &[], &mut out);
+            return out;
+        };
+        let overlay = format!("{agent_type}@{role}");
+        let overridden: Vec<&str> = self.entries(&overlay).map(|(k, _)| k.as_str()).collect();
+        self.section_tokens(agent_type, &overridden, &mut out);
+        self.section_tokens(&overlay, &[], &mut out);
+        out
+    }
+
+    /// agmsg's required-role-overlay policy for `agent_type`: whether the type must be spawned with
+    /// a role whose section exists. A value other than `true` or `false` is an error.
+    fn requires_role(&self, agent_type: &str) -> Result<bool, String> {
+        match self.entries(POLICY_SECTION).find(|(k, _)| k.trim_end_matches([' ', '\t']) == agent_type).map(|(_, v)| v.as_str()) {
+            None | Some("false") => Ok(false),
+            Some("true") => Ok(true),
+            Some(other) => Err(format!("{POLICY_SECTION} for type {agent_type:?} must be true or false (got {other:?})")),
+        }
+    }
+}
+
+/// A role as agmsg accepts one: letters, digits, `_` and `-`.
+pub fn is_safe_role(role: &str) -> bool {
+    !role.is_empty() && role.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+}
+
+/// The role agmsg reads from an agent named `<…>_<role>_<vendor>` (at least three `_`-separated
+/// parts, the last a declared vendor); `None` otherwise.
+pub fn derived_role(agent: &str, vendors: &[&str]) -> Option<String> {
+    let mut parts: Vec<&str> = agent.split('_').collect();
+    // A trailing separator ends the last field rather than starting an empty one (bash's `read -a`).
+    if parts.len() > 1 && parts.last() == Some(&"") {
+        parts.pop();
+    }
+    if parts.len() < 3 {
+        return None;
+    }
+    let vendor = parts[parts.len() - 1];
+    let role = parts[parts.len() - 2];
+    (!vendor.is_empty() && vendors.contains(&vendor) && is_safe_role(role)).then(|| role.to_owned())
+}
+
+/// What spawn launches with from the options file, or why it must not launch.
+///
+/// `role`: `--role`, if given. `vendors`: every known type's `vendor=`.
+pub fn resolve(file: Option<&SpawnOptions>, agent_type: &str, agent: &str, role: Option<&str>, vendors: &[&str]) -> Result<Vec<String>, String> {
+    let role = match role {
+        Some(explicit) => {
+            if !is_safe_role(explicit) {
+                return Err("--role must contain only letters, digits, '_' or '-'".to_owned());
+            }
+            let section = format!("{agent_type}@{explicit}");
+            if !file.is_some_and(|f| f.has_section(&section)) {
+                return Err(format!("an explicit --role needs the spawn options section {section}"));
+            }
+            Some(explicit.to_owned())
+        }
+        None => derived_role(agent, vendors),
+    };
+    let Some(file) = file else { return Ok(Vec::new()) };
+    if file.requires_role(agent_type)? {
+        let Some(role) = &role else {
+            return Err(format!("spawn options require a role overlay for type {agent_type:?}: pass --role <role> or name the agent <project>_<role>_<vendor>"));
+        };
+        let section = format!("{agent_type}@{role}");
+        if !file.has_section(&section) {
+            return Err(format!("spawn options require a role overlay for type {agent_type:?}: section {section} is missing"));
+        }
+    }
+    Ok(file.tokens(agent_type, role.as_deref()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> SpawnOptions {
+        SpawnOptions::parse(text).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// agmsg's legacy fixture: strings, a `true` flag, a value with spaces, `false` suppressed, and
+    /// only the asked type's section.
+    #[test]
+    fn legacy_file() {
+        let file = parse(
+            "claude-code:\n  --permission-mode: acceptEdits\n  --dangerously-skip-permissions: true\n  \
+             --append-system-prompt: preserve spaces exactly\n  --disabled: false\ncodex:\n  --sandbox: workspace-write\n  \
+             --ask-for-approval: never\n  --disabled: false\n",
+        );
+        assert_eq!(
+            file.tokens("claude-code", None),
+            ["--permission-mode", "acceptEdits", "--dangerously-skip-permissions", "--append-system-prompt", "preserve spaces exactly"]
+        );
+        assert_eq!(file.tokens("codex", None), ["--sandbox", "workspace-write", "--ask-for-approval", "never"]);
+        assert!(file.tokens("gemini", None).is_empty());
+        assert!(parse("").tokens("codex", None).is_empty());
+    }
+
+    /// Header whitespace and comments, and a role overlay with a trailing-space header.
+    #[test]
+    fn header_comments_and_roles() {
+        let file = parse("codex:   # base options\n  --sandbox: workspace-write\ncodex@architect:    \n  -p: architect\n");
+        assert_eq!(file.tokens("codex", None), ["--sandbox", "workspace-write"]);
+        assert_eq!(file.tokens("codex", Some("architect")), ["--sandbox", "workspace-write", "-p", "architect"]);
+        assert!(parse("codex@architect:\n  -p: architect\n").tokens("codex", None).is_empty(), "a role section is not the type's");
+        let file = parse(
+            "codex:\n  --keep: value with spaces ; $HOME * [meta] # note\n  --omit flag: base\n  --also$omit: base\n\
+             codex@architect:\n  --omit flag: false\n  --also$omit: false\n  --extra:\n",
+        );
+        assert_eq!(file.tokens("codex", Some("architect")), ["--keep", "value with spaces ; $HOME * [meta]", "--extra"]);
+        let file = parse("codex:\n  -m: a\n  -x: 1\ncodex@lead:\n  -m: b\n");
+        assert_eq!(file.tokens("codex", Some("lead")), ["-x", "1", "-m", "b"], "the role's value replaces the base's, after the rest");
+    }
+
+    #[test]
+    fn malformed_files_are_refused_with_their_line() {
+        for (text, why) in [
+            ("codex:\n\t--sandbox: x\n", "line 2: indented with a tab"),
+            ("codex:\n   --sandbox: x\n", "line 2: options are indented by exactly two spaces"),
+            ("codex:\n --sandbox: x\n", "line 2: options are indented by exactly two spaces"),
+            ("codex:\n  --sandbox\n", "line 2: an option is `<flag>: <value>`"),
+            ("codex:\r\n  --sandbox: x\r\n", "line 1: a carriage return"),
+            ("  --sandbox: x\n", "line 1: an option before any section header"),
+            ("codex: --sandbox\n", "line 1: a section header"),
+            ("codex\n", "line 1: a section header"),
+            ("codex:\n  : x\n", "line 2: an option with no flag"),
+            ("codex:\n  # off: x\n", "line 2: an indented comment"),
+        ] {
+            let err = SpawnOptions::parse(text).unwrap_err();
+            assert!(err.starts_with(why), "{text:?}: {err}");
+        }
+        // Comments and blank lines anywhere are fine.
+        assert_eq!(parse("# mine\n\ncodex:\n\n  -a: b\n# end\n").tokens("codex", None), ["-a", "b"]);
+    }
+
+    #[test]
+    fn roles_derived_explicit_and_required() {
+        let vendors = ["claude", "codex"];
+        assert_eq!(derived_role("proj_architect_codex", &vendors).as_deref(), Some("architect"));
+        assert_eq!(derived_role("architect_codex", &vendors), None, "two parts");
+        assert_eq!(derived_role("proj_architect_gpt", &vendors), None, "not a vendor");
+        let file = parse("codex:\n  -a: 1\ncodex@architect:\n  -p: architect\n");
+        assert_eq!(resolve(Some(&file), "codex", "proj_architect_codex", None, &vendors).unwrap(), ["-a", "1", "-p", "architect"]);
+        assert_eq!(resolve(Some(&file), "codex", "proj_writer_codex", None, &vendors).unwrap(), ["-a", "1"], "a derived role without a section");
+        assert!(resolve(Some(&file), "codex", "bob", Some("writer"), &vendors).unwrap_err().contains("codex@writer"));
+        assert!(resolve(None, "codex", "bob", Some("architect"), &vendors).unwrap_err().contains("codex@architect"));
+        assert!(resolve(Some(&file), "codex", "bob", Some("a b"), &vendors).unwrap_err().contains("--role must contain"));
+        assert_eq!(resolve(None, "codex", "bob", None, &vendors).unwrap(), Vec::<String>::new());
+        let policy = parse("agmsg.require-role-overlay:\n  codex: true\ncodex@architect:\n  -p: architect\n");
+        assert!(resolve(Some(&policy), "codex", "bob", None, &vendors).unwrap_err().contains("require a role overlay"));
+        assert_eq!(resolve(Some(&policy), "codex", "bob", Some("architect"), &vendors).unwrap(), ["-p", "architect"]);
+        assert_eq!(resolve(Some(&policy), "claude-code", "bob", None, &vendors).unwrap(), Vec::<String>::new(), "metadata is never a token");
+        let odd = parse("agmsg.require-role-overlay:\n  codex: yes\n");
+        assert!(resolve(Some(&odd), "codex", "bob", None, &vendors).unwrap_err().contains("true or false"));
+    }
+}

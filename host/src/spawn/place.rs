@@ -1,0 +1,266 @@
+//! agmsg's run directory (`<skill>/run`, where its locks, sentinels and placement records live) as
+//! spawn and despawn use it: the placement record `spawn.<team>__<agent>` and the readiness sentinel
+//! `ready.<team>__<agent>`, names percent-encoded as agmsg encodes them.
+//!
+//! The directory is opened without following a symlink at `run`, and every file in it is opened
+//! without following one either (and without blocking: a FIFO planted there is not a file), so a
+//! record can neither be read from nor written through a link someone left in agmsg's directory.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rustix::fs::{AtFlags, Mode, OFlags};
+
+/// The largest file in the run directory spawn reads (a record or a lock is one short line).
+const MAX_READ: u64 = 64 * 1024;
+
+/// agmsg's run directory.
+#[derive(Clone, Debug)]
+pub struct RunDir {
+    path: PathBuf,
+}
+
+impl RunDir {
+    /// `<skill>/run`.
+    pub fn new(skill_dir: &Path) -> RunDir {
+        RunDir { path: skill_dir.join("run") }
+    }
+
+    /// The run directory of agmsg's install ([`crate::agent::registry::skill_dir`], the one delivery's
+    /// watcher pidfile is found under).
+    pub fn from_env() -> Result<RunDir, String> {
+        crate::agent::registry::skill_dir().map(|d| RunDir::new(&d)).ok_or_else(|| "agmsg's directory is unknown: set AGMSG_SKILL_DIR (or HOME)".to_owned())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The directory itself, not a link to one; `None` when it does not exist and `create` is false.
+    fn open(&self, create: bool) -> io::Result<Option<File>> {
+        if create {
+            std::fs::create_dir_all(&self.path)?;
+        }
+        match rustix::fs::open(&self.path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty()) {
+            Ok(fd) => Ok(Some(File::from(fd))),
+            Err(rustix::io::Errno::NOENT) if !create => Ok(None),
+            Err(e) => Err(io::Error::from(e)),
+        }
+    }
+
+    /// The text of the regular file `name`; `None` when there is none. A link, a FIFO or anything
+    /// else that is not a regular file is an error, as is a file that is not UTF-8 or too large.
+    pub fn read(&self, name: &str) -> io::Result<Option<String>> {
+        let Some(dir) = self.open(false)? else { return Ok(None) };
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let file = match rustix::fs::openat(dir.as_fd(), name, flags, Mode::empty()) {
+            Ok(fd) => File::from(fd),
+            Err(rustix::io::Errno::NOENT) => return Ok(None),
+            Err(rustix::io::Errno::LOOP) => return Err(io::Error::other(format!("{} is a symbolic link", self.path.join(name).display()))),
+            Err(e) => return Err(e.into()),
+        };
+        if !file.metadata()?.is_file() {
+            return Err(io::Error::other(format!("{} is not a regular file", self.path.join(name).display())));
+        }
+        let mut bytes = Vec::new();
+        file.take(MAX_READ + 1).read_to_end(&mut bytes)?;
+        if bytes.len() as u64 > MAX_READ {
+            return Err(io::Error::other(format!("{} is larger than {MAX_READ} bytes", self.path.join(name).display())));
+        }
+        String::from_utf8(bytes).map(Some).map_err(|_| io::Error::other(format!("{} is not UTF-8", self.path.join(name).display())))
+    }
+
+    /// Replace `name` with `text` atomically (a temporary file renamed over it: a link there is
+    /// replaced, never written through), creating the directory if needed.
+    pub fn write(&self, name: &str, text: &str) -> io::Result<()> {
+        let dir = self.open(true)?.expect("created");
+        crate::storage::atomic_file::write_atomically_at(&dir, name.as_ref(), |e| e, |out| io::Write::write_all(out, text.as_bytes()))
+    }
+
+    /// Remove the entry `name` (whatever it is, never what a link points to); whether there was one.
+    pub fn remove(&self, name: &str) -> io::Result<bool> {
+        let Some(dir) = self.open(false)? else { return Ok(false) };
+        match rustix::fs::unlinkat(dir.as_fd(), name, AtFlags::empty()) {
+            Ok(()) => Ok(true),
+            Err(rustix::io::Errno::NOENT) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Whether an entry `name` exists (agmsg's `[ -e ]` on a sentinel), a link not followed.
+    pub fn exists(&self, name: &str) -> bool {
+        let Ok(Some(dir)) = self.open(false) else { return false };
+        rustix::fs::statat(dir.as_fd(), name, AtFlags::SYMLINK_NOFOLLOW).is_ok()
+    }
+
+    /// The names in the directory that start with `prefix`.
+    pub fn names_with_prefix(&self, prefix: &str) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(&self.path) else { return Vec::new() };
+        entries.filter_map(|e| e.ok()?.file_name().into_string().ok()).filter(|n| n.starts_with(prefix)).collect()
+    }
+}
+
+/// agmsg's file-name encoding of a team or agent name: every byte outside `[A-Za-z0-9._-]` as `%XX`
+/// (upper-case hex), so that distinct names never share a file.
+pub fn encode(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for b in name.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// `<kind>.<team>__<agent>`, encoded.
+fn pair_name(kind: &str, team: &str, agent: &str) -> String {
+    format!("{kind}.{}__{}", encode(team), encode(agent))
+}
+
+/// The placement record's file name: `spawn.<team>__<agent>`.
+pub fn record_name(team: &str, agent: &str) -> String {
+    pair_name("spawn", team, agent)
+}
+
+/// The readiness sentinel's file name: `ready.<team>__<agent>` (agmsg's watcher creates it when it
+/// attaches for the role and removes it when it exits).
+pub fn ready_name(team: &str, agent: &str) -> String {
+    pair_name("ready", team, agent)
+}
+
+/// The actas lock's file name: `actas.<team>__<agent>.session`.
+pub fn lock_name(team: &str, agent: &str) -> String {
+    format!("{}.session", pair_name("actas", team, agent))
+}
+
+/// The placement record: one TAB-separated line `<reference>\t<project>\t<type>` (spec's terminal
+/// registry: the reference is `<terminal>:<id>`; a legacy bare tmux `%N` / `@N` is read as tmux's).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlacementRecord {
+    pub reference: String,
+    pub project: String,
+    pub agent_type: String,
+}
+
+impl PlacementRecord {
+    /// The record's bytes; a field holding a TAB or a line break would change what agmsg reads
+    /// back, so it is refused.
+    pub fn line(&self) -> Result<String, String> {
+        for (what, value) in [("reference", &self.reference), ("project", &self.project), ("type", &self.agent_type)] {
+            if value.is_empty() || value.contains(['\t', '\n', '\r', '\0']) {
+                return Err(format!("the placement record's {what} {value:?} is empty or holds a TAB, line break or NUL"));
+            }
+        }
+        Ok(format!("{}\t{}\t{}\n", self.reference, self.project, self.agent_type))
+    }
+
+    /// As agmsg reads it (`read -r id project type` on the first line: the type takes the rest).
+    pub fn parse(text: &str) -> Result<PlacementRecord, String> {
+        let line = text.lines().next().unwrap_or("");
+        let mut fields = line.splitn(3, '\t');
+        let reference = fields.next().unwrap_or("").to_owned();
+        if reference.is_empty() {
+            return Err("the placement record names no pane".to_owned());
+        }
+        let project = fields.next().unwrap_or("").to_owned();
+        let agent_type = fields.next().unwrap_or("").to_owned();
+        Ok(PlacementRecord { reference, project, agent_type })
+    }
+}
+
+/// Write the placement record of `team`/`agent`; its path.
+pub fn write_record(run: &RunDir, team: &str, agent: &str, record: &PlacementRecord) -> Result<PathBuf, String> {
+    let name = record_name(team, agent);
+    let path = run.path().join(&name);
+    let line = record.line()?;
+    run.write(&name, &line).map_err(|e| format!("cannot write the placement record {}: {e}", path.display()))?;
+    Ok(path)
+}
+
+/// The placement record of `team`/`agent`, if there is one.
+pub fn read_record(run: &RunDir, team: &str, agent: &str) -> Result<Option<PlacementRecord>, String> {
+    let name = record_name(team, agent);
+    let text = run.read(&name).map_err(|e| format!("cannot read the placement record: {e}"))?;
+    text.map(|t| PlacementRecord::parse(&t).map_err(|e| format!("{}: {e}", run.path().join(&name).display()))).transpose()
+}
+
+/// How a readiness wait ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Readiness {
+    /// The sentinel appeared after this long.
+    Ready(Duration),
+    /// It did not appear within the timeout.
+    TimedOut(Duration),
+}
+
+/// How often the sentinel is looked for.
+const READY_POLL: Duration = Duration::from_millis(100);
+
+/// Remove a stale readiness sentinel before a launch, so only this launch's watcher is seen.
+pub fn clear_ready(run: &RunDir, team: &str, agent: &str) -> io::Result<()> {
+    run.remove(&ready_name(team, agent)).map(drop)
+}
+
+/// Wait, at most `timeout`, for the readiness sentinel of `team`/`agent` to appear.
+pub fn wait_ready(run: &RunDir, team: &str, agent: &str, timeout: Duration) -> Readiness {
+    let name = ready_name(team, agent);
+    let started = Instant::now();
+    loop {
+        if run.exists(&name) {
+            return Readiness::Ready(started.elapsed());
+        }
+        let waited = started.elapsed();
+        if waited >= timeout {
+            return Readiness::TimedOut(waited);
+        }
+        std::thread::sleep(READY_POLL.min(timeout - waited));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_encoded_as_agmsg_encodes_them() {
+        assert_eq!(record_name("crew", "bob"), "spawn.crew__bob");
+        assert_eq!(record_name("my team", "a/b"), "spawn.my%20team__a%2Fb");
+        assert_eq!(ready_name("t", "é"), "ready.t__%C3%A9");
+        assert_eq!(lock_name("t-1.x", "a_b"), "actas.t-1.x__a_b.session");
+        // Distinct names never share a file.
+        assert_ne!(encode("foo bar"), encode("foo_bar"));
+    }
+
+    #[test]
+    fn the_record_round_trips_and_refuses_what_would_read_back_differently() {
+        let r = PlacementRecord { reference: "tmux:/tmp/s:%3".into(), project: "/p q".into(), agent_type: "codex".into() };
+        assert_eq!(r.line().unwrap(), "tmux:/tmp/s:%3\t/p q\tcodex\n");
+        assert_eq!(PlacementRecord::parse(&r.line().unwrap()).unwrap(), r);
+        assert!(PlacementRecord { project: "/a\tb".into(), ..r.clone() }.line().is_err());
+        assert!(PlacementRecord { project: "/a\nb".into(), ..r.clone() }.line().is_err());
+        assert_eq!(PlacementRecord::parse("%5\n").unwrap(), PlacementRecord { reference: "%5".into(), project: String::new(), agent_type: String::new() });
+        assert!(PlacementRecord::parse("\t/p\tx\n").is_err());
+    }
+
+    #[test]
+    fn the_run_directory_follows_no_link() {
+        let skill = tempfile::tempdir().unwrap();
+        let run = RunDir::new(skill.path());
+        assert_eq!(run.read("x").unwrap(), None, "no directory yet");
+        run.write("x", "one\n").unwrap();
+        assert_eq!(run.read("x").unwrap().as_deref(), Some("one\n"));
+        let outside = skill.path().join("outside");
+        std::fs::write(&outside, "secret").unwrap();
+        std::os::unix::fs::symlink(&outside, run.path().join("link")).unwrap();
+        assert!(run.read("link").is_err(), "a link is not read through");
+        run.write("link", "new\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "secret", "a link is replaced, not written through");
+        assert!(run.remove("link").unwrap());
+        assert!(!run.remove("link").unwrap());
+    }
+}

@@ -142,6 +142,16 @@ impl Axis {
             Axis::Terminal => Some("terminal"),
         }
     }
+
+    /// The file that makes one of its plugin directories a package of the axis's own kind instead of a
+    /// component with `agmsg-driver.toml` (the types axis: an agent type's `type.conf`), if it has one.
+    /// What that file means, the axis's module says (`plugin::DirPackage`).
+    pub const fn dir_manifest(self) -> Option<&'static str> {
+        match self {
+            Axis::Storage | Axis::Terminal => None,
+            Axis::Types => Some("type.conf"),
+        }
+    }
 }
 
 impl fmt::Display for Axis {

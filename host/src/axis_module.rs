@@ -37,6 +37,12 @@ pub trait AxisModule: Sync {
 
     /// The bundled driver `name` as it runs (its fixed capabilities), if this binary has one.
     fn bundled_source(&self, name: &str) -> Option<DriverSource>;
+
+    /// How plugin/ reads a plugin directory that is a package of this axis's own kind (an agent type),
+    /// if the axis has such packages ([`crate::axis::Axis::dir_manifest`]).
+    fn dir_package(&self) -> Option<&'static dyn crate::plugin::DirPackage> {
+        None
+    }
 }
 
 /// What a driver reference on the command line (`--driver`, `driver test`, a configured driver) is:
@@ -114,5 +120,25 @@ mod tests {
         }
         assert_eq!(component_axis(b"not a component"), None);
         assert_eq!(component_axis(&wat::parse_str("(module)").unwrap()), None, "a core module exports no interface");
+    }
+
+    /// One rule on every axis: a driver name is a name even where a directory of that name exists; any
+    /// other text is a path, a directory if it is one, else a file.
+    #[test]
+    fn a_reference_is_a_name_a_directory_or_a_file() {
+        use super::Reference;
+        use std::path::Path;
+        let dir = tempfile::tempdir().unwrap();
+        let named = dir.path().join("tmux");
+        std::fs::create_dir(&named).unwrap();
+        let here = std::env::current_dir().unwrap();
+        assert_eq!(Reference::of("tmux"), Reference::Name("tmux"));
+        assert_eq!(Reference::of("my_driver-2"), Reference::Name("my_driver-2"));
+        let path = named.to_str().unwrap();
+        assert_eq!(Reference::of(path), Reference::Dir(Path::new(path)));
+        assert_eq!(Reference::of("."), Reference::Dir(Path::new(".")), "{}", here.display());
+        assert_eq!(Reference::of("driver.wasm"), Reference::File(Path::new("driver.wasm")));
+        assert_eq!(Reference::of("./nowhere"), Reference::File(Path::new("./nowhere")));
+        assert!(Reference::of("x.y").is_path() && !Reference::of("sqlite").is_path());
     }
 }

@@ -65,12 +65,13 @@ impl Entry {
 }
 
 /// Every driver of `axis`: the bundled ones in their order (each replaced by a trusted plugin of its
-/// name), then trusted plugins of new names, then the untrusted plugins, by name.
-pub fn entries(axis: Axis) -> Result<Vec<Entry>, String> {
+/// name), then trusted plugins of new names, then the untrusted plugins, by name. `dirs`: how to read
+/// the axis's own packages, if it has them (`AxisModule::dir_package`).
+pub fn entries(axis: Axis, dirs: &[&dyn crate::plugin::DirPackage]) -> Result<Vec<Entry>, String> {
     let mut all: Vec<Entry> = bundled::of(axis).map(|d| Entry { name: d.name.to_owned(), origin: Origin::Bundled }).collect();
     let mut untrusted = Vec::new();
     let mut by_name: BTreeMap<String, Vec<registry::Candidate>> = BTreeMap::new();
-    for candidate in registry::candidates(axis, None)? {
+    for candidate in registry::candidates(axis, None, dirs)? {
         by_name.entry(candidate.name.clone()).or_default().push(candidate);
     }
     for (name, candidates) in by_name {

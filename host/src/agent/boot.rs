@@ -157,7 +157,7 @@ pub fn actas_prompt(t: &AgentType, skill: &str, agent: &str, boot_prompt: Option
 /// Whether spawn may launch a type with this manifest: `spawnable=yes` or a non-empty `spawn=`
 /// (agmsg's gate).
 pub fn spawnable(conf: &Manifest) -> bool {
-    conf.spawnable()
+    manifest::spawnable(conf)
 }
 
 /// What spawn can launch for a type, every word its manifest puts on the command line, for a person

@@ -10,7 +10,8 @@ use super::suite::{MANIFEST_RULES, PLUG_RULES, PLUG_VAR, TYPE_VAR};
 use crate::axis::Axis;
 use crate::axis_module::{AxisModule, Reference, Suite, absolute};
 use crate::plugin::manifest::{MANIFEST_FILE, PluginManifest};
-use crate::plugin::registry::{TYPE_CONF, sha256_hex};
+use super::manifest::TYPE_CONF;
+use crate::plugin::registry::sha256_hex;
 use crate::runtime::DriverSource;
 
 pub struct AgentModule;
@@ -129,5 +130,9 @@ impl AxisModule for AgentModule {
 
     fn bundled_source(&self, name: &str) -> Option<DriverSource> {
         super::bundled::plug(name)
+    }
+
+    fn dir_package(&self) -> Option<&'static dyn crate::plugin::DirPackage> {
+        Some(&super::manifest::TypeDirs)
     }
 }

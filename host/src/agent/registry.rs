@@ -113,7 +113,7 @@ impl AgentType {
 
     /// Whether spawn may launch it: `spawnable=yes` or a non-empty `spawn=` (agmsg's gate).
     pub fn spawnable(&self) -> bool {
-        self.manifest.spawnable()
+        super::manifest::spawnable(&self.manifest)
     }
 
     /// Whether `detect=explicit` (or no `detect`): never selected from the environment.
@@ -254,7 +254,7 @@ impl Registry {
                 }
             }
         }
-        let candidates = match registry::candidates_in(&sources.plugin_bases, Axis::Types, None, trust) {
+        let candidates = match registry::candidates_in(&sources.plugin_bases, Axis::Types, None, trust, &[&super::manifest::TypeDirs]) {
             Ok(candidates) => candidates,
             Err(e) => {
                 reg.warnings.push(format!("external types are ignored: {e}"));
@@ -277,7 +277,7 @@ impl Registry {
                 reg.ignored.entry(name.clone()).or_default().push(warning.clone());
                 reg.warnings.push(warning);
             }
-            if let Some(registry::Candidate { dir, agent_type: Some(manifest), .. }) = chosen {
+            if let Some(registry::Candidate { dir, package_manifest: Some(manifest), .. }) = chosen {
                 let earlier: Vec<Origin> = runnable.into_iter().filter(|d| *d != dir).map(Origin::Plugin).collect();
                 reg.add(name.clone(), Origin::Plugin(dir), manifest);
                 reg.types.get_mut(&name).expect("just added").shadows.extend(earlier);
@@ -398,7 +398,7 @@ mod tests {
         let mut trust = TrustFile::default();
         for dir in dirs {
             let name = dir.file_name().unwrap().to_str().unwrap();
-            let (sha256, manifest_sha256) = registry::read_candidate(Axis::Types, name, dir, &TrustFile::default()).pinned.unwrap();
+            let (sha256, manifest_sha256) = registry::read_candidate(Axis::Types, name, dir, &TrustFile::default(), &[&crate::agent::manifest::TypeDirs]).pinned.unwrap();
             trust.trust(TrustRecord { axis: Axis::Types, name: name.into(), path: dir.to_path_buf(), sha256, manifest_sha256, consented: Default::default(), granted: Default::default() });
         }
         trust

@@ -11,6 +11,9 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use super::exit;
+use agmsg_host::error::HostError;
+
 use serde_json::{Value, json};
 
 use agmsg_host::bundled;
@@ -20,6 +23,7 @@ use agmsg_host::axis::Axis;
 use agmsg_host::plugin::manifest::{MANIFEST_FILE, PluginManifest};
 use agmsg_host::plugin::registry;
 use agmsg_host::plugin::trust::TrustState;
+use agmsg_host::plugin::DirPackage;
 use agmsg_host::plugin::registry::{AgentTypeFiles, TypeFile};
 use agmsg_host::agent::boot::{LaunchTemplate, Launcher, launch_template};
 use agmsg_host::agent::bundled as agent_bundled;
@@ -103,20 +107,14 @@ pub fn run(command: PluginCommand) -> ExitCode {
         PluginCommand::List { json } => list(json),
         // A component this host would refuse is reported in full, then exits 1.
         PluginCommand::Inspect { target, manifest, json } => match inspect(&target, manifest.as_deref(), json) {
-            Ok(false) => return ExitCode::from(1),
+            Ok(false) => return exit::no(),
             other => other.map(|_| ()),
         },
         PluginCommand::Trust { reference, path, consent } => trust(&reference, path.as_deref(), &consent),
         PluginCommand::Untrust { reference } => untrust(&reference),
         PluginCommand::Remove { reference } => remove(&reference),
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("agmsg-host plugin: {}", display::line(&message));
-            ExitCode::from(1)
-        }
-    }
+    exit::report("plugin", result.map_err(HostError::refused))
 }
 
 fn runtime() -> Result<Runtime, String> {
@@ -368,7 +366,7 @@ fn ask(request: &ConsentRequest, consent: &Consent) -> Result<Capabilities, Stri
 }
 
 fn install(source: &Path, manifest: Option<&Path>, consent: &Consent) -> Result<(), String> {
-    if manifest.is_none() && TypePackage::is_type_dir(source) {
+    if manifest.is_none() && TypePackage::is_type_dir(types_dirs(), source) {
         return install_type(source, consent);
     }
     let package = Package::read(source, manifest)?;
@@ -384,8 +382,8 @@ fn install(source: &Path, manifest: Option<&Path>, consent: &Consent) -> Result<
 
 /// `plugin install <dir>` of an agent type's directory.
 fn install_type(source: &Path, consent: &Consent) -> Result<(), String> {
-    let package = TypePackage::read(source)?;
-    let (trusted, shadowed) = workflow::install_type(&runtime()?, &package, |request| ask(request, consent))?;
+    let package = TypePackage::read(types_dirs(), source)?;
+    let (trusted, shadowed) = workflow::install_type(&runtime()?, types_dirs(), &package, |request| ask(request, consent))?;
     println!("installed types/{} in {}", display::line(&trusted.name), trusted.dir.display());
     println!("trusted; it runs with: {}", trusted.runs_with.summary());
     if let Some(shadowed) = shadowed {
@@ -394,16 +392,27 @@ fn install_type(source: &Path, consent: &Consent) -> Result<(), String> {
     Ok(())
 }
 
+/// How the library reads a plugin directory that is a package of its axis's own kind: every axis's
+/// that has them (an agent type's directory).
+pub fn dir_packages() -> Vec<&'static dyn DirPackage> {
+    Axis::ALL.into_iter().filter_map(|axis| agmsg_host::module(axis).dir_package()).collect()
+}
+
+/// The types axis's reader of its package directories (agent types).
+fn types_dirs() -> &'static dyn DirPackage {
+    agmsg_host::module(Axis::Types).dir_package().expect("the types axis has package directories")
+}
+
 fn bundled_names(axis: Axis) -> Vec<&'static str> {
     bundled::of(axis).map(|d| d.name).collect()
 }
 
 fn trust(reference: &str, path: Option<&Path>, consent: &Consent) -> Result<(), String> {
-    let Trusted { axis, name, dir, runs_with } = workflow::trust(&runtime()?, reference, path, |request| ask(request, consent))?;
+    let Trusted { axis, name, dir, runs_with } = workflow::trust(&runtime()?, reference, path, &dir_packages(), |request| ask(request, consent))?;
     println!("trusted {axis}/{name} at {}; it runs with: {}", dir.display(), display::line(&runs_with.summary()));
     if let Some(replaced) = replaced_bundled(axis, &name) {
         match axis {
-            Axis::Types if TypePackage::is_type_dir(&dir) => println!("note: it replaces the bundled type '{replaced}'"),
+            Axis::Types if TypePackage::is_type_dir(types_dirs(), &dir) => println!("note: it replaces the bundled type '{replaced}'"),
             Axis::Types => println!("note: it replaces bundled {replaced}'s delivery plug"),
             axis => println!("note: it replaces the bundled {axis} driver '{replaced}'"),
         }
@@ -412,13 +421,13 @@ fn trust(reference: &str, path: Option<&Path>, consent: &Consent) -> Result<(), 
 }
 
 fn untrust(reference: &str) -> Result<(), String> {
-    let (axis, name) = workflow::untrust(reference)?;
+    let (axis, name) = workflow::untrust(reference, &dir_packages())?;
     println!("untrusted {axis}/{name}; it is ignored from now on");
     Ok(())
 }
 
 fn remove(reference: &str) -> Result<(), String> {
-    let (axis, name, installed) = workflow::remove(reference)?;
+    let (axis, name, installed) = workflow::remove(reference, &dir_packages())?;
     println!("removed {axis}/{name} ({})", installed.display());
     Ok(())
 }
@@ -447,7 +456,7 @@ fn list(json: bool) -> Result<(), String> {
                 problem: None,
             });
         }
-        for candidate in registry::candidates(axis, None)? {
+        for candidate in registry::candidates(axis, None, &dir_packages())? {
             let (state, granted) = match &candidate.state {
                 TrustState::Trusted(caps) if candidate.problem().is_none() => ("trusted".to_owned(), caps.summary()),
                 _ => ("UNTRUSTED".to_owned(), "-".to_owned()),
@@ -490,13 +499,13 @@ fn list(json: bool) -> Result<(), String> {
 /// Print the report; whether this host would load the component.
 fn inspect(target: &str, manifest: Option<&Path>, json: bool) -> Result<bool, String> {
     let path = Path::new(target);
-    if manifest.is_none() && TypePackage::is_type_dir(path) {
-        return inspect_type(&TypePackage::read(path)?, None, json);
+    if manifest.is_none() && TypePackage::is_type_dir(types_dirs(), path) {
+        return inspect_type(&TypePackage::read(types_dirs(), path)?, None, json);
     }
     let (package, installed) = if path.exists() || manifest.is_some() {
         (Package::read(path, manifest)?, None)
     } else {
-        let (axis, name, mut candidates) = match workflow::find_ref(target) {
+        let (axis, name, mut candidates) = match workflow::find_ref(target, &dir_packages()) {
             Ok(found) => found,
             // No plugin of that name: a driver bundled in this binary, reported the same way.
             Err(e) => return inspect_bundled(target, json).unwrap_or(Err(e)),
@@ -508,7 +517,7 @@ fn inspect(target: &str, manifest: Option<&Path>, json: bool) -> Result<bool, St
             TrustState::Builtin => "builtin".into(),
         };
         if candidate.is_type_dir {
-            let files = AgentTypeFiles::read(&name, &candidate.dir).map_err(|e| format!("types/{name} at {}: {e}", candidate.dir.display()))?;
+            let files = AgentTypeFiles::read(types_dirs(), &name, &candidate.dir).map_err(|e| format!("types/{name} at {}: {e}", candidate.dir.display()))?;
             return inspect_type(&TypePackage { name, dir: candidate.dir, files }, Some(state), json);
         }
         let manifest_path = candidate.dir.join(MANIFEST_FILE);

@@ -32,7 +32,7 @@ const CONVERT_DIR_PREFIX: &str = ".agmsg-convert-";
 /// as `terminal list` shows them).
 pub fn list(store_flag: Option<PathBuf>, json: bool) -> ExitCode {
     let active = location::storage_driver(None).unwrap_or_default();
-    let entries = match catalog::entries(Axis::Storage) {
+    let entries = match catalog::entries(Axis::Storage, &[]) {
         Ok(entries) => entries,
         Err(e) => return record_failure(&StorageError::runtime(e)),
     };

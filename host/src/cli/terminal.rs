@@ -390,7 +390,7 @@ fn list(candidates: &[TerminalSource], args: &[String]) -> Result<ExitCode, Outc
         [flag] if flag == "--json" => true,
         _ => return Err(usage::<()>("list: expected [--json]").unwrap_err().into()),
     };
-    let entries = catalog::entries(Axis::Terminal).map_err(|e| TerminalError::new(TermFailKind::Unreachable, e)).framed(Shape::Record)?;
+    let entries = catalog::entries(Axis::Terminal, &[]).map_err(|e| TerminalError::new(TermFailKind::Unreachable, e)).framed(Shape::Record)?;
     let origin_of = |name: &str| entries.iter().find(|e| e.name == name && e.origin.runs()).cloned();
     let untrusted = entries.iter().filter(|e| !e.origin.runs());
     if json {

@@ -4,6 +4,8 @@
 //! declared AND the user granted (a type: nothing).
 //!
 //! - [`manifest`]: the manifest format (identity, contract version, requested capabilities).
+//! - [`conf`]: the `KEY=value` format of a directory package's own manifest (an agent type's
+//!   `type.conf`); what its keys mean the axis says, through [`DirPackage`].
 //! - [`registry`]: discovery in agmsg's base order, and which candidate runs.
 //! - [`tree`]: a plugin directory read as one snapshot, no link followed (agent types).
 //! - [`trust`]: the trust file (pinned to path, component and manifest hashes, consented and granted
@@ -11,6 +13,7 @@
 //! - [`workflow`]: install, trust, untrust and remove, as one protocol with the user's consent asked by
 //!   the caller.
 
+pub mod conf;
 pub mod manifest;
 pub mod registry;
 pub mod tree;
@@ -19,6 +22,33 @@ pub mod workflow;
 
 use std::io::Read;
 use std::path::Path;
+
+use crate::axis::Axis;
+
+/// What an axis knows of a plugin directory that is a package of its own kind rather than a component
+/// with `agmsg-driver.toml`: on the types axis, an agent type (`type.conf`, its template, optionally a
+/// plug component). plugin/ finds, reads (one snapshot, no link followed), pins, lists, installs and
+/// trusts such a directory; the axis's module implements this for what only the axis knows, so plugin/
+/// names no axis module. Which file makes a directory such a package is the axis's fact
+/// ([`Axis::dir_manifest`]). Callers that may meet such an axis pass its implementation (`dirs`); the
+/// registry refuses to read a package of an axis whose implementation it was not given.
+pub trait DirPackage: Sync {
+    /// The axis whose plugin directories hold these packages.
+    fn axis(&self) -> Axis;
+    /// Refuse the manifest (read at `path`) of the package to be known as `name` if the axis cannot use
+    /// it: `Err` says why.
+    fn check(&self, name: &str, manifest: &conf::Manifest, path: &Path) -> Result<(), String>;
+    /// The files its manifest names that an installed package must hold (a type's `template=`).
+    /// (its key, the file) for each; an empty value names nothing.
+    fn named_files<'m>(&self, manifest: &'m conf::Manifest) -> Vec<(&'static str, &'m str)>;
+    /// The bundled driver of this axis the package `name` replaces, if there is one.
+    fn shadows(&self, name: &str) -> Option<&'static str>;
+}
+
+/// The [`DirPackage`] of `axis` among `dirs`.
+pub fn dir_package<'a>(dirs: &[&'a dyn DirPackage], axis: Axis) -> Option<&'a dyn DirPackage> {
+    dirs.iter().copied().find(|d| d.axis() == axis)
+}
 
 /// The largest component file read (the CPython-based Python driver is about 18 MB).
 pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;

@@ -13,6 +13,7 @@ use super::manifest::{MANIFEST_FILE, PluginManifest};
 pub use super::sha256_hex;
 use crate::axis::Axis;
 use super::trust::{TrustFile, TrustState, Untrusted};
+use super::DirPackage;
 use crate::capabilities::Capabilities;
 
 /// `${AGMSG_HOME:-~/.agents/agmsg}`, made absolute (trust records are matched by absolute path).
@@ -39,10 +40,11 @@ pub struct Candidate {
     /// Its component's manifest; `None` when it cannot be read ([`Candidate::broken`] says why) or for
     /// an agent type that ships no plug component.
     pub manifest: Option<PluginManifest>,
-    /// Whether it is an agent type's directory (types axis: it holds `type.conf`).
+    /// Whether it is a package of its axis's own kind ([`super::DirPackage`]: an agent type's
+    /// directory, which holds `type.conf`).
     pub is_type_dir: bool,
-    /// That type's `type.conf`, when it can be read.
-    pub agent_type: Option<crate::agent::Manifest>,
+    /// That package's own manifest (`type.conf`), when it can be read.
+    pub package_manifest: Option<super::conf::Manifest>,
     /// That type's files, as read with it (empty otherwise).
     pub type_files: Vec<TypeFile>,
     /// The component and its sha256, when it has one and it can be read (read once: what was hashed is
@@ -66,7 +68,7 @@ impl Candidate {
             dir: dir.to_owned(),
             manifest: None,
             is_type_dir,
-            agent_type: None,
+            package_manifest: None,
             type_files: Vec::new(),
             wasm: None,
             sha256: None,
@@ -151,10 +153,18 @@ pub fn bases() -> Vec<PathBuf> {
 }
 
 /// Read one plugin directory: its manifest (checked against where it was found), its component's
-/// hash, and its trust state. On the types axis a directory holding `type.conf` is an agent type.
-pub fn read_candidate(axis: Axis, name: &str, dir: &Path, trust: &TrustFile) -> Candidate {
-    if axis == Axis::Types && dir.join(TYPE_CONF).symlink_metadata().is_ok() {
-        return read_agent_type(name, dir, trust);
+/// hash, and its trust state. A directory holding its axis's own manifest ([`Axis::dir_manifest`]: an
+/// agent type's `type.conf`) is a package of that kind, read through its [`DirPackage`] among `dirs`.
+pub fn read_candidate(axis: Axis, name: &str, dir: &Path, trust: &TrustFile, dirs: &[&dyn DirPackage]) -> Candidate {
+    if is_package_dir(axis, dir) {
+        return match super::dir_package(dirs, axis) {
+            Some(kind) => read_dir_package(kind, name, dir, trust),
+            None => {
+                let mut candidate = Candidate::unread(axis, name, dir, true);
+                candidate.broken = Some(format!("this command cannot read {axis} packages (no reader given for the axis)"));
+                candidate
+            }
+        };
     }
     let mut candidate = Candidate::unread(axis, name, dir, false);
     let read = PluginManifest::read(&dir.join(MANIFEST_FILE)).and_then(|(m, sha)| check_identity(&m, axis, name, dir).map(|()| (m, sha)));
@@ -187,52 +197,54 @@ fn check_identity(m: &PluginManifest, axis: Axis, name: &str, dir: &Path) -> Res
     Ok(())
 }
 
-/// An agent type's manifest file.
-pub const TYPE_CONF: &str = "type.conf";
+/// Whether `dir` is a package of `axis`'s own kind: it holds the axis's own manifest file (an agent
+/// type's `type.conf`), whatever that is (a link or a FIFO there is then refused by the reader).
+pub fn is_package_dir(axis: Axis, dir: &Path) -> bool {
+    axis.dir_manifest().is_some_and(|file| dir.join(file).symlink_metadata().is_ok())
+}
 
-/// What an agent type's directory holds, read as one snapshot with no link followed ([`super::tree`]):
-/// `type.conf`, and the plug component its `agmsg-driver.toml` names, if it ships one.
+/// What a package directory of its axis's own kind (an agent type's) holds, read as one snapshot with
+/// no link followed ([`super::tree`]): its manifest (`type.conf`), and the plug component its
+/// `agmsg-driver.toml` names, if it ships one.
 pub struct AgentTypeFiles {
     pub tree: super::tree::Tree,
     /// Its entries, each file with its size and sha256 ([`super::tree::Tree::hashed`]: hashed once).
     pub hashed: Vec<(String, Option<(usize, String)>)>,
-    pub conf: crate::agent::Manifest,
+    /// Its own manifest's file name (`type.conf`).
+    pub manifest_file: &'static str,
+    pub conf: super::conf::Manifest,
     pub conf_sha256: String,
     /// The plug component's manifest and bytes.
     pub plug: Option<(PluginManifest, Vec<u8>)>,
 }
 
 impl AgentTypeFiles {
-    /// Read the type directory `dir`, to be known as `name`: refused when it is a link, holds a link or
-    /// anything but files and directories, its `type.conf` is not text, its `template=` or `spawn=` is
-    /// absolute or climbs out (`..`), its `hooks_file=` is not a runtime's delivery location or is
-    /// another type's ([`crate::agent::manifest::check_hooks_file`]), its plug manifest names another
-    /// type or asks for capabilities (a type's plug runs with none), or its plug component is missing.
-    pub fn read(name: &str, dir: &Path) -> Result<AgentTypeFiles, String> {
+    /// Read the package directory `dir` of `kind`, to be known as `name`: refused when it is a link,
+    /// holds a link or anything but files and directories, its manifest is not text or `kind` refuses
+    /// it ([`DirPackage::check`]: for a type, its `template=` or `spawn=` absolute or climbing out, its
+    /// `hooks_file=` not a runtime's delivery location or another type's), its plug manifest names
+    /// another driver or asks for capabilities (a type's plug runs with none), or its plug component is
+    /// missing.
+    pub fn read(kind: &dyn DirPackage, name: &str, dir: &Path) -> Result<AgentTypeFiles, String> {
+        let axis = kind.axis();
+        let manifest_file = axis.dir_manifest().expect("an axis with directory packages names their manifest");
         let tree = super::tree::read(dir)?;
-        let conf_path = dir.join(TYPE_CONF);
-        let conf_bytes = tree.file(Path::new(TYPE_CONF)).ok_or_else(|| format!("{} is not a regular file", conf_path.display()))?;
-        if conf_bytes.len() as u64 > crate::agent::manifest::MAX_MANIFEST_BYTES {
-            return Err(format!("{} is larger than {}", conf_path.display(), super::size_text(crate::agent::manifest::MAX_MANIFEST_BYTES)));
+        let conf_path = dir.join(manifest_file);
+        let conf_bytes = tree.file(Path::new(manifest_file)).ok_or_else(|| format!("{} is not a regular file", conf_path.display()))?;
+        if conf_bytes.len() as u64 > super::conf::MAX_MANIFEST_BYTES {
+            return Err(format!("{} is larger than {}", conf_path.display(), super::size_text(super::conf::MAX_MANIFEST_BYTES)));
         }
-        let conf = crate::agent::Manifest::parse(conf_bytes, &conf_path.display().to_string())?;
-        for key in ["template", "spawn"] {
-            crate::agent::manifest::check_relative(key, conf.value(key)).map_err(|e| format!("{}: {e}", conf_path.display()))?;
-        }
-        // Where delivery would write (and delete, for `off`): a runtime's delivery file, not another type's.
-        let hooks_file = conf.value("hooks_file");
-        if !hooks_file.is_empty() {
-            crate::agent::manifest::check_hooks_file(name, hooks_file).map_err(|e| format!("{}: {e}", conf_path.display()))?;
-        }
+        let conf = super::conf::Manifest::parse(conf_bytes, &conf_path.display().to_string())?;
+        kind.check(name, &conf, &conf_path)?;
         let hashed = tree.hashed();
-        let conf_sha256 = hashed.iter().find(|(p, _)| p == TYPE_CONF).and_then(|(_, f)| f.as_ref()).map(|(_, sha)| sha.clone()).expect("type.conf is a file of the tree");
+        let conf_sha256 = hashed.iter().find(|(p, _)| p == manifest_file).and_then(|(_, f)| f.as_ref()).map(|(_, sha)| sha.clone()).expect("the manifest is a file of the tree");
         let plug = match tree.file(Path::new(MANIFEST_FILE)) {
             None => None,
             Some(bytes) => {
                 let path = dir.join(MANIFEST_FILE);
                 let text = std::str::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8", path.display()))?;
                 let m = PluginManifest::parse(text, &path)?;
-                check_identity(&m, Axis::Types, name, dir)?;
+                check_identity(&m, axis, name, dir)?;
                 let asked = m.capabilities();
                 if !asked.0.is_empty() {
                     return Err(format!("{}: an agent type's plug component runs with no capabilities, but it asks for {}", path.display(), asked.summary()));
@@ -242,12 +254,12 @@ impl AgentTypeFiles {
                 Some((m, wasm))
             }
         };
-        Ok(AgentTypeFiles { conf, conf_sha256, plug, tree, hashed })
+        Ok(AgentTypeFiles { manifest_file, conf, conf_sha256, plug, tree, hashed })
     }
 
-    /// What trust pins: every file but `type.conf` (template, plug, launchers), and `type.conf`.
+    /// What trust pins: every file but the manifest (template, plug, launchers), and the manifest.
     pub fn pinned(&self) -> (String, String) {
-        (super::tree::pin(&self.hashed, TYPE_CONF), self.conf_sha256.clone())
+        (super::tree::pin(&self.hashed, self.manifest_file), self.conf_sha256.clone())
     }
 
     /// Every file of the directory, with its size and sha256 (what consent and `inspect` list).
@@ -265,21 +277,22 @@ pub struct TypeFile {
     pub sha256: String,
 }
 
-/// [`read_candidate`] of an agent type's directory.
-fn read_agent_type(name: &str, dir: &Path, trust: &TrustFile) -> Candidate {
-    let mut candidate = Candidate::unread(Axis::Types, name, dir, true);
-    match AgentTypeFiles::read(name, dir) {
+/// [`read_candidate`] of a package directory of its axis's own kind.
+fn read_dir_package(kind: &dyn DirPackage, name: &str, dir: &Path, trust: &TrustFile) -> Candidate {
+    let axis = kind.axis();
+    let mut candidate = Candidate::unread(axis, name, dir, true);
+    match AgentTypeFiles::read(kind, name, dir) {
         Ok(files) => {
             let pinned = files.pinned();
-            // Said in a type's words: which of its files changed.
-            candidate.state = match trust.state(Axis::Types, name, dir, (&pinned.0, &pinned.1), &Capabilities::default()) {
+            // Said in a package's words: its manifest or its other files changed.
+            candidate.state = match trust.state(axis, name, dir, (&pinned.0, &pinned.1), &Capabilities::default()) {
                 TrustState::Untrusted(Untrusted::ComponentChanged) => TrustState::Untrusted(Untrusted::TypeFilesChanged),
                 TrustState::Untrusted(Untrusted::ManifestChanged) => TrustState::Untrusted(Untrusted::TypeConfChanged),
                 state => state,
             };
             candidate.pinned = Some(pinned);
             candidate.type_files = files.listing();
-            candidate.agent_type = Some(files.conf);
+            candidate.package_manifest = Some(files.conf);
             if let Some((manifest, wasm)) = files.plug {
                 // Hashed once with the tree: the plug is one of its files.
                 let listed = super::tree::normalize(&manifest.component).and_then(|rel| candidate.type_files.iter().find(|f| f.path == rel));
@@ -297,8 +310,10 @@ fn read_agent_type(name: &str, dir: &Path, trust: &TrustFile) -> Candidate {
 pub use agmsg_contract::is_driver_name;
 
 /// Every plugin directory of `axis` (or only those named `name`), in base order.
-pub fn candidates(axis: Axis, name: Option<&str>) -> Result<Vec<Candidate>, String> {
-    candidates_in(&bases(), axis, name, &home_trust)
+/// `dirs`: the readers of package directories of an axis's own kind the caller knows (an agent type's:
+/// `agent::manifest::TypeDirs`); one of an axis read without its reader is a candidate that cannot run.
+pub fn candidates(axis: Axis, name: Option<&str>, dirs: &[&dyn DirPackage]) -> Result<Vec<Candidate>, String> {
+    candidates_in(&bases(), axis, name, &home_trust, dirs)
 }
 
 /// The trust file of `$AGMSG_HOME`; without a home nothing can have been trusted.
@@ -311,7 +326,13 @@ pub fn home_trust() -> Result<TrustFile, String> {
 
 /// [`candidates`] under `bases`, trust answered by `load_trust` (called once, only when a plugin
 /// directory exists: the common case, bundled drivers only, costs a few stat calls).
-pub fn candidates_in(bases: &[PathBuf], axis: Axis, name: Option<&str>, load_trust: &dyn Fn() -> Result<TrustFile, String>) -> Result<Vec<Candidate>, String> {
+pub fn candidates_in(
+    bases: &[PathBuf],
+    axis: Axis,
+    name: Option<&str>,
+    load_trust: &dyn Fn() -> Result<TrustFile, String>,
+    dirs: &[&dyn DirPackage],
+) -> Result<Vec<Candidate>, String> {
     if name.is_some_and(|n| !is_driver_name(n)) {
         return Ok(Vec::new());
     }
@@ -331,14 +352,13 @@ pub fn candidates_in(bases: &[PathBuf], axis: Axis, name: Option<&str>, load_tru
         };
         for name in names {
             let dir = axis_dir.join(&name);
-            let is_type = axis == Axis::Types && dir.join(TYPE_CONF).symlink_metadata().is_ok();
-            if !is_type && !dir.join(MANIFEST_FILE).is_file() {
+            if !is_package_dir(axis, &dir) && !dir.join(MANIFEST_FILE).is_file() {
                 continue;
             }
             if trust.is_none() {
                 trust = Some(load_trust()?);
             }
-            found.push(read_candidate(axis, &name, &dir, trust.as_ref().expect("just loaded")));
+            found.push(read_candidate(axis, &name, &dir, trust.as_ref().expect("just loaded"), dirs));
         }
     }
     Ok(found)
@@ -346,8 +366,8 @@ pub fn candidates_in(bases: &[PathBuf], axis: Axis, name: Option<&str>, load_tru
 
 /// The plugin that runs as `axis/name`, if a trusted one is found (it shadows a bundled driver of that
 /// name); every ignored candidate is warned about on the host log.
-pub fn find(axis: Axis, name: &str) -> Result<Option<Candidate>, String> {
-    Ok(pick(axis, name, candidates(axis, Some(name))?))
+pub fn find(axis: Axis, name: &str, dirs: &[&dyn DirPackage]) -> Result<Option<Candidate>, String> {
+    Ok(pick(axis, name, candidates(axis, Some(name), dirs)?))
 }
 
 /// [`choose`], with each warning on the host log.
@@ -381,4 +401,47 @@ pub fn choose(axis: Axis, name: &str, candidates: Vec<Candidate>) -> (Option<Can
         }
     }
     (chosen, warnings)
+}
+
+#[cfg(test)]
+mod dir_package_tests {
+    use super::*;
+
+    /// plugin/ reads an axis's own package directory only through the reader its axis module gives;
+    /// without it the candidate cannot run (never read half-checked).
+    #[test]
+    fn a_package_directory_is_read_only_through_its_axis_reader() {
+        struct Accepts;
+        impl DirPackage for Accepts {
+            fn axis(&self) -> Axis {
+                Axis::Types
+            }
+            fn check(&self, name: &str, conf: &super::super::conf::Manifest, _: &Path) -> Result<(), String> {
+                if conf.value("refuse") == "yes" { Err(format!("{name} refused")) } else { Ok(()) }
+            }
+            fn named_files<'m>(&self, _: &'m super::super::conf::Manifest) -> Vec<(&'static str, &'m str)> {
+                Vec::new()
+            }
+            fn shadows(&self, _: &str) -> Option<&'static str> {
+                None
+            }
+        }
+        let base = tempfile::tempdir().unwrap();
+        let dir = base.path().join("types/kiro");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("type.conf"), "name=kiro\n").unwrap();
+        let trust = TrustFile::default();
+        let unread = read_candidate(Axis::Types, "kiro", &dir, &trust, &[]);
+        assert!(unread.is_type_dir && unread.package_manifest.is_none());
+        assert!(unread.broken.as_deref().is_some_and(|b| b.contains("no reader given")), "{:?}", unread.broken);
+        let read = read_candidate(Axis::Types, "kiro", &dir, &trust, &[&Accepts]);
+        assert_eq!(read.broken, None);
+        assert_eq!(read.package_manifest.as_ref().map(|m| m.value("name")), Some("kiro"));
+        assert!(read.pinned.is_some());
+        std::fs::write(dir.join("type.conf"), "name=kiro\nrefuse=yes\n").unwrap();
+        let refused = read_candidate(Axis::Types, "kiro", &dir, &trust, &[&Accepts]);
+        assert_eq!(refused.broken.as_deref(), Some("kiro refused"));
+        // Another axis has no package directories: a type.conf there is no package.
+        assert!(!is_package_dir(Axis::Storage, &dir) && is_package_dir(Axis::Types, &dir));
+    }
 }

@@ -6,7 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use super::manifest::{INSTALLED_COMPONENT, MANIFEST_FILE, PluginManifest};
-use super::registry::{self, AgentTypeFiles, Candidate, TYPE_CONF, agmsg_home};
+use super::DirPackage;
+use super::registry::{self, AgentTypeFiles, Candidate, agmsg_home};
 use super::trust::{TrustFile, TrustRecord};
 use super::{MAX_COMPONENT_BYTES, read_file, sha256_hex};
 use crate::axis::Axis;
@@ -75,7 +76,7 @@ pub enum Offer<'a> {
     /// An agent type: it declares no capabilities, and its plug component, if it ships one, runs with
     /// none. Its files are what the user is shown of the texts it gives agents and the code it ships;
     /// `runs_from` is the directory it is used from once trusted (where spawn finds its launcher).
-    AgentType { name: &'a str, conf_sha256: &'a str, conf: Option<&'a crate::agent::Manifest>, plug: Option<&'a PluginManifest>, files: &'a [super::registry::TypeFile], runs_from: &'a Path },
+    AgentType { name: &'a str, conf_sha256: &'a str, conf: Option<&'a super::conf::Manifest>, plug: Option<&'a PluginManifest>, files: &'a [super::registry::TypeFile], runs_from: &'a Path },
 }
 
 /// What the user is asked to consent to.
@@ -165,24 +166,26 @@ pub struct TypePackage {
 }
 
 impl TypePackage {
-    /// Whether `source` is an agent type's directory (it holds `type.conf`).
-    pub fn is_type_dir(source: &Path) -> bool {
-        source.is_dir() && source.join(TYPE_CONF).symlink_metadata().is_ok()
+    /// Whether `source` is a package directory of `kind` (an agent type's: it holds `type.conf`).
+    pub fn is_type_dir(kind: &dyn DirPackage, source: &Path) -> bool {
+        source.is_dir() && registry::is_package_dir(kind.axis(), source)
     }
 
-    pub fn read(source: &Path) -> Result<TypePackage, String> {
+    pub fn read(kind: &dyn DirPackage, source: &Path) -> Result<TypePackage, String> {
         let dir = std::path::absolute(source).map_err(|e| format!("{}: {e}", source.display()))?;
-        let conf = super::tree::read_below(&dir, TYPE_CONF, crate::agent::manifest::MAX_MANIFEST_BYTES)?;
-        let conf = crate::agent::Manifest::parse(&conf, &dir.join(TYPE_CONF).display().to_string())?;
+        let file = kind.axis().dir_manifest().expect("an axis with directory packages names their manifest");
+        let conf = super::tree::read_below(&dir, file, super::conf::MAX_MANIFEST_BYTES)?;
+        let conf = super::conf::Manifest::parse(&conf, &dir.join(file).display().to_string())?;
         let name = match conf.value("name") {
             "" => dir.file_name().and_then(|n| n.to_str()).unwrap_or("").to_owned(),
             name => name.to_owned(),
         };
-        agmsg_contract::check_driver_name(&name).map_err(|e| format!("{}: the type's name: {e}", dir.join(TYPE_CONF).display()))?;
-        let files = AgentTypeFiles::read(&name, &dir)?;
-        let template = files.conf.value("template");
-        if !template.is_empty() && files.tree.file(Path::new(template)).is_none() {
-            return Err(format!("{}: its template {template:?} is not a file of the directory", dir.display()));
+        agmsg_contract::check_driver_name(&name).map_err(|e| format!("{}: the type's name: {e}", dir.join(file).display()))?;
+        let files = AgentTypeFiles::read(kind, &name, &dir)?;
+        for (key, named) in kind.named_files(&files.conf) {
+            if files.tree.file(Path::new(named)).is_none() {
+                return Err(format!("{}: its {key} {named:?} is not a file of the directory", dir.display()));
+            }
         }
         Ok(TypePackage { name, dir, files })
     }
@@ -200,15 +203,17 @@ impl TypePackage {
 /// shadows, if any.
 pub fn install_type(
     runtime: &Runtime,
+    kind: &dyn DirPackage,
     package: &TypePackage,
     consent: impl FnOnce(&ConsentRequest) -> Result<Capabilities, String>,
 ) -> Result<(Trusted, Option<&'static str>), String> {
     let name = package.name.as_str();
+    let axis = kind.axis();
     if let Some(report) = package.examine_plug(runtime) {
         report.verdict.map_err(|e| format!("refusing to install types/{name}: its plug component: {e}"))?;
     }
     let home = agmsg_home()?;
-    let axis_dir = home.join("plugins").join(Axis::Types.as_str());
+    let axis_dir = home.join("plugins").join(axis.as_str());
     let dir = axis_dir.join(name);
     let (files_sha256, conf_sha256) = package.files.pinned();
     let listing = package.files.listing();
@@ -216,14 +221,14 @@ pub fn install_type(
         offer: Offer::AgentType { name, conf_sha256: &conf_sha256, conf: Some(&package.files.conf), plug: package.files.plug.as_ref().map(|(m, _)| m), files: &listing, runs_from: &dir },
         sha256: &files_sha256,
         from: &package.dir,
-        widened: widened(&home, Axis::Types, name, &dir, &Capabilities::default())?,
+        widened: widened(&home, axis, name, &dir, &Capabilities::default())?,
     };
     consent(&request)?;
     let entries: Vec<(&str, Option<&[u8]>)> = package.files.tree.entries.iter().map(|(p, bytes)| (p.as_str(), bytes.as_deref())).collect();
     put_in_place(&axis_dir, name, &entries)?;
     let hashes = (files_sha256.clone(), conf_sha256.clone());
-    let trusted = record_trust(&home, Axis::Types, name, &dir, Capabilities::default(), hashes, Capabilities::default())?;
-    let shadowed = crate::agent::bundled::get(name).map(|t| t.name);
+    let trusted = record_trust(&home, axis, name, &dir, Capabilities::default(), hashes, Capabilities::default())?;
+    let shadowed = kind.shadows(name);
     Ok((trusted, shadowed))
 }
 
@@ -268,7 +273,7 @@ fn put_in_place(axis_dir: &Path, name: &str, files: &[(&str, Option<&[u8]>)]) ->
 }
 
 /// `axis/name` or a bare name: its candidates (a bare name must be unambiguous across axes).
-pub fn find_ref(reference: &str) -> Result<(Axis, String, Vec<Candidate>), String> {
+pub fn find_ref(reference: &str, dirs: &[&dyn DirPackage]) -> Result<(Axis, String, Vec<Candidate>), String> {
     let (axis, name) = match reference.split_once('/') {
         Some((axis, name)) => {
             let known: Vec<&str> = Axis::ALL.iter().map(|a| a.as_str()).collect();
@@ -282,7 +287,7 @@ pub fn find_ref(reference: &str) -> Result<(Axis, String, Vec<Candidate>), Strin
     }
     let mut found: Vec<(Axis, Vec<Candidate>)> = Vec::new();
     for candidate_axis in Axis::ALL.into_iter().filter(|a| axis.is_none_or(|x| x == *a)) {
-        let candidates = registry::candidates(candidate_axis, Some(name))?;
+        let candidates = registry::candidates(candidate_axis, Some(name), dirs)?;
         if !candidates.is_empty() {
             found.push((candidate_axis, candidates));
         }
@@ -306,9 +311,10 @@ pub fn trust(
     runtime: &Runtime,
     reference: &str,
     path: Option<&Path>,
+    dirs: &[&dyn DirPackage],
     consent: impl FnOnce(&ConsentRequest) -> Result<Capabilities, String>,
 ) -> Result<Trusted, String> {
-    let (axis, name, mut candidates) = find_ref(reference)?;
+    let (axis, name, mut candidates) = find_ref(reference, dirs)?;
     let candidate = match path {
         Some(path) => {
             let path = std::path::absolute(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -330,7 +336,7 @@ pub fn trust(
     let home = agmsg_home()?;
     let asks_for = candidate.declared();
     let offer = match (&candidate.manifest, candidate.is_type_dir) {
-        (plug, true) => Offer::AgentType { name: &name, conf_sha256: &pinned.1, conf: candidate.agent_type.as_ref(), plug: plug.as_ref(), files: &candidate.type_files, runs_from: &candidate.dir },
+        (plug, true) => Offer::AgentType { name: &name, conf_sha256: &pinned.1, conf: candidate.package_manifest.as_ref(), plug: plug.as_ref(), files: &candidate.type_files, runs_from: &candidate.dir },
         (Some(manifest), false) => Offer::Component(manifest),
         (None, false) => return Err(format!("{axis}/{name} has no manifest")),
     };
@@ -341,9 +347,9 @@ pub fn trust(
 }
 
 /// Forget the user's trust in `reference` (a record may outlive its plugin directory).
-pub fn untrust(reference: &str) -> Result<(Axis, String), String> {
+pub fn untrust(reference: &str, dirs: &[&dyn DirPackage]) -> Result<(Axis, String), String> {
     let home = agmsg_home()?;
-    let (axis, name) = match find_ref(reference) {
+    let (axis, name) = match find_ref(reference, dirs) {
         Ok((axis, name, _)) => (axis, name),
         Err(e) => match reference.split_once('/').and_then(|(a, n)| Some((Axis::parse(a)?, n))) {
             Some((axis, name)) => (axis, name.to_owned()),
@@ -359,8 +365,8 @@ pub fn untrust(reference: &str) -> Result<(Axis, String), String> {
 
 /// Delete the copy of `reference` that `install` put in `$AGMSG_HOME/plugins` (never one found
 /// elsewhere), and its trust.
-pub fn remove(reference: &str) -> Result<(Axis, String, PathBuf), String> {
-    let (axis, name, candidates) = find_ref(reference)?;
+pub fn remove(reference: &str, dirs: &[&dyn DirPackage]) -> Result<(Axis, String, PathBuf), String> {
+    let (axis, name, candidates) = find_ref(reference, dirs)?;
     let home = agmsg_home()?;
     let installed = home.join("plugins").join(axis.as_str()).join(&name);
     let installed = std::path::absolute(&installed).unwrap_or(installed);

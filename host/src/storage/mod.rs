@@ -4,8 +4,10 @@
 pub mod atomic_file;
 pub mod delivery;
 pub mod driver;
+pub mod drivers;
 pub mod location;
 pub mod module;
+pub mod postgres;
 pub mod records;
 pub mod session;
 pub mod source;

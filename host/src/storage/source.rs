@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::path::Path;
 
-use super::{StorageError, location};
+use super::{StorageError, drivers, location};
 use crate::runtime::DriverSource;
 use crate::bundled;
 use crate::capabilities::{Capabilities, Capability};
@@ -20,24 +20,25 @@ pub fn resolve(name: &str) -> Result<DriverSource, StorageError> {
 }
 
 /// [`resolve`] for the store of `partition` (a per-team partition's team, `None` for the shared store).
-/// The bundled `postgres` driver, which has no store directory, is told the partition, and is granted
-/// its database (`postgres_url`, else the configured one): see [`configure_postgres`].
-pub fn resolve_at(name: &str, partition: Option<&str>, postgres_url: Option<&str>) -> Result<DriverSource, StorageError> {
+/// A bundled driver with host settings ([`drivers::settings`]: postgres, which has no store
+/// directory) is configured by its hook for the partition, `location` (`storage switch --url`) else
+/// its config table saying where its store is.
+pub fn resolve_at(name: &str, partition: Option<&str>, location: Option<&str>) -> Result<DriverSource, StorageError> {
     if let Reference::File(path) | Reference::Dir(path) = Reference::of(name) {
         return from_file(path);
     }
-    if let Some(plugin) = registry::find(Axis::Storage, name).map_err(StorageError::runtime)? {
+    if let Some(plugin) = registry::find(Axis::Storage, name, &[]).map_err(StorageError::runtime)? {
         return Ok(from_plugin(plugin));
     }
     if let Some(mut source) = bundled_source(name) {
-        if name == POSTGRES {
-            configure_postgres(&mut source, partition, postgres_url)?;
+        if let Some(settings) = drivers::settings(name) {
+            (settings.configure)(&mut source, partition, location, &|| location::driver_config(name))?;
         }
         return Ok(source);
     }
     Err({
         let mut known: Vec<String> = bundled::of(Axis::Storage).map(|d| d.name.to_owned()).collect();
-        if let Ok(plugins) = registry::candidates(Axis::Storage, None) {
+        if let Ok(plugins) = registry::candidates(Axis::Storage, None, &[]) {
             known.extend(plugins.into_iter().filter(|c| c.problem().is_none()).map(|c| c.name));
         }
         StorageError::runtime(format!(
@@ -48,112 +49,29 @@ pub fn resolve_at(name: &str, partition: Option<&str>, postgres_url: Option<&str
 }
 
 /// What the contract suite's runs need beside a fresh home to reach `driver`'s store (`driver test`):
-/// nothing for a store directory; for postgres, the configured database (its URL, password and CA, which
-/// a fresh home no longer finds) and a namespace of its own per rule (`agmsg-driver-test-<pid>-{env}`),
-/// so that each rule starts from an empty store. The namespaces' rows stay in that database.
+/// nothing for a store directory or a plugin; for a bundled driver with host settings, what its hook
+/// says (postgres: the configured database and a namespace of its own per rule).
 pub fn suite_env(driver: &str) -> Result<Vec<(String, String)>, StorageError> {
-    if driver != POSTGRES || registry::find(Axis::Storage, driver).map_err(StorageError::runtime)?.is_some() {
+    let Some(settings) = drivers::settings(driver) else { return Ok(Vec::new()) };
+    if registry::find(Axis::Storage, driver, &[]).map_err(StorageError::runtime)?.is_some() {
         return Ok(Vec::new());
     }
-    let url = location::postgres_url()?.ok_or_else(|| {
-        StorageError::runtime("the postgres driver has no database: run `agmsg-host storage switch postgres --url ...` first")
-    })?;
-    let parsed = location::parse_postgres_url(&url).map_err(StorageError::runtime)?;
-    let mut env = vec![
-        ("AGMSG_POSTGRES_URL".to_owned(), url),
-        ("AGMSG_POSTGRES_NAMESPACE".to_owned(), format!("agmsg-driver-test-{}-{{env}}", std::process::id())),
-    ];
-    for name in ["PGSSLROOTCERT", "AGMSG_DRIVER_TIMEOUT_MS"] {
-        if let Ok(value) = std::env::var(name) {
-            env.push((name.to_owned(), value));
-        }
-    }
-    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    let user = parsed.user.clone().or_else(|| var("PGUSER")).or_else(|| var("USER")).unwrap_or_else(|| "postgres".into());
-    let database = parsed.database.clone().or_else(|| var("PGDATABASE")).unwrap_or_else(|| user.clone());
-    env.push(("PGUSER".to_owned(), user.clone()));
-    env.push(("PGDATABASE".to_owned(), database.clone()));
-    if let Some(password) = location::postgres_password(&parsed, &user, &database) {
-        env.push(("PGPASSWORD".to_owned(), password));
-    }
-    Ok(env)
+    (settings.suite_env)(&|| location::driver_config(driver))
 }
 
-/// The bundled PostgreSQL driver's name.
-pub const POSTGRES: &str = "postgres";
+/// The bundled PostgreSQL driver's name, for `storage switch postgres --url` (its host settings are
+/// `postgres.rs`'s, reached through [`drivers::settings`]).
+pub use super::postgres::NAME as POSTGRES;
 
-/// How much of a CA file is read (a bundle of a few hundred certificates fits).
-const MAX_CA_BYTES: u64 = 1 << 20;
-
-/// Grant the postgres driver its database and nothing else: TCP to the URL's `host:port` only (no store
-/// directory), and its environment, set by the host: `PGHOST`, `PGPORT`, `PGUSER`, `PGDATABASE`,
-/// `PGSSLMODE` from the URL; `PGPASSWORD` (the user's, or their password file's line for this database);
-/// `AGMSG_POSTGRES_CA` (the PEM text of `sslrootcert`, else `PGSSLROOTCERT`, else
-/// `~/.postgresql/root.crt` when it exists: the driver has no filesystem); `AGMSG_POSTGRES_PARTITION`
-/// (which store in the database: the team of a per-team partition, under `AGMSG_POSTGRES_NAMESPACE`
-/// when set); `AGMSG_POSTGRES_TIMEOUT_MS` (its own deadline per op, below the host's call deadline, so
-/// that a slow server is an error naming it rather than a trap). With no URL configured the driver
-/// runs with no network at all, and says how to configure one.
-pub fn configure_postgres(source: &mut DriverSource, partition: Option<&str>, url_override: Option<&str>) -> Result<(), StorageError> {
-    let url = match url_override {
-        Some(url) => Some(url.to_owned()),
-        None => location::postgres_url()?,
-    };
-    let Some(url) = url else {
-        source.capabilities = Capabilities(vec![Capability::InertSockets]);
-        return Ok(());
-    };
-    let parsed = location::parse_postgres_url(&url).map_err(StorageError::runtime)?;
-    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    let user = parsed.user.clone().or_else(|| env("PGUSER")).or_else(|| env("USER")).unwrap_or_else(|| "postgres".into());
-    let database = parsed.database.clone().or_else(|| env("PGDATABASE")).unwrap_or_else(|| user.clone());
-    let mut settings = vec![
-        ("PGHOST".to_owned(), parsed.host.clone()),
-        ("PGPORT".to_owned(), parsed.port.to_string()),
-        ("PGUSER".to_owned(), user.clone()),
-        ("PGDATABASE".to_owned(), database.clone()),
-        ("PGSSLMODE".to_owned(), parsed.sslmode.clone()),
-    ];
-    if let Some(password) = location::postgres_password(&parsed, &user, &database) {
-        settings.push(("PGPASSWORD".to_owned(), password));
-    }
-    let named_ca = parsed.sslrootcert.clone().or_else(|| env("PGSSLROOTCERT").map(std::path::PathBuf::from));
-    let default_ca = env("HOME").map(|h| Path::new(&h).join(".postgresql/root.crt")).filter(|p| p.is_file());
-    if let Some(ca) = named_ca.or(default_ca) {
-        let pem = crate::plugin::read_file(&ca, MAX_CA_BYTES)
-            .map_err(|e| StorageError::runtime(format!("the database's CA file (sslrootcert): {e}")))?;
-        let pem = String::from_utf8(pem).map_err(|_| StorageError::runtime(format!("{}: not a PEM file", ca.display())))?;
-        settings.push(("AGMSG_POSTGRES_CA".to_owned(), pem));
-    }
-    let namespace = env("AGMSG_POSTGRES_NAMESPACE");
-    if let Some(ns) = &namespace
-        && !ns.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
-    {
-        return Err(StorageError::runtime(format!("AGMSG_POSTGRES_NAMESPACE {ns:?}: only letters, digits, '.', '_' and '-'")));
-    }
-    // A partition key: the team ('' for the shared store), under the namespace. Team names never hold ':'.
-    let part = match (&namespace, partition) {
-        (None, team) => team.unwrap_or_default().to_owned(),
-        (Some(ns), team) => format!("{ns}:{}", team.unwrap_or_default()),
-    };
-    if !part.is_empty() {
-        settings.push(("AGMSG_POSTGRES_PARTITION".to_owned(), part));
-    }
-    let call_timeout = crate::runtime::Limits::from_env().map_err(|e| StorageError::runtime(format!("{e:#}")))?.call_timeout;
-    settings.push(("AGMSG_POSTGRES_TIMEOUT_MS".to_owned(), (call_timeout.as_millis() * 4 / 5).max(1).to_string()));
-    source.capabilities = Capabilities(vec![Capability::Network { endpoint: parsed.endpoint() }]);
-    source.settings = settings;
-    Ok(())
-}
-
-/// The bundled driver `name`, as it runs for the shared store: with its store, and nothing else; the
-/// postgres driver with its configured database instead (or, with none or a broken one, no network at
-/// all: [`resolve`] reports the broken one).
+/// The bundled driver `name`, as it runs for the shared store: with its store, and nothing else; a
+/// driver with host settings as they configure it (or, when they cannot, as they leave it: postgres
+/// with a broken database has no network at all; [`resolve`] reports why).
 pub fn bundled_driver(name: &str) -> Option<DriverSource> {
     let mut source = bundled_source(name)?;
-    if name == POSTGRES && configure_postgres(&mut source, None, None).is_err() {
-        source.capabilities = Capabilities(vec![Capability::InertSockets]);
-        source.settings.clear();
+    if let Some(settings) = drivers::settings(name)
+        && (settings.configure)(&mut source, None, None, &|| location::driver_config(name)).is_err()
+    {
+        (settings.unconfigured)(&mut source);
     }
     Some(source)
 }

@@ -52,7 +52,7 @@ impl TerminalSource {
     /// bundled ones, each shadowed by a trusted plugin of the same name, and trusted plugins.
     pub fn available() -> Vec<TerminalSource> {
         let mut all = Self::bundled();
-        let plugins = registry::candidates(Axis::Terminal, None).unwrap_or_else(|e| {
+        let plugins = registry::candidates(Axis::Terminal, None, &[]).unwrap_or_else(|e| {
             crate::log::host_log::warn(&e);
             Vec::new()
         });

@@ -32,7 +32,7 @@ pub fn source_named(reference: &str) -> Result<DriverSource, String> {
             settings: Vec::new(),
         });
     }
-    if let Some(source) = crate::plugin::registry::find(Axis::Types, reference)?.and_then(|plugin| plugin.into_source()) {
+    if let Some(source) = crate::plugin::registry::find(Axis::Types, reference, &[&crate::agent::manifest::TypeDirs])?.and_then(|plugin| plugin.into_source()) {
         return Ok(source);
     }
     crate::agent::bundled::plug(reference).ok_or_else(|| {

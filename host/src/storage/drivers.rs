@@ -1,0 +1,38 @@
+//! The storage drivers the host knows more of than their component: agmsg's default driver, and the
+//! host settings of each bundled driver that needs more than a store directory (postgres: its
+//! database, `postgres.rs`). `source.rs` and `location.rs` ask here and name no driver.
+
+use super::StorageError;
+use crate::runtime::DriverSource;
+
+/// The driver agmsg uses when nothing selects one (its `AGMSG_STORAGE_DRIVER` default).
+pub const DEFAULT: &str = "sqlite";
+
+/// The config's table for a driver (`"<driver>": {...}`), read when asked.
+pub type Config<'a> = &'a dyn Fn() -> Result<Option<serde_json::Value>, StorageError>;
+
+/// What a host supplies a bundled driver beyond its store directory: a hook its module implements.
+pub struct HostSettings {
+    /// The bundled driver it serves.
+    pub driver: &'static str,
+    /// Grant it what it needs for the store of `partition` (a per-team partition's team, `None` for
+    /// the shared store) and set its environment; `location` overrides where the store is (`storage
+    /// switch --url`), else the config's table for the driver says.
+    pub configure: fn(&mut DriverSource, partition: Option<&str>, location: Option<&str>, Config) -> Result<(), StorageError>,
+    /// What it runs with when its settings cannot be made (a listing shows it all the same).
+    pub unconfigured: fn(&mut DriverSource),
+    /// What the contract suite's runs need beside a fresh home to reach its store (`driver test`).
+    pub suite_env: fn(Config) -> Result<Vec<(String, String)>, StorageError>,
+}
+
+const SETTINGS: &[HostSettings] = &[HostSettings {
+    driver: super::postgres::NAME,
+    configure: super::postgres::configure,
+    unconfigured: super::postgres::unconfigured,
+    suite_env: super::postgres::suite_env,
+}];
+
+/// The host settings of the bundled driver `name`, if it needs any.
+pub fn settings(name: &str) -> Option<&'static HostSettings> {
+    SETTINGS.iter().find(|s| s.driver == name)
+}

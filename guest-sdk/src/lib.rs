@@ -548,6 +548,8 @@ pub mod bindings {
             with: {
                 "agmsg:storage/types@1.2.0": crate::bindings::storage::agmsg::storage::types,
             },
+            // Records compare, so a driver's tests can assert that answers are byte-stable.
+            additional_derives: [PartialEq],
             pub_export_macro: true,
             default_bindings_module: "$crate::bindings::storage_sync",
         });

@@ -15,6 +15,7 @@
 mod legacy;
 mod receipts;
 mod schema;
+mod sync;
 mod vfs;
 
 use std::time::Duration;
@@ -37,6 +38,7 @@ struct Sqlite;
 
 agmsg_guest_sdk::export_storage_driver!(Sqlite);
 agmsg_guest_sdk::export_storage_receipts!(Sqlite);
+agmsg_guest_sdk::export_storage_sync!(Sqlite);
 
 fn db_path() -> String {
     format!("{}/{DB_FILE}", agmsg_guest_sdk::STORE_DIR)

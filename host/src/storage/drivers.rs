@@ -11,6 +11,12 @@ pub const DEFAULT: &str = "sqlite";
 /// The config's table for a driver (`"<driver>": {...}`), read when asked.
 pub type Config<'a> = &'a dyn Fn() -> Result<Option<serde_json::Value>, StorageError>;
 
+/// [`HostSettings::configure`]: the driver, the partition, the location override, its config table.
+pub type Configure = fn(&mut DriverSource, Option<&str>, Option<&str>, Config) -> Result<(), StorageError>;
+
+/// [`HostSettings::suite_env`].
+pub type SuiteEnv = fn(Config) -> Result<Vec<(String, String)>, StorageError>;
+
 /// What a host supplies a bundled driver beyond its store directory: a hook its module implements.
 pub struct HostSettings {
     /// The bundled driver it serves.
@@ -18,11 +24,11 @@ pub struct HostSettings {
     /// Grant it what it needs for the store of `partition` (a per-team partition's team, `None` for
     /// the shared store) and set its environment; `location` overrides where the store is (`storage
     /// switch --url`), else the config's table for the driver says.
-    pub configure: fn(&mut DriverSource, partition: Option<&str>, location: Option<&str>, Config) -> Result<(), StorageError>,
+    pub configure: Configure,
     /// What it runs with when its settings cannot be made (a listing shows it all the same).
     pub unconfigured: fn(&mut DriverSource),
     /// What the contract suite's runs need beside a fresh home to reach its store (`driver test`).
-    pub suite_env: fn(Config) -> Result<Vec<(String, String)>, StorageError>,
+    pub suite_env: SuiteEnv,
 }
 
 const SETTINGS: &[HostSettings] = &[HostSettings {

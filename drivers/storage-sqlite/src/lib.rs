@@ -66,9 +66,20 @@ thread_local! {
 /// in between are seen. A WAL database cannot: without shared memory SQLite needs
 /// `locking_mode=EXCLUSIVE` for WAL and keeps the WAL index on the heap, which would go stale, so its
 /// connection is opened and closed (checkpointing) within each operation.
+///
+/// Every statement outside a transaction takes and drops SQLite's shared lock, and each time SQLite
+/// looks for a hot journal (in PERSIST mode: open it, read its header, close it) and re-validates its
+/// cache: a dozen WASI calls. So the hot ops run in one transaction from the schema check on:
+/// [`Session::read`] for reads, [`Session::writer`] for writes.
 struct Session {
     conn: Option<Connection>,
     reusable: bool,
+    /// Whether the schema check has run ([`Session::writer`] defers it into its write transaction).
+    checked: bool,
+    /// A new connection still to be put in PERSIST mode (done in the op's first transaction).
+    persist_pending: bool,
+    /// A read transaction ([`Session::read`]) to end when the session ends.
+    reading: bool,
     _lock: StoreLock,
 }
 
@@ -76,16 +87,58 @@ impl Session {
     /// Lock the store, open `messages.db` and make sure its schema (and the one-time cursor migration)
     /// is in place.
     fn open() -> Result<Session, DriverError> {
+        let mut session = Session::connect()?;
+        session.set_journal_mode()?;
+        // A failure here closes the connection rather than keeping one in an unknown state.
+        schema::ensure(session.conn()).map_err(sql_error)?;
+        session.checked = true;
+        Ok(session)
+    }
+
+    /// [`Session::open`] for an op that only reads: the schema check and the op's statements in one
+    /// read transaction, ended when the session is dropped.
+    fn read() -> Result<Session, DriverError> {
+        let mut session = Session::connect()?;
+        session.conn().execute_batch("BEGIN").map_err(sql_error)?;
+        session.reading = true;
+        session.set_journal_mode()?;
+        if !schema::current(session.conn()) {
+            // Creating or migrating the schema needs a write transaction of its own.
+            session.conn().execute_batch("ROLLBACK").map_err(sql_error)?;
+            schema::ensure(session.conn()).map_err(sql_error)?;
+            session.conn().execute_batch("BEGIN").map_err(sql_error)?;
+        }
+        session.checked = true;
+        Ok(session)
+    }
+
+    /// [`Session::open`] for an op that writes: the schema check waits for [`Session::write`], which
+    /// makes it inside the op's write transaction.
+    fn writer() -> Result<Session, DriverError> {
+        Session::connect()
+    }
+
+    /// The store lock and a connection (the idle one, or a new one), nothing read yet.
+    fn connect() -> Result<Session, DriverError> {
         let lock = StoreLock::acquire(LOCK_WAIT)?;
         let wal = is_wal_file(&db_path());
         let idle = if wal { None } else { IDLE_CONNECTION.with(|c| c.borrow_mut().take()) };
-        let conn = match idle {
-            Some(conn) => conn,
-            None => open_connection(OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE, wal)?,
+        let (conn, persist_pending) = match idle {
+            Some(conn) => (conn, false),
+            None => (open_connection(OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE, wal)?, !wal),
         };
-        // A failure here closes the connection rather than keeping one in an unknown state.
-        schema::ensure(&conn).map_err(sql_error)?;
-        Ok(Session { conn: Some(conn), reusable: !wal, _lock: lock })
+        Ok(Session { conn: Some(conn), reusable: !wal, checked: false, persist_pending, reading: false, _lock: lock })
+    }
+
+    /// Rollback journal kept between transactions with its header zeroed (PERSIST) rather than deleted
+    /// or truncated: no directory update and no truncate per write. Per connection; the file format does
+    /// not change, and a zeroed journal is never "hot" for any reader. Set before the connection's
+    /// first write (SQLite allows the change in a transaction that has written nothing yet).
+    fn set_journal_mode(&mut self) -> Result<(), DriverError> {
+        if std::mem::take(&mut self.persist_pending) {
+            self.conn().query_row("PRAGMA journal_mode=PERSIST", [], |r| r.get::<_, String>(0)).map_err(sql_error)?;
+        }
+        Ok(())
     }
 
     fn conn(&self) -> &Connection {
@@ -93,18 +146,38 @@ impl Session {
     }
 
     fn write(&mut self) -> Result<Transaction<'_>, DriverError> {
-        self.conn.as_mut().expect("connection").transaction_with_behavior(TransactionBehavior::Immediate).map_err(sql_error)
+        if std::mem::take(&mut self.reading) {
+            // A read session that now writes: end the read first (BEGIN IMMEDIATE cannot nest).
+            self.conn().execute_batch("COMMIT").map_err(sql_error)?;
+        }
+        let checked = std::mem::replace(&mut self.checked, true);
+        // Computed before the transaction borrows the connection; the pragma itself runs inside it.
+        let persist = std::mem::take(&mut self.persist_pending);
+        let tx = self.conn.as_mut().expect("connection").transaction_with_behavior(TransactionBehavior::Immediate).map_err(sql_error)?;
+        if persist {
+            tx.query_row("PRAGMA journal_mode=PERSIST", [], |r| r.get::<_, String>(0)).map_err(sql_error)?;
+        }
+        if !checked {
+            // Inside the write transaction: the check costs no lock of its own, and the slow path
+            // (create or migrate) runs in the same transaction.
+            schema::ensure_in_transaction(&tx).map_err(sql_error)?;
+        }
+        Ok(tx)
     }
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
         // Runs before the lock field is dropped: the connection is parked or closed under the lock.
-        if let Some(conn) = self.conn.take()
-            && self.reusable
-            && conn.is_autocommit()
-        {
-            IDLE_CONNECTION.with(|c| *c.borrow_mut() = Some(conn));
+        if let Some(conn) = self.conn.take() {
+            // Ending a read transaction cannot fail in a way that matters: a connection still in one
+            // is closed, not parked.
+            if self.reading && !conn.is_autocommit() {
+                let _ = conn.execute_batch("COMMIT");
+            }
+            if self.reusable && conn.is_autocommit() {
+                IDLE_CONNECTION.with(|c| *c.borrow_mut() = Some(conn));
+            }
         }
     }
 }
@@ -123,12 +196,8 @@ fn open_connection(flags: OpenFlags, wal: bool) -> Result<Connection, DriverErro
     conn.busy_timeout(BUSY_TIMEOUT).map_err(sql_error)?;
     // The sandbox has no /tmp, so temporary data stays in memory.
     conn.execute_batch("PRAGMA temp_store=MEMORY;").map_err(sql_error)?;
-    if !wal {
-        // Rollback journal kept between transactions with its header zeroed (PERSIST) rather than
-        // deleted or truncated: no directory update and no truncate per write. Per connection; the
-        // file format does not change, and a zeroed journal is never "hot" for any reader.
-        conn.query_row("PRAGMA journal_mode=PERSIST", [], |r| r.get::<_, String>(0)).map_err(sql_error)?;
-    }
+    // A rollback-journal database is put in PERSIST mode by the session (`Session::set_journal_mode`),
+    // in the op's first transaction, rather than here in a lock cycle of its own.
     if wal {
         // Exclusive locking mode: WAL without shared memory. SQLite then holds an EXCLUSIVE lock on the
         // database (real, through the VFS) for the connection's life, which is one operation: native
@@ -284,7 +353,7 @@ impl StorageDriver for Sqlite {
     }
 
     fn send(&self, team: &str, from: &str, to: &str, body: &str) -> Result<String, DriverError> {
-        let mut session = Session::open()?;
+        let mut session = Session::writer()?;
         let message = Message {
             id: new_id(),
             team: team.into(),
@@ -300,7 +369,7 @@ impl StorageDriver for Sqlite {
     }
 
     fn list_unread(&self, team: &str, agent: &str, limit: Option<u32>) -> Result<Vec<Message>, DriverError> {
-        let session = Session::open()?;
+        let session = Session::read()?;
         let conn = session.conn();
         let mut unread: Vec<(Message, u8, i64)> = conn
             .prepare_cached(
@@ -328,7 +397,7 @@ impl StorageDriver for Sqlite {
         if ids.is_empty() {
             return Ok(());
         }
-        let mut session = Session::open()?;
+        let mut session = Session::writer()?;
         let tx = session.write()?;
         // As agmsg does: consume up to the current tip, so marking read also advances the frontier.
         let tip = high_water(&tx).map_err(sql_error)?;
@@ -337,7 +406,7 @@ impl StorageDriver for Sqlite {
     }
 
     fn read_cursor_get(&self, team: &str, agent: &str) -> Result<String, DriverError> {
-        let session = Session::open()?;
+        let session = Session::read()?;
         let position: Option<i64> = session
             .conn()
             .query_row("SELECT local_position FROM read_cursors WHERE team=?1 AND agent=?2", params![team, agent], |r| {
@@ -350,22 +419,22 @@ impl StorageDriver for Sqlite {
 
     fn read_cursor_consume(&self, team: &str, agent: &str, cursor: &str, ids: &[String]) -> Result<(), DriverError> {
         let target = parse_cursor(cursor)?;
-        let mut session = Session::open()?;
+        let mut session = Session::writer()?;
         let tx = session.write()?;
         consume(&tx, team, agent, target, ids).map_err(sql_error)?;
         tx.commit().map_err(sql_error)
     }
 
     fn watch_tip(&self, _pairs: &[Pair]) -> Result<String, DriverError> {
-        let session = Session::open()?;
+        let session = Session::read()?;
         Ok(high_water(session.conn()).map_err(sql_error)?.to_string())
     }
 
     fn watch_after(&self, cursor: &str, pairs: &[Pair]) -> Result<WatchBatch, DriverError> {
         let after = parse_cursor(cursor)?;
-        let mut session = Session::open()?;
         // One read transaction: the messages and the trailing cursor come from one snapshot.
-        let tx = session.conn.as_mut().expect("connection").transaction().map_err(sql_error)?;
+        let session = Session::read()?;
+        let tx = session.conn();
         let mut messages = Vec::new();
         {
             let mut stmt = tx
@@ -392,13 +461,12 @@ impl StorageDriver for Sqlite {
         }
         messages.sort_by_key(|(seq, _)| *seq);
         // Never regress: a cursor beyond the tip comes back unchanged.
-        let tip = high_water(&tx).map_err(sql_error)?.max(after);
-        tx.finish().map_err(sql_error)?;
+        let tip = high_water(tx).map_err(sql_error)?.max(after);
         Ok(WatchBatch { messages: messages.into_iter().map(|(_, m)| m).collect(), cursor: tip.to_string() })
     }
 
     fn history(&self, team: &str, agent: Option<&str>, limit: Option<u32>) -> Result<Vec<Message>, DriverError> {
-        let session = Session::open()?;
+        let session = Session::read()?;
         let conn = session.conn();
         let sql_limit = limit.map_or(-1, i64::from);
         // Walk the history index newest first; with a limit this touches only the tail of the log.

@@ -26,7 +26,7 @@ impl ReceiptsDriver for Sqlite {
         if ids.is_empty() {
             return Ok(());
         }
-        let mut session = Session::open()?;
+        let mut session = Session::writer()?;
         let tx = session.write()?;
         let at = now_utc();
         for id in ids {
@@ -43,7 +43,7 @@ impl ReceiptsDriver for Sqlite {
     }
 
     fn receipt_status(&self, team: &str, id: &str) -> Result<ReceiptState, DriverError> {
-        let session = Session::open()?;
+        let session = Session::read()?;
         let conn = session.conn();
         let Some(row) = legacy_row(conn, team, id).map_err(sql_error)? else {
             return Ok(ReceiptState::None);

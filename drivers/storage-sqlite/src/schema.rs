@@ -39,10 +39,6 @@ const PRIVATE_SCHEMA: &str = "
 CREATE INDEX IF NOT EXISTS events_history ON events(type, team, at, seq);
 ";
 
-fn table_exists(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
-    conn.query_row("SELECT EXISTS(SELECT 1 FROM sqlite_master WHERE type='table' AND name=?1)", [name], |r| r.get(0))
-}
-
 fn metadata(conn: &Connection, key: &str) -> rusqlite::Result<Option<String>> {
     conn.prepare_cached("SELECT value FROM storage_metadata WHERE key=?1")?.query_row([key], |r| r.get(0)).optional()
 }
@@ -52,14 +48,29 @@ fn metadata(conn: &Connection, key: &str) -> rusqlite::Result<Option<String>> {
 /// per store, and again whenever agmsg's own `read_cursor_v1` marker is gone, since agmsg re-checks it
 /// at every init and re-runs the migration without it (our marker says only that our additions exist).
 pub fn ensure(conn: &Connection) -> rusqlite::Result<()> {
-    if table_exists(conn, "storage_metadata")? && markers_present(conn)? {
+    if current(conn) {
         return Ok(());
     }
     create(conn)
 }
 
+/// [`ensure`] inside a write transaction the caller holds (and commits).
+pub fn ensure_in_transaction(conn: &Connection) -> rusqlite::Result<()> {
+    if current(conn) {
+        return Ok(());
+    }
+    create_tables(conn)
+}
+
+/// Whether the store has this driver's schema (at the current revision) and agmsg's cursor-migration
+/// marker: one query on the metadata table's primary key. A store without the metadata table, or one
+/// that cannot be read, is not current; the slow path then creates it or reports what is wrong.
+pub fn current(conn: &Connection) -> bool {
+    markers_present(conn).unwrap_or(false)
+}
+
 /// Whether this driver's schema marker (at the current revision) and agmsg's cursor-migration marker
-/// are both there: one query on the metadata table's primary key.
+/// are both there.
 fn markers_present(conn: &Connection) -> rusqlite::Result<bool> {
     conn.prepare_cached(
         "SELECT count(*) = 2 FROM storage_metadata WHERE (key = ?1 AND value = ?2) OR key = ?3",
@@ -71,31 +82,33 @@ fn create(conn: &Connection) -> rusqlite::Result<()> {
     // A new database stays in rollback-journal mode, which lets a warm process keep its connection
     // (see Session); a store agmsg put in WAL mode keeps WAL.
     conn.execute_batch("BEGIN IMMEDIATE")?;
-    let result = (|| {
-        conn.execute_batch(AGMSG_SCHEMA)?;
-        let has_legacy_id: bool = conn.query_row(
-            "SELECT EXISTS(SELECT 1 FROM pragma_table_info('events') WHERE name='legacy_id')",
-            [],
-            |r| r.get(0),
-        )?;
-        if !has_legacy_id {
-            conn.execute_batch("ALTER TABLE events ADD COLUMN legacy_id INTEGER")?;
-        }
-        conn.execute_batch(PRIVATE_SCHEMA)?;
-        legacy::create(conn)?;
-        if metadata(conn, CURSOR_MIGRATION_KEY)?.is_none() {
-            migrate_cursors(conn)?;
-        }
-        conn.execute("INSERT OR REPLACE INTO storage_metadata(key, value) VALUES(?1, ?2)", params![SCHEMA_KEY, SCHEMA_REV])?;
-        Ok(())
-    })();
-    match result {
+    match create_tables(conn) {
         Ok(()) => conn.execute_batch("COMMIT"),
         Err(e) => {
             let _ = conn.execute_batch("ROLLBACK");
             Err(e)
         }
     }
+}
+
+/// The schema, the additions and the migration, in the caller's write transaction.
+fn create_tables(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(AGMSG_SCHEMA)?;
+    let has_legacy_id: bool = conn.query_row(
+        "SELECT EXISTS(SELECT 1 FROM pragma_table_info('events') WHERE name='legacy_id')",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has_legacy_id {
+        conn.execute_batch("ALTER TABLE events ADD COLUMN legacy_id INTEGER")?;
+    }
+    conn.execute_batch(PRIVATE_SCHEMA)?;
+    legacy::create(conn)?;
+    if metadata(conn, CURSOR_MIGRATION_KEY)?.is_none() {
+        migrate_cursors(conn)?;
+    }
+    conn.execute("INSERT OR REPLACE INTO storage_metadata(key, value) VALUES(?1, ?2)", params![SCHEMA_KEY, SCHEMA_REV])?;
+    Ok(())
 }
 
 /// The one-time migration: the backlog that predates the delivery cursor counts as consumed, so the

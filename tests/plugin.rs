@@ -200,6 +200,13 @@ fn a_later_trusted_plugin_shadows_and_an_untrusted_one_is_ignored_with_the_trust
     plugin(&env, &["trust", "storage/jsonl", "--path", later.to_str().unwrap(), "--yes"]).ok();
     let run = describe_jsonl();
     assert!(run.stdout.contains("name=memo") && run.stderr.is_empty(), "{run:?}");
+
+    // An unknown driver's error lists what `storage list` shows: jsonl once, the two trusted plugins
+    // of its name and the bundled one being one selectable driver.
+    let run: Run = env.cmd().env("AGMSG_STORAGE_DRIVER", "nope").args(["storage", "describe"]).output().unwrap().into();
+    let available = run.stderr.split("(available: ").nth(1).and_then(|rest| rest.split(';').next()).unwrap_or_default();
+    assert_eq!(available.split(", ").filter(|name| *name == "jsonl").count(), 1, "{run:?}");
+    assert!(available.split(", ").any(|name| name == "sqlite"), "{run:?}");
 }
 
 #[test]

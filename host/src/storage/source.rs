@@ -37,10 +37,12 @@ pub fn resolve_at(name: &str, partition: Option<&str>, location: Option<&str>) -
         return Ok(source);
     }
     Err({
-        let mut known: Vec<String> = bundled::of(Axis::Storage).map(|d| d.name.to_owned()).collect();
-        if let Ok(plugins) = registry::candidates(Axis::Storage, None, &[]) {
-            known.extend(plugins.into_iter().filter(|c| c.problem().is_none()).map(|c| c.name));
-        }
+        // What `storage list` shows as selectable, from the same enumeration (a trusted plugin shadowing
+        // a bundled driver named once).
+        let known: Vec<String> = match crate::catalog::entries(Axis::Storage, &[]) {
+            Ok(entries) => entries.into_iter().filter(|e| e.origin.runs()).map(|e| e.name).collect(),
+            Err(_) => bundled::of(Axis::Storage).map(|d| d.name.to_owned()).collect(),
+        };
         StorageError::runtime(format!(
             "unknown storage driver '{name}' (available: {}; `agmsg-host plugin list` shows plugins)",
             known.join(", ")

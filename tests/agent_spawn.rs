@@ -585,4 +585,25 @@ fn spawn_options_are_applied_and_a_malformed_file_is_refused() {
     assert_eq!(lab.server.pane_count(), panes, "nothing launched");
     assert!(!lab.records.join("opts-bad.argv").exists());
     assert_eq!(lab.joins().lines().filter(|l| l.starts_with("crew|w|")).count(), 0, "nor joined");
+
+    // A required role overlay for codex (its manifest's profile contract: -p under CODEX_HOME): the
+    // profile's file must exist, and the boot exports its directory.
+    std::fs::write(&file, "agmsg.require-role-overlay:\n  codex: true\ncodex@architect:\n  -p: architect\n").unwrap();
+    let profiles = lab.dir.path().join("codex-home");
+    std::fs::create_dir(&profiles).unwrap();
+    let env = env.env("CODEX_HOME", profiles.to_str().unwrap());
+    let project = lab.project("opts-profile");
+    let args = ["spawn", "codex", "crew", "prof", "--project", project.to_str().unwrap(), "--role", "architect", "--json"];
+    let run = env.run(&args);
+    assert_eq!((run.code, run.stdout.as_str()), (1, ""), "{run:?}");
+    assert!(run.stderr.contains("architect.config.toml"), "{run:?}");
+    let run = env.run(&["spawn", "codex", "crew", "prof", "--project", project.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "no role: {run:?}");
+    assert!(run.stderr.contains("require a role overlay"), "{run:?}");
+    assert_eq!(lab.server.pane_count(), panes, "nothing launched");
+    std::fs::write(profiles.join("architect.config.toml"), "").unwrap();
+    let spawned = json(&env.run(&args));
+    assert_eq!(spawned["boot"]["env_set"]["CODEX_HOME"], profiles.canonicalize().unwrap().to_str().unwrap());
+    let (argv, _, _) = lab.recorded(&project);
+    assert_ran(&lab, &argv, &["codex", "-p", "architect", "$agmsg actas prof"].map(String::from));
 }

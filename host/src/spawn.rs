@@ -58,6 +58,9 @@ pub struct SpawnRequest<'a> {
     pub terminal: Option<&'a str>,
     pub target: SpawnTarget,
     pub naming: NamingMode,
+    /// Variables the boot script exports besides the type's (a required role's profile directory,
+    /// [`options::Resolved::env`]).
+    pub env: Vec<(String, String)>,
 }
 
 /// How the new pane was named.
@@ -128,7 +131,8 @@ pub fn naming_mode_from_env() -> NamingMode {
 /// `skill_dir` (its `run/` and `scripts/join.sh`).
 pub fn spawn(runtime: &Runtime, t: &AgentType, candidates: &[TerminalSource], skill_dir: &Path, req: SpawnRequest<'_>) -> Result<Spawned, SpawnError> {
     // The names are checked here, before any file is named after them or anything runs.
-    let boot = boot::boot_command(t, &req.boot).map_err(SpawnError::Refused)?;
+    let mut boot = boot::boot_command(t, &req.boot).map_err(SpawnError::Refused)?;
+    boot.env_set.extend(req.env.iter().cloned());
     let script = boot.script().map_err(SpawnError::Refused)?;
     check_program(&boot)?;
     let project = boot.cwd.to_str().ok_or_else(|| SpawnError::Refused(format!("project {} is not UTF-8", boot.cwd.display())))?.to_owned();

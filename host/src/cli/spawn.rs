@@ -21,7 +21,7 @@ use super::types::{self, BootArgs};
 use agmsg_host::display;
 use agmsg_host::log::host_log;
 use agmsg_host::runtime::Runtime;
-use agmsg_host::agent::registry::{self, Registry};
+use agmsg_host::agent::registry::{self, AgentType, Registry};
 use agmsg_host::spawn::despawn::{self, DespawnRequest, Despawned};
 use agmsg_host::spawn::join::Joined;
 use agmsg_host::spawn::options;
@@ -154,14 +154,16 @@ fn skill_dir() -> Result<PathBuf, SpawnError> {
     registry::skill_dir().ok_or_else(|| SpawnError::Refused("agmsg's directory is unknown: set AGMSG_SKILL_DIR (or HOME)".to_owned()))
 }
 
-/// The spawn options file's tokens for this type and agent, before the `--spawn-arg` ones.
-fn file_options(reg: &Registry, type_name: &str, agent: &str, role: Option<&str>) -> Result<Vec<String>, SpawnError> {
+/// What the spawn options file gives this type and agent: tokens (before the `--spawn-arg` ones) and
+/// a required role's profile directory to export.
+fn file_options(reg: &Registry, t: &AgentType, agent: &str, role: Option<&str>) -> Result<options::Resolved, SpawnError> {
     let file = match options::path_from_env() {
         Some(path) => options::load(&path).map_err(SpawnError::Refused)?,
         None => None,
     };
     let vendors: Vec<&str> = reg.types().map(|t| t.value("vendor")).filter(|v| !v.is_empty()).collect();
-    options::resolve(file.as_ref(), type_name, agent, role, &vendors).map_err(SpawnError::Refused)
+    let contract = options::ProfileContract::of(|key| t.value(key));
+    options::resolve(file.as_ref(), &t.name, agent, role, &vendors, contract.as_ref()).map_err(SpawnError::Refused)
 }
 
 fn spawn(args: SpawnArgs) -> Result<ExitCode, SpawnError> {
@@ -169,14 +171,15 @@ fn spawn(args: SpawnArgs) -> Result<ExitCode, SpawnError> {
     let (type_name, mut req) = boot.request();
     let reg = types::registry_for(&type_name);
     let t = reg.require(&type_name).map_err(SpawnError::Refused)?;
-    let mut tokens = file_options(&reg, &type_name, &req.agent, role.as_deref())?;
+    let options::Resolved { mut tokens, env } = file_options(&reg, t, &req.agent, role.as_deref())?;
     tokens.append(&mut req.spawn_options);
     req.spawn_options = tokens;
     let skill_dir = skill_dir()?;
     let runtime = Runtime::from_env().map_err(|e| SpawnError::Terminal(TerminalError::new(TermFailKind::Unreachable, e)))?;
     let candidates = TerminalSource::available();
     let (team, agent) = (req.team.clone(), req.agent.clone());
-    let request = SpawnRequest { boot: req, terminal: terminal.as_deref(), target: placement.target(), naming: spawn::naming_mode_from_env() };
+    let env = env.into_iter().collect();
+    let request = SpawnRequest { boot: req, terminal: terminal.as_deref(), target: placement.target(), naming: spawn::naming_mode_from_env(), env };
     let spawned = spawn::spawn(&runtime, t, &candidates, &skill_dir, request)?;
 
     let mut warnings = Vec::new();

@@ -15,7 +15,11 @@
 //! some known type's `vendor=`. A role's `<type>@<role>` section overrides the type's keys of the same
 //! name (`false` there removes the base flag) and adds its own after them. An explicit role needs its
 //! section; a derived one falls back to the type's options. The metadata section
-//! `agmsg.require-role-overlay` (`<type>: true`) makes a role and its section mandatory for that type.
+//! `agmsg.require-role-overlay` (`<type>: true`) makes a role and its section mandatory for that type,
+//! and for a type whose manifest declares a profile contract (`role_overlay_profile_args`, `_home_env`,
+//! `_default_dir`, `_suffix`: codex's `-p`/`--profile` under `CODEX_HOME`) the role's section must
+//! select exactly one profile whose file exists, the type's own section none, and the boot exports the
+//! profile directory.
 
 use std::path::{Path, PathBuf};
 
@@ -180,10 +184,140 @@ pub fn derived_role(agent: &str, vendors: &[&str]) -> Option<String> {
     (!vendor.is_empty() && vendors.contains(&vendor) && is_safe_role(role)).then(|| role.to_owned())
 }
 
+/// A type's role-overlay profile contract (its manifest's `role_overlay_profile_*` keys).
+#[derive(Clone, Debug)]
+pub struct ProfileContract<'a> {
+    /// The flags that select a profile (`-p --profile`).
+    pub args: Vec<&'a str>,
+    /// The variable naming the profiles' directory (`CODEX_HOME`).
+    pub home_env: &'a str,
+    /// The directory when that variable is unset, under `$HOME` unless absolute (`.codex`).
+    pub default_dir: &'a str,
+    /// A profile's file is `<alias><suffix>` there (`.config.toml`).
+    pub suffix: &'a str,
+}
+
+impl<'a> ProfileContract<'a> {
+    /// The contract a manifest declares: all four keys, or none.
+    pub fn of(value: impl Fn(&str) -> &'a str) -> Option<ProfileContract<'a>> {
+        let contract = ProfileContract {
+            args: value("role_overlay_profile_args").split([' ', '\t']).filter(|a| !a.is_empty()).collect(),
+            home_env: value("role_overlay_profile_home_env"),
+            default_dir: value("role_overlay_profile_default_dir"),
+            suffix: value("role_overlay_profile_suffix"),
+        };
+        let complete = !contract.args.is_empty() && ![contract.home_env, contract.default_dir, contract.suffix].contains(&"");
+        complete.then_some(contract)
+    }
+}
+
+/// How a token spells one of the profile flags.
+#[derive(Debug, PartialEq, Eq)]
+enum FlagForm<'t> {
+    /// The flag itself.
+    Exact,
+    /// `<flag>=<alias>`.
+    Equals(&'t str),
+    /// The flag with something glued on (`-parchitect`, `--profilex`): refused, never guessed.
+    Glued,
+}
+
+fn flag_form<'t>(token: &'t str, flags: &[&str]) -> Option<FlagForm<'t>> {
+    for flag in flags {
+        if token == *flag {
+            return Some(FlagForm::Exact);
+        }
+        if let Some(alias) = token.strip_prefix(flag).and_then(|rest| rest.strip_prefix('=')) {
+            return Some(FlagForm::Equals(alias));
+        }
+        let short = flag.starts_with('-') && !flag.starts_with("--") && (2..=3).contains(&flag.len());
+        if (short || flag.starts_with("--")) && token.len() > flag.len() && token.starts_with(flag) {
+            return Some(FlagForm::Glued);
+        }
+    }
+    None
+}
+
+/// A profile name that is one safe file name.
+fn is_safe_alias(alias: &str) -> bool {
+    alias != ".."
+        && alias.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
+        && alias.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// agmsg's profile check of a required role overlay; the variable and directory the boot exports.
+fn check_profile(file: &SpawnOptions, agent_type: &str, role: &str, contract: &ProfileContract<'_>) -> Result<(String, String), String> {
+    let fail = |why: String| Err(format!("required role overlay for type {agent_type:?} role {role:?}: {why}"));
+    let env = contract.home_env;
+    if !(env.starts_with(|c: char| c == '_' || c.is_ascii_alphabetic()) && env.chars().all(|c| c == '_' || c.is_ascii_alphanumeric())) {
+        return fail(format!("the manifest's profile home variable {env:?} is not a variable name"));
+    }
+    let overlay = format!("{agent_type}@{role}");
+    // The type's own section may not select a profile, even one the role's section turns off.
+    for (key, value) in file.entries(agent_type) {
+        if flag_form(key.trim_end_matches([' ', '\t']), &contract.args).is_some() || flag_form(value, &contract.args).is_some() {
+            return fail(format!("section {agent_type} selects a profile ({key}: {value}); move it to {overlay}"));
+        }
+    }
+    let mut aliases = Vec::new();
+    for (key, value) in file.entries(&overlay) {
+        match flag_form(key.trim_end_matches([' ', '\t']), &contract.args) {
+            Some(FlagForm::Exact) if value.is_empty() || value == "true" || value == "false" => {
+                return fail(format!("profile flag {key:?} needs one profile name, not {value:?}"));
+            }
+            Some(FlagForm::Exact) => aliases.push(value.as_str()),
+            Some(FlagForm::Equals(alias)) if !alias.is_empty() && (value.is_empty() || value == "true") => aliases.push(alias),
+            Some(FlagForm::Equals(_)) => return fail(format!("profile flag {key:?} needs a profile name and a true or empty value")),
+            Some(FlagForm::Glued) => return fail(format!("profile flag {key:?} has its profile glued on; give the profile as its value")),
+            None if flag_form(value, &contract.args).is_some() => {
+                return fail(format!("the value {value:?} of {key:?} is a profile flag, not a profile selection"));
+            }
+            None => {}
+        }
+    }
+    let [alias] = aliases[..] else {
+        return fail(format!("section {overlay} must select exactly one profile with {}", contract.args.join(" or ")));
+    };
+    if !is_safe_alias(alias) {
+        return fail(format!("profile name {alias:?} is not a safe file name"));
+    }
+    let dir = match std::env::var(env).ok().filter(|d| !d.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None if contract.default_dir.starts_with('/') => PathBuf::from(contract.default_dir),
+        None => PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(contract.default_dir),
+    };
+    // As `cd dir && pwd -P`: the physical directory, when there is one.
+    let home = std::fs::canonicalize(&dir).or_else(|_| std::path::absolute(&dir)).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let profile = home.join(format!("{alias}{}", contract.suffix));
+    let readable = std::fs::metadata(&profile).is_ok_and(|m| m.is_file()) && std::fs::File::open(&profile).is_ok();
+    if !readable {
+        return fail(format!("profile {alias:?} needs the readable file {}", profile.display()));
+    }
+    let home = home.into_os_string().into_string().map_err(|h| format!("the profile directory {} is not UTF-8", PathBuf::from(h).display()))?;
+    Ok((env.to_owned(), home))
+}
+
+/// What the options file adds to a spawn.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Resolved {
+    /// Launch tokens, in agmsg's order.
+    pub tokens: Vec<String>,
+    /// A variable the boot script exports (a required role's checked profile directory).
+    pub env: Option<(String, String)>,
+}
+
 /// What spawn launches with from the options file, or why it must not launch.
 ///
-/// `role`: `--role`, if given. `vendors`: every known type's `vendor=`.
-pub fn resolve(file: Option<&SpawnOptions>, agent_type: &str, agent: &str, role: Option<&str>, vendors: &[&str]) -> Result<Vec<String>, String> {
+/// `role`: `--role`, if given. `vendors`: every known type's `vendor=`. `contract`: the type's
+/// profile contract, if its manifest declares one.
+pub fn resolve(
+    file: Option<&SpawnOptions>,
+    agent_type: &str,
+    agent: &str,
+    role: Option<&str>,
+    vendors: &[&str],
+    contract: Option<&ProfileContract<'_>>,
+) -> Result<Resolved, String> {
     let role = match role {
         Some(explicit) => {
             if !is_safe_role(explicit) {
@@ -197,7 +331,8 @@ pub fn resolve(file: Option<&SpawnOptions>, agent_type: &str, agent: &str, role:
         }
         None => derived_role(agent, vendors),
     };
-    let Some(file) = file else { return Ok(Vec::new()) };
+    let Some(file) = file else { return Ok(Resolved::default()) };
+    let mut env = None;
     if file.requires_role(agent_type)? {
         let Some(role) = &role else {
             return Err(format!("spawn options require a role overlay for type {agent_type:?}: pass --role <role> or name the agent <project>_<role>_<vendor>"));
@@ -206,8 +341,11 @@ pub fn resolve(file: Option<&SpawnOptions>, agent_type: &str, agent: &str, role:
         if !file.has_section(&section) {
             return Err(format!("spawn options require a role overlay for type {agent_type:?}: section {section} is missing"));
         }
+        if let Some(contract) = contract {
+            env = Some(check_profile(file, agent_type, role, contract)?);
+        }
     }
-    Ok(file.tokens(agent_type, role.as_deref()))
+    Ok(Resolved { tokens: file.tokens(agent_type, role.as_deref()), env })
 }
 
 #[cfg(test)]
@@ -280,17 +418,48 @@ mod tests {
         assert_eq!(derived_role("architect_codex", &vendors), None, "two parts");
         assert_eq!(derived_role("proj_architect_gpt", &vendors), None, "not a vendor");
         let file = parse("codex:\n  -a: 1\ncodex@architect:\n  -p: architect\n");
-        assert_eq!(resolve(Some(&file), "codex", "proj_architect_codex", None, &vendors).unwrap(), ["-a", "1", "-p", "architect"]);
-        assert_eq!(resolve(Some(&file), "codex", "proj_writer_codex", None, &vendors).unwrap(), ["-a", "1"], "a derived role without a section");
-        assert!(resolve(Some(&file), "codex", "bob", Some("writer"), &vendors).unwrap_err().contains("codex@writer"));
-        assert!(resolve(None, "codex", "bob", Some("architect"), &vendors).unwrap_err().contains("codex@architect"));
-        assert!(resolve(Some(&file), "codex", "bob", Some("a b"), &vendors).unwrap_err().contains("--role must contain"));
-        assert_eq!(resolve(None, "codex", "bob", None, &vendors).unwrap(), Vec::<String>::new());
+        assert_eq!(resolve(Some(&file), "codex", "proj_architect_codex", None, &vendors, None).unwrap().tokens, ["-a", "1", "-p", "architect"]);
+        assert_eq!(resolve(Some(&file), "codex", "proj_writer_codex", None, &vendors, None).unwrap().tokens, ["-a", "1"], "a derived role without a section");
+        assert!(resolve(Some(&file), "codex", "bob", Some("writer"), &vendors, None).unwrap_err().contains("codex@writer"));
+        assert!(resolve(None, "codex", "bob", Some("architect"), &vendors, None).unwrap_err().contains("codex@architect"));
+        assert!(resolve(Some(&file), "codex", "bob", Some("a b"), &vendors, None).unwrap_err().contains("--role must contain"));
+        assert_eq!(resolve(None, "codex", "bob", None, &vendors, None).unwrap(), Resolved::default());
         let policy = parse("agmsg.require-role-overlay:\n  codex: true\ncodex@architect:\n  -p: architect\n");
-        assert!(resolve(Some(&policy), "codex", "bob", None, &vendors).unwrap_err().contains("require a role overlay"));
-        assert_eq!(resolve(Some(&policy), "codex", "bob", Some("architect"), &vendors).unwrap(), ["-p", "architect"]);
-        assert_eq!(resolve(Some(&policy), "claude-code", "bob", None, &vendors).unwrap(), Vec::<String>::new(), "metadata is never a token");
+        assert!(resolve(Some(&policy), "codex", "bob", None, &vendors, None).unwrap_err().contains("require a role overlay"));
+        assert_eq!(resolve(Some(&policy), "codex", "bob", Some("architect"), &vendors, None).unwrap().tokens, ["-p", "architect"]);
+        assert_eq!(resolve(Some(&policy), "claude-code", "bob", None, &vendors, None).unwrap(), Resolved::default(), "metadata is never a token");
         let odd = parse("agmsg.require-role-overlay:\n  codex: yes\n");
-        assert!(resolve(Some(&odd), "codex", "bob", None, &vendors).unwrap_err().contains("true or false"));
+        assert!(resolve(Some(&odd), "codex", "bob", None, &vendors, None).unwrap_err().contains("true or false"));
+    }
+
+    /// agmsg's profile cases for codex's contract (`-p --profile`, a directory, `.config.toml`).
+    #[test]
+    fn a_required_role_selects_exactly_one_existing_profile() {
+        let profiles = tempfile::tempdir().unwrap();
+        let dir = profiles.path().to_str().unwrap();
+        let contract = ProfileContract { args: vec!["-p", "--profile"], home_env: "AGMSG_TEST_NO_SUCH_VARIABLE", default_dir: dir, suffix: ".config.toml" };
+        let check = |text: &str| resolve(Some(&parse(text)), "codex", "bob", Some("architect"), &["codex"], Some(&contract));
+        let policy = "agmsg.require-role-overlay:\n  codex: true\n";
+        let missing = check(&format!("{policy}codex@architect:\n  -p: architect\n")).unwrap_err();
+        assert!(missing.contains("architect.config.toml"), "{missing}");
+        std::fs::write(profiles.path().join("architect.config.toml"), "").unwrap();
+        let home = profiles.path().canonicalize().unwrap().to_str().unwrap().to_owned();
+        let ok = check(&format!("{policy}codex@architect:\n  -p: architect\n")).unwrap();
+        assert_eq!((ok.tokens, ok.env), (vec!["-p".to_owned(), "architect".to_owned()], Some(("AGMSG_TEST_NO_SUCH_VARIABLE".to_owned(), home))));
+        assert!(check(&format!("{policy}codex@architect:\n  --profile=architect: true\n")).is_ok(), "the long equals form");
+        for (text, why) in [
+            ("codex:\n  -p: base\ncodex@architect:\n  -p: false\n  --sandbox: x\n", "section codex selects a profile"),
+            ("codex@architect:\n  --sandbox: x\n", "exactly one profile"),
+            ("codex@architect:\n  -p: architect\n  --profile: architect\n", "exactly one profile"),
+            ("codex@architect:\n  -parchitect: true\n", "glued on"),
+            ("codex@architect:\n  -p: true\n", "needs one profile name"),
+            ("codex@architect:\n  --x: --profile\n", "is a profile flag"),
+            ("codex@architect:\n  -p: ../x\n", "not a safe file name"),
+        ] {
+            let err = check(&format!("{policy}{text}")).unwrap_err();
+            assert!(err.contains(why), "{text:?}: {err}");
+        }
+        // Without the policy: no profile check, nothing exported.
+        assert_eq!(check("codex@architect:\n  -p: nothere\n").unwrap().env, None);
     }
 }

@@ -13,6 +13,8 @@ mod pull;
 mod push;
 mod schema;
 #[cfg(test)]
+mod interop;
+#[cfg(test)]
 mod tests;
 
 use agmsg_guest_sdk::storage::{

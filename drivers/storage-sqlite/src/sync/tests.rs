@@ -19,15 +19,59 @@ const SERVER: &str = "0196f3a2-7c1e-7000-8000-000000000001";
 const REMOTE: &str = "0196f3a2-7c1e-7000-8000-0000000000a2";
 
 fn binding(team: &str) -> Binding {
+    binding_with(team, SERVER, REMOTE)
+}
+
+pub(super) fn binding_with(team: &str, server: &str, remote: &str) -> Binding {
     Binding {
         local_team: team.into(),
-        server_instance_id: SERVER.into(),
-        remote_team_id: REMOTE.into(),
+        server_instance_id: server.into(),
+        remote_team_id: remote.into(),
         protocol_version: "1".into(),
     }
 }
 
-fn open(path: &Path) -> Connection {
+/// A candidate's envelope as agmsg prints it.
+pub(super) fn envelope_of(c: &PushCandidate) -> serde_json::Value {
+    serde_json::json!({"v": c.envelope.v, "cipher": c.envelope.cipher, "key_id": c.envelope.key_id, "blob": c.envelope.blob})
+}
+
+/// agmsg's `sync_pull_message` line as the typed record (what the host's parser makes of it).
+pub(super) fn pull_message_from_json(v: &serde_json::Value) -> PullMessage {
+    let text = |v: &serde_json::Value| v.as_str().map(str::to_owned);
+    let status = match v["status"].as_str().unwrap() {
+        "importable" => Evaluated::Importable,
+        "pending_key" => Evaluated::PendingKey,
+        "malformed" => Evaluated::Malformed,
+        other => panic!("{other}"),
+    };
+    let p = &v["projection"];
+    PullMessage {
+        server_seq: text(&v["server_seq"]).unwrap(),
+        wire_id: text(&v["id"]).unwrap(),
+        server_received_at: text(&v["server_received_at"]).unwrap(),
+        envelope: Envelope {
+            v: v["envelope"]["v"].as_u64().unwrap() as u32,
+            cipher: text(&v["envelope"]["cipher"]).unwrap(),
+            key_id: text(&v["envelope"]["key_id"]),
+            blob: text(&v["envelope"]["blob"]).unwrap(),
+        },
+        status,
+        reason: text(&v["reason"]),
+        policy_revision: text(&v["policy_revision"]),
+        local_security_revision: text(&v["local_security_revision"]),
+        projection: p.is_object().then(|| {
+            Projection::Message(Chat {
+                body: text(&p["body"]).unwrap(),
+                created_at: text(&p["created_at"]).unwrap(),
+                from_agent: text(&p["from_agent"]).unwrap(),
+                to_agent: text(&p["to_agent"]).unwrap(),
+            })
+        }),
+    }
+}
+
+pub(super) fn open(path: &Path) -> Connection {
     let conn = Connection::open(path).unwrap();
     conn.busy_timeout(std::time::Duration::from_secs(5)).unwrap();
     crate::schema::ensure(&conn).unwrap();
@@ -57,7 +101,7 @@ fn send(conn: &Connection, team: &str, from: &str, to: &str, body: &str) -> Stri
 /// A stand-in sealer: a fresh random nonce in every blob, so a resealed reservation could never come
 /// back byte-identical. With `AGMSG_SYNC_TEST_WIRE_LOG` set, it logs every wire id it seals (the ids a
 /// crash may have kept private).
-fn test_sealer(r: &SealRequest<'_>) -> Result<String, String> {
+pub(super) fn test_sealer(r: &SealRequest<'_>) -> Result<String, String> {
     if let Ok(log) = std::env::var("AGMSG_SYNC_TEST_WIRE_LOG") {
         use std::io::Write;
         let mut f = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
@@ -74,7 +118,7 @@ fn none_request(allow_new: bool) -> PrepareRequest {
     PrepareRequest { envelope_v: 1, profile: WriteProfile::None, max_blob_bytes: 1 << 20, allow_new }
 }
 
-fn drain<T>(pages: &mut dyn SyncPages<T>, max_bytes: u32) -> Vec<T> {
+pub(super) fn drain<T>(pages: &mut dyn SyncPages<T>, max_bytes: u32) -> Vec<T> {
     let mut all = Vec::new();
     loop {
         let page = pages.next_page(max_bytes).unwrap();

@@ -12,6 +12,7 @@
 //! store lock; rewrites (import, compaction, cursors) go through a temp file and a rename.
 
 mod events;
+mod generation;
 mod idtable;
 mod index;
 mod rename;
@@ -61,8 +62,17 @@ fn parse_cursor(cursor: &str) -> Result<u64, DriverError> {
     Ok(cursor.parse::<u64>().unwrap_or(u64::MAX))
 }
 
-/// Append lines to the log in one write.
+/// Append lines to the log in one write (not synced: a message or read mark needs no more than agmsg's
+/// own `>>` gives it).
 fn append(lines: &[String]) -> Result<(), DriverError> {
+    append_to(&store_path(LOG_FILE), lines, false)
+}
+
+/// Append lines to `path` in one write, as agmsg's sync journal appends: the size is recorded first and
+/// a failed write is cut back to it, so no torn line is left for agmsg's strict reader (which refuses a
+/// log ending in an incomplete record); `synced` also syncs the file before returning, for a record
+/// that must be on disk once the op reports success.
+fn append_to(path: &str, lines: &[String], synced: bool) -> Result<(), DriverError> {
     if lines.is_empty() {
         return Ok(());
     }
@@ -71,8 +81,26 @@ fn append(lines: &[String]) -> Result<(), DriverError> {
         text.push_str(line);
         text.push('\n');
     }
-    let mut file = std::fs::OpenOptions::new().append(true).create(true).open(store_path(LOG_FILE)).map_err(io_error)?;
-    file.write_all(text.as_bytes()).map_err(io_error)
+    let mut file = std::fs::OpenOptions::new().append(true).create(true).open(path).map_err(io_error)?;
+    let size = file.metadata().map_err(io_error)?.len();
+    let written = file.write_all(text.as_bytes()).and_then(|()| if synced { file.sync_all() } else { Ok(()) });
+    if let Err(e) = written {
+        // A WASI append stream may have split the write: undo whatever part of it landed.
+        if let Err(undo) = file.set_len(size).and_then(|()| file.sync_all()) {
+            return Err(DriverError::runtime(format!("jsonl: {e}; and cutting {path} back to {size} bytes failed: {undo}")));
+        }
+        return Err(io_error(e));
+    }
+    Ok(())
+}
+
+/// Sync the store directory, so that a rename into it survives a power cut. WASI can: a directory
+/// descriptor's `sync` fsyncs the directory. The rename itself has happened either way, so a failure is
+/// reported as a warning, not as a failed op.
+fn sync_store_dir() {
+    if let Err(e) = std::fs::File::open(agmsg_guest_sdk::STORE_DIR).and_then(|dir| dir.sync_all()) {
+        agmsg_guest_sdk::log::warn(&format!("jsonl: syncing the store directory after a rename failed: {e}"));
+    }
 }
 
 /// Replace `name` with `content` atomically: a temp file in the store, synced, then renamed.
@@ -367,6 +395,11 @@ impl StorageDriver for Jsonl {
 /// Keep the first `message_read` of each (team, agent, msg_id) and every other line, streaming the log
 /// into a temp file that is renamed over it if anything was removed. The keys seen are looked up in an
 /// on-disk table checked against the kept lines, so memory stays bounded whatever the log's size.
+///
+/// A log that holds sync state is always rewritten, as agmsg's compaction always is, and the replacement
+/// gets a fresh sync generation (appended and synced before the rename, so there is no moment with
+/// rewritten offsets under the old generation): agmsg's engine then rebinds its unacknowledged
+/// reservations to the new offsets.
 fn compact_log() -> Result<(), DriverError> {
     // A tuple key, as JSON: ("a b", "c") and ("a", "b c") stay distinct.
     fn read_key(value: &serde_json::Value) -> Option<String> {
@@ -383,6 +416,7 @@ fn compact_log() -> Result<(), DriverError> {
         let (mut written, mut buffer) = (0u64, Vec::new());
         let mut removed = 0usize;
         let mut number = 0u64;
+        let mut sync_state = false;
         while let Some((_, line)) = reader.next_line().map_err(io_error)? {
             number += 1;
             let value: serde_json::Value = match serde_json::from_slice(line) {
@@ -390,6 +424,7 @@ fn compact_log() -> Result<(), DriverError> {
                 Err(_) if line.iter().all(u8::is_ascii_whitespace) => continue,
                 Err(e) => return Err(DriverError::corrupt(format!("{LOG_FILE} line {number}: invalid JSON: {e}"))),
             };
+            sync_state = sync_state || generation::is_sync_record(line, &value);
             let at = written + buffer.len() as u64;
             if let Some(key) = read_key(&value) {
                 let hash = hash_bytes(&[key.as_bytes()]);
@@ -422,12 +457,19 @@ fn compact_log() -> Result<(), DriverError> {
                 buffer.clear();
             }
         }
-        if removed == 0 {
+        if removed == 0 && !sync_state {
             return Ok(false);
         }
         write_all_at(&out, &buffer, written).map_err(io_error)?;
-        out.sync_all().map_err(io_error)?;
+        if sync_state {
+            // As agmsg's rotation: one synced append to the replacement, which syncs all of it.
+            drop(out);
+            append_to(&tmp, &[generation::line()], true)?;
+        } else {
+            out.sync_all().map_err(io_error)?;
+        }
         std::fs::rename(&tmp, store_path(LOG_FILE)).map_err(io_error)?;
+        sync_store_dir();
         Ok(true)
     })();
     let _ = std::fs::remove_file(&tmp);

@@ -113,7 +113,9 @@ fn line_of(record: &Value) -> String {
     record.to_string()
 }
 
-/// Stream the log into `tmp` with `rename` applied; the number of records changed.
+/// Stream the log into `tmp` with `rename` applied; the number of records changed. When something
+/// changed and the log holds sync state, `tmp` ends with a fresh sync generation (offsets may move), as
+/// agmsg's rename does before it moves its replacement into place.
 fn rewrite_log(rename: &Rename<'_>, tmp: &str) -> Result<u64, DriverError> {
     let input = match std::fs::File::open(store_path(LOG_FILE)) {
         Ok(file) => file,
@@ -123,7 +125,7 @@ fn rewrite_log(rename: &Rename<'_>, tmp: &str) -> Result<u64, DriverError> {
     let mut reader = BufReader::with_capacity(1 << 16, input);
     let out = std::fs::OpenOptions::new().write(true).create_new(true).open(tmp).map_err(io_error)?;
     let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
-    let (mut line, mut number, mut changed) = (Vec::new(), 0u64, 0u64);
+    let (mut line, mut number, mut changed, mut sync_state) = (Vec::new(), 0u64, 0u64, false);
     loop {
         line.clear();
         if reader.read_until(b'\n', &mut line).map_err(io_error)? == 0 {
@@ -139,6 +141,7 @@ fn rewrite_log(rename: &Rename<'_>, tmp: &str) -> Result<u64, DriverError> {
             }
             Err(e) => return Err(DriverError::corrupt(format!("{LOG_FILE} line {number}: invalid JSON: {e}"))),
         };
+        sync_state = sync_state || crate::generation::is_sync_record(text, &record);
         if rename.record(&mut record) {
             changed += 1;
             out.write_all(line_of(&record).as_bytes()).map_err(io_error)?;
@@ -146,6 +149,10 @@ fn rewrite_log(rename: &Rename<'_>, tmp: &str) -> Result<u64, DriverError> {
         } else {
             out.write_all(&line).map_err(io_error)?;
         }
+    }
+    if changed > 0 && sync_state {
+        out.write_all(crate::generation::line().as_bytes()).map_err(io_error)?;
+        out.write_all(b"\n").map_err(io_error)?;
     }
     let out = out.into_inner().map_err(|e| io_error(e.into_error()))?;
     out.sync_all().map_err(io_error)?;
@@ -203,6 +210,7 @@ fn rename_store(rename: &Rename<'_>) -> Result<(), DriverError> {
                 _ => {}
             }
             std::fs::rename(&tmp, store_path(LOG_FILE)).map_err(io_error)?;
+            crate::sync_store_dir();
         }
         if dual != cursors {
             rewrite(CURSORS_FILE, cursors_text(rename, &cursors, false).as_bytes())?;

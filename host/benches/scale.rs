@@ -15,7 +15,7 @@
 mod common;
 
 use agmsg_host::runtime::cache::CompileCache;
-use agmsg_host::storage::world::wit::{Event, Message, ReadMark};
+use agmsg_host::storage::types::{Event, Message, ReadMark};
 use agmsg_host::runtime::sandbox::StoreDir;
 use agmsg_host::runtime::{Limits, Runtime};
 use agmsg_host::storage::driver::Pair;

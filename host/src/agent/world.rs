@@ -1,37 +1,88 @@
-//! The types axis's world as the host calls it: the bindings of `agmsg:agent/agent-plug` (a type's
-//! delivery plug), which share the `agmsg:host` interfaces of every axis (`runtime::caps::wit`), and
-//! their [`DriverWorld`].
+//! The types axis's version seam: the bindings of `agmsg:agent/agent-plug` (a type's delivery plug),
+//! generated from the list below, sharing the `agmsg:host` interfaces of every axis, and the typed calls
+//! the host makes on them, in delivery's own types (`agent::delivery::types`). This file is the only one
+//! that names a generated type; the conversions are here, where a value enters or leaves a plug.
 
 use wasmtime::Store;
-use wasmtime::component::InstancePre;
 
-use crate::axis::Axis;
-use crate::runtime::{DriverWorld, HostState};
+use crate::agent::delivery::types::{Answer, Mode, PlugApplied, PlugError, PlugTarget};
+use crate::runtime::HostState;
 
-mod bindings {
-    wasmtime::component::bindgen!({
-        world: "agmsg:agent/agent-plug@1.0.0",
-        path: ["../wit/host", "../wit/agent"],
-        with: {
-            "agmsg:host/log": crate::runtime::caps::wit::log,
-        },
-    });
+crate::runtime::world::driver_world! {
+    /// A delivery plug's instance.
+    world PlugWorld, pre PlugPre, axis Types;
+    bindings "agmsg:agent/agent-plug@1.0.0" in "../wit/agent" as AgentPlug, AgentPlugIndices;
+    host {
+        "agmsg:host/log" => log,
+    }
+    optional {}
 }
 
-/// The generated bindings of the plug world.
-pub use bindings::AgentPlug as PlugWorld;
-/// The contract's types (`agmsg:agent/types`), as the host sees them.
-pub use bindings::agmsg::agent::types as wit;
+use bindings::agmsg::agent::types as wit;
 
-impl DriverWorld for PlugWorld {
-    const AXIS: Axis = Axis::Types;
-    type Pre = bindings::AgentPlugPre<HostState>;
+/// A call's outcome: a trap (`Err`), or the plug's own answer.
+pub type Call<T> = wasmtime::Result<Result<T, PlugError>>;
 
-    fn pre(instance_pre: InstancePre<HostState>) -> wasmtime::Result<Self::Pre> {
-        bindings::AgentPlugPre::new(instance_pre)
+fn answer<T, U>(result: wasmtime::Result<Result<T, wit::PlugError>>, convert: impl FnOnce(T) -> U) -> Call<U> {
+    result.map(|answer| {
+        answer.map(convert).map_err(|e| match e {
+            wit::PlugError::NotOverridden => PlugError::NotOverridden,
+            wit::PlugError::Failed(why) => PlugError::Failed(why),
+        })
+    })
+}
+
+fn target(t: &PlugTarget) -> wit::Target {
+    wit::Target { agent_type: t.agent_type.clone(), project: t.project.clone(), skill_dir: t.skill_dir.clone(), hooks_file: t.hooks_file.clone() }
+}
+
+fn to_wit(mode: Mode) -> wit::Mode {
+    match mode {
+        Mode::Monitor => wit::Mode::Monitor,
+        Mode::Turn => wit::Mode::Turn,
+        Mode::Both => wit::Mode::Both,
+        Mode::Off => wit::Mode::Off,
+    }
+}
+
+fn from_wit(mode: wit::Mode) -> Mode {
+    match mode {
+        wit::Mode::Monitor => Mode::Monitor,
+        wit::Mode::Turn => Mode::Turn,
+        wit::Mode::Both => Mode::Both,
+        wit::Mode::Off => Mode::Off,
+    }
+}
+
+impl PlugWorld {
+    fn plug(&self) -> &bindings::exports::agmsg::agent::driver::Guest {
+        self.core.agmsg_agent_driver()
     }
 
-    fn instantiate(pre: &Self::Pre, store: &mut Store<HostState>) -> wasmtime::Result<Self> {
-        pre.instantiate(store)
+    pub fn apply(&self, s: &mut Store<HostState>, t: &PlugTarget, mode: Mode, current: Option<&str>) -> Call<PlugApplied> {
+        answer(self.plug().call_apply(s, &target(t), to_wit(mode), current), |applied| PlugApplied {
+            file: match applied.file {
+                wit::FileAnswer::Write(text) => Answer::Write(text),
+                wit::FileAnswer::Remove => Answer::Remove,
+                wit::FileAnswer::Keep => Answer::Keep,
+            },
+            notices: applied.notices,
+        })
+    }
+
+    pub fn status(&self, s: &mut Store<HostState>, t: &PlugTarget, current: Option<&str>) -> Call<(Mode, Vec<String>)> {
+        answer(self.plug().call_status(s, &target(t), current), |(mode, details)| (from_wit(mode), details))
+    }
+
+    pub fn on_enable(&self, s: &mut Store<HostState>, t: &PlugTarget, mode: Mode) -> Call<Vec<String>> {
+        answer(self.plug().call_on_enable(s, &target(t), to_wit(mode)), |lines| lines)
+    }
+
+    pub fn on_disable(&self, s: &mut Store<HostState>, t: &PlugTarget) -> Call<Vec<String>> {
+        answer(self.plug().call_on_disable(s, &target(t)), |lines| lines)
+    }
+
+    pub fn stop_directive(&self, s: &mut Store<HostState>, t: &PlugTarget) -> Call<String> {
+        answer(self.plug().call_stop_directive(s, &target(t)), |text| text)
     }
 }

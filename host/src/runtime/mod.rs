@@ -10,6 +10,7 @@ pub mod driver;
 pub mod failure;
 pub mod limits;
 pub mod sandbox;
+pub(crate) mod world;
 
 pub use driver::{Driver, DriverSource, DriverWorld};
 pub use engine::Runtime;

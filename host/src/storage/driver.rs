@@ -5,63 +5,27 @@
 //! cursors and names as the contract says, `describe`'s values as one-line tokens and a path inside the
 //! store, exported events as `import` would check them.
 
-use std::fmt;
 use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
-use agmsg_contract::{Status, check_name, is_transport_token};
+use agmsg_contract::{check_name, is_transport_token};
 use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
 use super::records::{ScanError, check_event, scan_import};
-use super::world::{StorageWorld, wit};
+use super::world::{Call, Offers, StorageWorld};
 use crate::display;
 use crate::runtime::sandbox::StoreDir;
 use crate::runtime::{Driver, DriverSource, HostState, Runtime};
 
-pub use super::world::{ReceiptState, Wake};
-pub use wit::{Description, Directive, Event, Message, Pair, StoreFile, WatchBatch};
+pub use super::types::{Description, Directive, Event, Message, Pair, ReadMark, ReceiptState, StorageError, StoreFile, Wake, WatchBatch};
 
 /// Limits of `describe`'s values: a name, a capability or a store-file key; the backend text or the
 /// store-file path; the number of capabilities.
 const MAX_DESCRIBE_TOKEN: usize = 64;
 const MAX_DESCRIBE_TEXT: usize = 1024;
 const MAX_DESCRIBE_CAPABILITIES: usize = 64;
-
-/// A failed operation, with the §1.4 status that goes with it.
-#[derive(Debug, Clone)]
-pub struct StorageError {
-    pub status: Status,
-    pub message: String,
-    /// A §1.6 directive to print (with `missing_deps`).
-    pub directive: Option<wit::Directive>,
-}
-
-impl StorageError {
-    pub fn runtime(message: impl Into<String>) -> StorageError {
-        StorageError { status: Status::RuntimeError, message: message.into(), directive: None }
-    }
-}
-
-impl fmt::Display for StorageError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for StorageError {}
-
-impl From<wit::DriverError> for StorageError {
-    fn from(e: wit::DriverError) -> StorageError {
-        let status = match e.status {
-            wit::Status::MissingDeps => Status::MissingDeps,
-            wit::Status::CorruptState => Status::CorruptState,
-            wit::Status::RuntimeError => Status::RuntimeError,
-        };
-        StorageError { status, message: e.message, directive: e.directive }
-    }
-}
 
 /// A storage driver, loaded and ready for calls: the host's handle on one store through one driver.
 pub struct Storage<'rt> {
@@ -86,12 +50,8 @@ impl<'rt> Storage<'rt> {
     }
 
     /// A call whose result is the driver's own `result<T, driver-error>`.
-    fn op<T>(
-        &mut self,
-        op: &str,
-        f: impl FnOnce(&mut Store<HostState>, &StorageWorld) -> wasmtime::Result<Result<T, wit::DriverError>>,
-    ) -> Result<T, StorageError> {
-        self.call(op, f)?.map_err(StorageError::from)
+    fn op<T>(&mut self, op: &str, f: impl FnOnce(&mut Store<HostState>, &StorageWorld) -> Call<T>) -> Result<T, StorageError> {
+        self.call(op, f)?
     }
 
     fn malformed(&self, what: &str, value: &str) -> StorageError {
@@ -120,14 +80,14 @@ impl<'rt> Storage<'rt> {
     }
 
     pub fn check(&mut self) -> Result<(), StorageError> {
-        self.op("check", |s, b| b.agmsg_storage_driver().call_check(s))
+        self.op("check", |s, b| b.check(s))
     }
 
     /// The driver's description, checked: agmsg parses `describe`'s `key=value` lines, so every value is
     /// one printable line (no control or bidi character) of bounded length, the name and capabilities
     /// are tokens, and the store file is a key of its own and a path inside the store.
     pub fn describe(&mut self) -> Result<Description, StorageError> {
-        let d = self.call("describe", |s, b| b.agmsg_storage_driver().call_describe(s))?;
+        let d = self.call("describe", |s, b| b.describe(s))?;
         self.checked_description(d)
     }
 
@@ -199,50 +159,55 @@ impl<'rt> Storage<'rt> {
     }
 
     pub fn init(&mut self) -> Result<(), StorageError> {
-        self.op("init", |s, b| b.agmsg_storage_driver().call_init(s))
+        self.op("init", |s, b| b.init(s))
     }
 
     pub fn store_exists(&mut self) -> Result<bool, StorageError> {
-        self.op("store-exists", |s, b| b.agmsg_storage_driver().call_store_exists(s))
+        self.op("store-exists", |s, b| b.store_exists(s))
     }
 
     pub fn send(&mut self, team: &str, from: &str, to: &str, body: &str) -> Result<String, StorageError> {
-        let id = self.op("send", |s, b| b.agmsg_storage_driver().call_send(s, team, from, to, body))?;
+        let id = self.op("send", |s, b| b.send(s, team, from, to, body))?;
         self.checked_token("message id", id)
     }
 
     pub fn list_unread(&mut self, team: &str, agent: &str, limit: Option<u32>) -> Result<Vec<Message>, StorageError> {
-        let messages = self.op("list-unread", |s, b| b.agmsg_storage_driver().call_list_unread(s, team, agent, limit))?;
+        let messages = self.op("list-unread", |s, b| b.list_unread(s, team, agent, limit))?;
         self.checked_messages(messages)
     }
 
     pub fn mark_read_batch(&mut self, team: &str, agent: &str, ids: &[String]) -> Result<(), StorageError> {
-        self.op("mark-read-batch", |s, b| b.agmsg_storage_driver().call_mark_read_batch(s, team, agent, ids))
+        self.op("mark-read-batch", |s, b| b.mark_read_batch(s, team, agent, ids))
     }
 
     pub fn read_cursor_get(&mut self, team: &str, agent: &str) -> Result<String, StorageError> {
-        let cursor = self.op("read-cursor-get", |s, b| b.agmsg_storage_driver().call_read_cursor_get(s, team, agent))?;
+        let cursor = self.op("read-cursor-get", |s, b| b.read_cursor_get(s, team, agent))?;
         self.checked_token("cursor", cursor)
     }
 
     pub fn read_cursor_consume(&mut self, team: &str, agent: &str, cursor: &str, ids: &[String]) -> Result<(), StorageError> {
-        self.op("read-cursor-consume", |s, b| b.agmsg_storage_driver().call_read_cursor_consume(s, team, agent, cursor, ids))
+        self.op("read-cursor-consume", |s, b| b.read_cursor_consume(s, team, agent, cursor, ids))
     }
 
     pub fn watch_tip(&mut self, pairs: &[Pair]) -> Result<String, StorageError> {
-        let cursor = self.op("watch-tip", |s, b| b.agmsg_storage_driver().call_watch_tip(s, pairs))?;
+        let cursor = self.op("watch-tip", |s, b| b.watch_tip(s, pairs))?;
         self.checked_token("cursor", cursor)
     }
 
     pub fn watch_after(&mut self, cursor: &str, pairs: &[Pair]) -> Result<WatchBatch, StorageError> {
-        let batch = self.op("watch-after", |s, b| b.agmsg_storage_driver().call_watch_after(s, cursor, pairs))?;
+        let batch = self.op("watch-after", |s, b| b.watch_after(s, cursor, pairs))?;
         Ok(WatchBatch { messages: self.checked_messages(batch.messages)?, cursor: self.checked_token("cursor", batch.cursor)? })
     }
 
-    /// Whether the driver offers the optional `live` interface (`agmsg:storage` 1.1.0), found when it
-    /// was loaded. Without it a watcher polls.
+    /// The optional interfaces the driver exports, found when it was loaded.
+    pub fn offers(&self) -> Offers {
+        self.driver.world_pre().offers()
+    }
+
+    /// Whether the driver offers the optional `live` interface (`agmsg:storage` 1.1.0). Without it a
+    /// watcher polls.
     pub fn offers_wait(&self) -> bool {
-        self.driver.world_pre().offers_live()
+        self.offers().live
     }
 
     /// The longest wait the host asks of a driver: half its call deadline, so that a driver honouring
@@ -259,82 +224,65 @@ impl<'rt> Storage<'rt> {
             return Ok(None);
         }
         let timeout_ms = u32::try_from(timeout.min(self.max_wait()).as_millis()).unwrap_or(u32::MAX);
-        self.op("wait-after", |s, b| match b.live() {
-            Some(live) => live.call_wait_after(s, cursor, pairs, timeout_ms),
-            None => wasmtime::bail!("the instance lost its live exports"),
-        })
-        .map(Some)
+        self.optional("wait-after", "live", |o| o.live, |s, b| b.live().map(|l| l.wait_after(s, cursor, pairs, timeout_ms))).map(Some)
     }
 
     /// Whether the driver offers the optional `receipts` interface (`agmsg:storage` 1.2.0).
     pub fn offers_receipts(&self) -> bool {
-        self.driver.world_pre().offers_receipts()
+        self.offers().receipts
     }
 
     /// Whether the driver offers the optional `rename` interface (`agmsg:storage` 1.2.0).
     pub fn offers_rename(&self) -> bool {
-        self.driver.world_pre().offers_rename()
+        self.offers().rename
     }
 
-    /// The error of an optional op the driver does not export: `runtime_error`, saying so.
-    fn unsupported(&self, op: &str, interface: &str) -> StorageError {
-        StorageError::runtime(format!(
-            "unsupported: driver '{}' does not offer {op} (the optional agmsg:storage/{interface} interface)",
-            self.name()
-        ))
+    /// An op of an optional interface: refused with `unsupported` (`runtime_error`) when the driver does
+    /// not export `interface` (`offered` reads it from [`Offers`]), else called; `f` answers `None` only
+    /// if the instance lacks the exports its component was found to have.
+    fn optional<T>(
+        &mut self,
+        op: &str,
+        interface: &str,
+        offered: impl FnOnce(Offers) -> bool,
+        f: impl FnOnce(&mut Store<HostState>, &StorageWorld) -> Option<Call<T>>,
+    ) -> Result<T, StorageError> {
+        if !offered(self.offers()) {
+            return Err(StorageError::runtime(format!(
+                "unsupported: driver '{}' does not offer {op} (the optional agmsg:storage/{interface} interface)",
+                self.name()
+            )));
+        }
+        self.op(op, |s, b| f(s, b).unwrap_or_else(|| Err(wasmtime::format_err!("the instance lost its {interface} exports"))))
     }
 
     /// `receipts.record-receipts`: `agent` of `team` was handed `ids`, with `evidence`.
     pub fn record_receipts(&mut self, team: &str, agent: &str, evidence: &str, ids: &[String]) -> Result<(), StorageError> {
-        if !self.offers_receipts() {
-            return Err(self.unsupported("record-receipts", "receipts"));
-        }
-        self.op("record-receipts", |s, b| match b.receipts() {
-            Some(r) => r.call_record_receipts(s, team, agent, evidence, ids),
-            None => wasmtime::bail!("the instance lost its receipts exports"),
-        })
+        self.optional("record-receipts", "receipts", |o| o.receipts, |s, b| b.receipts().map(|r| r.record_receipts(s, team, agent, evidence, ids)))
     }
 
     /// `receipts.receipt-status`: what the store knows of message `id`'s hand-off.
     pub fn receipt_status(&mut self, team: &str, id: &str) -> Result<ReceiptState, StorageError> {
-        if !self.offers_receipts() {
-            return Err(self.unsupported("receipt-status", "receipts"));
-        }
-        self.op("receipt-status", |s, b| match b.receipts() {
-            Some(r) => r.call_receipt_status(s, team, id),
-            None => wasmtime::bail!("the instance lost its receipts exports"),
-        })
+        self.optional("receipt-status", "receipts", |o| o.receipts, |s, b| b.receipts().map(|r| r.receipt_status(s, team, id)))
     }
 
     /// `rename.rename-agent`.
     pub fn rename_agent(&mut self, team: &str, old: &str, new: &str) -> Result<(), StorageError> {
-        if !self.offers_rename() {
-            return Err(self.unsupported("rename-agent", "rename"));
-        }
-        self.op("rename-agent", |s, b| match b.rename() {
-            Some(r) => r.call_rename_agent(s, team, old, new),
-            None => wasmtime::bail!("the instance lost its rename exports"),
-        })
+        self.optional("rename-agent", "rename", |o| o.rename, |s, b| b.rename().map(|r| r.rename_agent(s, team, old, new)))
     }
 
     /// `rename.rename-team`, on the new team's store.
     pub fn rename_team(&mut self, old: &str, new: &str) -> Result<(), StorageError> {
-        if !self.offers_rename() {
-            return Err(self.unsupported("rename-team", "rename"));
-        }
-        self.op("rename-team", |s, b| match b.rename() {
-            Some(r) => r.call_rename_team(s, old, new),
-            None => wasmtime::bail!("the instance lost its rename exports"),
-        })
+        self.optional("rename-team", "rename", |o| o.rename, |s, b| b.rename().map(|r| r.rename_team(s, old, new)))
     }
 
     pub fn history(&mut self, team: &str, agent: Option<&str>, limit: Option<u32>) -> Result<Vec<Message>, StorageError> {
-        let messages = self.op("history", |s, b| b.agmsg_storage_driver().call_history(s, team, agent, limit))?;
+        let messages = self.op("history", |s, b| b.history(s, team, agent, limit))?;
         self.checked_messages(messages)
     }
 
     pub fn compact(&mut self) -> Result<(), StorageError> {
-        self.op("compact", |s, b| b.agmsg_storage_driver().call_compact(s))
+        self.op("compact", |s, b| b.compact(s))
     }
 
     /// Stream the whole v1 event log, page by page, to `sink`; every event is checked as `import` checks
@@ -343,11 +291,11 @@ impl<'rt> Storage<'rt> {
         const PAGE: u32 = 1000;
         let limits = self.driver.runtime().limits;
         let started = std::time::Instant::now();
-        let exporter = self.op("export", |s, b| b.agmsg_storage_driver().call_export_events(s))?;
+        let exporter = self.op("export", |s, b| b.export_events(s))?;
         let mut exported = 0u64;
         let mut bytes = 0u64;
         let result = (|| loop {
-            let page = self.op("export", |s, b| b.agmsg_storage_driver().exporter().call_next_page(s, exporter, PAGE))?;
+            let page = self.op("export", |s, b| b.next_page(s, exporter, PAGE))?;
             if page.is_empty() {
                 return Ok(());
             }
@@ -421,8 +369,7 @@ impl<'rt> Storage<'rt> {
         let staged = scan_import(open()?, |event| {
             page.push(event);
             if page.len() == PAGE {
-                import.push(&page)?;
-                page.clear();
+                import.push_page(std::mem::replace(&mut page, Vec::with_capacity(PAGE)))?;
             }
             Ok(())
         })
@@ -434,7 +381,9 @@ impl<'rt> Storage<'rt> {
                 file.display()
             )));
         }
-        import.push(&page).map_err(|e| refused(ScanError::Visit(e)))?;
+        if !page.is_empty() {
+            import.push_page(page).map_err(|e| refused(ScanError::Visit(e)))?;
+        }
         import.commit().map_err(|e| refused(ScanError::Visit(e)))?;
         Ok(staged)
     }
@@ -449,7 +398,7 @@ impl<'rt> Storage<'rt> {
     /// dropped without a commit, it rolls back. Lets a caller stream events in (a convert) without
     /// holding them all.
     pub fn begin_import(&mut self) -> Result<Import<'_, 'rt>, StorageError> {
-        let importer = self.op("import", |s, b| b.agmsg_storage_driver().call_import_events(s))?;
+        let importer = self.op("import", |s, b| b.import_events(s))?;
         Ok(Import { driver: self, importer })
     }
 
@@ -468,17 +417,22 @@ impl Import<'_, '_> {
     /// Stage `events` (sent to the driver in pages).
     pub fn push(&mut self, events: &[Event]) -> Result<(), StorageError> {
         const PAGE: usize = 1000;
-        let importer = self.importer;
         for page in events.chunks(PAGE) {
-            self.driver.op("import", |s, b| b.agmsg_storage_driver().importer().call_push_page(s, importer, page))?;
+            self.push_page(page.to_vec())?;
         }
         Ok(())
+    }
+
+    /// Stage one page of at most 1000 events, taken by value (nothing copied on the way to the driver).
+    pub fn push_page(&mut self, page: Vec<Event>) -> Result<(), StorageError> {
+        let importer = self.importer;
+        self.driver.op("import", |s, b| b.push_page(s, importer, page))
     }
 
     /// Publish everything staged, at once.
     pub fn commit(self) -> Result<(), StorageError> {
         let importer = self.importer;
-        self.driver.op("import", |s, b| b.agmsg_storage_driver().importer().call_commit(s, importer))
+        self.driver.op("import", |s, b| b.commit(s, importer))
     }
 }
 

@@ -12,6 +12,7 @@ pub mod records;
 pub mod session;
 pub mod source;
 pub mod suite;
+pub mod types;
 pub mod wake;
 pub mod world;
 

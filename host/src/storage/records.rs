@@ -3,7 +3,7 @@
 
 use agmsg_contract::{check_name, is_transport_token, records};
 
-use super::world::wit::{Event, Message, ReadMark};
+use super::types::{Event, Message, ReadMark};
 
 /// A `message_sent` record with the keys in the order `type,id,team,from,to,body,at`.
 pub fn message_line(m: &Message) -> String {

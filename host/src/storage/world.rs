@@ -1,152 +1,185 @@
-//! The storage axis's world as the host calls it: the bindings of `agmsg:storage/storage-driver`, which
-//! share the `agmsg:host` interfaces of every axis (`runtime::caps::wit`), the bindings of the optional
-//! `agmsg:storage/storage-live` (1.1.0) and of `storage-receipts` and `storage-rename` (1.2.0), which
-//! share the first's types, and their [`DriverWorld`].
+//! The storage axis's version seam: the bindings of `agmsg:storage/storage-driver` and of its optional
+//! interfaces (one file each in `world/`), generated from the list below, and the typed calls the host
+//! makes on them, in the host's own types ([`super::types`]). This file and `world/` are the only ones
+//! that name a generated type; the conversions are here, where a value enters or leaves a driver.
 //!
-//! A component built against 1.0.0 exports `agmsg:storage/driver@1.0.0` and no `live`: wasmtime finds
-//! exports by semver-compatible name (`driver@1.1.0` is looked up as `driver@1`), so it loads, and
-//! [`StorageWorld::live`] is `None`; the same holds for the 1.2.0 interfaces and 1.0.0/1.1.0 drivers.
+//! A component built against 1.0.0 exports `agmsg:storage/driver@1.0.0` and none of the optional
+//! interfaces: wasmtime finds exports by semver-compatible name (`driver@1.2.0` is looked up as
+//! `driver@1`), so it loads, and `StorageWorld::live()` is `None`; likewise the 1.2.0 interfaces for
+//! 1.0.0 and 1.1.0 drivers. A new optional interface is a file `world/<name>.rs` and a line in
+//! `optional` (see `runtime/world.rs`).
 
 use wasmtime::Store;
-use wasmtime::component::InstancePre;
+use wasmtime::component::ResourceAny;
 
-use crate::axis::Axis;
-use crate::runtime::{DriverWorld, HostState};
+use super::types::{Description, Directive, Event, Message, Pair, ReadMark, Status, StorageError, StoreFile, WatchBatch};
+use crate::runtime::HostState;
 
-mod bindings {
-    wasmtime::component::bindgen!({
-        world: "agmsg:storage/storage-driver@1.2.0",
-        path: ["../wit/host", "../wit/storage"],
-        with: {
-            "agmsg:host/log": crate::runtime::caps::wit::log,
-            "agmsg:host/lock": crate::runtime::caps::wit::lock,
-            "agmsg:host/file-lock": crate::runtime::caps::wit::file_lock,
-        },
-    });
+crate::runtime::world::driver_world! {
+    /// A storage driver's instance: its `driver` exports, and each optional interface it exports.
+    world StorageWorld, pre StoragePre, axis Storage;
+    bindings "agmsg:storage/storage-driver@1.2.0" in "../wit/storage" as StorageDriver, StorageDriverIndices;
+    host {
+        "agmsg:host/log" => log,
+        "agmsg:host/lock" => lock,
+        "agmsg:host/file-lock" => file_lock,
+    }
+    optional {
+        live => "agmsg:storage/live@1.1.0",
+        receipts => "agmsg:storage/receipts@1.2.0",
+        rename => "agmsg:storage/rename@1.2.0",
+    }
 }
 
-mod live_bindings {
-    wasmtime::component::bindgen!({
-        world: "agmsg:storage/storage-live@1.2.0",
-        path: ["../wit/host", "../wit/storage"],
-        with: {
-            "agmsg:storage/types": super::bindings::agmsg::storage::types,
-        },
-    });
+/// The contract's shared types as generated (the optional interfaces' bindings reuse them).
+use bindings::agmsg::storage::types as wit;
+
+/// A call's outcome: a trap (`Err`), or the driver's own answer, its error in the host's type.
+pub type Call<T> = wasmtime::Result<Result<T, StorageError>>;
+
+/// The driver's answer with its value and error converted.
+fn answer<T, U>(result: wasmtime::Result<Result<T, wit::DriverError>>, convert: impl FnOnce(T) -> U) -> Call<U> {
+    result.map(|answer| answer.map(convert).map_err(StorageError::from))
 }
 
-mod receipts_bindings {
-    wasmtime::component::bindgen!({
-        world: "agmsg:storage/storage-receipts@1.2.0",
-        path: ["../wit/host", "../wit/storage"],
-        with: {
-            "agmsg:storage/types": super::bindings::agmsg::storage::types,
-        },
-    });
-}
-
-mod rename_bindings {
-    wasmtime::component::bindgen!({
-        world: "agmsg:storage/storage-rename@1.2.0",
-        path: ["../wit/host", "../wit/storage"],
-        with: {
-            "agmsg:storage/types": super::bindings::agmsg::storage::types,
-        },
-    });
-}
-
-/// The contract's types (`agmsg:storage/types`), as the host sees them.
-pub use bindings::agmsg::storage::types as wit;
-/// The optional `live` interface's own types (`wake`).
-pub use live_bindings::exports::agmsg::storage::live::Wake;
-/// The optional `receipts` interface's answer (`receipt`, `legacy-read`, `none`).
-pub use receipts_bindings::exports::agmsg::storage::receipts::ReceiptState;
-
-/// The optional interface, looked up by semver-compatible name (any 1.x from 1.1.0 on).
-const LIVE_INTERFACE: &str = "agmsg:storage/live@1.1.0";
-/// The optional 1.2.0 interfaces, looked up the same way (any 1.x from 1.2.0 on).
-const RECEIPTS_INTERFACE: &str = "agmsg:storage/receipts@1.2.0";
-const RENAME_INTERFACE: &str = "agmsg:storage/rename@1.2.0";
-
-/// A storage driver's instance: its `driver` exports, and its `live` exports when it offers them.
-pub struct StorageWorld {
-    driver: bindings::StorageDriver,
-    live: Option<live_bindings::StorageLive>,
-    receipts: Option<receipts_bindings::StorageReceipts>,
-    rename: Option<rename_bindings::StorageRename>,
+fn same<T>(value: T) -> T {
+    value
 }
 
 impl StorageWorld {
-    /// The contract's ops.
-    pub fn agmsg_storage_driver(&self) -> &bindings::exports::agmsg::storage::driver::Guest {
-        self.driver.agmsg_storage_driver()
+    fn driver(&self) -> &bindings::exports::agmsg::storage::driver::Guest {
+        self.core.agmsg_storage_driver()
     }
 
-    /// The optional `live` ops, if the driver exports them.
-    pub fn live(&self) -> Option<&live_bindings::exports::agmsg::storage::live::Guest> {
-        self.live.as_ref().map(|l| l.agmsg_storage_live())
+    pub fn check(&self, s: &mut Store<HostState>) -> Call<()> {
+        answer(self.driver().call_check(s), same)
     }
 
-    /// The optional `receipts` ops, if the driver exports them.
-    pub fn receipts(&self) -> Option<&receipts_bindings::exports::agmsg::storage::receipts::Guest> {
-        self.receipts.as_ref().map(|r| r.agmsg_storage_receipts())
+    pub fn describe(&self, s: &mut Store<HostState>) -> wasmtime::Result<Description> {
+        self.driver().call_describe(s).map(Description::from)
     }
 
-    /// The optional `rename` ops, if the driver exports them.
-    pub fn rename(&self) -> Option<&rename_bindings::exports::agmsg::storage::rename::Guest> {
-        self.rename.as_ref().map(|r| r.agmsg_storage_rename())
+    pub fn init(&self, s: &mut Store<HostState>) -> Call<()> {
+        answer(self.driver().call_init(s), same)
+    }
+
+    pub fn store_exists(&self, s: &mut Store<HostState>) -> Call<bool> {
+        answer(self.driver().call_store_exists(s), same)
+    }
+
+    pub fn send(&self, s: &mut Store<HostState>, team: &str, from: &str, to: &str, body: &str) -> Call<String> {
+        answer(self.driver().call_send(s, team, from, to, body), same)
+    }
+
+    pub fn list_unread(&self, s: &mut Store<HostState>, team: &str, agent: &str, limit: Option<u32>) -> Call<Vec<Message>> {
+        answer(self.driver().call_list_unread(s, team, agent, limit), messages)
+    }
+
+    pub fn mark_read_batch(&self, s: &mut Store<HostState>, team: &str, agent: &str, ids: &[String]) -> Call<()> {
+        answer(self.driver().call_mark_read_batch(s, team, agent, ids), same)
+    }
+
+    pub fn read_cursor_get(&self, s: &mut Store<HostState>, team: &str, agent: &str) -> Call<String> {
+        answer(self.driver().call_read_cursor_get(s, team, agent), same)
+    }
+
+    pub fn read_cursor_consume(&self, s: &mut Store<HostState>, team: &str, agent: &str, cursor: &str, ids: &[String]) -> Call<()> {
+        answer(self.driver().call_read_cursor_consume(s, team, agent, cursor, ids), same)
+    }
+
+    pub fn watch_tip(&self, s: &mut Store<HostState>, pairs: &[Pair]) -> Call<String> {
+        answer(self.driver().call_watch_tip(s, &wit_pairs(pairs)), same)
+    }
+
+    pub fn watch_after(&self, s: &mut Store<HostState>, cursor: &str, pairs: &[Pair]) -> Call<WatchBatch> {
+        answer(self.driver().call_watch_after(s, cursor, &wit_pairs(pairs)), |b| WatchBatch { messages: messages(b.messages), cursor: b.cursor })
+    }
+
+    pub fn history(&self, s: &mut Store<HostState>, team: &str, agent: Option<&str>, limit: Option<u32>) -> Call<Vec<Message>> {
+        answer(self.driver().call_history(s, team, agent, limit), messages)
+    }
+
+    pub fn compact(&self, s: &mut Store<HostState>) -> Call<()> {
+        answer(self.driver().call_compact(s), same)
+    }
+
+    /// A new `exporter` resource.
+    pub fn export_events(&self, s: &mut Store<HostState>) -> Call<ResourceAny> {
+        answer(self.driver().call_export_events(s), same)
+    }
+
+    pub fn next_page(&self, s: &mut Store<HostState>, exporter: ResourceAny, max: u32) -> Call<Vec<Event>> {
+        answer(self.driver().exporter().call_next_page(s, exporter, max), |page| page.into_iter().map(Event::from).collect())
+    }
+
+    /// A new `importer` resource.
+    pub fn import_events(&self, s: &mut Store<HostState>) -> Call<ResourceAny> {
+        answer(self.driver().call_import_events(s), same)
+    }
+
+    /// Stage `page` (taken by value: its strings move into the call, never copied).
+    pub fn push_page(&self, s: &mut Store<HostState>, importer: ResourceAny, page: Vec<Event>) -> Call<()> {
+        let page: Vec<wit::Event> = page.into_iter().map(wit::Event::from).collect();
+        answer(self.driver().importer().call_push_page(s, importer, &page), same)
+    }
+
+    pub fn commit(&self, s: &mut Store<HostState>, importer: ResourceAny) -> Call<()> {
+        answer(self.driver().importer().call_commit(s, importer), same)
     }
 }
 
-/// A pre-linked storage driver: where its exports are, found once at load.
-pub struct StoragePre {
-    instance_pre: InstancePre<HostState>,
-    driver: bindings::StorageDriverIndices,
-    /// `None`: the component does not export `agmsg:storage/live` (a 1.0.0 driver, or one that polls).
-    live: Option<live_bindings::StorageLiveIndices>,
-    receipts: Option<receipts_bindings::StorageReceiptsIndices>,
-    rename: Option<rename_bindings::StorageRenameIndices>,
+/// Pairs as the bindings take them (shared by the optional interfaces that take pairs).
+fn wit_pairs(pairs: &[Pair]) -> Vec<wit::Pair> {
+    pairs.iter().map(|p| wit::Pair { team: p.team.clone(), agent: p.agent.clone() }).collect()
 }
 
-impl StoragePre {
-    /// Whether the driver offers the optional `live` interface.
-    pub fn offers_live(&self) -> bool {
-        self.live.is_some()
-    }
+fn messages(messages: Vec<wit::Message>) -> Vec<Message> {
+    messages.into_iter().map(Message::from).collect()
+}
 
-    /// Whether the driver offers the optional `receipts` interface (1.2.0).
-    pub fn offers_receipts(&self) -> bool {
-        self.receipts.is_some()
-    }
-
-    /// Whether the driver offers the optional `rename` interface (1.2.0).
-    pub fn offers_rename(&self) -> bool {
-        self.rename.is_some()
+impl From<wit::DriverError> for StorageError {
+    fn from(e: wit::DriverError) -> StorageError {
+        let status = match e.status {
+            wit::Status::MissingDeps => Status::MissingDeps,
+            wit::Status::CorruptState => Status::CorruptState,
+            wit::Status::RuntimeError => Status::RuntimeError,
+        };
+        let directive = e.directive.map(|d| Directive { kind: d.kind, commands: d.commands, reason: d.reason });
+        StorageError { status, message: e.message, directive }
     }
 }
 
-impl DriverWorld for StorageWorld {
-    const AXIS: Axis = Axis::Storage;
-    type Pre = StoragePre;
-
-    fn pre(instance_pre: InstancePre<HostState>) -> wasmtime::Result<Self::Pre> {
-        let driver = bindings::StorageDriverIndices::new(&instance_pre)?;
-        // The probe: a component without the export has no `live`; one whose export has another shape
-        // is refused, as a malformed `driver` is.
-        let exports = |name: &str| instance_pre.component().get_export_index(None, name).is_some();
-        let live = if exports(LIVE_INTERFACE) { Some(live_bindings::StorageLiveIndices::new(&instance_pre)?) } else { None };
-        let receipts =
-            if exports(RECEIPTS_INTERFACE) { Some(receipts_bindings::StorageReceiptsIndices::new(&instance_pre)?) } else { None };
-        let rename = if exports(RENAME_INTERFACE) { Some(rename_bindings::StorageRenameIndices::new(&instance_pre)?) } else { None };
-        Ok(StoragePre { instance_pre, driver, live, receipts, rename })
+impl From<wit::Message> for Message {
+    fn from(m: wit::Message) -> Message {
+        Message { id: m.id, team: m.team, from: m.from, to: m.to, body: m.body, at: m.at }
     }
+}
 
-    fn instantiate(pre: &Self::Pre, store: &mut Store<HostState>) -> wasmtime::Result<Self> {
-        let instance = pre.instance_pre.instantiate(&mut *store)?;
-        let driver = pre.driver.load(&mut *store, &instance)?;
-        let live = pre.live.as_ref().map(|indices| indices.load(&mut *store, &instance)).transpose()?;
-        let receipts = pre.receipts.as_ref().map(|indices| indices.load(&mut *store, &instance)).transpose()?;
-        let rename = pre.rename.as_ref().map(|indices| indices.load(&mut *store, &instance)).transpose()?;
-        Ok(StorageWorld { driver, live, receipts, rename })
+impl From<wit::Event> for Event {
+    fn from(e: wit::Event) -> Event {
+        match e {
+            wit::Event::MessageSent(m) => Event::MessageSent(m.into()),
+            wit::Event::MessageRead(r) => Event::MessageRead(ReadMark { id: r.id, msg_id: r.msg_id, team: r.team, agent: r.agent, at: r.at }),
+        }
+    }
+}
+
+impl From<Event> for wit::Event {
+    fn from(e: Event) -> wit::Event {
+        match e {
+            Event::MessageSent(m) => wit::Event::MessageSent(wit::Message { id: m.id, team: m.team, from: m.from, to: m.to, body: m.body, at: m.at }),
+            Event::MessageRead(r) => wit::Event::MessageRead(wit::ReadMark { id: r.id, msg_id: r.msg_id, team: r.team, agent: r.agent, at: r.at }),
+        }
+    }
+}
+
+impl From<wit::Description> for Description {
+    fn from(d: wit::Description) -> Description {
+        Description {
+            name: d.name,
+            backend: d.backend,
+            capabilities: d.capabilities,
+            store_file: d.store_file.map(|f| StoreFile { key: f.key, path: f.path }),
+        }
     }
 }

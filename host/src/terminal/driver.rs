@@ -6,17 +6,15 @@
 //! values as one-line tokens (agmsg parses its `key=value` lines). Failure messages carry the driver's
 //! text as it is: the CLI prints them through [`crate::display`].
 
-use std::fmt;
-
 use wasmtime::Store;
 
 use super::manifest::TerminalManifest;
 use super::source::TerminalSource;
 use crate::display;
-use super::world::{TerminalWorld, wit};
+use super::world::{Call as WorldCall, TerminalWorld};
 use crate::runtime::{Driver, HostState, Runtime};
 
-pub use wit::{Answer, ArrangeOutcome, Description, Detection, Intent, NamingMode, PanePresence, SpawnTarget};
+pub use super::types::{Answer, ArrangeOutcome, Description, Detection, Intent, NamingMode, PanePresence, SpawnTarget, TermFailKind, TerminalError};
 
 /// Limits of `describe`'s values: a name, a capability or a hint key; the backend or a hint's value;
 /// the number of capabilities or hints.
@@ -33,40 +31,6 @@ fn is_runnable_hint(value: &str, programs: &[String]) -> bool {
         let mut words = command.split(' ');
         words.next().is_some_and(|program| programs.iter().any(|p| p == program)) && words.all(crate::shell::is_plain)
     })
-}
-
-/// The §2.3 failure classes and their exit codes: the contract's, which the SDK's `TermError` maps to.
-pub use agmsg_contract::TermFailKind;
-
-#[derive(Clone, Debug)]
-pub struct TerminalError {
-    pub kind: TermFailKind,
-    pub message: String,
-}
-
-impl TerminalError {
-    pub fn new(kind: TermFailKind, message: impl Into<String>) -> TerminalError {
-        TerminalError { kind, message: message.into() }
-    }
-}
-
-impl fmt::Display for TerminalError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for TerminalError {}
-
-impl From<wit::TermError> for TerminalError {
-    fn from(e: wit::TermError) -> TerminalError {
-        match e {
-            wit::TermError::Unreachable(m) => TerminalError::new(TermFailKind::Unreachable, m),
-            wit::TermError::Failed(m) => TerminalError::new(TermFailKind::Failed, m),
-            wit::TermError::Unsupported(m) => TerminalError::new(TermFailKind::Unsupported, m),
-            wit::TermError::MissingDeps(m) => TerminalError::new(TermFailKind::MissingDeps, m),
-        }
-    }
 }
 
 /// A terminal driver, loaded and ready for calls: the host's handle on the terminal through one driver.
@@ -100,8 +64,8 @@ impl<'rt> Terminal<'rt> {
         self.driver.call(op, f).map_err(|failure| TerminalError::new(TermFailKind::Unreachable, failure.message))
     }
 
-    fn op<T>(&mut self, op: &str, f: impl FnOnce(&mut Store<HostState>, &TerminalWorld) -> wasmtime::Result<Result<T, wit::TermError>>) -> Call<T> {
-        self.call(op, f)?.map_err(TerminalError::from)
+    fn op<T>(&mut self, op: &str, f: impl FnOnce(&mut Store<HostState>, &TerminalWorld) -> WorldCall<T>) -> Call<T> {
+        self.call(op, f)?
     }
 
     /// A value the CLI prints as (part of) one line: no line breaks or other control characters but tab.
@@ -117,7 +81,7 @@ impl<'rt> Terminal<'rt> {
     }
 
     pub fn check(&mut self) -> Call<()> {
-        self.op("check", |s, b| b.agmsg_terminal_driver().call_check(s))
+        self.op("check", |s, b| b.check(s))
     }
 
     /// The driver's description, checked: agmsg parses `describe`'s `key=value` lines, so every value is
@@ -125,7 +89,7 @@ impl<'rt> Terminal<'rt> {
     /// are tokens, and a hint is a key of its own (it cannot stand in for `name`, `priority`, `backend`
     /// or `capabilities`).
     pub fn describe(&mut self) -> Call<Description> {
-        let d = self.call("describe", |s, b| b.agmsg_terminal_driver().call_describe(s))?;
+        let d = self.call("describe", |s, b| b.describe(s))?;
         let refuse = |what: &str, value: &str, why: &str| {
             TerminalError::new(TermFailKind::Unreachable, format!("driver '{}' returned a malformed describe {what} {value:?}: {why}", self.name()))
         };
@@ -169,113 +133,113 @@ impl<'rt> Terminal<'rt> {
     }
 
     pub fn detect(&mut self, session_id: &str) -> Call<Detection> {
-        match self.call("detect", |s, b| b.agmsg_terminal_driver().call_detect(s, session_id))? {
+        match self.call("detect", |s, b| b.detect(s, session_id))? {
             Detection::Resolved(id) => Ok(Detection::Resolved(self.line("id", id)?)),
             other => Ok(other),
         }
     }
 
     pub fn spawn(&mut self, name: &str, project: &str, target: SpawnTarget, boot: &[String]) -> Call<String> {
-        let id = self.op("spawn", |s, b| b.agmsg_terminal_driver().call_spawn(s, name, project, target, boot))?;
+        let id = self.op("spawn", |s, b| b.spawn(s, name, project, target, boot))?;
         self.line("id", id)
     }
 
     pub fn despawn(&mut self, id: &str) -> Call<()> {
-        self.op("despawn", |s, b| b.agmsg_terminal_driver().call_despawn(s, id))
+        self.op("despawn", |s, b| b.despawn(s, id))
     }
 
     /// The pane's text, verbatim.
     pub fn peek(&mut self, id: &str, lines: Option<u32>) -> Call<String> {
-        self.op("peek", |s, b| b.agmsg_terminal_driver().call_peek(s, id, lines))
+        self.op("peek", |s, b| b.peek(s, id, lines))
     }
 
     pub fn poke(&mut self, id: &str, text: &str) -> Call<()> {
-        self.op("poke", |s, b| b.agmsg_terminal_driver().call_poke(s, id, text))
+        self.op("poke", |s, b| b.poke(s, id, text))
     }
 
     pub fn pane_state(&mut self, id: &str) -> Call<PanePresence> {
-        self.op("pane-state", |s, b| b.agmsg_terminal_driver().call_pane_state(s, id))
+        self.op("pane-state", |s, b| b.pane_state(s, id))
     }
 
     pub fn where_is(&mut self, id: &str) -> Call<String> {
-        let container = self.op("where", |s, b| b.agmsg_terminal_driver().call_where_is(s, id))?;
+        let container = self.op("where", |s, b| b.where_is(s, id))?;
         self.line("container", container)
     }
 
     pub fn arrange(&mut self, source: &str, intent: Intent, target: &str) -> Call<ArrangeOutcome> {
-        self.op("arrange", |s, b| b.agmsg_terminal_driver().call_arrange(s, source, intent, target))
+        self.op("arrange", |s, b| b.arrange(s, source, intent, target))
     }
 
     pub fn name_pane(&mut self, id: &str, team: &str, agent: &str, mode: NamingMode) -> Call<()> {
-        self.op("name", |s, b| b.agmsg_terminal_driver().call_name(s, id, team, agent, mode))
+        self.op("name", |s, b| b.name(s, id, team, agent, mode))
     }
 
     pub fn capability(&mut self, capability: &str, id: Option<&str>) -> Call<Answer> {
-        self.op("capability", |s, b| b.agmsg_terminal_driver().call_capability(s, capability, id))
+        self.op("capability", |s, b| b.capability(s, capability, id))
     }
 
     pub fn team_observe(&mut self, id: &str) -> Call<String> {
-        let facts = self.op("team-observe", |s, b| b.agmsg_terminal_driver().call_team_observe(s, id))?;
+        let facts = self.op("team-observe", |s, b| b.team_observe(s, id))?;
         self.line("observation", facts)
     }
 
     pub fn team_input_ready(&mut self, id: &str, expected: &str) -> Call<Answer> {
-        self.op("team-input-ready", |s, b| b.agmsg_terminal_driver().call_team_input_ready(s, id, expected))
+        self.op("team-input-ready", |s, b| b.team_input_ready(s, id, expected))
     }
 
     pub fn find_by_label(&mut self, label: &str) -> Call<Vec<String>> {
-        let ids = self.op("find-by-label", |s, b| b.agmsg_terminal_driver().call_find_by_label(s, label))?;
+        let ids = self.op("find-by-label", |s, b| b.find_by_label(s, label))?;
         self.lines("id", ids)
     }
 
     pub fn label_of(&mut self, id: &str) -> Call<String> {
-        let label = self.op("label-of", |s, b| b.agmsg_terminal_driver().call_label_of(s, id))?;
+        let label = self.op("label-of", |s, b| b.label_of(s, id))?;
         self.line("label", label)
     }
 
     pub fn id_ok(&mut self, id: &str) -> Call<bool> {
-        self.op("id-ok", |s, b| b.agmsg_terminal_driver().call_id_ok(s, id))
+        self.op("id-ok", |s, b| b.id_ok(s, id))
     }
 
     pub fn pane_process_observe(&mut self, id: &str) -> Call<Vec<String>> {
-        let pids = self.op("pane-process-observe", |s, b| b.agmsg_terminal_driver().call_pane_process_observe(s, id))?;
+        let pids = self.op("pane-process-observe", |s, b| b.pane_process_observe(s, id))?;
         self.lines("pid", pids)
     }
 
     pub fn enumerate_panes(&mut self) -> Call<Vec<String>> {
-        let rows = self.op("enumerate-panes", |s, b| b.agmsg_terminal_driver().call_enumerate_panes(s))?;
+        let rows = self.op("enumerate-panes", |s, b| b.enumerate_panes(s))?;
         self.lines("pane row", rows)
     }
 
     pub fn fence(&mut self, id: &str, seat_pid: Option<&str>) -> Call<String> {
-        let fence = self.op("fence", |s, b| b.agmsg_terminal_driver().call_fence(s, id, seat_pid))?;
+        let fence = self.op("fence", |s, b| b.fence(s, id, seat_pid))?;
         self.line("fence", fence)
     }
 
     pub fn pane_focused(&mut self, id: &str) -> Call<bool> {
-        self.op("pane-focused", |s, b| b.agmsg_terminal_driver().call_pane_focused(s, id))
+        self.op("pane-focused", |s, b| b.pane_focused(s, id))
     }
 
     pub fn input_clear(&mut self, id: &str) -> Call<()> {
-        self.op("input-clear", |s, b| b.agmsg_terminal_driver().call_input_clear(s, id))
+        self.op("input-clear", |s, b| b.input_clear(s, id))
     }
 
     pub fn input_type(&mut self, id: &str, text: &str) -> Call<()> {
-        self.op("input-type", |s, b| b.agmsg_terminal_driver().call_input_type(s, id, text))
+        self.op("input-type", |s, b| b.input_type(s, id, text))
     }
 
     pub fn expected_label(&mut self, team: &str, agent: &str) -> Call<String> {
-        let label = self.op("expected-label", |s, b| b.agmsg_terminal_driver().call_expected_label(s, team, agent))?;
+        let label = self.op("expected-label", |s, b| b.expected_label(s, team, agent))?;
         self.line("label", label)
     }
 
     pub fn instance_for_ref(&mut self, reference: &str) -> Call<String> {
-        let instance = self.op("instance-for-ref", |s, b| b.agmsg_terminal_driver().call_instance_for_ref(s, reference))?;
+        let instance = self.op("instance-for-ref", |s, b| b.instance_for_ref(s, reference))?;
         self.line("instance", instance)
     }
 
     pub fn id_split(&mut self, id: &str) -> Call<(String, String)> {
-        let (instance, pane) = self.op("id-split", |s, b| b.agmsg_terminal_driver().call_id_split(s, id))?;
+        let (instance, pane) = self.op("id-split", |s, b| b.id_split(s, id))?;
         Ok((self.line("instance", instance)?, self.line("pane", pane)?))
     }
 }

@@ -8,6 +8,7 @@ pub mod resolve;
 pub mod shim;
 pub mod source;
 pub mod suite;
+pub mod types;
 pub mod world;
 
 pub use driver::{TerminalError, Terminal};

@@ -8,9 +8,10 @@
 
 use crate::axis::Axis;
 use crate::axis_module::Reference;
-use crate::agent::world::{PlugWorld, wit};
+use crate::agent::world::{Call, PlugWorld};
 use crate::runtime::{Driver, DriverSource, Runtime};
 
+use super::types::{PlugError, PlugTarget};
 use super::{Answer, Context, Mode, Outcome, Status};
 
 /// At most this many notice or detail lines, each at most [`MAX_LINE`] characters.
@@ -92,33 +93,15 @@ impl Overrides for NoPlug {
 /// A loaded plug component.
 pub struct Plug<'rt> {
     driver: Driver<'rt, PlugWorld>,
-    target: wit::Target,
+    target: PlugTarget,
     /// What the host's directives are checked against.
     ctx: Context,
-}
-
-fn to_wit(mode: Mode) -> wit::Mode {
-    match mode {
-        Mode::Monitor => wit::Mode::Monitor,
-        Mode::Turn => wit::Mode::Turn,
-        Mode::Both => wit::Mode::Both,
-        Mode::Off => wit::Mode::Off,
-    }
-}
-
-fn from_wit(mode: wit::Mode) -> Mode {
-    match mode {
-        wit::Mode::Monitor => Mode::Monitor,
-        wit::Mode::Turn => Mode::Turn,
-        wit::Mode::Both => Mode::Both,
-        wit::Mode::Off => Mode::Off,
-    }
 }
 
 impl<'rt> Plug<'rt> {
     pub fn open(runtime: &'rt Runtime, source: &DriverSource, ctx: &Context, hooks_file: &str) -> Result<Plug<'rt>, String> {
         let driver = Driver::open(runtime, source, None).map_err(|f| format!("delivery plug of {}: {}", ctx.agent_type, f.message))?;
-        let target = wit::Target {
+        let target = PlugTarget {
             agent_type: ctx.agent_type.clone(),
             project: ctx.project.clone(),
             skill_dir: ctx.skill_dir.clone(),
@@ -132,13 +115,13 @@ impl<'rt> Plug<'rt> {
     }
 
     /// Call `op`; `Ok(None)` when the plug does not override it.
-    fn call<T>(&mut self, op: &str, f: impl FnOnce(&mut wasmtime::Store<crate::runtime::HostState>, &PlugWorld, &wit::Target) -> wasmtime::Result<Result<T, wit::PlugError>>) -> Result<Option<T>, String> {
-        let target = self.target.clone();
-        let answer = self.driver.call(op, |store, world| f(store, world, &target)).map_err(|f| f.message)?;
+    fn call<T>(&mut self, op: &str, f: impl FnOnce(&mut wasmtime::Store<crate::runtime::HostState>, &PlugWorld, &PlugTarget) -> Call<T>) -> Result<Option<T>, String> {
+        let target = &self.target;
+        let answer = self.driver.call(op, |store, world| f(store, world, target)).map_err(|f| f.message)?;
         match answer {
             Ok(value) => Ok(Some(value)),
-            Err(wit::PlugError::NotOverridden) => Ok(None),
-            Err(wit::PlugError::Failed(why)) => Err(format!("{} failed in {op}: {}", self.name(), crate::display::line(&why))),
+            Err(PlugError::NotOverridden) => Ok(None),
+            Err(PlugError::Failed(why)) => Err(format!("{} failed in {op}: {}", self.name(), crate::display::line(&why))),
         }
     }
 
@@ -171,38 +154,37 @@ impl<'rt> Plug<'rt> {
 impl Overrides for Plug<'_> {
     fn apply(&mut self, mode: Mode, current: Option<&str>) -> Result<Option<Outcome>, String> {
         let current = current.map(str::to_owned);
-        let Some(applied) = self.call("apply", |store, world, target| world.agmsg_agent_driver().call_apply(store, target, to_wit(mode), current.as_deref()))? else {
+        let Some(applied) = self.call("apply", |store, world, target| world.apply(store, target, mode, current.as_deref()))? else {
             return Ok(None);
         };
         let answer = match applied.file {
-            wit::FileAnswer::Write(text) => Answer::Write(self.file_text(text)?),
-            wit::FileAnswer::Remove => Answer::Remove,
-            wit::FileAnswer::Keep => Answer::Keep,
+            Answer::Write(text) => Answer::Write(self.file_text(text)?),
+            other => other,
         };
         Ok(Some(Outcome { answer: Some(answer), notices: self.lines("apply", applied.notices)?, warnings: Vec::new() }))
     }
 
     fn status(&mut self, current: Option<&str>) -> Result<Option<Status>, String> {
         let current = current.map(str::to_owned);
-        let Some((mode, details)) = self.call("status", |store, world, target| world.agmsg_agent_driver().call_status(store, target, current.as_deref()))? else {
+        let Some((mode, details)) = self.call("status", |store, world, target| world.status(store, target, current.as_deref()))? else {
             return Ok(None);
         };
         self.lines("status", details)?;
-        Ok(Some(Status::of(from_wit(mode))))
+        Ok(Some(Status::of(mode)))
     }
 
     fn on_enable(&mut self, mode: Mode) -> Result<Option<Vec<String>>, String> {
-        let lines = self.call("on-enable", |store, world, target| world.agmsg_agent_driver().call_on_enable(store, target, to_wit(mode)))?;
+        let lines = self.call("on-enable", |store, world, target| world.on_enable(store, target, mode))?;
         lines.map(|l| self.lines("on-enable", l)).transpose()
     }
 
     fn on_disable(&mut self) -> Result<Option<Vec<String>>, String> {
-        let lines = self.call("on-disable", |store, world, target| world.agmsg_agent_driver().call_on_disable(store, target))?;
+        let lines = self.call("on-disable", |store, world, target| world.on_disable(store, target))?;
         lines.map(|l| self.lines("on-disable", l)).transpose()
     }
 
     fn stop_directive(&mut self) -> Result<Option<String>, String> {
-        let text = self.call("stop-directive", |store, world, target| world.agmsg_agent_driver().call_stop_directive(store, target))?;
+        let text = self.call("stop-directive", |store, world, target| world.stop_directive(store, target))?;
         // One text of several lines (agmsg prints a blank line, then the directive): each line checked.
         text.map(|t| self.lines("stop-directive", t.split('\n').map(str::to_owned).collect()).map(|l| l.join("\n"))).transpose()
     }

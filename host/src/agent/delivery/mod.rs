@@ -26,56 +26,12 @@ pub mod json_hooks;
 pub mod rules;
 pub mod shim;
 pub mod target;
-
-use std::fmt;
+pub mod types;
 
 use crate::agent::plug::Function;
 use crate::agent::registry::{AgentType, Origin};
 use component::Overrides;
-
-/// A delivery mode (agmsg's four).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    Monitor,
-    Turn,
-    Both,
-    Off,
-}
-
-impl Mode {
-    pub const ALL: [Mode; 4] = [Mode::Monitor, Mode::Turn, Mode::Both, Mode::Off];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Monitor => "monitor",
-            Mode::Turn => "turn",
-            Mode::Both => "both",
-            Mode::Off => "off",
-        }
-    }
-
-    /// agmsg's mode names; anything else is `Unknown mode: X (use monitor|turn|both|off)`.
-    pub fn parse(text: &str) -> Result<Mode, String> {
-        Mode::ALL.into_iter().find(|m| m.name() == text).ok_or_else(|| format!("Unknown mode: {text} (use monitor|turn|both|off)"))
-    }
-}
-
-impl fmt::Display for Mode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// What to do with the target file.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Answer {
-    /// Replace (or create) it with this text.
-    Write(String),
-    /// Remove it (nothing when it is absent).
-    Remove,
-    /// Leave it as it is.
-    Keep,
-}
+pub use types::{Answer, Mode};
 
 /// An apply's answer and what to tell the user.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

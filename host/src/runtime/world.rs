@@ -1,0 +1,133 @@
+//! The version seam's one shape, for every axis: [`driver_world!`] generates an axis's world from one
+//! list (its bindings, the `agmsg:host` interfaces they share, its optional interfaces) and its
+//! [`crate::runtime::DriverWorld`] impl, so the three axis worlds are not near-copies and an optional
+//! interface costs its own file plus one line of the list.
+//!
+//! What the macro writes, in the axis's `world.rs`:
+//! - `mod bindings`: wasmtime's bindgen of the axis world, the host interfaces mapped (`with`) to
+//!   `runtime::caps::wit`, so every axis shares one definition of each;
+//! - one `mod <name>;` per optional interface (`<axis>/world/<name>.rs`), which holds its bindings
+//!   ([`optional_interface!`]: its own bindgen, the axis's shared types mapped to `bindings`', and
+//!   `Exports` / `Indices` naming what was generated) and its typed calls with their conversions;
+//! - the world (`$World`: the instance's exports, each optional one `Option`al) and its pre-linked form
+//!   (`$Pre`: where the exports are, probed once at load: an optional interface is present when the
+//!   component exports its name, looked up by semver-compatible name, so `live@1.1.0` finds any 1.x
+//!   from 1.1.0 on; one exported with another shape is refused, as a malformed driver is);
+//! - `Offers`, which optional interfaces a loaded driver exports; `HOST_INTERFACES`, checked by a test
+//!   against `Axis::host_interfaces`, so the bindings and the linker agree on what the axis is offered.
+//!
+//! The typed calls on the core interface (domain types in, domain types out) are written beside the
+//! invocation, in the axis's `world.rs`: that file and `world/` are the only ones naming generated types.
+
+/// See the module's documentation. `optional` entries are `name => "package/interface@version"`, the
+/// version being the one the interface first appeared in.
+macro_rules! driver_world {
+    (
+        $(#[$meta:meta])*
+        world $World:ident, pre $Pre:ident, axis $axis:ident;
+        bindings $world:tt in $wit:tt as $Bindings:ident, $Indices:ident;
+        host { $($host:tt => $cap:ident),* $(,)? }
+        optional { $($field:ident => $iface:tt),* $(,)? }
+    ) => {
+        mod bindings {
+            wasmtime::component::bindgen!({
+                world: $world,
+                path: ["../wit/host", $wit],
+                with: { $($host: crate::runtime::caps::wit::$cap,)* },
+            });
+        }
+
+        $(mod $field;)*
+
+        /// The `agmsg:host` interfaces the bindings share with the runtime (the axis's, `axis.rs`).
+        pub const HOST_INTERFACES: &[&str] = &[$($host),*];
+
+        /// Which optional interfaces a loaded driver exports, found at load.
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub struct Offers {
+            $(pub $field: bool,)*
+        }
+
+        $(#[$meta])*
+        pub struct $World {
+            core: bindings::$Bindings,
+            $($field: Option<$field::Exports>,)*
+        }
+
+        /// A pre-linked driver: where its exports are, found once at load.
+        pub struct $Pre {
+            instance_pre: wasmtime::component::InstancePre<crate::runtime::HostState>,
+            core: bindings::$Indices,
+            $($field: Option<$field::Indices>,)*
+        }
+
+        impl $Pre {
+            /// The optional interfaces the driver exports.
+            pub fn offers(&self) -> Offers {
+                Offers { $($field: self.$field.is_some(),)* }
+            }
+        }
+
+        impl $World {
+            $(
+                /// This optional interface's typed calls, if the driver exports it.
+                pub fn $field(&self) -> Option<&$field::Exports> {
+                    self.$field.as_ref()
+                }
+            )*
+        }
+
+        impl crate::runtime::DriverWorld for $World {
+            const AXIS: crate::axis::Axis = crate::axis::Axis::$axis;
+            type Pre = $Pre;
+
+            fn pre(instance_pre: wasmtime::component::InstancePre<crate::runtime::HostState>) -> wasmtime::Result<$Pre> {
+                let core = bindings::$Indices::new(&instance_pre)?;
+                $(
+                    let $field = match instance_pre.component().get_export_index(None, $iface) {
+                        Some(_) => Some($field::Indices::new(&instance_pre)?),
+                        None => None,
+                    };
+                )*
+                Ok($Pre { instance_pre, core, $($field,)* })
+            }
+
+            fn instantiate(pre: &$Pre, store: &mut wasmtime::Store<crate::runtime::HostState>) -> wasmtime::Result<Self> {
+                let instance = pre.instance_pre.instantiate(&mut *store)?;
+                let core = pre.core.load(&mut *store, &instance)?;
+                $(let $field = pre.$field.as_ref().map(|indices| indices.load(&mut *store, &instance)).transpose()?;)*
+                Ok($World { core, $($field,)* })
+            }
+        }
+
+        #[cfg(test)]
+        mod seam_tests {
+            #[test]
+            fn the_bindings_share_exactly_the_host_interfaces_the_axis_is_offered() {
+                let offered: Vec<&str> = crate::axis::Axis::$axis.host_interfaces().iter().map(|i| i.name()).collect();
+                assert_eq!(super::HOST_INTERFACES, offered.as_slice());
+            }
+        }
+    };
+}
+
+/// The bindings of one optional interface, in its own file `<axis>/world/<name>.rs`: wasmtime's bindgen
+/// of its world with the axis's shared types mapped to the core bindings' (`super::bindings::...`), so
+/// values pass between the two without conversion, and the names `driver_world!` looks for.
+macro_rules! optional_interface {
+    (bindings $world:tt in $wit:tt as $Exports:ident, $Indices:ident; types $types:tt => $($path:ident)::+) => {
+        wasmtime::component::bindgen!({
+            world: $world,
+            path: ["../wit/host", $wit],
+            with: { $types: super::bindings::$($path)::+ },
+        });
+
+        /// The interface's exports, as loaded from an instance.
+        pub type Exports = $Exports;
+        /// Where its exports are in a component.
+        pub type Indices = $Indices;
+    };
+}
+
+pub(crate) use driver_world;
+pub(crate) use optional_interface;

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Env, build_project as build};
+use common::{Env, Run, build_project as build};
 
 #[test]
 fn generated_drivers_build_and_pass_the_contract_suite() {
@@ -66,4 +66,31 @@ fn refuses_bad_names_and_non_empty_directories() {
     let run = env.run(&["driver", "new", "storage", "ok-name", "--path", env.dir.path().to_str().unwrap()]);
     assert_eq!(run.code, 2, "{run:?}");
     assert!(run.stderr.contains("is not empty"), "{run:?}");
+}
+
+/// A project that cannot be written is a failure (exit 1) with why, not a usage error: the command
+/// line was right. (It exited 2, the usage code, before the error model.)
+#[test]
+fn a_directory_that_cannot_be_written_fails_with_1_not_usage() {
+    let env = Env::new();
+    let run = env.run(&["driver", "new", "storage", "ok-name", "--path", "/proc/agmsg-host-nowhere/ok-name"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("cannot create /proc/agmsg-host-nowhere/ok-name"), "{run:?}");
+}
+
+/// `driver test` that cannot make its scratch directory fails with 1 and why: its command line was
+/// right. (It exited 2, the usage code, before the error model; with no compile cache configured it
+/// needs a temporary directory, and TMPDIR names none.)
+#[test]
+fn driver_test_without_a_scratch_directory_fails_with_1_not_usage() {
+    let out = std::process::Command::new(common::BIN)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("TMPDIR", "/proc/agmsg-host-nowhere")
+        .args(["driver", "test", "jsonl"])
+        .output()
+        .unwrap();
+    let run = Run::from(out);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("cannot create a temporary directory"), "{run:?}");
 }

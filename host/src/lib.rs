@@ -25,6 +25,7 @@ pub mod capabilities;
 pub mod catalog;
 pub mod directive;
 pub mod display;
+pub mod error;
 pub mod log;
 pub mod plugin;
 pub mod runtime;

@@ -13,7 +13,9 @@ use serde_json::json;
 
 use agmsg_host::agent::delivery::{self, Mode, SideEffect};
 use agmsg_host::agent::registry::{self, Registry};
+use super::exit;
 use agmsg_host::display;
+use agmsg_host::error::{ExitClass, HostError};
 
 pub const LONG_HELP: &str = "How an agent type is told of new messages: agmsg's delivery modes, \
     written into the project's delivery file (the type's hooks_file) exactly as agmsg's delivery.sh \
@@ -27,9 +29,6 @@ pub const LONG_HELP: &str = "How an agent type is told of new messages: agmsg's 
     apply, on-enable, on-disable and stop-directive are agmsg's _delivery.sh functions with agmsg's \
     argv (what `agmsg-host shim types` forwards to); the last three exit 3, printing nothing, when the \
     type does not override the op, so agmsg runs its own default.";
-
-/// The exit code of a side-effect op the type does not override.
-const NOT_OVERRIDDEN: u8 = 3;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum DeliveryCommand {
@@ -89,36 +88,17 @@ pub enum DeliveryCommand {
     },
 }
 
-/// Why a command ended without doing its work.
-enum Failure {
-    /// Refused: the message (exit 1).
-    Refused(String),
-    /// A side-effect op the type does not override (exit 3, nothing printed).
-    NotOverridden,
-}
-
-impl From<String> for Failure {
-    fn from(message: String) -> Failure {
-        Failure::Refused(message)
-    }
-}
-
 /// `delivery <command>`, with the global `--driver` (a plug component instead of the type's own).
 pub fn run(plug: Option<String>, command: DeliveryCommand) -> ExitCode {
     match run_command(plug.as_deref(), command) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::NotOverridden) => ExitCode::from(NOT_OVERRIDDEN),
-        Err(Failure::Refused(message)) => {
-            for line in message.lines() {
-                eprintln!("agmsg-host delivery: {}", display::line(line));
-            }
-            ExitCode::from(1)
-        }
+        // A refusal's message may be several lines (a plug's error with its context).
+        Err(e) => exit::fail_lines("delivery", &e),
     }
 }
 
-fn skill_dir() -> Result<PathBuf, String> {
-    registry::skill_dir().ok_or_else(|| "agmsg's directory is unknown: set AGMSG_SKILL_DIR (or HOME)".to_owned())
+fn skill_dir() -> Result<PathBuf, HostError> {
+    registry::skill_dir().ok_or_else(|| HostError::refused("agmsg's directory is unknown: set AGMSG_SKILL_DIR (or HOME)"))
 }
 
 /// One line on stdout. A reader that went away (a closed pipe) loses the rest of the output, never the
@@ -137,9 +117,9 @@ fn print_report(report: &delivery::SetReport) {
     }
 }
 
-/// A side-effect op's answer: its lines, or exit 3 for agmsg's default.
-fn print_side_effect(lines: Option<Vec<String>>) -> Result<(), Failure> {
-    let lines = lines.ok_or(Failure::NotOverridden)?;
+/// A side-effect op's answer: its lines, or, printing nothing, "not overridden" for agmsg's default.
+fn print_side_effect(lines: Option<Vec<String>>) -> Result<(), HostError> {
+    let lines = lines.ok_or_else(|| HostError::new(ExitClass::NotOverridden, ""))?;
     for line in &lines {
         say(display::text(line));
     }
@@ -156,7 +136,7 @@ fn require<'r>(registry: &'r Registry, name: &str) -> Result<&'r agmsg_host::age
     Ok(t)
 }
 
-fn run_command(plug: Option<&str>, command: DeliveryCommand) -> Result<(), Failure> {
+fn run_command(plug: Option<&str>, command: DeliveryCommand) -> Result<(), HostError> {
     let registry = Registry::from_env();
     let plug = plug.map(delivery::component::source_named).transpose()?;
     let plug = plug.as_ref();

@@ -13,6 +13,9 @@
 
 use std::process::ExitCode;
 
+use super::exit;
+use agmsg_host::error::HostError;
+
 use agmsg_conformance::{Harness, Verdict, run_rule};
 
 use agmsg_host::axis::Axis;
@@ -46,27 +49,19 @@ fn suite_for(reference: &str) -> Result<(Axis, Suite), String> {
 pub fn test(driver: &str) -> ExitCode {
     let (axis, Suite { rules, driver, sha256, env }) = match suite_for(driver) {
         Ok(suite) => suite,
-        Err(e) => {
-            eprintln!("agmsg-host driver test: {}", agmsg_host::display::line(&e.to_string()));
-            return ExitCode::from(2);
-        }
+        // A reference that names no driver: the command line is wrong.
+        Err(e) => return exit::fail("driver test", &HostError::usage(e)),
     };
     let bin = match std::env::current_exe() {
         Ok(bin) => bin,
-        Err(e) => {
-            eprintln!("agmsg-host driver test: cannot locate agmsg-host itself: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return exit::fail("driver test", &HostError::refused(format!("cannot locate agmsg-host itself: {e}"))),
     };
     // The rules' processes share one compile cache: the user's, else one for this run.
     let run_cache = tempfile::tempdir();
     let cache = match (CompileCache::from_env().dir(), &run_cache) {
         (Some(dir), _) => dir.to_owned(),
         (None, Ok(tmp)) => tmp.path().to_owned(),
-        (None, Err(e)) => {
-            eprintln!("agmsg-host driver test: cannot create a temporary directory: {e}");
-            return ExitCode::from(2);
-        }
+        (None, Err(e)) => return exit::fail("driver test", &HostError::refused(format!("cannot create a temporary directory: {e}"))),
     };
     let harness = Harness { bin, cache, env };
     println!("{axis} contract suite against '{driver}' (sha256 {})", &sha256[..16.min(sha256.len())]);
@@ -101,5 +96,5 @@ pub fn test(driver: &str) -> ExitCode {
     } else {
         println!("{passed} of {total} rules passed, {skipped} skipped (not applicable to this driver)");
     }
-    if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) }
+    if failed == 0 { ExitCode::SUCCESS } else { exit::no() }
 }

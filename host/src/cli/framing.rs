@@ -8,18 +8,7 @@ use agmsg_host::{directive, display};
 use agmsg_host::storage::StorageError;
 use agmsg_host::storage::driver::Directive;
 
-/// How an op reports its outcome, as agmsg's drivers do (spec §2.1, §6.2).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Shape {
-    /// The status word as the last stdout line (`ok`, or the failure's word), its exit code.
-    Control,
-    /// Data only on stdout; a failure prints nothing there, its message on stderr.
-    Record,
-    /// A terminal token op: `unknown` for 10 and 12, `unsupported` for 13.
-    Token,
-    /// A terminal pane-state: `unknown` whatever the failure.
-    Presence,
-}
+pub use agmsg_host::error::Shape;
 
 /// A control op's failure: the §1.6 directive if any, the status word last on stdout, the message on
 /// stderr, the status's exit code.
@@ -42,7 +31,7 @@ pub fn control_failure(e: &StorageError, driver: &str) -> ExitCode {
 /// driver can neither drive the terminal nor forge a line of its own.
 pub fn record_failure(e: &StorageError) -> ExitCode {
     eprintln!("agmsg-host: {}", display::line(&e.message));
-    ExitCode::from(e.status.exit_code())
+    super::exit::code(e.into())
 }
 
 /// A §1.6 directive line, when the host relays it ([`directive::relayable`]: an install, its commands

@@ -2,6 +2,7 @@
 
 mod delivery;
 mod driver;
+mod exit;
 mod framing;
 mod messaging;
 mod plugin;

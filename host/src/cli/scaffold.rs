@@ -6,7 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use super::exit;
 use agmsg_host::axis::Axis;
+use agmsg_host::error::HostError;
 
 /// An agmsg driver name (the contract's rule) that is also a conventional cargo package name: cargo
 /// refuses a leading digit, '-' or '_', and rustc warns about an uppercase crate name.
@@ -26,29 +28,28 @@ pub fn new(axis: Axis, name: &str, path: Option<PathBuf>, sdk: Option<PathBuf>) 
             println!("next: cd {} && cargo build --release --target wasm32-wasip2  (then see README.md)", dir.display());
             ExitCode::SUCCESS
         }
-        Err(message) => {
-            eprintln!("agmsg-host driver new: {message}");
-            ExitCode::from(2)
-        }
+        Err(e) => exit::fail("driver new", &e),
     }
 }
 
-fn create(axis: Axis, name: &str, path: Option<PathBuf>, sdk: Option<PathBuf>) -> Result<PathBuf, String> {
+/// Bad arguments (the name, `--sdk`, a `--path` that is not empty) are usage errors; a directory or
+/// file that cannot be written is a failure of the command, not of its line.
+fn create(axis: Axis, name: &str, path: Option<PathBuf>, sdk: Option<PathBuf>) -> Result<PathBuf, HostError> {
     if !valid_name(name) {
-        return Err(format!("the name must be lowercase letters, digits, '-' and '_', starting with a letter, not {name:?}"));
+        return Err(HostError::usage(format!("the name must be lowercase letters, digits, '-' and '_', starting with a letter, not {name:?}")));
     }
     let sdk = match sdk {
-        Some(sdk) => sdk.canonicalize().map_err(|e| format!("--sdk {}: {e}", sdk.display()))?,
-        None => default_sdk().ok_or("cannot find agmsg-host's guest-sdk: pass --sdk <path to guest-sdk>")?,
+        Some(sdk) => sdk.canonicalize().map_err(|e| HostError::usage(format!("--sdk {}: {e}", sdk.display())))?,
+        None => default_sdk().ok_or_else(|| HostError::usage("cannot find agmsg-host's guest-sdk: pass --sdk <path to guest-sdk>"))?,
     };
     if !sdk.join("Cargo.toml").is_file() {
-        return Err(format!("{} is not the guest-sdk crate (no Cargo.toml)", sdk.display()));
+        return Err(HostError::usage(format!("{} is not the guest-sdk crate (no Cargo.toml)", sdk.display())));
     }
     let dir = path.unwrap_or_else(|| PathBuf::from(name));
     if dir.read_dir().is_ok_and(|mut entries| entries.next().is_some()) {
-        return Err(format!("{} exists and is not empty", dir.display()));
+        return Err(HostError::usage(format!("{} exists and is not empty", dir.display())));
     }
-    let sdk_text = sdk.to_str().ok_or("the SDK's path is not UTF-8")?;
+    let sdk_text = sdk.to_str().ok_or_else(|| HostError::usage("the SDK's path is not UTF-8"))?;
     let fill = |text: &str| {
         text.replace("{{crate_file}}", &name.replace('-', "_"))
             .replace("{{crate}}", name)
@@ -58,9 +59,9 @@ fn create(axis: Axis, name: &str, path: Option<PathBuf>, sdk: Option<PathBuf>) -
     for (relative, template) in agmsg_host::module(axis).template() {
         let target = dir.join(relative);
         if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            std::fs::create_dir_all(parent).map_err(|e| HostError::refused(format!("cannot create {}: {e}", parent.display())))?;
         }
-        std::fs::write(&target, fill(template)).map_err(|e| format!("cannot write {}: {e}", target.display()))?;
+        std::fs::write(&target, fill(template)).map_err(|e| HostError::refused(format!("cannot write {}: {e}", target.display())))?;
     }
     Ok(dir)
 }

@@ -18,6 +18,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use super::exit;
+use agmsg_host::error::{ExitClass, HostError};
 use agmsg_host::shell::quote;
 use agmsg_host::storage::location;
 
@@ -197,10 +199,7 @@ _agmsg_host_storage_team_of_two() {
 pub fn run(driver_flag: Option<String>, name: Option<String>, output: Option<PathBuf>) -> ExitCode {
     match write_shim(driver_flag, name, output) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("agmsg-host shim storage: {message}");
-            ExitCode::from(13)
-        }
+        Err(message) => exit::fail("shim storage", &HostError::new(ExitClass::RUNTIME, message)),
     }
 }
 
@@ -249,10 +248,7 @@ pub fn run_terminal(name: &str, output: Option<PathBuf>) -> ExitCode {
             eprintln!("wrote {} (terminal.conf, ops.sh): agmsg finds it as a driver directory scripts/drivers/terminals/{name}/", dir.display());
             ExitCode::SUCCESS
         }
-        Err(message) => {
-            eprintln!("agmsg-host shim terminal: {}", agmsg_host::display::line(&message));
-            ExitCode::from(1)
-        }
+        Err(message) => exit::fail("shim terminal", &HostError::refused(message)),
     }
 }
 
@@ -292,10 +288,7 @@ fn write_terminal(name: &str, output: Option<PathBuf>) -> Result<PathBuf, String
 /// `agmsg-host shim types <type> [--output FILE]`: exit 0 written, 1 refused (an unknown type, one
 /// whose delivery agmsg-host cannot answer) or not written (2 is left to usage errors).
 pub fn run_types(agent_type: &str, output: Option<PathBuf>) -> ExitCode {
-    let refused = |message: String| {
-        eprintln!("agmsg-host shim types: {}", agmsg_host::display::line(&message));
-        ExitCode::from(1)
-    };
+    let refused = |message: String| exit::fail("shim types", &HostError::refused(message));
     let registry = agmsg_host::agent::Registry::from_env();
     let t = match registry.require(agent_type) {
         Ok(t) => t,

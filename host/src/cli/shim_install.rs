@@ -30,6 +30,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::ExitCode;
 
+use super::exit;
+use agmsg_host::error::HostError;
+
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -121,13 +124,7 @@ pub fn run(action: Action, dir: &Path, dry_run: bool, json: bool) -> ExitCode {
             println!("(dry run: nothing was changed)");
         }
     }
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("agmsg-host shim {verb}: {}", agmsg_host::display::line(&e));
-            ExitCode::from(1)
-        }
-    }
+    exit::report(&format!("shim {verb}"), result.map_err(HostError::refused))
 }
 
 /// agmsg's install directory, opened; everything below it is reached without following a link.

@@ -10,7 +10,9 @@ use std::process::ExitCode;
 
 use agmsg_contract::{Status, check_name};
 
+use super::exit;
 use super::framing::{Shape, control_failure, record_failure};
+use agmsg_host::error::{ExitClass, HostError};
 use agmsg_host::log::host_log;
 use agmsg_host::storage::driver::{Pair, ReceiptState, Wake};
 use agmsg_host::storage::records::{cursor_line, message_line};
@@ -61,6 +63,10 @@ Choosing the driver (agmsg's config file records the choice):
   convert <driver>                           copy the store (its v1 event log) into <driver>, verify,
                                              then switch; on any failure nothing changes
   convert postgres --url URL                 the same into that (empty) database, recorded as switch does
+  switch/convert ... --json                  print a JSON object (status, driver, config; convert: from, to,
+                                             events, store) instead of `ok`; a failure is framed
+                                             as without it. Convert shows its progress on stderr when
+                                             that is a terminal, and is silent otherwise
 
 Exit codes: 0 ok, 10 missing_deps, 12 corrupt_state, 13 runtime_error, 2 usage error.";
 
@@ -154,23 +160,25 @@ pub fn run(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Option<
     match (op_name.as_str(), args) {
         ("list", []) => return super::storage_manage::list(store_flag, false),
         ("list", [flag]) if flag == "--json" => return super::storage_manage::list(store_flag, true),
-        ("switch", [name]) => return super::storage_manage::switch(store_flag, name, None),
-        ("switch", [name, flag, url]) if flag == "--url" => return super::storage_manage::switch(store_flag, name, Some(url)),
-        ("convert", [to]) => return super::storage_manage::convert(store_flag, to, None),
-        ("convert", [to, flag, url]) if flag == "--url" => return super::storage_manage::convert(store_flag, to, Some(url)),
+        ("switch" | "convert", args) if let Some(choice) = super::storage_manage::Choice::parse(args) => {
+            return if op_name == "switch" {
+                super::storage_manage::switch(store_flag, &choice)
+            } else {
+                super::storage_manage::convert(store_flag, &choice)
+            };
+        }
         ("list" | "switch" | "convert", _) => {
-            eprintln!(
-                "agmsg-host storage {op_name}: usage: storage list [--json] | storage switch <driver> [--url URL] | storage convert <driver> [--url URL]"
-            );
-            return ExitCode::from(2);
+            let usage = "usage: storage list [--json] | storage switch <driver> [--url URL] [--json] | storage convert <driver> [--url URL] [--json]";
+            return exit::fail(&format!("storage {op_name}"), &HostError::usage(usage));
         }
         _ => {}
     }
     let op = match parse(&op_name, args) {
         Ok(op) => op,
         Err(Usage(message)) => {
+            // A second line points to the help: a multi-line usage message, printed as such.
             eprintln!("agmsg-host storage {op_name}: {message}\n(see `agmsg-host storage --help`)");
-            return ExitCode::from(2);
+            return exit::code(ExitClass::Usage);
         }
     };
     let shape = op.shape();
@@ -370,7 +378,7 @@ fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Op) -> 
     let store = StoreSession::resolve(store_flag, driver_flag, op.team(), op.creates_store())?;
     if matches!(op, Op::StoreExists { .. }) && !store.exists() {
         // The store directory is the driver's whole world: where it does not exist, no store does.
-        return Ok(ExitCode::from(1));
+        return Ok(exit::no());
     }
     let store_dir = store.dir.clone();
     let runtime_ready = started.elapsed();
@@ -415,7 +423,7 @@ fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Op) -> 
         }
         Op::StoreExists { .. } => {
             if !driver.store_exists()? {
-                return Ok(ExitCode::from(1));
+                return Ok(exit::no());
             }
         }
         Op::Send { team, from, to, body } => {

@@ -17,7 +17,9 @@ use agmsg_host::agent::detect::{self, ProcFs};
 use agmsg_host::agent::manifest::{self, KEYS};
 use agmsg_host::agent::plug::Function;
 use agmsg_host::agent::registry::{AgentType, Origin, Registry};
+use super::exit;
 use agmsg_host::display;
+use agmsg_host::error::HostError;
 use agmsg_host::log::host_log;
 
 pub const LONG_HELP: &str = "The agent types (claude-code, codex, gemini, ...) as data.\n\n\
@@ -121,19 +123,6 @@ impl BootArgs {
     }
 }
 
-enum Failure {
-    /// Exit 1.
-    Refused(String),
-    /// Exit 2.
-    Usage(String),
-}
-
-impl From<String> for Failure {
-    fn from(s: String) -> Failure {
-        Failure::Refused(s)
-    }
-}
-
 pub fn run(command: TypesCommand) -> ExitCode {
     let result = match command {
         TypesCommand::List { json } => list(json),
@@ -145,17 +134,7 @@ pub fn run(command: TypesCommand) -> ExitCode {
             boot_argv(&agent_type, &req)
         }
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Refused(message)) => {
-            eprintln!("agmsg-host types: {}", display::line(&message));
-            ExitCode::from(1)
-        }
-        Err(Failure::Usage(message)) => {
-            eprintln!("agmsg-host types: {}", display::line(&message));
-            ExitCode::from(2)
-        }
-    }
+    exit::report("types", result)
 }
 
 /// The registry, its warnings (untrusted or unreadable candidates) on the host log.
@@ -179,8 +158,8 @@ pub fn registry_for(name: &str) -> Registry {
     reg
 }
 
-fn print(text: &str) -> Result<(), Failure> {
-    std::io::stdout().write_all(text.as_bytes()).map_err(|e| Failure::Refused(format!("writing the output: {e}")))
+fn print(text: &str) -> Result<(), HostError> {
+    std::io::stdout().write_all(text.as_bytes()).map_err(|e| HostError::refused(format!("writing the output: {e}")))
 }
 
 fn dir_text(origin: &Origin) -> Option<String> {
@@ -191,7 +170,7 @@ fn or_dash(s: &str) -> &str {
     if s.is_empty() { "-" } else { s }
 }
 
-fn list(json: bool) -> Result<(), Failure> {
+fn list(json: bool) -> Result<(), HostError> {
     let reg = registry();
     let mut out = String::new();
     if !json {
@@ -245,11 +224,11 @@ fn origin_json(origin: &Origin) -> Value {
     json!({ "source": origin.label(), "dir": dir_text(origin) })
 }
 
-fn require<'a>(reg: &'a Registry, name: &str) -> Result<&'a AgentType, Failure> {
-    reg.require(name).map_err(Failure::Refused)
+fn require<'a>(reg: &'a Registry, name: &str) -> Result<&'a AgentType, HostError> {
+    Ok(reg.require(name)?)
 }
 
-fn describe(name: &str, json: bool) -> Result<(), Failure> {
+fn describe(name: &str, json: bool) -> Result<(), HostError> {
     let reg = registry_for(name);
     let t = require(&reg, name)?;
     let manifest_path = match t.dir() {
@@ -373,25 +352,25 @@ fn describe(name: &str, json: bool) -> Result<(), Failure> {
     print(&out)
 }
 
-fn get(name: &str, key: &str, default: &str, strict: bool) -> Result<(), Failure> {
+fn get(name: &str, key: &str, default: &str, strict: bool) -> Result<(), HostError> {
     if !manifest::is_key(key) {
-        return Err(Failure::Usage(format!("invalid key {key:?}: a key is letters, digits and '_'")));
+        return Err(HostError::usage(format!("invalid key {key:?}: a key is letters, digits and '_'")));
     }
     // As agmsg_type_get: no warnings about other candidates, the default for what cannot be found.
     let reg = Registry::from_env();
     let value = match reg.get(name) {
         Some(t) => match t.get(key) {
             Some(v) => v,
-            None if strict => return Err(Failure::Refused(format!("agent type {name} has no key {key}"))),
+            None if strict => return Err(HostError::refused(format!("agent type {name} has no key {key}"))),
             None => default,
         },
-        None if strict => return Err(Failure::Refused(reg.require(name).err().unwrap_or_default())),
+        None if strict => return Err(HostError::refused(reg.require(name).err().unwrap_or_default())),
         None => default,
     };
     print(&format!("{}\n", display::text(value)))
 }
 
-fn detect(explain: bool, json: bool, pid: Option<u32>) -> Result<(), Failure> {
+fn detect(explain: bool, json: bool, pid: Option<u32>) -> Result<(), HostError> {
     let reg = registry();
     let start = pid.unwrap_or_else(detect::caller);
     let env = |v: &str| std::env::var_os(v).map(|s| s.to_string_lossy().into_owned());
@@ -411,7 +390,7 @@ fn detect(explain: bool, json: bool, pid: Option<u32>) -> Result<(), Failure> {
     print(&out)
 }
 
-fn boot_argv(name: &str, req: &BootRequest) -> Result<(), Failure> {
+fn boot_argv(name: &str, req: &BootRequest) -> Result<(), HostError> {
     let reg = registry_for(name);
     let t = require(&reg, name)?;
     let command = boot::boot_command(t, req)?;

@@ -6,6 +6,7 @@ pub mod delivery;
 pub mod driver;
 pub mod drivers;
 pub mod location;
+pub mod manage;
 pub mod module;
 pub mod postgres;
 pub mod records;

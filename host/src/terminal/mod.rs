@@ -4,6 +4,7 @@
 pub mod driver;
 pub mod manifest;
 pub mod module;
+pub mod op;
 pub mod resolve;
 pub mod shim;
 pub mod source;

@@ -1,0 +1,114 @@
+//! The host's error model: every failure the library reports carries its [`ExitClass`], what kind of
+//! failure it is to a caller; the binary turns a class into a process exit code in one place
+//! (`cli/exit.rs`) and the library never picks a number.
+//!
+//! A driver op's own error keeps its area's type, which already says its class: [`StorageError`]'s
+//! §1.4 status (with a §1.6 directive) and [`TerminalError`]'s §2.3 kind. [`HostError`] is the error of
+//! everything else the host does (agent types, delivery, plugins, shims, scaffolds, store management),
+//! and what either area's error becomes when a workflow spans more than a driver op.
+
+use std::fmt;
+
+use agmsg_contract::{Status, TermFailKind};
+
+use crate::storage::StorageError;
+use crate::terminal::TerminalError;
+
+/// What kind of failure an error is, to whoever ran the command. agmsg's codes: 1 and 2 are those of its
+/// scripts (failure, usage), 3 its delivery engine's "not overridden", 10/12/13 a driver's (§1.4
+/// storage, §2.3 terminal).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitClass {
+    /// The request cannot be met: an unknown name, a refused option, a file that cannot be read or
+    /// written (a host command's failure).
+    Refused,
+    /// The command line is wrong: a missing or malformed argument.
+    Usage,
+    /// A delivery side-effect op the type does not override: agmsg's default applies.
+    NotOverridden,
+    /// A storage driver's status ([`Status::Ok`] never is an error).
+    Storage(Status),
+    /// A terminal driver's failure kind.
+    Terminal(TermFailKind),
+}
+
+impl ExitClass {
+    /// A storage driver's `runtime_error`: the class of a store workflow's own failures.
+    pub const RUNTIME: ExitClass = ExitClass::Storage(Status::RuntimeError);
+}
+
+/// How an op reports its outcome on stdout, as agmsg's drivers do (spec §2.1, §6.2): part of a
+/// failure, beside its class.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Shape {
+    /// The status word as the last stdout line (`ok`, or the failure's word), its exit code.
+    Control,
+    /// Data only on stdout; a failure prints nothing there, its message on stderr.
+    Record,
+    /// A terminal token op: `unknown` for 10 and 12, `unsupported` for 13.
+    Token,
+    /// A terminal pane-state: `unknown` whatever the failure.
+    Presence,
+}
+
+/// A failure of a host command: its class and a message for a person (it may quote a driver's or a
+/// manifest's text: print it through [`crate::display`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostError {
+    pub class: ExitClass,
+    pub message: String,
+}
+
+impl HostError {
+    pub fn new(class: ExitClass, message: impl Into<String>) -> HostError {
+        HostError { class, message: message.into() }
+    }
+
+    pub fn refused(message: impl Into<String>) -> HostError {
+        HostError::new(ExitClass::Refused, message)
+    }
+
+    pub fn usage(message: impl Into<String>) -> HostError {
+        HostError::new(ExitClass::Usage, message)
+    }
+}
+
+impl fmt::Display for HostError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for HostError {}
+
+/// Most of the library's checks still say why in a `String`: a refusal.
+impl From<String> for HostError {
+    fn from(message: String) -> HostError {
+        HostError::refused(message)
+    }
+}
+
+impl From<&StorageError> for ExitClass {
+    fn from(e: &StorageError) -> ExitClass {
+        ExitClass::Storage(e.status)
+    }
+}
+
+impl From<&TerminalError> for ExitClass {
+    fn from(e: &TerminalError) -> ExitClass {
+        ExitClass::Terminal(e.kind)
+    }
+}
+
+/// A storage error as a host error (its §1.6 directive, if any, is dropped: relay it before).
+impl From<StorageError> for HostError {
+    fn from(e: StorageError) -> HostError {
+        HostError::new((&e).into(), e.message)
+    }
+}
+
+impl From<TerminalError> for HostError {
+    fn from(e: TerminalError) -> HostError {
+        HostError::new((&e).into(), e.message)
+    }
+}

@@ -1,0 +1,290 @@
+//! Choosing and changing the active storage driver (spec §3): [`switch`] and [`convert`], with agmsg's
+//! config file as the one record of the choice ([`set_configured_driver`]).
+//!
+//! The config (`${AGMSG_CONFIG:-~/.agents/agmsg/config.json}`, [`location::config_file`]) is rewritten
+//! atomically ([`atomic_file`]) and keeps every key it does not know. `convert` never touches the old
+//! store: the new one is built and verified in a private directory inside the store, moved in beside the
+//! old one, and only then does the config flip; any failure before the flip leaves the old store and
+//! config as they were. Progress is reported to a [`Progress`] the caller supplies; nothing here prints.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use super::driver::{Event, Pair};
+use super::records::event_line;
+use super::{StorageError, Storage, StoreSession, atomic_file, location, source};
+use crate::runtime::sandbox::StoreDir;
+
+/// Where `convert` builds the new store, inside the store directory (same filesystem: renames work).
+const CONVERT_DIR_PREFIX: &str = ".agmsg-convert-";
+
+/// What a workflow is doing, for a caller that shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// Running the new driver's check.
+    Checking,
+    /// Streaming the event log from the active driver into the new one.
+    Copying,
+    /// Reading the new store back to compare it with what was copied.
+    Verifying,
+    /// Moving the new store in beside the old one.
+    MovingIn,
+    /// Recording the new driver in agmsg's config.
+    Recording,
+}
+
+/// Where a workflow reports what it is doing: each stage as it starts, and running counts of events.
+/// Both default to nothing.
+pub trait Progress {
+    fn stage(&mut self, _stage: Stage) {}
+    /// `events` so far in `stage` (after each page); `done` once the stage's count is final.
+    fn events(&mut self, _stage: Stage, _events: usize, _done: bool) {}
+}
+
+/// A [`Progress`] that shows nothing.
+pub struct Silent;
+
+impl Progress for Silent {}
+
+/// What `switch` did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Switched {
+    pub driver: String,
+    /// The config file that now records it.
+    pub config: PathBuf,
+}
+
+/// What `convert` did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Converted {
+    pub from: String,
+    pub to: String,
+    /// Events copied and verified.
+    pub events: usize,
+    /// The store directory both stores now live in (the old one left as it was).
+    pub store: PathBuf,
+    /// The config file that now records `to`.
+    pub config: PathBuf,
+}
+
+/// `storage switch <name> [--url URL]`: check the driver, then make it the configured one. With `url`
+/// (the driver with a database rather than a store directory), the check runs against that database,
+/// and the URL is recorded with the choice, in the same write.
+pub fn switch(store_flag: Option<PathBuf>, name: &str, url: Option<&str>, progress: &mut dyn Progress) -> Result<Switched, StorageError> {
+    progress.stage(Stage::Checking);
+    check_new(store_flag, name, url)?;
+    progress.stage(Stage::Recording);
+    let config = set_configured_driver(name, url)?;
+    Ok(Switched { driver: name.to_owned(), config })
+}
+
+/// `name`'s check: against the store, or with `url` against that database.
+fn check_new(store_flag: Option<PathBuf>, name: &str, url: Option<&str>) -> Result<(), StorageError> {
+    match url {
+        None => {
+            source::resolve(name)?;
+            let store = StoreSession::resolve(store_flag, Some(name.to_owned()), None, false)?;
+            store.driver()?.check()
+        }
+        Some(url) => check_url(name, url),
+    }
+}
+
+/// The database driver's check against the database `url` (not yet recorded).
+fn check_url(name: &str, url: &str) -> Result<(), StorageError> {
+    if name != source::POSTGRES {
+        return Err(StorageError::runtime(format!("--url is for the {} driver, not '{name}'", source::POSTGRES)));
+    }
+    let driver = source::resolve_at(name, None, Some(url))?;
+    let runtime = crate::runtime::Runtime::from_env().map_err(StorageError::runtime)?;
+    // The driver has no store directory; the handle still wants one, and is never granted it.
+    let empty = tempfile::tempdir().map_err(|e| StorageError::runtime(format!("cannot create a temporary directory: {e}")))?;
+    let dir = StoreDir::open(empty.path()).map_err(|e| StorageError::runtime(format!("cannot open {}: {e}", empty.path().display())))?;
+    Storage::open(&runtime, &driver, dir)?.check()
+}
+
+/// Write `storage: name` (and with `url`, the database driver's `url`) into agmsg's config, keeping
+/// every other key; atomic. Returns the config file's path.
+pub fn set_configured_driver(name: &str, url: Option<&str>) -> Result<PathBuf, StorageError> {
+    let path = location::config_file().ok_or_else(|| StorageError::runtime("cannot find agmsg's config: set AGMSG_CONFIG or HOME"))?;
+    let mut config = match std::fs::read_to_string(&path) {
+        Ok(text) => serde_json::from_str::<serde_json::Value>(&text)
+            .map_err(|e| StorageError::runtime(format!("{} is not valid JSON: {e}", path.display())))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => serde_json::json!({}),
+        Err(e) => return Err(StorageError::runtime(format!("cannot read {}: {e}", path.display()))),
+    };
+    let object = config.as_object_mut().ok_or_else(|| StorageError::runtime(format!("{} is not a JSON object", path.display())))?;
+    object.insert("storage".into(), serde_json::Value::String(name.to_owned()));
+    if let Some(url) = url {
+        // The database driver's settings live under its name (agmsg's `postgres.url`).
+        let table = object.entry(source::POSTGRES).or_insert_with(|| serde_json::json!({}));
+        match table.as_object_mut() {
+            Some(table) => {
+                table.insert("url".into(), serde_json::Value::String(url.to_owned()));
+            }
+            None => return Err(StorageError::runtime(format!("{}: \"{}\" is not a JSON object", path.display(), source::POSTGRES))),
+        }
+    }
+    let mut text = serde_json::to_string_pretty(&config).map_err(|e| StorageError::runtime(e.to_string()))?;
+    text.push('\n');
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| StorageError::runtime(format!("cannot create {}: {e}", dir.display())))?;
+    let io_error = |e: std::io::Error| StorageError::runtime(format!("cannot write {}: {e}", path.display()));
+    atomic_file::write_atomically(&path, io_error, |file| file.write_all(text.as_bytes()).map_err(io_error))?;
+    Ok(path)
+}
+
+/// What a stream of events adds up to: how many, and a digest of their agmsg lines in order. Two
+/// streams with equal sums are equal, without either being held in memory.
+#[derive(Default)]
+struct Tally {
+    events: usize,
+    hasher: Sha256,
+}
+
+impl Tally {
+    fn add(&mut self, page: &[Event]) {
+        for event in page {
+            self.hasher.update(event_line(event).as_bytes());
+            self.hasher.update(b"\n");
+        }
+        self.events += page.len();
+    }
+
+    fn sum(self) -> (usize, [u8; 32]) {
+        (self.events, self.hasher.finalize().into())
+    }
+}
+
+/// `storage convert <to> [--url URL]`: copy the active store into driver `to`, verify, then switch to
+/// it. With `url`, into that database, which is recorded with the switch as [`switch`] does.
+pub fn convert(store_flag: Option<PathBuf>, to: &str, url: Option<&str>, progress: &mut dyn Progress) -> Result<Converted, StorageError> {
+    let from = location::storage_driver(None)?;
+    if from == to {
+        return Err(StorageError::runtime(format!("the store already uses '{to}'")));
+    }
+    progress.stage(Stage::Checking);
+    check_new(store_flag.clone(), to, url)?;
+    let source_store = StoreSession::resolve(store_flag, Some(from.clone()), None, false)?;
+    let dir = source_store.dir.clone();
+    if !source_store.source.capabilities.store() && !dir.is_dir() {
+        // A source with no store directory (a database): the new store still goes into this one.
+        std::fs::create_dir_all(&dir).map_err(|e| StorageError::runtime(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    let mut source = source_store.driver()?;
+    if !dir.is_dir() || !source.store_exists()? {
+        return Err(StorageError::runtime(format!("there is no '{from}' store in {} to convert", dir.display())));
+    }
+    remove_stale_convert_dirs(&dir);
+
+    // Build the new store in a private directory inside the store.
+    let work = tempfile::Builder::new()
+        .prefix(&format!("{CONVERT_DIR_PREFIX}{to}-"))
+        .tempdir_in(&dir)
+        .map_err(|e| StorageError::runtime(format!("cannot create a work directory in {}: {e}", dir.display())))?;
+    let target_source = source::resolve_at(to, None, url)?;
+    let work_dir = StoreDir::open(work.path()).map_err(|e| StorageError::runtime(format!("cannot open {}: {e}", work.path().display())))?;
+    let mut target = Storage::open(&source_store.runtime, &target_source, work_dir)?;
+    target.init()?;
+    // A target outside the work directory (a database) may hold events already: never merge.
+    let mut occupied = false;
+    let probe = target.export_events(|page| {
+        occupied = !page.is_empty();
+        if occupied { Err(StorageError::runtime("occupied")) } else { Ok(()) }
+    });
+    if occupied {
+        return Err(StorageError::runtime(format!("the '{to}' store already holds events: convert only into an empty store")));
+    }
+    probe?;
+    // Stream the event log across, page by page: neither side is ever held whole in memory (the
+    // export's own bounds stop a source that never ends). Remember what it adds up to, and whose
+    // frontiers to move.
+    progress.stage(Stage::Copying);
+    let mut copied = Tally::default();
+    let mut recipients: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut import = target.begin_import()?;
+    source.export_events(|page| {
+        copied.add(page);
+        for event in page {
+            if let Event::MessageSent(m) = event {
+                recipients.insert((m.team.clone(), m.to.clone()));
+            }
+        }
+        progress.events(Stage::Copying, copied.events, false);
+        import.push(page)
+    })?;
+    import.commit()?;
+    progress.events(Stage::Copying, copied.events, true);
+    let original = copied.sum();
+    // Cursors are each driver's own tokens and not in the event log: move every recipient's frontier
+    // over its read prefix again, as the source's consumes did.
+    for (team, agent) in &recipients {
+        let pair = Pair { team: team.clone(), agent: agent.clone() };
+        let tip = target.watch_tip(std::slice::from_ref(&pair))?;
+        target.read_cursor_consume(team, agent, &tip, &[])?;
+    }
+    progress.stage(Stage::Verifying);
+    let mut verified = Tally::default();
+    target.export_events(|page| {
+        verified.add(page);
+        progress.events(Stage::Verifying, verified.events, false);
+        Ok(())
+    })?;
+    progress.events(Stage::Verifying, verified.events, true);
+    let converted = verified.sum();
+    if original != converted {
+        return Err(StorageError::runtime(format!(
+            "verification failed: '{to}' holds {} events, '{from}' {}{}",
+            converted.0,
+            original.0,
+            if converted.0 == original.0 { ", with different content" } else { "" }
+        )));
+    }
+    drop(target);
+
+    progress.stage(Stage::MovingIn);
+    move_in(work.path(), &dir)?;
+    progress.stage(Stage::Recording);
+    let config = set_configured_driver(to, url)?;
+    Ok(Converted { from, to: to.to_owned(), events: original.0, store: dir, config })
+}
+
+/// Move every entry of `work` into `dir`; none may exist there already. On failure the ones moved are
+/// moved back, so the store directory is as it was.
+fn move_in(work: &Path, dir: &Path) -> Result<(), StorageError> {
+    let entries: Vec<PathBuf> = std::fs::read_dir(work)
+        .and_then(|rd| rd.map(|e| e.map(|e| e.path())).collect())
+        .map_err(|e| StorageError::runtime(format!("cannot read {}: {e}", work.display())))?;
+    for entry in &entries {
+        let target = dir.join(entry.file_name().expect("a directory entry has a name"));
+        if target.symlink_metadata().is_ok() {
+            return Err(StorageError::runtime(format!("{} already exists; move it away and convert again", target.display())));
+        }
+    }
+    let mut moved = Vec::new();
+    for entry in &entries {
+        let target = dir.join(entry.file_name().expect("a directory entry has a name"));
+        if let Err(e) = std::fs::rename(entry, &target) {
+            for (from, to) in moved.iter().rev() {
+                let _ = std::fs::rename(to, from);
+            }
+            return Err(StorageError::runtime(format!("cannot move {} into the store: {e}", entry.display())));
+        }
+        moved.push((entry.clone(), target));
+    }
+    Ok(())
+}
+
+/// Work directories of a convert that was killed: never part of any store.
+fn remove_stale_convert_dirs(dir: &Path) {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().starts_with(CONVERT_DIR_PREFIX) && entry.path().is_dir() {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+}

@@ -15,7 +15,8 @@
 //! - [`directive`] is what of a driver's `AGMSG-DIRECTIVE` the host relays to an agent;
 //!   [`display`] is the one rule for printing text a driver or a manifest supplied; [`shell`] the one
 //!   way text is written into a shell command; [`log`] the host's log; [`bundled`] the drivers built
-//!   into the binary; [`semver`] version text and compatibility.
+//!   into the binary; [`semver`] version text and compatibility; [`fsroot`] the one directory
+//!   capability: a root held open, no link followed below it.
 
 pub mod agent;
 pub mod axis;
@@ -25,6 +26,7 @@ pub mod capabilities;
 pub mod catalog;
 pub mod directive;
 pub mod display;
+pub mod fsroot;
 pub mod error;
 pub mod log;
 pub mod plugin;

@@ -1,15 +1,13 @@
-//! A plugin directory read as one snapshot, never following a symbolic link: the directory is opened
-//! with `O_NOFOLLOW` (so `<base>/types/<name>` may not itself be a link out of its base), and every
-//! entry below it relative to its opened parent. A symlink, a FIFO, a device or a socket anywhere is
-//! an error, so a hostile directory cannot make the host read outside it; and what is hashed is the
-//! bytes the host then uses (an agent type's `type.conf`, its plug component).
+//! A plugin directory read as one snapshot, never following a symbolic link: the directory is an
+//! [`fsroot::Dir`] opened without following its own last component (so `<base>/types/<name>` may not
+//! itself be a link out of its base), and every entry below it is reached through it. A symlink, a
+//! FIFO, a device or a socket anywhere is an error, so a hostile directory cannot make the host read
+//! outside it; and what is hashed is the bytes the host then uses (an agent type's `type.conf`, its
+//! plug component).
 
-use std::fs::File;
-use std::os::fd::AsFd;
 use std::path::{Component, Path};
 
-use rustix::fs::{AtFlags, FileType, Mode as FileMode, OFlags};
-use rustix::io::Errno;
+use crate::fsroot::{self, Why};
 
 /// At most this deep below the directory, this many entries, and this many bytes in all.
 pub const MAX_DEPTH: usize = 4;
@@ -23,47 +21,37 @@ pub struct Tree {
     pub entries: Vec<(String, Option<Vec<u8>>)>,
 }
 
-fn refused(path: &Path, e: Errno) -> String {
-    match e {
-        Errno::LOOP => format!("{} is a symbolic link (refused: a plugin's files must be inside its directory)", path.display()),
-        Errno::NOTDIR => format!("{} is not a directory (or is a symbolic link; refused)", path.display()),
-        e => format!("{}: {}", path.display(), std::io::Error::from(e)),
+/// A plugin's file or directory refused or unreadable, in plugin words.
+fn refused(e: fsroot::Error) -> String {
+    let path = e.path.display();
+    match e.why {
+        Why::Link => format!("{path} is a symbolic link (refused: a plugin's files must be inside its directory)"),
+        Why::NotDir => format!("{path} is not a directory (or is a symbolic link; refused)"),
+        // As `read_opened` words it for a file opened by path.
+        Why::NotRegular => format!("cannot read {path}: not a regular file"),
+        Why::Missing => format!("{path}: {}", std::io::Error::from_raw_os_error(libc::ENOENT)),
+        Why::Io(inner) => format!("{path}: {inner}"),
+        Why::BadPath => e.to_string(),
     }
 }
 
-fn open_dir_nofollow(at: Option<&File>, path: &Path, name: &Path) -> Result<File, String> {
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let fd = match at {
-        Some(at) => rustix::fs::openat(at.as_fd(), name, flags, FileMode::empty()),
-        None => rustix::fs::open(name, flags, FileMode::empty()),
-    };
-    fd.map(File::from).map_err(|e| refused(path, e))
-}
-
-/// Read a regular file `name` of the opened directory `at` without following a link, at most
-/// `max_bytes`.
-fn read_regular_at(at: &File, path: &Path, name: &Path, max_bytes: u64) -> Result<Vec<u8>, String> {
-    let fd = rustix::fs::openat(at.as_fd(), name, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC, FileMode::empty()).map_err(|e| refused(path, e))?;
-    super::read_opened(File::from(fd), path, max_bytes)
+/// Read the regular file `name` of `at` without following a link, at most `max_bytes`.
+fn read_regular_at(at: &fsroot::Dir, name: &str, max_bytes: u64) -> Result<Vec<u8>, String> {
+    let file = at.open_regular(name).map_err(refused)?;
+    super::read_opened(file, &at.join(name), max_bytes)
 }
 
 /// Read `dir` (itself not a symlink) and everything below it.
 pub fn read(dir: &Path) -> Result<Tree, String> {
-    fn walk(at: &File, root: &Path, rel: &str, depth: usize, total: &mut u64, out: &mut Vec<(String, Option<Vec<u8>>)>) -> Result<(), String> {
+    fn walk(at: &fsroot::Dir, root: &Path, rel: &str, depth: usize, total: &mut u64, out: &mut Vec<(String, Option<Vec<u8>>)>) -> Result<(), String> {
         let mut names = Vec::new();
-        let listing = rustix::fs::Dir::read_from(at.as_fd()).map_err(|e| refused(&root.join(rel), e))?;
-        for entry in listing {
-            let entry = entry.map_err(|e| refused(&root.join(rel), e))?;
-            let name = entry.file_name().to_bytes();
-            if name == b"." || name == b".." {
-                continue;
-            }
-            let name = std::str::from_utf8(name).map_err(|_| format!("{}: a file name that is not UTF-8", root.join(rel).display()))?;
+        for name in at.list().map_err(refused)? {
+            let name = name.into_string().map_err(|_| format!("{}: a file name that is not UTF-8", root.join(rel).display()))?;
             // Counted while listing: a directory of millions of entries is refused, not first read whole.
             if out.len() + names.len() >= MAX_ENTRIES {
                 return Err(format!("{}: more than {MAX_ENTRIES} files", root.display()));
             }
-            names.push(name.to_owned());
+            names.push(name);
         }
         names.sort();
         for name in names {
@@ -72,31 +60,33 @@ pub fn read(dir: &Path) -> Result<Tree, String> {
             if out.len() >= MAX_ENTRIES {
                 return Err(format!("{}: more than {MAX_ENTRIES} files", root.display()));
             }
-            let stat = rustix::fs::statat(at.as_fd(), name.as_str(), AtFlags::SYMLINK_NOFOLLOW).map_err(|e| refused(&path, e))?;
-            match FileType::from_raw_mode(stat.st_mode) {
-                FileType::Symlink => return Err(refused(&path, Errno::LOOP)),
-                FileType::Directory => {
-                    if depth >= MAX_DEPTH {
-                        return Err(format!("{}: nested more than {MAX_DEPTH} levels", path.display()));
-                    }
-                    out.push((child.clone(), None));
-                    let sub = open_dir_nofollow(Some(at), &path, Path::new(&name))?;
-                    walk(&sub, root, &child, depth + 1, total, out)?;
+            let Some(meta) = at.symlink_metadata(&name).map_err(refused)? else {
+                return Err(refused(fsroot::Error { path, why: Why::Missing }));
+            };
+            let kind = meta.file_type();
+            if kind.is_symlink() {
+                return Err(refused(fsroot::Error { path, why: Why::Link }));
+            } else if kind.is_dir() {
+                if depth >= MAX_DEPTH {
+                    return Err(format!("{}: nested more than {MAX_DEPTH} levels", path.display()));
                 }
-                FileType::RegularFile => {
-                    if *total + stat.st_size as u64 > MAX_TOTAL_BYTES {
-                        return Err(format!("{}: more than {} of files", root.display(), super::size_text(MAX_TOTAL_BYTES)));
-                    }
-                    let bytes = read_regular_at(at, &path, Path::new(&name), MAX_TOTAL_BYTES - *total)?;
-                    *total += bytes.len() as u64;
-                    out.push((child, Some(bytes)));
+                out.push((child.clone(), None));
+                let sub = at.open_dir(&name).map_err(refused)?;
+                walk(&sub, root, &child, depth + 1, total, out)?;
+            } else if kind.is_file() {
+                if *total + meta.len() > MAX_TOTAL_BYTES {
+                    return Err(format!("{}: more than {} of files", root.display(), super::size_text(MAX_TOTAL_BYTES)));
                 }
-                _ => return Err(format!("{} is not a regular file or a directory (refused)", path.display())),
+                let bytes = read_regular_at(at, &name, MAX_TOTAL_BYTES - *total)?;
+                *total += bytes.len() as u64;
+                out.push((child, Some(bytes)));
+            } else {
+                return Err(format!("{} is not a regular file or a directory (refused)", path.display()));
             }
         }
         Ok(())
     }
-    let root = open_dir_nofollow(None, dir, dir)?;
+    let root = fsroot::Dir::open_ambient_nofollow(dir).map_err(refused)?;
     let mut entries = Vec::new();
     walk(&root, dir, "", 0, &mut 0, &mut entries)?;
     entries.sort_by(|a, b| a.0.cmp(&b.0));
@@ -154,16 +144,9 @@ pub fn pin(hashed: &[(String, Option<(usize, String)>)], skip: &str) -> String {
 /// it is followed): a regular file of at most `max_bytes`.
 pub fn read_below(dir: &Path, rel: &str, max_bytes: u64) -> Result<Vec<u8>, String> {
     let rel_path = normalize(Path::new(rel)).ok_or_else(|| format!("{rel:?} is not a path inside {}", dir.display()))?;
-    let parts: Vec<&str> = rel_path.split('/').collect();
-    let (name, dirs) = parts.split_last().expect("normalize never answers an empty path");
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    let mut at = File::from(rustix::fs::open(dir, flags, FileMode::empty()).map_err(|e| refused(dir, e))?);
-    let mut so_far = dir.to_owned();
-    for part in dirs {
-        so_far.push(part);
-        at = open_dir_nofollow(Some(&at), &so_far, Path::new(part))?;
-    }
-    read_regular_at(&at, &dir.join(&rel_path), Path::new(name), max_bytes)
+    let root = fsroot::Dir::open_ambient(dir).map_err(refused)?;
+    let file = root.open_regular(&rel_path).map_err(refused)?;
+    super::read_opened(file, &dir.join(&rel_path), max_bytes)
 }
 
 #[cfg(test)]

@@ -1,18 +1,18 @@
-//! Writing a file the user named (an export) so that it appears whole or not at all.
+//! Writing a file the user named (an export, a shim) so that it appears whole or not at all.
 //!
-//! The content goes to an anonymous file in the target's directory (`O_TMPFILE`): until it is complete
-//! it has no name, so a failure, a Ctrl-C or a `kill -9` mid-write leaves nothing behind. Only then is it
-//! linked under a temporary name and renamed over the target, so readers never see a partial file and
-//! a symlink at the target is replaced, never written through. Where the filesystem has no `O_TMPFILE`,
-//! a named temporary file is used instead (and removed on failure).
+//! The target's directory is opened as an [`fsroot::Dir`] and the file written through its
+//! [`fsroot::Dir::write_atomically`]: an anonymous file (`O_TMPFILE`) until it is complete, so a failure,
+//! a Ctrl-C or a `kill -9` mid-write leaves nothing behind; then linked under a temporary name and
+//! renamed over the target, so readers never see a partial file and a symlink at the target is
+//! replaced, never written through. Where the filesystem has no `O_TMPFILE`, a named temporary file is
+//! used instead (and removed on failure).
 
 use std::ffi::OsStr;
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
-use std::os::fd::{AsFd, AsRawFd};
+use std::io::{self, BufWriter};
 use std::path::Path;
 
-use rustix::fs::{AtFlags, Mode, OFlags};
+use crate::fsroot::{self, Why};
 
 /// Write `target` atomically with what `fill` writes. `fill`'s own error is returned as it is; an I/O
 /// error of the file itself goes through `io_error`.
@@ -21,7 +21,20 @@ pub fn write_atomically<E>(
     io_error: impl Fn(io::Error) -> E,
     fill: impl FnOnce(&mut BufWriter<File>) -> Result<(), E>,
 ) -> Result<(), E> {
-    publish(target, fill, &io_error)
+    let target = std::path::absolute(target).map_err(&io_error)?;
+    if target.is_dir() {
+        return Err(io_error(io::Error::other("it is a directory")));
+    }
+    let (Some(dir), Some(name)) = (target.parent(), target.file_name()) else {
+        return Err(io_error(io::Error::other("it has no parent directory")));
+    };
+    // The directory is the user's path, links and all; the target's own name is never followed.
+    let dir = match fsroot::Dir::open_ambient(dir) {
+        Ok(dir) => dir,
+        Err(fsroot::Error { why: Why::Io(e), .. }) => return Err(io_error(e)),
+        Err(e) => return Err(io_error(e.into())),
+    };
+    dir.write_atomically(name, io_error, fill)
 }
 
 /// Write `name` in the open directory `dir` atomically, as [`write_atomically`] does (for a caller
@@ -32,55 +45,6 @@ pub fn write_atomically_at<E>(
     io_error: impl Fn(io::Error) -> E,
     fill: impl FnOnce(&mut BufWriter<File>) -> Result<(), E>,
 ) -> Result<(), E> {
-    publish_at(dir, name, fill, &io_error)
-}
-
-fn publish<E>(target: &Path, fill: impl FnOnce(&mut BufWriter<File>) -> Result<(), E>, io_error: &impl Fn(io::Error) -> E) -> Result<(), E> {
-    let target = std::path::absolute(target).map_err(io_error)?;
-    if target.is_dir() {
-        return Err(io_error(io::Error::other("it is a directory")));
-    }
-    let (Some(dir), Some(name)) = (target.parent(), target.file_name()) else {
-        return Err(io_error(io::Error::other("it has no parent directory")));
-    };
-    let dir = File::from(
-        rustix::fs::open(dir, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).map_err(|e| io_error(e.into()))?,
-    );
-    publish_at(&dir, name, fill, io_error)
-}
-
-fn publish_at<E>(dir: &File, name: &OsStr, fill: impl FnOnce(&mut BufWriter<File>) -> Result<(), E>, io_error: &impl Fn(io::Error) -> E) -> Result<(), E> {
-    let temp_name = format!(".{}.tmp.{}", name.to_string_lossy(), std::process::id());
-    let anonymous = rustix::fs::openat(dir.as_fd(), ".", OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC, Mode::from_raw_mode(0o666));
-    let (file, named) = match anonymous {
-        Ok(fd) => (File::from(fd), false),
-        // No O_TMPFILE on this filesystem (or kernel): a named temporary file, cleaned up on failure.
-        Err(rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::ISDIR | rustix::io::Errno::INVAL) => {
-            let flags = OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::CLOEXEC;
-            let fd = rustix::fs::openat(dir.as_fd(), temp_name.as_str(), flags, Mode::from_raw_mode(0o666)).map_err(|e| io_error(e.into()))?;
-            (File::from(fd), true)
-        }
-        Err(e) => return Err(io_error(e.into())),
-    };
-    let mut writer = BufWriter::new(file);
-    let mut has_temp_name = named;
-    let written = fill(&mut writer);
-    let published = written.and_then(|()| {
-        let flushed: io::Result<()> = writer.flush().and_then(|()| writer.get_ref().sync_all());
-        flushed.map_err(io_error)?;
-        if !named {
-            // Give the finished file a name: its /proc entry, linked into the directory.
-            let proc_path = format!("/proc/self/fd/{}", writer.get_ref().as_raw_fd());
-            rustix::fs::linkat(rustix::fs::CWD, proc_path.as_str(), dir.as_fd(), temp_name.as_str(), AtFlags::SYMLINK_FOLLOW)
-                .map_err(|e| io_error(e.into()))?;
-            has_temp_name = true;
-        }
-        rustix::fs::renameat(dir.as_fd(), temp_name.as_str(), dir.as_fd(), name).map_err(|e| io_error(e.into()))?;
-        has_temp_name = false;
-        dir.sync_all().map_err(io_error)
-    });
-    if has_temp_name {
-        let _ = rustix::fs::unlinkat(dir.as_fd(), temp_name.as_str(), AtFlags::empty());
-    }
-    published
+    let dir = fsroot::Dir::from_std_file(dir.try_clone().map_err(&io_error)?, Path::new(".").to_owned());
+    dir.write_atomically(name, io_error, fill)
 }

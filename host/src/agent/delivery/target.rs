@@ -1,20 +1,21 @@
 //! The one place delivery touches the project: `<project>/<hooks_file>`.
 //!
 //! `hooks_file` must be relative, made of plain components, and hold no `..` (agmsg's
-//! `resolve_hooks_file` rule). Below the project every directory is opened with `O_NOFOLLOW`, one
-//! component at a time (the missing ones created only when a text is written, as agmsg's `mkdir -p`
-//! before it writes: a refused answer, a status or a removal leaves no directory behind); a symlink
-//! anywhere below the project, the file included, is an error, never followed. The file is read only if it is a regular
-//! file of at most [`MAX_BYTES`]; an answer is applied through an anonymous file in its directory,
-//! renamed over it (keeping its permissions), or by unlinking it.
+//! `resolve_hooks_file` rule). The project is an [`fsroot::Dir`] (the host's one directory
+//! capability): below it every directory is opened without following a link, one component at a time
+//! (the missing ones created only when a text is written, as agmsg's `mkdir -p` before it writes: a
+//! refused answer, a status or a removal leaves no directory behind); a symlink anywhere below the
+//! project, the file included, is an error, never followed. The file is read only if it is a regular
+//! file of at most [`MAX_BYTES`] (opened without blocking, so a FIFO is refused at once); an answer is
+//! applied through an anonymous file in its directory, renamed over it (keeping its permissions), or
+//! by unlinking it.
 
-use std::fs::File;
+use std::fs::Permissions;
 use std::io::{Read, Write};
-use std::os::fd::AsFd;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 
-use rustix::fs::{AtFlags, Mode as FileMode, OFlags};
-use rustix::io::Errno;
+use crate::fsroot::{self, Why};
 
 use super::Answer;
 
@@ -26,12 +27,13 @@ pub const MAX_BYTES: usize = 4 << 20;
 pub struct Target {
     pub project: PathBuf,
     pub hooks_file: String,
+    /// The project, held open: every access below it goes through this.
+    root: fsroot::Dir,
     /// The file's directory, opened below the project without following symlinks; `None` when it
     /// does not exist (yet).
-    dir: Option<File>,
-    /// When it does not: the deepest directory that exists, and the components below it to create
-    /// before a write.
-    missing: Option<(File, Vec<String>)>,
+    dir: Option<fsroot::Dir>,
+    /// The file's directory relative to the project, made by a write when it is missing.
+    dirs: PathBuf,
     name: String,
 }
 
@@ -67,13 +69,12 @@ pub fn check_hooks_file(agent_type: &str, hooks_file: &str) -> Result<(), String
     Ok(())
 }
 
-/// How every directory below the project is opened: never through a symlink.
-const DIR_FLAGS: OFlags = OFlags::RDONLY.union(OFlags::DIRECTORY).union(OFlags::NOFOLLOW).union(OFlags::CLOEXEC);
-
-fn errno(what: &str, e: Errno) -> String {
-    match e {
-        Errno::LOOP | Errno::NOTDIR => format!("{what} is a symlink or not a directory; refusing to follow it"),
-        e => format!("{what}: {}", std::io::Error::from(e)),
+/// A directory below the project that could not be opened, in delivery's words.
+fn dir_error(e: fsroot::Error) -> String {
+    match e.why {
+        Why::Link | Why::NotDir => format!("{} is a symlink or not a directory; refusing to follow it", e.path.display()),
+        Why::Io(inner) => format!("{}: {inner}", e.path.display()),
+        _ => e.to_string(),
     }
 }
 
@@ -88,43 +89,23 @@ impl Target {
         let project = project_dir(project)?;
         let parts: Vec<&str> = hooks_file.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
         let (name, dirs) = parts.split_last().ok_or_else(|| format!("Invalid hooks_file for {agent_type}: {hooks_file}"))?;
-        let mut dir = File::from(
-            rustix::fs::open(&project, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, FileMode::empty()).map_err(|e| errno(&project.display().to_string(), e))?,
-        );
-        let mut so_far = project.clone();
-        for (i, part) in dirs.iter().enumerate() {
-            so_far.push(part);
-            let next = match rustix::fs::openat(dir.as_fd(), *part, DIR_FLAGS, FileMode::empty()) {
-                Err(Errno::NOENT) => {
-                    let missing = Some((dir, dirs[i..].iter().map(|p| p.to_string()).collect()));
-                    return Ok(Target { project, hooks_file: hooks_file.to_owned(), dir: None, missing, name: (*name).to_owned() });
-                }
-                other => other,
-            };
-            dir = File::from(next.map_err(|e| errno(&so_far.display().to_string(), e))?);
-        }
-        Ok(Target { project, hooks_file: hooks_file.to_owned(), dir: Some(dir), missing: None, name: (*name).to_owned() })
+        let root = fsroot::Dir::open_ambient(&project).map_err(dir_error)?;
+        let dirs: PathBuf = dirs.iter().collect();
+        let dir = match root.open_dir(&dirs) {
+            Ok(dir) => Some(dir),
+            Err(fsroot::Error { why: Why::Missing, .. }) => None,
+            Err(e) => return Err(dir_error(e)),
+        };
+        Ok(Target { project, hooks_file: hooks_file.to_owned(), root, dir, dirs, name: (*name).to_owned() })
     }
 
-    /// The file's directory, the missing components created below the deepest existing one (a
-    /// component made meanwhile by someone else is opened, never followed if it is a link).
-    fn made_dir(&self) -> Result<File, String> {
-        if let Some(dir) = &self.dir {
-            return dir.try_clone().map_err(|e| format!("{}: {e}", self.path().display()));
+    /// The file's directory, the missing components created (a component made meanwhile by someone
+    /// else is opened, never followed if it is a link).
+    fn made_dir(&self) -> Result<fsroot::Dir, String> {
+        match &self.dir {
+            Some(dir) => Ok(dir.clone()),
+            None => self.root.create_dir_all(&self.dirs, 0o777).map_err(dir_error),
         }
-        let (base, parts) = self.missing.as_ref().ok_or_else(|| format!("{}: its directory does not exist", self.path().display()))?;
-        let mut dir = base.try_clone().map_err(|e| format!("{}: {e}", self.path().display()))?;
-        let mut so_far = self.path();
-        so_far.pop();
-        for part in parts {
-            match rustix::fs::mkdirat(dir.as_fd(), part.as_str(), FileMode::from_raw_mode(0o777)) {
-                Ok(()) | Err(Errno::EXIST) => {}
-                Err(e) => return Err(errno(&so_far.display().to_string(), e)),
-            }
-            let next = rustix::fs::openat(dir.as_fd(), part.as_str(), DIR_FLAGS, FileMode::empty()).map_err(|e| errno(&so_far.display().to_string(), e))?;
-            dir = File::from(next);
-        }
-        Ok(dir)
     }
 
     /// The file's full path, for messages.
@@ -137,16 +118,18 @@ impl Target {
     pub fn read(&self) -> Result<Option<String>, String> {
         let Some(dir) = &self.dir else { return Ok(None) };
         let what = self.path().display().to_string();
-        let fd = match rustix::fs::openat(dir.as_fd(), self.name.as_str(), OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC, FileMode::empty()) {
-            Err(Errno::NOENT) => return Ok(None),
-            Err(Errno::LOOP) => return Err(format!("{what} is a symlink; refusing to follow it")),
-            other => other.map_err(|e| errno(&what, e))?,
+        let mut file = match dir.open_regular(&self.name) {
+            Ok(file) => file,
+            Err(e) => {
+                return match e.why {
+                    Why::Missing => Ok(None),
+                    Why::Link => Err(format!("{what} is a symlink; refusing to follow it")),
+                    Why::NotRegular => Err(format!("{what} is not a regular file")),
+                    Why::Io(inner) => Err(format!("{what}: {inner}")),
+                    _ => Err(e.to_string()),
+                };
+            }
         };
-        let mut file = File::from(fd);
-        let meta = file.metadata().map_err(|e| format!("{what}: {e}"))?;
-        if !meta.is_file() {
-            return Err(format!("{what} is not a regular file"));
-        }
         let mut bytes = Vec::new();
         Read::by_ref(&mut file).take(MAX_BYTES as u64 + 1).read_to_end(&mut bytes).map_err(|e| format!("{what}: {e}"))?;
         if bytes.len() > MAX_BYTES {
@@ -163,21 +146,20 @@ impl Target {
             Answer::Keep => Ok(false),
             Answer::Remove => {
                 let Some(dir) = &self.dir else { return Ok(false) };
-                match rustix::fs::unlinkat(dir.as_fd(), self.name.as_str(), AtFlags::empty()) {
-                    Ok(()) => Ok(true),
-                    Err(Errno::NOENT) => Ok(false),
-                    Err(e) => Err(errno(&what, e)),
-                }
+                dir.remove_file(&self.name).map_err(|e| match e.why {
+                    Why::Io(inner) => format!("{what}: {inner}"),
+                    _ => e.to_string(),
+                })
             }
             Answer::Write(text) => {
                 if text.len() > MAX_BYTES {
                     return Err(format!("refusing to write {what}: the new text is larger than {} MiB", MAX_BYTES >> 20));
                 }
                 let dir = self.made_dir()?;
-                let mode = rustix::fs::statat(dir.as_fd(), self.name.as_str(), AtFlags::SYMLINK_NOFOLLOW).ok().filter(|st| (st.st_mode & 0o170000) == 0o100000).map(|st| st.st_mode & 0o7777);
-                crate::storage::atomic_file::write_atomically_at(&dir, std::ffi::OsStr::new(&self.name), |e| format!("{what}: {e}"), |writer| {
+                let mode = dir.file_mode(&self.name);
+                dir.write_atomically(&self.name, |e| format!("{what}: {e}"), |writer| {
                     if let Some(mode) = mode {
-                        rustix::fs::fchmod(writer.get_ref(), FileMode::from_raw_mode(mode)).map_err(|e| format!("{what}: {}", std::io::Error::from(e)))?;
+                        writer.get_ref().set_permissions(Permissions::from_mode(mode)).map_err(|e| format!("{what}: {e}"))?;
                     }
                     writer.write_all(text.as_bytes()).map_err(|e| format!("{what}: {e}"))
                 })?;

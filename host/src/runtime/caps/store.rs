@@ -1,11 +1,12 @@
 //! The `store` capability: a storage driver's store directory, opened once by the host and used only
-//! through that descriptor.
+//! through that handle.
 //!
 //! The store is driver-writable territory, so nothing below its root is ever resolved by path with
-//! symlinks followed: a per-team partition (`teams/<team>`) is opened component by component with
-//! `O_NOFOLLOW`, the preopen the guest sees is the descriptor itself (`/proc/self/fd/N`, which names
-//! that exact directory, not a path that could be swapped), and the store lock and byte-range locks
-//! open their files relative to it. The root itself is the user's choice of path (`--store`,
+//! symlinks followed: it is an [`fsroot::Dir`] (the host's one directory capability), a per-team
+//! partition (`teams/<team>`) is opened component by component through it without following a link,
+//! the preopen the guest sees is the handle itself (`/proc/self/fd/N`, which names that exact
+//! directory, not a path that could be swapped), and the store lock and byte-range locks open their
+//! files relative to it. The root itself is the user's choice of path (`--store`,
 //! `AGMSG_STORAGE_PATH`, ...), outside the driver's reach, and is opened as given.
 //!
 //! The guest, for its part, cannot create symlinks at all (`deny_symlinks`), so it cannot plant one
@@ -13,110 +14,96 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use rustix::fs::{Mode, OFlags};
 use wasmtime::component::{Linker, Resource};
 use wasmtime_wasi::p2::bindings::sync::filesystem::types::{Descriptor, ErrorCode};
+
+use crate::fsroot::{self, Why};
 
 /// A store directory the host holds open.
 #[derive(Clone, Debug)]
 pub struct StoreDir {
-    fd: Arc<OwnedFd>,
-    /// Where it is, for messages only: never reopened by this path.
-    path: PathBuf,
+    dir: fsroot::Dir,
+}
+
+/// The store's wording for a refusal below its root.
+fn store_error(e: fsroot::Error) -> io::Error {
+    match e.why {
+        Why::Link | Why::NotDir => io::Error::other(format!(
+            "{} is not a directory (a symlink or another file where the store expects a directory); \
+             refusing to follow it",
+            e.path.display()
+        )),
+        Why::BadPath => io::Error::new(io::ErrorKind::InvalidInput, format!("{:?} is not a directory name", e.path.file_name().unwrap_or_default())),
+        Why::Io(inner) => io::Error::other(format!("{}: {inner}", e.path.display())),
+        _ => e.into(),
+    }
 }
 
 impl StoreDir {
     /// Open the store root (an existing directory; symlinks in the user's path are the user's).
     pub fn open(root: &Path) -> io::Result<StoreDir> {
-        let fd = rustix::fs::open(root, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
-        Ok(StoreDir { fd: Arc::new(fd), path: root.to_owned() })
+        match fsroot::Dir::open_ambient(root) {
+            Ok(dir) => Ok(StoreDir { dir }),
+            Err(fsroot::Error { why: Why::Io(e), .. }) => Err(e),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Open `root`, then each of `below` inside it without following a symlink, creating missing
     /// directories (mode 0700) when `create`. `Ok(None)`: a directory is missing and `create` is off.
     /// A symlink, or anything but a directory, where a directory belongs is an error.
     pub fn open_beneath(root: &Path, below: &[&str], create: bool) -> io::Result<Option<StoreDir>> {
-        let mut dir = match StoreDir::open(root) {
-            Ok(dir) => dir,
+        let root = match StoreDir::open(root) {
+            Ok(dir) => dir.dir,
             Err(e) if e.kind() == io::ErrorKind::NotFound && !create => return Ok(None),
             Err(e) => return Err(e),
         };
-        for name in below {
-            if name.is_empty() || *name == "." || *name == ".." || name.contains('/') {
-                return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{name:?} is not a directory name")));
-            }
-            match dir.child(name) {
-                Err(rustix::io::Errno::NOENT) if create => {
-                    match rustix::fs::mkdirat(dir.fd.as_fd(), *name, Mode::RWXU) {
-                        Ok(()) | Err(rustix::io::Errno::EXIST) => {}
-                        Err(e) => return Err(dir.error(name, e)),
-                    }
-                    dir = dir.child(name).map_err(|e| dir.error(name, e))?;
-                }
-                Err(rustix::io::Errno::NOENT) => return Ok(None),
-                Err(e) => return Err(dir.error(name, e)),
-                Ok(child) => dir = child,
-            }
+        // Each name one component: `a/b` or `..` is not a partition's name.
+        if let Some(name) = below.iter().find(|name| name.is_empty() || **name == "." || **name == ".." || name.contains('/')) {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{name:?} is not a directory name")));
         }
-        Ok(Some(dir))
-    }
-
-    fn child(&self, name: &str) -> rustix::io::Result<StoreDir> {
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let fd = rustix::fs::openat(self.fd.as_fd(), name, flags, Mode::empty())?;
-        Ok(StoreDir { fd: Arc::new(fd), path: self.path.join(name) })
-    }
-
-    fn error(&self, name: &str, e: rustix::io::Errno) -> io::Error {
-        let path = self.path.join(name);
-        match e {
-            // O_NOFOLLOW on a symlink, or O_DIRECTORY on something else.
-            rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR => io::Error::other(format!(
-                "{} is not a directory (a symlink or another file where the store expects a directory); \
-                 refusing to follow it",
-                path.display()
-            )),
-            e => io::Error::other(format!("{}: {}", path.display(), io::Error::from(e))),
+        let rel: PathBuf = below.iter().collect();
+        let opened = if create { root.create_dir_all(&rel, 0o700) } else { root.open_dir(&rel) };
+        match opened {
+            Ok(dir) => Ok(Some(StoreDir { dir })),
+            Err(fsroot::Error { why: Why::Missing, .. }) if !create => Ok(None),
+            Err(e) => Err(store_error(e)),
         }
     }
 
     /// Where the store is (for messages).
     pub fn path(&self) -> &Path {
-        &self.path
+        self.dir.path()
     }
 
-    /// The path that names this very directory for the preopen: the descriptor's `/proc` entry, so
-    /// the directory cannot be swapped between the host's checks and the preopen. Where `/proc` is not
+    /// The path that names this very directory for the preopen: the handle's `/proc` entry, so the
+    /// directory cannot be swapped between the host's checks and the preopen. Where `/proc` is not
     /// mounted (some sandboxes), the store's own path, if it still names the same directory (the
     /// window left is the one between this check and the preopen).
     pub fn preopen_path(&self) -> io::Result<PathBuf> {
-        let proc_path = PathBuf::from(format!("/proc/self/fd/{}", self.fd.as_raw_fd()));
+        let proc_path = PathBuf::from(format!("/proc/self/fd/{}", self.dir.as_fd().as_raw_fd()));
         if std::fs::metadata(&proc_path).is_ok_and(|m| m.is_dir()) {
             return Ok(proc_path);
         }
-        let (ours, named) = (rustix::fs::fstat(self.fd.as_fd())?, rustix::fs::stat(&self.path)?);
+        let (ours, named) = (rustix::fs::fstat(self.dir.as_fd())?, rustix::fs::stat(self.path())?);
         if (ours.st_dev, ours.st_ino) != (named.st_dev, named.st_ino) {
-            return Err(io::Error::other(format!("{} changed while it was being opened; refusing it", self.path.display())));
+            return Err(io::Error::other(format!("{} changed while it was being opened; refusing it", self.path().display())));
         }
-        Ok(self.path.clone())
+        Ok(self.path().to_owned())
     }
 
     /// A new open file description of the directory itself (for `flock`: the lock must belong to a
     /// description of its own, released when this file is closed).
     pub fn reopen(&self) -> io::Result<File> {
-        let fd = rustix::fs::openat(self.fd.as_fd(), ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
-        Ok(File::from(fd))
+        self.dir.reopen()
     }
 
     /// Open the plain file `name` of the store read-write, never through a symlink.
-    pub fn open_file(&self, name: &str) -> io::Result<File> {
-        let flags = OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let fd = rustix::fs::openat(self.fd.as_fd(), name, flags, Mode::empty())?;
-        Ok(File::from(fd))
+    pub fn open_file(&self, name: &str) -> fsroot::Result<File> {
+        self.dir.open_read_write(name)
     }
 }
 

@@ -9,12 +9,10 @@ use std::process::ExitCode;
 use agmsg_contract::Status;
 
 use super::framing::{control_failure, record_failure};
-use agmsg_host::storage::StoreSession;
-use agmsg_host::axis::Axis;
-use agmsg_host::catalog::{self, Origin};
+use agmsg_host::catalog::Origin;
 use agmsg_host::display;
 use agmsg_host::storage::manage::{self, Progress, Stage};
-use agmsg_host::storage::{StorageError, location};
+use agmsg_host::storage::location;
 
 /// `storage list [--json]`: every driver this host can run (bundled, trusted plugins), the active one
 /// marked, and the plugins that run once trusted, with the command that trusts them (the catalog's rows,

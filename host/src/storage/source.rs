@@ -109,3 +109,46 @@ fn from_file(path: &Path) -> Result<DriverSource, StorageError> {
         settings: Vec::new(),
     })
 }
+
+/// One row of `storage list`: the catalog's entry and, for a driver that runs, what it says of itself
+/// (`describe`'s backend and capabilities) or why it cannot say.
+pub struct Listed {
+    pub entry: crate::catalog::Entry,
+    pub backend: Result<(String, Vec<String>), StorageError>,
+}
+
+/// Every storage driver the catalog lists, each that runs described against the shared store (a fresh
+/// empty stand-in per driver where the store does not exist, so that listing never creates it), all in
+/// one runtime. An entry that cannot be resolved or a store that cannot be opened fails the listing.
+pub fn listed(store_flag: Option<std::path::PathBuf>) -> Result<Vec<Listed>, StorageError> {
+    let entries = crate::catalog::entries(Axis::Storage, &[]).map_err(StorageError::runtime)?;
+    let place = location::StorePlace::shared(location::store_dir(store_flag)?);
+    let mut runtime = None;
+    let mut rows = Vec::new();
+    for entry in entries {
+        if !entry.origin.runs() {
+            rows.push(Listed { entry, backend: Ok((String::new(), Vec::new())) });
+            continue;
+        }
+        let source = resolve(&entry.name)?;
+        let runtime = match &runtime {
+            Some(runtime) => runtime,
+            None => runtime.insert(crate::runtime::Runtime::from_env().map_err(StorageError::runtime)?),
+        };
+        let (grant, _empty) = match place.open(false)? {
+            Some(dir) => (dir, None),
+            None => {
+                let empty = tempfile::Builder::new()
+                    .prefix("agmsg-host-empty-")
+                    .tempdir()
+                    .map_err(|e| StorageError::runtime(format!("cannot create an empty sandbox directory: {e}")))?;
+                let dir = crate::runtime::sandbox::StoreDir::open(empty.path())
+                    .map_err(|e| StorageError::runtime(format!("cannot open an empty sandbox directory: {e}")))?;
+                (dir, Some(empty))
+            }
+        };
+        let backend = super::Storage::open(runtime, &source, grant).and_then(|mut d| d.describe()).map(|d| (d.backend, d.capabilities));
+        rows.push(Listed { entry, backend });
+    }
+    Ok(rows)
+}

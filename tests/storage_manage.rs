@@ -93,6 +93,10 @@ fn convert_and_switch_through_the_library() {
     let value: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap();
     assert_eq!((value["from"].as_str(), value["to"].as_str(), value["events"].as_u64()), (Some("jsonl"), Some("sqlite"), Some(7)), "{run:?}");
     assert_eq!(run.stderr, "", "no progress off a terminal, and --json says the rest: {run:?}");
+    // --url is for a driver whose store is a database, named from the drivers with host settings.
+    let run = env.storage(&["switch", "jsonl", "--url", "postgres://agmsg@127.0.0.1:1/x"]);
+    assert_eq!((run.code, run.stdout.as_str()), (13, "runtime_error\n"), "{run:?}");
+    assert!(run.stderr.contains("--url is for the postgres driver, not 'jsonl'"), "{run:?}");
     let bad = env.storage(&["convert", "jsonl", "--json", "--json"]);
     assert_eq!(bad.code, 2, "a repeated flag is a usage error: {bad:?}");
 }

@@ -15,7 +15,9 @@ use sha2::{Digest, Sha256};
 
 use super::driver::{Event, Pair};
 use super::records::event_line;
-use super::{StorageError, Storage, StoreSession, atomic_file, location, source};
+use super::{StorageError, Storage, StoreSession, atomic_file, drivers, location, source};
+use crate::axis::Axis;
+use crate::bundled;
 use crate::runtime::sandbox::StoreDir;
 
 /// Where `convert` builds the new store, inside the store directory (same filesystem: renames work).
@@ -93,10 +95,17 @@ fn check_new(store_flag: Option<PathBuf>, name: &str, url: Option<&str>) -> Resu
     }
 }
 
-/// The database driver's check against the database `url` (not yet recorded).
+/// A driver whose store is elsewhere than the store directory (a database): one with host settings,
+/// which take a location (`--url`).
+fn takes_url(name: &str) -> bool {
+    drivers::settings(name).is_some()
+}
+
+/// `name`'s check against the store at `url` (not yet recorded).
 fn check_url(name: &str, url: &str) -> Result<(), StorageError> {
-    if name != source::POSTGRES {
-        return Err(StorageError::runtime(format!("--url is for the {} driver, not '{name}'", source::POSTGRES)));
+    if !takes_url(name) {
+        let with_url: Vec<&str> = bundled::of(Axis::Storage).map(|d| d.name).filter(|d| takes_url(d)).collect();
+        return Err(StorageError::runtime(format!("--url is for the {} driver, not '{name}'", with_url.join(" or "))));
     }
     let driver = source::resolve_at(name, None, Some(url))?;
     let runtime = crate::runtime::Runtime::from_env().map_err(StorageError::runtime)?;
@@ -106,7 +115,7 @@ fn check_url(name: &str, url: &str) -> Result<(), StorageError> {
     Storage::open(&runtime, &driver, dir)?.check()
 }
 
-/// Write `storage: name` (and with `url`, the database driver's `url`) into agmsg's config, keeping
+/// Write `storage: name` (and with `url`, `url` in the driver's own table) into agmsg's config, keeping
 /// every other key; atomic. Returns the config file's path.
 pub fn set_configured_driver(name: &str, url: Option<&str>) -> Result<PathBuf, StorageError> {
     let path = location::config_file().ok_or_else(|| StorageError::runtime("cannot find agmsg's config: set AGMSG_CONFIG or HOME"))?;
@@ -119,13 +128,13 @@ pub fn set_configured_driver(name: &str, url: Option<&str>) -> Result<PathBuf, S
     let object = config.as_object_mut().ok_or_else(|| StorageError::runtime(format!("{} is not a JSON object", path.display())))?;
     object.insert("storage".into(), serde_json::Value::String(name.to_owned()));
     if let Some(url) = url {
-        // The database driver's settings live under its name (agmsg's `postgres.url`).
-        let table = object.entry(source::POSTGRES).or_insert_with(|| serde_json::json!({}));
+        // A driver's settings live in its own table of the config (agmsg's `postgres.url`).
+        let table = object.entry(name).or_insert_with(|| serde_json::json!({}));
         match table.as_object_mut() {
             Some(table) => {
                 table.insert("url".into(), serde_json::Value::String(url.to_owned()));
             }
-            None => return Err(StorageError::runtime(format!("{}: \"{}\" is not a JSON object", path.display(), source::POSTGRES))),
+            None => return Err(StorageError::runtime(format!("{}: \"{name}\" is not a JSON object", path.display()))),
         }
     }
     let mut text = serde_json::to_string_pretty(&config).map_err(|e| StorageError::runtime(e.to_string()))?;

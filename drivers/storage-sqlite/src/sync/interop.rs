@@ -128,6 +128,33 @@ fn a_store_agmsg_synced_keeps_syncing_here_and_back() {
     let db = PathBuf::from(theirs.lines().last().unwrap());
     let their_candidates = records(&theirs, "sync_push_candidate");
     assert_eq!(their_candidates.len(), 2);
+
+    // The component's own sealer, given agmsg's wire id and message, makes agmsg's `none` envelope
+    // byte for byte (agmsg's Node helper sealed these).
+    for c in &their_candidates {
+        let position: i64 = c["local_position"].as_str().unwrap().parse().unwrap();
+        let (body, at, from, to): (String, String, String, String) = Connection::open(&db)
+            .unwrap()
+            .query_row("SELECT body, at, from_agent, to_agent FROM events WHERE seq=?1", [position], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
+            .unwrap();
+        let created_at = push::seal_timestamp(&at);
+        let blob = push::seal_with_crate(&push::SealRequest {
+            envelope_v: 1,
+            profile: &agmsg_guest_sdk::storage::WriteProfile::None,
+            max_blob_bytes: 1 << 20,
+            wire_id: c["id"].as_str().unwrap(),
+            team_id: TEAM,
+            protocol_version: 1,
+            body: &body,
+            created_at: &created_at,
+            from_agent: &from,
+            to_agent: &to,
+        })
+        .unwrap();
+        assert_eq!(blob, c["envelope"]["blob"].as_str().unwrap(), "sealed here as agmsg seals it");
+    }
     let their_state = &records(&theirs, "sync_state")[0];
 
     // Here: the same reservations, byte for byte, nothing sealed again, the same generation.

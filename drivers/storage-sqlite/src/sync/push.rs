@@ -31,24 +31,37 @@ pub struct SealRequest<'a> {
 /// Seals one message: its envelope's base64 blob, or why it cannot be sealed.
 pub type Sealer<'s> = dyn FnMut(&SealRequest<'_>) -> Result<String, String> + 's;
 
-/// The component's sealer. The seal crate is not in the workspace yet: until it is, nothing is sealed
-/// and prepare fails with 13 after reserving nothing.
-pub fn seal_with_crate(_request: &SealRequest<'_>) -> Result<String, String> {
-    Err("sealing is not available in this build of the sqlite driver".into())
+/// The component's sealer: agmsg's `sealEnvelope` inside the sandbox (the `none` profile byte for byte,
+/// age-v1 to the given public recipients), through the workspace's seal crate.
+pub fn seal_with_crate(r: &SealRequest<'_>) -> Result<String, String> {
+    let (cipher, key_id, recipients): (&str, Option<&str>, &[String]) = match r.profile {
+        WriteProfile::None => ("none", None, &[]),
+        WriteProfile::AgeV1(age) => ("age-v1", Some(age.key_id.as_str()), &age.recipients),
+    };
+    let protocol_version =
+        u32::try_from(r.protocol_version).map_err(|_| format!("unsupported protocol version {}", r.protocol_version))?;
+    let message = agmsg_sync_seal::Message {
+        body: r.body,
+        created_at: r.created_at,
+        from_agent: r.from_agent,
+        to_agent: r.to_agent,
+    };
+    let request = agmsg_sync_seal::SealRequest {
+        envelope_v: r.envelope_v,
+        cipher,
+        key_id,
+        recipients,
+        max_blob_bytes: r.max_blob_bytes,
+        team_id: r.team_id,
+        wire_id: r.wire_id,
+        protocol_version,
+    };
+    agmsg_sync_seal::seal(&message, &request).map(|envelope| envelope.blob).map_err(|e| e.to_string())
 }
 
 /// agmsg's seal input: a `...:SSZ` timestamp gains a six-digit fraction; anything else goes as it is.
 pub fn seal_timestamp(at: &str) -> String {
-    let b = at.as_bytes();
-    let shape = b.len() == 20
-        && b.iter().enumerate().all(|(i, &c)| match i {
-            4 | 7 => c == b'-',
-            10 => c == b'T',
-            13 | 16 => c == b':',
-            19 => c == b'Z',
-            _ => c.is_ascii_digit(),
-        });
-    if shape { format!("{}.000000Z", &at[..19]) } else { at.to_owned() }
+    agmsg_sync_seal::canonical_created_at(at).into_owned()
 }
 
 fn cipher_of(profile: &WriteProfile) -> (&'static str, Option<&str>) {
@@ -57,6 +70,9 @@ fn cipher_of(profile: &WriteProfile) -> (&'static str, Option<&str>) {
         WriteProfile::AgeV1(age) => ("age-v1", Some(age.key_id.as_str())),
     }
 }
+
+/// A message's `body, at, from_agent, to_agent` (the nullable columns as agmsg's schema has them).
+type MessageRow = (Option<String>, String, Option<String>, Option<String>);
 
 struct Sealed {
     position: i64,
@@ -159,7 +175,7 @@ pub fn prepare<D: Db>(
     let mut group_bytes = 0usize;
     let mut unsealed: Vec<String> = Vec::new();
     for (position, local_id) in pending {
-        let row: Option<(Option<String>, String, Option<String>, Option<String>)> = conn
+        let row: Option<MessageRow> = conn
             .prepare_cached("SELECT body, at, from_agent, to_agent FROM events WHERE seq=?1")?
             .query_row([position], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
             .optional()?;

@@ -191,6 +191,31 @@ fn apply(path: &Path, team: &str, messages: Vec<PullMessage>, next_after: &str) 
 }
 
 #[test]
+fn the_component_sealer_makes_agmsgs_none_envelope_and_refuses_what_agmsg_refuses() {
+    let (_dir, path) = new_store();
+    send(&open(&path), "dev", "alice", "bob", "hi");
+    let (_, mut pages) =
+        push::prepare(open(&path), &binding("dev"), 10, &none_request(true), &mut push::seal_with_crate).unwrap();
+    let c = drain(&mut pages, 1 << 20);
+    drop(pages);
+    let at: String = open(&path).query_row("SELECT at FROM events", [], |r| r.get(0)).unwrap();
+    let expected = agmsg_sync_seal::seal(
+        &agmsg_sync_seal::Message { body: "hi", created_at: &seal_timestamp(&at), from_agent: "alice", to_agent: "bob" },
+        &agmsg_sync_seal::SealRequest::none(REMOTE, &c[0].wire_id),
+    )
+    .unwrap();
+    assert_eq!(c[0].envelope.blob, expected.blob);
+    assert!(seal_timestamp(&at).ends_with(".000000Z"), "{at}");
+    // A name agmsg's projection refuses: the message stays unreserved and prepare fails (13).
+    send(&open(&path), "dev", "-dash", "bob", "bad sender");
+    let err = push::prepare(open(&path), &binding("dev"), 10, &none_request(true), &mut push::seal_with_crate)
+        .err()
+        .expect("refused");
+    assert!(matches!(&err, SyncError::Runtime(m) if m.contains("could not be sealed")), "{err}");
+    assert_eq!(count(&path, "SELECT COUNT(*) FROM sync_messages"), 1);
+}
+
+#[test]
 fn seal_timestamps_gain_agmsgs_six_digit_fraction() {
     assert_eq!(seal_timestamp("2026-08-01T10:00:00Z"), "2026-08-01T10:00:00.000000Z");
     assert_eq!(seal_timestamp("2026-08-01T10:00:00.123456Z"), "2026-08-01T10:00:00.123456Z");

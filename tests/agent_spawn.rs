@@ -385,6 +385,12 @@ fn the_placement_record_is_written_and_despawn_by_name_reads_it() {
     let run = env.run(&["despawn", "c#1", "lead", "cody", "--force"]);
     assert_eq!((run.code, run.stdout.as_str()), (1, ""), "{run:?}");
     assert!(run.stderr.contains("no placement record for 'c#1/cody'"), "{run:?}");
+    // Names are data, checked before any file is looked up: `..` cannot reach out of run/.
+    for (team, agent) in [("c#1", "../../x"), ("a:b", "cody")] {
+        let run = env.run(&["despawn", team, "lead", agent]);
+        assert_eq!((run.code, run.stdout.as_str()), (1, ""), "{run:?}");
+        assert!(run.stderr.contains("must not contain"), "{run:?}");
+    }
 
     // Graceful, and no session holds the role: torn down from here all the same.
     let project = lab.project("rec2");

@@ -278,7 +278,7 @@ pub fn run_despawn(driver_flag: Option<String>, args: DespawnArgs) -> ExitCode {
     let (line, code) = match outcome.despawned {
         Despawned::Forced => (format!("status=forced name={agent} team={team}"), 0),
         Despawned::NoLiveLock => {
-            eprintln!("agmsg-host despawn: no live session holds {}'s actas lock: closed its recorded pane and dropped its registration from here", display::line(&agent));
+            eprintln!("agmsg-host despawn: no live session holds {}'s actas lock: its recorded pane, if any, is closed and its registration dropped from here", display::line(&agent));
             (format!("status=ok name={agent} team={team} note=no-live-lock"), 0)
         }
         Despawned::Released(after) => (format!("status=ok name={agent} team={team} after={}s", after.as_secs()), 0),

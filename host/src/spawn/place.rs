@@ -2,17 +2,16 @@
 //! spawn and despawn use it: the placement record `spawn.<team>__<agent>` and the readiness sentinel
 //! `ready.<team>__<agent>`, names percent-encoded as agmsg encodes them.
 //!
-//! The directory is opened without following a symlink at `run`, and every file in it is opened
-//! without following one either (and without blocking: a FIFO planted there is not a file), so a
-//! record can neither be read from nor written through a link someone left in agmsg's directory.
+//! The directory is opened as a [`crate::fsroot::Dir`] whose last component may not be a symlink, and
+//! every file in it is opened through that root: never through a link, and without blocking (a FIFO
+//! planted there is not a file), so a record can neither be read from nor written through a link
+//! someone left in agmsg's directory.
 
-use std::fs::File;
-use std::io::{self, Read};
-use std::os::fd::AsFd;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rustix::fs::{AtFlags, Mode, OFlags};
+use crate::fsroot::{self, Why};
 
 /// The largest file in the run directory spawn reads (a record or a lock is one short line).
 const MAX_READ: u64 = 64 * 1024;
@@ -40,14 +39,15 @@ impl RunDir {
     }
 
     /// The directory itself, not a link to one; `None` when it does not exist and `create` is false.
-    fn open(&self, create: bool) -> io::Result<Option<File>> {
+    fn open(&self, create: bool) -> io::Result<Option<fsroot::Dir>> {
         if create {
+            // Where agmsg's install is is the user's path: its links are theirs; `run` itself is not followed.
             std::fs::create_dir_all(&self.path)?;
         }
-        match rustix::fs::open(&self.path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty()) {
-            Ok(fd) => Ok(Some(File::from(fd))),
-            Err(rustix::io::Errno::NOENT) if !create => Ok(None),
-            Err(e) => Err(io::Error::from(e)),
+        match fsroot::Dir::open_ambient_nofollow(&self.path) {
+            Ok(dir) => Ok(Some(dir)),
+            Err(fsroot::Error { why: Why::Missing, .. }) if !create => Ok(None),
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -55,21 +55,11 @@ impl RunDir {
     /// else that is not a regular file is an error, as is a file that is not UTF-8 or too large.
     pub fn read(&self, name: &str) -> io::Result<Option<String>> {
         let Some(dir) = self.open(false)? else { return Ok(None) };
-        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-        let file = match rustix::fs::openat(dir.as_fd(), name, flags, Mode::empty()) {
-            Ok(fd) => File::from(fd),
-            Err(rustix::io::Errno::NOENT) => return Ok(None),
-            Err(rustix::io::Errno::LOOP) => return Err(io::Error::other(format!("{} is a symbolic link", self.path.join(name).display()))),
+        let bytes = match dir.read(name, MAX_READ) {
+            Ok(bytes) => bytes,
+            Err(fsroot::Error { why: Why::Missing, .. }) => return Ok(None),
             Err(e) => return Err(e.into()),
         };
-        if !file.metadata()?.is_file() {
-            return Err(io::Error::other(format!("{} is not a regular file", self.path.join(name).display())));
-        }
-        let mut bytes = Vec::new();
-        file.take(MAX_READ + 1).read_to_end(&mut bytes)?;
-        if bytes.len() as u64 > MAX_READ {
-            return Err(io::Error::other(format!("{} is larger than {MAX_READ} bytes", self.path.join(name).display())));
-        }
         String::from_utf8(bytes).map(Some).map_err(|_| io::Error::other(format!("{} is not UTF-8", self.path.join(name).display())))
     }
 
@@ -77,29 +67,26 @@ impl RunDir {
     /// replaced, never written through), creating the directory if needed.
     pub fn write(&self, name: &str, text: &str) -> io::Result<()> {
         let dir = self.open(true)?.expect("created");
-        crate::storage::atomic_file::write_atomically_at(&dir, name.as_ref(), |e| e, |out| io::Write::write_all(out, text.as_bytes()))
+        dir.write_atomically(name, |e| e, |out| io::Write::write_all(out, text.as_bytes()))
     }
 
     /// Remove the entry `name` (whatever it is, never what a link points to); whether there was one.
     pub fn remove(&self, name: &str) -> io::Result<bool> {
         let Some(dir) = self.open(false)? else { return Ok(false) };
-        match rustix::fs::unlinkat(dir.as_fd(), name, AtFlags::empty()) {
-            Ok(()) => Ok(true),
-            Err(rustix::io::Errno::NOENT) => Ok(false),
-            Err(e) => Err(e.into()),
-        }
+        dir.remove_file(name).map_err(io::Error::from)
     }
 
     /// Whether an entry `name` exists (agmsg's `[ -e ]` on a sentinel), a link not followed.
     pub fn exists(&self, name: &str) -> bool {
         let Ok(Some(dir)) = self.open(false) else { return false };
-        rustix::fs::statat(dir.as_fd(), name, AtFlags::SYMLINK_NOFOLLOW).is_ok()
+        matches!(dir.symlink_metadata(name), Ok(Some(_)))
     }
 
     /// The names in the directory that start with `prefix`.
     pub fn names_with_prefix(&self, prefix: &str) -> Vec<String> {
-        let Ok(entries) = std::fs::read_dir(&self.path) else { return Vec::new() };
-        entries.filter_map(|e| e.ok()?.file_name().into_string().ok()).filter(|n| n.starts_with(prefix)).collect()
+        let Ok(Some(dir)) = self.open(false) else { return Vec::new() };
+        let names = dir.list().unwrap_or_default();
+        names.into_iter().filter_map(|n| n.into_string().ok()).filter(|n| n.starts_with(prefix)).collect()
     }
 }
 
@@ -262,5 +249,14 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&outside).unwrap(), "secret", "a link is replaced, not written through");
         assert!(run.remove("link").unwrap());
         assert!(!run.remove("link").unwrap());
+        // `run` itself a link to somewhere else: neither read nor written.
+        let other = tempfile::tempdir().unwrap();
+        std::fs::write(other.path().join("x"), "theirs\n").unwrap();
+        let linked = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(other.path(), linked.path().join("run")).unwrap();
+        let run = RunDir::new(linked.path());
+        assert!(run.read("x").is_err());
+        assert!(run.write("y", "no\n").is_err());
+        assert!(!other.path().join("y").exists());
     }
 }

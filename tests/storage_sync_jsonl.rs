@@ -95,8 +95,8 @@ fn strict_records(log: &[u8]) -> Vec<Value> {
 fn stored_generation(records: &[Value]) -> Option<String> {
     records
         .iter()
-        .filter_map(|r| if r["type"] == "sync_generation" { r.get("generation") } else { r.get("driver_generation") })
-        .last()
+        .rev()
+        .find_map(|r| if r["type"] == "sync_generation" { r.get("generation") } else { r.get("driver_generation") })
         .map(|g| g.as_str().expect("a generation is a string").to_owned())
 }
 

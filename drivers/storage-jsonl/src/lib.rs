@@ -751,3 +751,36 @@ impl Drop for Importer {
         }
     }
 }
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::append_to;
+
+    /// A write that lands only in part (here: the process's file-size limit stops it after five bytes)
+    /// is cut back, so the log keeps no torn line. The limit is process-wide: the test restores it at
+    /// once, and no other unit test of this crate writes a file.
+    #[test]
+    fn a_failed_append_is_cut_back_to_the_old_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        std::fs::write(&path, "{\"type\":\"message_sent\"}\n").unwrap();
+        let before = std::fs::read(&path).unwrap();
+        let mut old = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: plain libc calls with valid pointers; SIGXFSZ ignored so the write fails with EFBIG.
+        let result = unsafe {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            assert_eq!(libc::getrlimit(libc::RLIMIT_FSIZE, &mut old), 0);
+            let limit = libc::rlimit { rlim_cur: before.len() as libc::rlim_t + 5, rlim_max: old.rlim_max };
+            assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &limit), 0);
+            let result = append_to(path.to_str().unwrap(), &["a record longer than five bytes".into()], true);
+            assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &old), 0);
+            result
+        };
+        let error = result.expect_err("the limit stops the write");
+        assert!(error.message.contains("jsonl:"), "{error:?}");
+        assert_eq!(std::fs::read(&path).unwrap(), before, "the partial record was cut away");
+        // And without a limit the same append lands whole.
+        append_to(path.to_str().unwrap(), &["{}".into()], true).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), [before.as_slice(), b"{}\n"].concat());
+    }
+}

@@ -325,3 +325,39 @@ pub fn run(candidates: &[TerminalSource], driver_flag: Option<&str>, op: Op) -> 
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(op: &str, args: &[&str]) -> Result<Op, String> {
+        Op::parse(op, &args.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn argv_is_parsed_as_agmsg_passes_it() {
+        assert!(matches!(parse("peek", &["%1", "--lines", "x"]), Ok(Op::Peek { lines: None, .. })), "a non-numeric --lines is ignored");
+        assert!(matches!(parse("peek", &["%1", "--lines", "5"]), Ok(Op::Peek { lines: Some(5), .. })));
+        assert!(matches!(parse("name", &["%1", "t", "a", "key"]), Ok(Op::Name { mode: NamingMode::KeyOnly, .. })));
+        // An unknown spawn target or intent is the driver's "unsupported", answered after parsing.
+        assert!(matches!(parse("spawn", &["n", "/p", "sideways", "boot"]), Ok(Op::Spawn { .. })));
+        assert!(matches!(parse("arrange", &["%1", "diagonal", "%2"]), Ok(Op::Arrange { .. })));
+        assert!(matches!(parse("detect", &[]), Ok(Op::Detect { session }) if session.is_empty()));
+    }
+
+    #[test]
+    fn a_wrong_command_line_is_a_usage_error_naming_the_op() {
+        for (op, args) in [("check", &["x"][..]), ("poke", &["%1"]), ("spawn", &["n", "/p"]), ("name", &["%1", "t", "a", "label"]), ("bogus", &[])] {
+            let message = parse(op, args).unwrap_err();
+            assert!(message.contains(op), "{op}: {message}");
+        }
+    }
+
+    #[test]
+    fn the_driver_is_picked_by_the_first_argument_of_an_op_on_an_id_only() {
+        assert_eq!(parse("peek", &["tmux:/s:%1"]).unwrap().driver_hint(), Some("tmux:/s:%1"));
+        assert_eq!(parse("arrange", &["a", "swap", "b"]).unwrap().driver_hint(), Some("a"));
+        assert_eq!(parse("spawn", &["tmux:/s:%1", "/p", "window"]).unwrap().driver_hint(), None);
+        assert_eq!(parse("expected-label", &["t", "a"]).unwrap().driver_hint(), None);
+    }
+}

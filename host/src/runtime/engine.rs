@@ -1,7 +1,7 @@
 //! The engine (one per process, shared by every runtime), its epoch ticker and per-call limits; everything here is off
 //! the per-call path.
 
-use std::sync::{Condvar, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
 pub use super::limits::{EPOCH_TICK, Limits};
 
@@ -55,7 +55,8 @@ impl Runtime {
 
 /// The process's one engine, which every [`Runtime`] shares (its configuration is fixed): the epoch
 /// ticker advances the engine every deadline is measured on, and bundled machine code, which runs in
-/// place, is registered with wasmtime once (see [`super::code_memory`]).
+/// place, is registered with wasmtime once (see [`super::code_memory`]). Creating it starts the host's
+/// I/O runtime, whose one worker thread also runs the ticker.
 fn shared_engine() -> Result<Engine> {
     static ENGINE: OnceLock<std::result::Result<Engine, String>> = OnceLock::new();
     let engine = ENGINE.get_or_init(|| {
@@ -69,22 +70,45 @@ fn shared_engine() -> Result<Engine> {
 }
 
 /// How many driver calls are running wasm in this process now: the epoch ticker advances only while
-/// one is, so that an idle process (a `watch` between rounds) has no thread waking every tick.
+/// one is, so that an idle process (a `watch` between rounds) has nothing waking every tick.
 static RUNNING: Mutex<usize> = Mutex::new(0);
-static RUNNING_CHANGED: Condvar = Condvar::new();
+static CALL_STARTED: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+/// The host's tokio runtime: one worker thread, which runs the epoch ticker and drives sockets and
+/// timers while a host call waits on them. wasmtime-wasi runs its host calls (files, sockets, clocks)
+/// on the runtime the calling thread has entered; a driver call enters this one (see [`RunningCall`]).
+/// Without it wasmtime-wasi builds an ambient runtime of its own on first use: a worker per CPU (after
+/// reading the cgroup files to count them) beside the ticker's thread, and a yield in every host call.
+fn io_runtime() -> &'static tokio::runtime::Runtime {
+    static IO: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    IO.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("agmsg-io")
+            .enable_io()
+            .enable_time()
+            .build()
+            .expect("starting the host's I/O runtime")
+    })
+}
 
 /// A driver call in progress, from before its deadline is set until it returns: while one exists the
-/// epoch advances (a deadline counts ticks, and ticks pass only while some call runs).
-pub struct RunningCall(());
+/// epoch advances (a deadline counts ticks, and ticks pass only while some call runs), and the calling
+/// thread is in the host's I/O runtime (the outermost call on a thread enters it).
+pub struct RunningCall {
+    _entered: Option<tokio::runtime::EnterGuard<'static>>,
+}
 
 /// Mark a call as running (see [`RunningCall`]).
 pub fn running_call() -> RunningCall {
     let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
     *running += 1;
     if *running == 1 {
-        RUNNING_CHANGED.notify_all();
+        CALL_STARTED.notify_waiters();
     }
-    RunningCall(())
+    drop(running);
+    let entered = tokio::runtime::Handle::try_current().is_ok();
+    RunningCall { _entered: if entered { None } else { Some(io_runtime().enter()) } }
 }
 
 impl Drop for RunningCall {
@@ -93,24 +117,23 @@ impl Drop for RunningCall {
     }
 }
 
-/// One background thread advances the epoch for the process's life, while a call runs; between calls
-/// it sleeps on [`RUNNING_CHANGED`]. A deadline is set relative to the current epoch at the start of
-/// each call, so the ticks not counted between calls belong to no deadline.
+/// The ticker, a task on the I/O runtime's worker, advances the epoch for the process's life while a
+/// call runs; between calls it waits for [`CALL_STARTED`]. A deadline is set relative to the current
+/// epoch at the start of each call, so the ticks not counted between calls belong to no deadline.
 fn start_epoch_ticker(engine: &Engine) {
     let engine = engine.clone();
-    std::thread::Builder::new()
-        .name("agmsg-epoch".into())
-        .spawn(move || {
+    io_runtime().spawn(async move {
+        loop {
             loop {
-                {
-                    let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
-                    while *running == 0 {
-                        running = RUNNING_CHANGED.wait(running).unwrap_or_else(|e| e.into_inner());
-                    }
+                // Registered before the check, so a call that starts in between still wakes it.
+                let started = CALL_STARTED.notified();
+                if *RUNNING.lock().unwrap_or_else(|e| e.into_inner()) > 0 {
+                    break;
                 }
-                engine.increment_epoch();
-                std::thread::sleep(EPOCH_TICK);
+                started.await;
             }
-        })
-        .expect("spawning the epoch thread");
+            engine.increment_epoch();
+            tokio::time::sleep(EPOCH_TICK).await;
+        }
+    });
 }

@@ -56,6 +56,8 @@ fn fake_join(skill: &Path) -> String {
 skill='{skill}'
 {{ printf '%s|' "$@"; printf 'AGMSG_RESOLVE_PROJECT=%s\n' "${{AGMSG_RESOLVE_PROJECT-(unset)}}"; }} >> "$skill/joins"
 if [ -f "$skill/join-fails" ]; then echo "Error: '$2' is permanently bound to another identity" >&2; exit 1; fi
+# Leaves a process behind that holds join.sh's stderr open.
+if [ -f "$skill/join-lingers" ]; then sleep 30 & fi
 echo "Joined team $1 as $2"
 "#,
         skill = skill.display()
@@ -510,6 +512,15 @@ fn the_agent_is_pre_joined_through_agmsgs_join() {
     assert_eq!(spawned["joined"], true);
     assert_eq!(lab.joins(), format!("crew|bob|claude-code|{p}|AGMSG_RESOLVE_PROJECT=0\n"));
     lab.recorded(&project);
+
+    // A join that leaves a process holding its stderr: spawn does not wait for that process.
+    std::fs::write(lab.skill.join("join-lingers"), "").unwrap();
+    let project = lab.project("lingers");
+    let started = Instant::now();
+    env.run(&["spawn", "codex", "crew", "lin", "--project", project.to_str().unwrap()]).ok();
+    assert!(started.elapsed() < Duration::from_secs(15), "spawn waited for join.sh's leftover: {:?}", started.elapsed());
+    lab.recorded(&project);
+    std::fs::remove_file(lab.skill.join("join-lingers")).unwrap();
 
     std::fs::write(lab.skill.join("join-fails"), "").unwrap();
     let panes = lab.server.pane_count();

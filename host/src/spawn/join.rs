@@ -41,10 +41,11 @@ pub fn pre_join(skill_dir: &Path, team: &str, agent: &str, agent_type: &str, pro
         .map_err(|e| format!("cannot run agmsg's {}: {e}", script.display()))?;
     // stderr is read on its own thread so a chatty join cannot block on a full pipe while we wait.
     let mut stderr = child.stderr.take().expect("piped");
-    let reader = std::thread::spawn(move || {
+    let (sender, said) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
         let mut text = Vec::new();
         let _ = (&mut stderr).take(64 * 1024).read_to_end(&mut text);
-        text
+        let _ = sender.send(text);
     });
     let started = Instant::now();
     let status = loop {
@@ -59,7 +60,9 @@ pub fn pre_join(skill_dir: &Path, team: &str, agent: &str, agent_type: &str, pro
             Err(e) => return Err(format!("waiting for agmsg's join.sh: {e}")),
         }
     };
-    let said = String::from_utf8_lossy(&reader.join().unwrap_or_default()).trim().to_owned();
+    // A process join.sh left behind may hold its stderr open: what was said is not waited for long.
+    let said = said.recv_timeout(Duration::from_secs(2)).unwrap_or_default();
+    let said = String::from_utf8_lossy(&said).trim().to_owned();
     if status.success() {
         Ok(Joined::Joined)
     } else {

@@ -553,6 +553,13 @@ fn the_agent_is_pre_joined_through_agmsgs_join() {
     assert_eq!(registrations[0]["type"], "codex");
     let registered = registrations[0]["project"].as_str().unwrap();
     assert!(registered == p || Path::new(registered) == project.canonicalize().unwrap(), "{registered} for {p}");
+    // And despawn --force drops that registration through agmsg's reset.sh.
+    let run = real.run(&["despawn", "crew", "lead", "rita", "--force"]);
+    assert_eq!((run.code, run.stdout.as_str()), (0, "status=forced name=rita team=crew\n"), "{run:?}");
+    assert!(!run.stderr.contains("warn"), "no step failed: {run:?}");
+    let config: Value = serde_json::from_str(&std::fs::read_to_string(agmsg.join("teams/crew/config.json")).unwrap()).unwrap();
+    let left = config["agents"]["rita"]["registrations"].as_array().map_or(0, Vec::len);
+    assert_eq!(left, 0, "{config}");
 }
 
 /// Issue 27, item 3: `spawn_options.yaml` (agmsg's fixtures' cases) puts the type's options, and its

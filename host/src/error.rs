@@ -2,17 +2,16 @@
 //! failure it is to a caller; the binary turns a class into a process exit code in one place
 //! (`cli/exit.rs`) and the library never picks a number.
 //!
-//! A driver op's own error keeps its area's type, which already says its class: [`StorageError`]'s
-//! §1.4 status (with a §1.6 directive) and [`TerminalError`]'s §2.3 kind. [`HostError`] is the error of
-//! everything else the host does (agent types, delivery, plugins, shims, scaffolds, store management),
-//! and what either area's error becomes when a workflow spans more than a driver op.
+//! A driver op's own error keeps its area's type, which already says its class:
+//! [`crate::storage::StorageError`]'s §1.4 status (with a §1.6 directive) and
+//! [`crate::terminal::TerminalError`]'s §2.3 kind. [`HostError`] is the error of everything else the
+//! host does (agent types, delivery, plugins, shims, scaffolds), and what either area's error becomes
+//! when a command spans more than a driver op. This module is a leaf: each area converts its own error
+//! (`storage::manage`, `terminal::op`), so nothing here names an axis.
 
 use std::fmt;
 
 use agmsg_contract::{Status, TermFailKind};
-
-use crate::storage::StorageError;
-use crate::terminal::TerminalError;
 
 /// What kind of failure an error is, to whoever ran the command. agmsg's codes: 1 and 2 are those of its
 /// scripts (failure, usage), 3 its delivery engine's "not overridden", 10/12/13 a driver's (§1.4
@@ -26,6 +25,9 @@ pub enum ExitClass {
     Usage,
     /// A delivery side-effect op the type does not override: agmsg's default applies.
     NotOverridden,
+    /// An op of an optional interface the driver does not export, where the caller tells it apart from
+    /// a failure: agmsg's sync adapter's 14 (`storage sync-*`).
+    NotOffered,
     /// A storage driver's status ([`Status::Ok`] never is an error).
     Storage(Status),
     /// A terminal driver's failure kind.
@@ -85,30 +87,5 @@ impl std::error::Error for HostError {}
 impl From<String> for HostError {
     fn from(message: String) -> HostError {
         HostError::refused(message)
-    }
-}
-
-impl From<&StorageError> for ExitClass {
-    fn from(e: &StorageError) -> ExitClass {
-        ExitClass::Storage(e.status)
-    }
-}
-
-impl From<&TerminalError> for ExitClass {
-    fn from(e: &TerminalError) -> ExitClass {
-        ExitClass::Terminal(e.kind)
-    }
-}
-
-/// A storage error as a host error (its §1.6 directive, if any, is dropped: relay it before).
-impl From<StorageError> for HostError {
-    fn from(e: StorageError) -> HostError {
-        HostError::new((&e).into(), e.message)
-    }
-}
-
-impl From<TerminalError> for HostError {
-    fn from(e: TerminalError) -> HostError {
-        HostError::new((&e).into(), e.message)
     }
 }

@@ -18,10 +18,25 @@ use super::records::event_line;
 use super::{StorageError, Storage, StoreSession, atomic_file, drivers, location, source};
 use crate::axis::Axis;
 use crate::bundled;
+use crate::error::{ExitClass, HostError};
 use crate::runtime::sandbox::StoreDir;
 
 /// Where `convert` builds the new store, inside the store directory (same filesystem: renames work).
 const CONVERT_DIR_PREFIX: &str = ".agmsg-convert-";
+
+/// A storage error's class: its §1.4 status.
+impl From<&StorageError> for ExitClass {
+    fn from(e: &StorageError) -> ExitClass {
+        ExitClass::Storage(e.status)
+    }
+}
+
+/// A storage error as a host error (its §1.6 directive, if any, is dropped: relay it before).
+impl From<StorageError> for HostError {
+    fn from(e: StorageError) -> HostError {
+        HostError::new((&e).into(), e.message)
+    }
+}
 
 /// What a workflow is doing, for a caller that shows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,13 +2,26 @@
 //! driver, opens it and makes the call, and answers with a typed [`Reply`] or an [`OpFailure`] that says
 //! how agmsg frames it. Printing is the caller's (the CLI's `terminal` command).
 
-use crate::error::Shape;
+use crate::error::{ExitClass, HostError, Shape};
 use crate::log::host_log;
 use crate::runtime::Runtime;
 
 use super::driver::{Answer, ArrangeOutcome, Description, Detection, Intent, NamingMode, PanePresence, SpawnTarget, TermFailKind};
 use super::resolve;
 use super::{Terminal, TerminalError, TerminalSource};
+
+/// A terminal error's class: its §2.3 kind.
+impl From<&TerminalError> for ExitClass {
+    fn from(e: &TerminalError) -> ExitClass {
+        ExitClass::Terminal(e.kind)
+    }
+}
+
+impl From<TerminalError> for HostError {
+    fn from(e: TerminalError) -> HostError {
+        HostError::new((&e).into(), e.message)
+    }
+}
 
 /// A terminal op and its arguments. Ids are as given (a driver id or a placement reference).
 #[derive(Debug)]

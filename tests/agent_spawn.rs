@@ -387,6 +387,14 @@ fn the_placement_record_is_written_and_despawn_by_name_reads_it() {
     let run = env.run(&["despawn", "c#1", "lead", "cody", "--force"]);
     assert_eq!((run.code, run.stdout.as_str()), (1, ""), "{run:?}");
     assert!(run.stderr.contains("no placement record for 'c#1/cody'"), "{run:?}");
+    // A record agmsg 1.2.1's own spawn.sh wrote: a bare tmux pane id, on the caller's server.
+    let pane = lab.server.query(&["split-window", "-d", "-P", "-F", "#{pane_id}", "-t", socket_free(&lab.server.first_pane), "sleep 600"]);
+    assert_eq!(lab.server.pane_count(), panes + 1);
+    std::fs::write(lab.skill.join("run/spawn.c%231__old"), format!("{pane}\t{}\tcodex\n", project.display())).unwrap();
+    let run = env.run(&["despawn", "c#1", "lead", "old", "--force"]);
+    assert_eq!((run.code, run.stdout.as_str()), (0, "status=forced name=old team=c#1\n"), "{run:?}");
+    assert_eq!(lab.server.pane_count(), panes, "the legacy record's pane is closed: {run:?}");
+
     // Names are data, checked before any file is looked up: `..` cannot reach out of run/.
     for (team, agent) in [("c#1", "../../x"), ("a:b", "cody")] {
         let run = env.run(&["despawn", team, "lead", agent]);

@@ -276,6 +276,12 @@ fn a_terminal_plugin_runs_only_its_granted_programs_with_their_argument_shapes()
     plugin(&env, &["install", pkg.to_str().unwrap(), "--yes"]).ok();
     let rows = listed(&env);
     assert!(rows.contains(&("terminal/hostile-term".into(), "trusted".into(), "program:tmux (arguments: -V)".into())), "{rows:?}");
+    // `terminal list` says where each driver comes from, as resolved: this one from its plugin directory.
+    let run = env.run(&["terminal", "list", "--json"]);
+    let rows: serde_json::Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {run:?}"));
+    let row = rows.as_array().and_then(|rows| rows.iter().find(|r| r["name"] == "hostile-term")).unwrap_or_else(|| panic!("{run:?}"));
+    assert_eq!((row["source"].as_str(), row["bundled"].as_bool()), (Some("plugin"), Some(false)), "{run:?}");
+    assert!(row["path"].as_str().is_some_and(|p| p.ends_with("plugins/terminal/hostile-term")), "{run:?}");
 
     let peek = |attempt: &str| -> Run { env.run(&["terminal", "--driver", "hostile-term", "peek", attempt]) };
     let run = peek("declared");

@@ -18,15 +18,19 @@ pub enum Origin {
     Plugin { dir: PathBuf },
     /// A plugin that runs only once the user trusts it.
     Untrusted { dir: PathBuf, problem: String, trust_command: String },
+    /// A driver named by its path (a component file, a driver directory): never listed, but what a
+    /// resolved driver says it came from.
+    Path { path: PathBuf },
 }
 
 impl Origin {
-    /// The word listings show (`bundled`, `plugin`, `untrusted`).
+    /// The word listings show (`bundled`, `plugin`, `untrusted`, `path`).
     pub fn word(&self) -> &'static str {
         match self {
             Origin::Bundled => "bundled",
             Origin::Plugin { .. } => "plugin",
             Origin::Untrusted { .. } => "untrusted",
+            Origin::Path { .. } => "path",
         }
     }
 
@@ -58,6 +62,9 @@ impl Entry {
                 row.insert("path".into(), dir.display().to_string().into());
                 row.insert("problem".into(), problem.clone().into());
                 row.insert("trust_command".into(), trust_command.clone().into());
+            }
+            Origin::Path { path } => {
+                row.insert("path".into(), path.display().to_string().into());
             }
         }
         row

@@ -186,13 +186,13 @@ fn list(candidates: &[TerminalSource], args: &[String]) -> Result<ExitCode, Outc
         _ => return Err(Outcome::Usage("list: expected [--json]".into())),
     };
     let entries = catalog::entries(Axis::Terminal, &[]).map_err(|e| Outcome::failed(Shape::Record, TerminalError::new(TermFailKind::Unreachable, e)))?;
-    let origin_of = |name: &str| entries.iter().find(|e| e.name == name && e.origin.runs()).cloned();
     let untrusted = entries.iter().filter(|e| !e.origin.runs());
     if json {
         let mut rows: Vec<_> = candidates
             .iter()
             .map(|c| {
-                let entry = origin_of(&c.manifest.name).unwrap_or(Entry { name: c.manifest.name.clone(), origin: Origin::Bundled });
+                // Each row says where its driver came from (TerminalSource::origin), as resolved.
+                let entry = Entry { name: c.manifest.name.clone(), origin: c.origin.clone() };
                 let mut row = entry.json_fields();
                 row.insert("priority".into(), c.manifest.priority.into());
                 row.insert("backend".into(), c.manifest.backend.clone().into());
@@ -208,7 +208,7 @@ fn list(candidates: &[TerminalSource], args: &[String]) -> Result<ExitCode, Outc
     } else {
         let mut text = format!("{:<10} {:>8}  {:<44} {:<24} {}\n", "DRIVER", "PRIORITY", "CAPABILITIES", "RUNS", "SOURCE");
         for c in candidates {
-            let origin = origin_of(&c.manifest.name).map_or("bundled", |e| e.origin.word());
+            let origin = c.origin.word();
             // Manifest text (a plugin's, a driver directory's): shown, never sent to the terminal.
             text.push_str(&format!(
                 "{:<10} {:>8}  {:<44} {:<24} {origin}\n",

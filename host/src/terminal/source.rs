@@ -7,6 +7,7 @@ use std::path::Path;
 
 use super::manifest::{DEFAULT_PRIORITY, TerminalManifest};
 use crate::bundled;
+use crate::catalog::Origin;
 use crate::capabilities::{Capabilities, Capability};
 use crate::axis::Axis;
 use crate::axis_module::Reference;
@@ -20,12 +21,18 @@ use crate::plugin::registry::{self, Candidate, sha256_hex};
 pub struct TerminalSource {
     pub manifest: TerminalManifest,
     pub driver: DriverSource,
+    /// Where it comes from, as listings show it (bundled, a trusted plugin's directory, a path).
+    pub origin: Origin,
 }
 
 impl TerminalSource {
-    fn new(manifest: TerminalManifest, sha256: String, wasm: Cow<'static, [u8]>, capabilities: Capabilities, path: Option<std::path::PathBuf>) -> Self {
+    fn new(manifest: TerminalManifest, sha256: String, wasm: Cow<'static, [u8]>, capabilities: Capabilities, origin: Origin) -> Self {
+        let path = match &origin {
+            Origin::Path { path } => Some(path.join("driver.wasm")),
+            _ => None,
+        };
         let driver = DriverSource { name: manifest.name.clone(), sha256, wasm, path, capabilities, settings: Vec::new() };
-        TerminalSource { manifest, driver }
+        TerminalSource { manifest, driver, origin }
     }
 }
 
@@ -43,7 +50,7 @@ impl TerminalSource {
                 let manifest = TerminalManifest::parse(d.manifest.expect("terminal drivers are bundled with their manifest"))
                     .expect("bundled manifests are valid (checked by the test suite)");
                 let capabilities = conf_capabilities(&manifest);
-                TerminalSource::new(manifest, d.sha256.to_owned(), Cow::Borrowed(d.wasm), capabilities, None)
+                TerminalSource::new(manifest, d.sha256.to_owned(), Cow::Borrowed(d.wasm), capabilities, Origin::Bundled)
             })
             .collect()
     }
@@ -99,6 +106,7 @@ impl TerminalSource {
     /// `[terminal]` table.
     fn from_plugin(plugin: Candidate) -> TerminalSource {
         let declared = plugin.manifest.clone().expect("a plugin that can run has a manifest");
+        let origin = Origin::Plugin { dir: plugin.dir.clone() };
         let driver = plugin.into_source().expect("a terminal plugin that can run has its component");
         let capabilities = &driver.capabilities;
         let keys = declared.terminal.clone().unwrap_or_default();
@@ -110,7 +118,7 @@ impl TerminalSource {
             programs: capabilities.programs().map(|(name, _)| name.to_owned()).collect(),
             env: capabilities.env().map(str::to_owned).collect(),
         };
-        TerminalSource { manifest, driver }
+        TerminalSource { manifest, driver, origin }
     }
 
     fn from_dir(dir: &Path) -> Result<TerminalSource, String> {
@@ -119,6 +127,25 @@ impl TerminalSource {
         let manifest = TerminalManifest::parse(&manifest).map_err(|e| format!("{}/terminal.conf: {e}", dir.display()))?;
         let wasm = read("driver.wasm", crate::plugin::MAX_COMPONENT_BYTES)?;
         let capabilities = conf_capabilities(&manifest);
-        Ok(TerminalSource::new(manifest, sha256_hex(&wasm), Cow::Owned(wasm), capabilities, Some(dir.join("driver.wasm"))))
+        Ok(TerminalSource::new(manifest, sha256_hex(&wasm), Cow::Owned(wasm), capabilities, Origin::Path { path: dir.to_owned() }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Origin, TerminalSource};
+
+    /// A resolved driver says where it came from, as `terminal list` shows it: bundled, or the
+    /// directory it was named by (a trusted plugin's is its plugin directory: tests/plugin.rs).
+    #[test]
+    fn a_resolved_driver_carries_its_origin() {
+        assert_eq!(TerminalSource::resolve_bundled("tmux").map(|s| s.origin), Some(Origin::Bundled));
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("terminal.conf"), "name=mine\npriority=50\nbackend=mine\ncapabilities=\nprograms=\nenv=\n").unwrap();
+        std::fs::write(dir.path().join("driver.wasm"), b"\0asm").unwrap();
+        let source = TerminalSource::resolve(dir.path().to_str().unwrap(), &[]).unwrap();
+        assert_eq!(source.origin, Origin::Path { path: dir.path().to_owned() });
+        assert_eq!(source.origin.word(), "path");
+        assert_eq!(source.driver.path, Some(dir.path().join("driver.wasm")));
     }
 }

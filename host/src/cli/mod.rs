@@ -12,6 +12,7 @@ mod shim_install;
 mod spawn;
 mod storage;
 mod storage_manage;
+mod storage_sync;
 mod terminal;
 mod types;
 

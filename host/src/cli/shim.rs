@@ -31,6 +31,7 @@ use agmsg_host::storage::location;
 pub struct OptionalOps {
     pub receipts: bool,
     pub rename: bool,
+    pub sync: bool,
 }
 
 /// Load `driver` (a bundled name or a component path) and see which optional interfaces it exports.
@@ -41,7 +42,7 @@ pub fn optional_ops(driver: &str) -> Result<OptionalOps, String> {
     let empty = tempfile::Builder::new().prefix("agmsg-host-probe-").tempdir().map_err(|e| format!("cannot create a directory: {e}"))?;
     let dir = agmsg_host::runtime::sandbox::StoreDir::open(empty.path()).map_err(|e| format!("cannot open {}: {e}", empty.path().display()))?;
     let storage = agmsg_host::storage::Storage::open(&runtime, &source, dir).map_err(|e| e.to_string())?;
-    Ok(OptionalOps { receipts: storage.offers_receipts(), rename: storage.offers_rename() })
+    Ok(OptionalOps { receipts: storage.offers_receipts(), rename: storage.offers_rename(), sync: storage.offers_sync() })
 }
 
 /// The shim's text: `bin` runs `driver` (a bundled name or a component path), with the optional ops
@@ -77,6 +78,9 @@ pub fn storage_shim_with(name: &str, bin: &str, driver: &str, optional: Optional
     if optional.rename {
         text.push_str(SHIM_RENAME);
     }
+    if optional.sync {
+        text.push_str(SHIM_SYNC);
+    }
     text
 }
 
@@ -92,6 +96,17 @@ const SHIM_RENAME: &str = r#"
 # Optional ops (agmsg:storage 1.2.0 rename): this driver offers them.
 storage_rename_agent() { _agmsg_host_storage "${1-}" rename-agent "$@"; }
 storage_rename_team() { _agmsg_host_storage "${2-}" rename-team "$@"; }
+"#;
+
+/// Defined only for a driver that exports `sync`: agmsg's sync adapter (`storage-sync-driver.sh`) tests
+/// `command -v storage_sync_*` and answers 14 itself where one is missing. Records pass through stdin
+/// and stdout; the store is the binding's local team's ($1).
+const SHIM_SYNC: &str = r#"
+# Optional ops (agmsg:storage 1.2.0 sync, agmsg's Stage-1 remote sync): this driver offers them.
+storage_sync_prepare_push() { _agmsg_host_storage "${1-}" sync-prepare-push "$@"; }
+storage_sync_reconcile_push() { _agmsg_host_storage "${1-}" sync-reconcile-push "$@"; }
+storage_sync_apply_pull() { _agmsg_host_storage "${1-}" sync-apply-pull "$@"; }
+storage_sync_reprocess() { _agmsg_host_storage "${1-}" sync-reprocess "$@"; }
 "#;
 
 /// The functions, the same in every shim.

@@ -50,6 +50,16 @@ Ops (snake_case names are accepted too; a leading <team> selects the store as ag
                                              now name <new>; control
   rename-team <old> <new>                    optional op (`rename`): on the new team's store (a per-team
                                              store still under <old> is moved first); control
+  sync-prepare-push <team> <server-instance-id> <remote-team-id> <protocol-version> <limit>
+  sync-reconcile-push <team> <server-instance-id> <remote-team-id> <protocol-version>
+  sync-apply-pull <team> <server-instance-id> <remote-team-id> <protocol-version>
+  sync-reprocess <team> <server-instance-id> <remote-team-id> <protocol-version> <limit> [<seq>:<wire-id>] [malformed]
+                                             optional ops (1.2.0 `sync`, agmsg's Stage-1 remote sync):
+                                             agmsg's sync_* JSONL records on stdin and stdout, parsed
+                                             strictly (a repeated or unknown key is refused); exit 13 for
+                                             a refused argument or record or a runtime failure, 12 for a
+                                             store the driver finds inconsistent, 14 when the driver does
+                                             not offer sync (`describe` then lacks stage1-sync)
                                              An optional op the driver does not offer fails with 13
                                              (`unsupported: ...` on stderr); `agmsg-host shim storage`
                                              defines its function only for a driver that offers it.
@@ -172,6 +182,12 @@ pub fn run(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Option<
             return exit::fail(&format!("storage {op_name}"), &HostError::usage(usage));
         }
         _ => {}
+    }
+    // agmsg's Stage-1 sync ops: records on stdin and stdout, their own argv and exit codes.
+    if let Some(sync_op) = op_name.strip_prefix("sync-")
+        && super::storage_sync::is_sync_op(sync_op)
+    {
+        return super::storage_sync::run(store_flag, driver_flag, sync_op, args);
     }
     let op = match parse(&op_name, args) {
         Ok(op) => op,

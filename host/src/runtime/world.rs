@@ -13,21 +13,23 @@
 //!   (`$Pre`: where the exports are, probed once at load: an optional interface is present when the
 //!   component exports its name, looked up by semver-compatible name, so `live@1.1.0` finds any 1.x
 //!   from 1.1.0 on; one exported with another shape is refused, as a malformed driver is);
-//! - `Offers`, which optional interfaces a loaded driver exports; `HOST_INTERFACES`, checked by a test
+//! - `Offers`, which optional interfaces a loaded driver exports (and their capability words, which
+//!   `describe` reports from the exports, whatever the driver says); `HOST_INTERFACES`, checked by a test
 //!   against `Axis::host_interfaces`, so the bindings and the linker agree on what the axis is offered.
 //!
 //! The typed calls on the core interface (domain types in, domain types out) are written beside the
 //! invocation, in the axis's `world.rs`: that file and `world/` are the only ones naming generated types.
 
-/// See the module's documentation. `optional` entries are `name => "package/interface@version"`, the
-/// version being the one the interface first appeared in.
+/// See the module's documentation. `optional` entries are `name => "package/interface@version" as
+/// "capability"`: the version is the one the interface first appeared in, the capability the word
+/// `describe` says for it.
 macro_rules! driver_world {
     (
         $(#[$meta:meta])*
         world $World:ident, pre $Pre:ident, axis $axis:ident;
         bindings $world:tt in $wit:tt as $Bindings:ident, $Indices:ident;
         host { $($host:tt => $cap:ident),* $(,)? }
-        optional { $($field:ident => $iface:tt),* $(,)? }
+        optional { $($field:ident => $iface:tt as $word:tt),* $(,)? }
     ) => {
         mod bindings {
             wasmtime::component::bindgen!({
@@ -59,6 +61,19 @@ macro_rules! driver_world {
             instance_pre: wasmtime::component::InstancePre<crate::runtime::HostState>,
             core: bindings::$Indices,
             $($field: Option<$field::Indices>,)*
+        }
+
+        impl Offers {
+            /// The capability word of each optional interface (what `describe` says for it).
+            pub const WORDS: &'static [&'static str] = &[$($word),*];
+
+            /// The capability words of the optional interfaces offered, in the list's order.
+            #[allow(unused_mut)]
+            pub fn words(&self) -> Vec<&'static str> {
+                let mut words = Vec::new();
+                $(if self.$field { words.push($word); })*
+                words
+            }
         }
 
         impl $Pre {

@@ -14,6 +14,7 @@ use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
 use super::records::{ScanError, check_event, scan_import};
+use super::sync::{ApplyResult, Binding, PageKey, PrepareRequest, Projection, PullLine, PullMessage, PushAck, PushCandidate, ReprocessCandidate, ReprocessPage, ReprocessScope, SyncState};
 use super::world::{Call, Offers, StorageWorld};
 use crate::display;
 use crate::runtime::sandbox::StoreDir;
@@ -26,6 +27,10 @@ pub use super::types::{Description, Directive, Event, Message, Pair, ReadMark, R
 const MAX_DESCRIBE_TOKEN: usize = 64;
 const MAX_DESCRIBE_TEXT: usize = 1024;
 const MAX_DESCRIBE_CAPABILITIES: usize = 64;
+
+/// The most blob bytes the host asks of a sync resource per call, and sends in one pull slice: a page
+/// of 1,000 envelopes of 1 MiB never sits whole in the host's memory or in one call.
+const SYNC_SLICE_BYTES: u32 = 8 << 20;
 
 /// A storage driver, loaded and ready for calls: the host's handle on one store through one driver.
 pub struct Storage<'rt> {
@@ -86,9 +91,16 @@ impl<'rt> Storage<'rt> {
     /// The driver's description, checked: agmsg parses `describe`'s `key=value` lines, so every value is
     /// one printable line (no control or bidi character) of bounded length, the name and capabilities
     /// are tokens, and the store file is a key of its own and a path inside the store.
+    ///
+    /// The capabilities that name an optional interface are the host's to say, from the component's
+    /// exports: what the driver says of them is replaced, so a caller that trusts `capabilities=` (agmsg's
+    /// sync engine looks for `stage1-sync`) never calls an op the driver lacks.
     pub fn describe(&mut self) -> Result<Description, StorageError> {
         let d = self.call("describe", |s, b| b.describe(s))?;
-        self.checked_description(d)
+        let mut d = self.checked_description(d)?;
+        d.capabilities.retain(|c| !Offers::WORDS.contains(&c.as_str()));
+        d.capabilities.extend(self.offers().words().into_iter().map(str::to_owned));
+        Ok(d)
     }
 
     fn checked_description(&self, d: Description) -> Result<Description, StorageError> {
@@ -276,6 +288,118 @@ impl<'rt> Storage<'rt> {
         self.optional("rename-team", "rename", |o| o.rename, |s, b| b.rename().map(|r| r.rename_team(s, old, new)))
     }
 
+    /// Whether the driver offers the optional `sync` interface (Stage-1 remote sync, capability
+    /// `stage1-sync`).
+    pub fn offers_sync(&self) -> bool {
+        self.offers().sync
+    }
+
+    /// `sync.prepare-push`: reserve and seal up to `limit` messages, then hand `on_state` the state and
+    /// `on_candidate` every unacknowledged reservation in local order, read from the driver a bounded
+    /// slice at a time (so a page of large envelopes is never whole in the host's memory either).
+    pub fn sync_prepare_push(
+        &mut self,
+        b: &Binding,
+        limit: u32,
+        request: &PrepareRequest,
+        on_state: impl FnOnce(&SyncState) -> Result<(), StorageError>,
+        mut on_candidate: impl FnMut(&PushCandidate) -> Result<(), StorageError>,
+    ) -> Result<(), StorageError> {
+        let (state, candidates) = self.optional("sync-prepare-push", "sync", |o| o.sync, |s, w| w.sync().map(|y| y.prepare_push(s, b, limit, request)))?;
+        let result = (|| {
+            on_state(&state)?;
+            let mut seen = 0u64;
+            loop {
+                let page = self.optional("sync-prepare-push", "sync", |o| o.sync, |s, w| w.sync().map(|y| y.push_candidates_page(s, candidates, SYNC_SLICE_BYTES)))?;
+                if page.is_empty() {
+                    return Ok(());
+                }
+                seen += page.len() as u64;
+                if seen > u64::from(limit) {
+                    return Err(StorageError::runtime(format!("driver '{}' answered prepare-push with more than {limit} candidates", self.name())));
+                }
+                page.iter().try_for_each(&mut on_candidate)?;
+            }
+        })();
+        self.drop_resource(candidates);
+        result
+    }
+
+    /// `sync.reconcile-push`: record `acks` all or nothing; the push cursor.
+    pub fn sync_reconcile_push(&mut self, b: &Binding, acks: &[PushAck]) -> Result<i64, StorageError> {
+        self.optional("sync-reconcile-push", "sync", |o| o.sync, |s, w| w.sync().map(|y| y.reconcile_push(s, b, acks)))
+    }
+
+    /// `sync.apply-pull`: stage every message `lines` yields, in slices, then commit the page with the
+    /// cursor `lines` ends with. A bad line, a missing or early cursor, or any failure drops the page
+    /// uncommitted: nothing of it stays.
+    pub fn sync_apply_pull(&mut self, b: &Binding, lines: impl Iterator<Item = Result<PullLine, StorageError>>) -> Result<ApplyResult, StorageError> {
+        const OP: &str = "sync-apply-pull";
+        let page = self.optional(OP, "sync", |o| o.sync, |s, w| w.sync().map(|y| y.apply_pull(s, b)))?;
+        let result = (|| {
+            let mut slice = Vec::new();
+            let mut slice_bytes = 0u64;
+            let mut cursor = None;
+            for line in lines {
+                match line? {
+                    PullLine::Cursor(_) if cursor.is_some() => return Err(StorageError::runtime("apply-pull: a second sync_pull_cursor record")),
+                    PullLine::Cursor(next_after) => cursor = Some(next_after),
+                    PullLine::Message(_) if cursor.is_some() => {
+                        return Err(StorageError::runtime("apply-pull: a sync_pull_message after the sync_pull_cursor record (the cursor ends the page)"));
+                    }
+                    PullLine::Message(message) => {
+                        slice_bytes += pull_message_size(&message);
+                        slice.push(*message);
+                        if slice_bytes >= u64::from(SYNC_SLICE_BYTES) {
+                            let full = std::mem::take(&mut slice);
+                            slice_bytes = 0;
+                            self.optional(OP, "sync", |o| o.sync, |s, w| w.sync().map(|y| y.pull_page_push(s, page, full)))?;
+                        }
+                    }
+                }
+            }
+            let next_after = cursor.ok_or_else(|| StorageError::runtime("apply-pull: no sync_pull_cursor record ends the page"))?;
+            if !slice.is_empty() {
+                self.optional(OP, "sync", |o| o.sync, |s, w| w.sync().map(|y| y.pull_page_push(s, page, slice)))?;
+            }
+            self.optional(OP, "sync", |o| o.sync, |s, w| w.sync().map(|y| y.pull_page_commit(s, page, &next_after)))
+        })();
+        self.drop_resource(page);
+        result
+    }
+
+    /// `sync.reprocess`: one keyset page of quarantined envelopes: `on_state` gets the state,
+    /// `on_candidate` each candidate (read in slices); the page's trailer is returned.
+    pub fn sync_reprocess(
+        &mut self,
+        b: &Binding,
+        limit: u32,
+        after: Option<&PageKey>,
+        scope: ReprocessScope,
+        on_state: impl FnOnce(&SyncState) -> Result<(), StorageError>,
+        mut on_candidate: impl FnMut(&ReprocessCandidate) -> Result<(), StorageError>,
+    ) -> Result<ReprocessPage, StorageError> {
+        const OP: &str = "sync-reprocess";
+        let (page, candidates) = self.optional(OP, "sync", |o| o.sync, |s, w| w.sync().map(|y| y.reprocess(s, b, limit, after, scope)))?;
+        let result = (|| {
+            on_state(&page.state)?;
+            let mut seen = 0u64;
+            loop {
+                let slice = self.optional(OP, "sync", |o| o.sync, |s, w| w.sync().map(|y| y.reprocess_candidates_page(s, candidates, SYNC_SLICE_BYTES)))?;
+                if slice.is_empty() {
+                    return Ok(());
+                }
+                seen += slice.len() as u64;
+                if seen > u64::from(limit) {
+                    return Err(StorageError::runtime(format!("driver '{}' answered reprocess with more than {limit} candidates", self.name())));
+                }
+                slice.iter().try_for_each(&mut on_candidate)?;
+            }
+        })();
+        self.drop_resource(candidates);
+        result.map(|()| page)
+    }
+
     pub fn history(&mut self, team: &str, agent: Option<&str>, limit: Option<u32>) -> Result<Vec<Message>, StorageError> {
         let messages = self.op("history", |s, b| b.history(s, team, agent, limit))?;
         self.checked_messages(messages)
@@ -449,4 +573,13 @@ fn event_size(event: &Event) -> u64 {
         Event::MessageRead(r) => &[&r.id, &r.msg_id, &r.team, &r.agent, &r.at],
     };
     fields.iter().map(|f| f.len() as u64 + 16).sum()
+}
+
+/// A pulled message's size as the strings it carries (what one pull slice is bounded by).
+fn pull_message_size(m: &PullMessage) -> u64 {
+    let body = match &m.projection {
+        Some(Projection::Message(chat)) => chat.body.len(),
+        _ => 0,
+    };
+    (m.envelope.blob.len() + body + 256) as u64
 }

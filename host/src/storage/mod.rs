@@ -13,6 +13,7 @@ pub mod records;
 pub mod session;
 pub mod source;
 pub mod suite;
+pub mod sync;
 pub mod types;
 pub mod wake;
 pub mod world;

@@ -25,9 +25,10 @@ crate::runtime::world::driver_world! {
         "agmsg:host/file-lock" => file_lock,
     }
     optional {
-        live => "agmsg:storage/live@1.1.0",
-        receipts => "agmsg:storage/receipts@1.2.0",
-        rename => "agmsg:storage/rename@1.2.0",
+        live => "agmsg:storage/live@1.1.0" as "live",
+        receipts => "agmsg:storage/receipts@1.2.0" as "receipts",
+        rename => "agmsg:storage/rename@1.2.0" as "rename",
+        sync => "agmsg:storage/sync@1.2.0" as "stage1-sync",
     }
 }
 

@@ -61,10 +61,6 @@ pub fn suite_env(driver: &str) -> Result<Vec<(String, String)>, StorageError> {
     (settings.suite_env)(&|| location::driver_config(driver))
 }
 
-/// The bundled PostgreSQL driver's name, for `storage switch postgres --url` (its host settings are
-/// `postgres.rs`'s, reached through [`drivers::settings`]).
-pub use super::postgres::NAME as POSTGRES;
-
 /// The bundled driver `name`, as it runs for the shared store: with its store, and nothing else; a
 /// driver with host settings as they configure it (or, when they cannot, as they leave it: postgres
 /// with a broken database has no network at all; [`resolve`] reports why).

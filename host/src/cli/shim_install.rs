@@ -16,24 +16,24 @@
 //! but only where the file is still what install wrote: a file changed since (an agmsg update put its
 //! own back) is left as it is. Then the directories install created, if empty, and the record go.
 //!
-//! Nothing below `<dir>` is followed through a symlink: every directory is opened `O_NOFOLLOW` from
-//! `<dir>` down and a link where a file or directory is expected refuses the whole command before
-//! anything changes. Files are written atomically (`storage::atomic_file`). Running either twice
+//! Nothing below `<dir>` is followed through a symlink: `<dir>` is an `fsroot::Dir` (the host's one
+//! directory capability), every directory below it is opened through it with no link followed, and a
+//! link where a file or directory is expected refuses the whole command before anything changes. Files
+//! are written atomically (`fsroot::Dir::write_atomically`). Running either twice
 //! changes nothing the second time; one runs at a time per directory (a `flock` on it, a second is
 //! refused). Exit 0 done (or nothing to do), 1 refused or failed.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, Permissions};
 use std::io::{Read, Write};
-use std::os::fd::AsFd;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::process::ExitCode;
 
 use super::exit;
 use agmsg_host::error::HostError;
 
-use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use agmsg_host::fsroot::{self, Why};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -46,7 +46,6 @@ const RECORD: &str = "manifest.json";
 const BACKUP_DIR: &str = "backup";
 /// agmsg's driver files are scripts of some kilobytes; anything far larger is not one.
 const MAX_FILE: u64 = 16 << 20;
-const DIR_FLAGS: OFlags = OFlags::RDONLY.union(OFlags::DIRECTORY).union(OFlags::NOFOLLOW).union(OFlags::CLOEXEC);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
@@ -129,7 +128,9 @@ pub fn run(action: Action, dir: &Path, dry_run: bool, json: bool) -> ExitCode {
 
 /// agmsg's install directory, opened; everything below it is reached without following a link.
 struct Root {
-    dir: File,
+    dir: fsroot::Dir,
+    /// A description of its own of `dir`, `flock`ed for the whole command.
+    lock: File,
     /// Its absolute path: agmsg's directory, as agmsg-host reads agmsg's types from it.
     path: std::path::PathBuf,
 }
@@ -145,17 +146,20 @@ impl Root {
     fn open(dir: &Path) -> Result<Root, String> {
         // The directory the user named is theirs to name (it may be a link); only what is below it is
         // never followed.
-        let fd = rustix::fs::open(dir, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-            .map_err(|e| format!("cannot open {}: {e}", dir.display()))?;
+        let opened = fsroot::Dir::open_ambient(dir).map_err(|e| match e.why {
+            Why::Io(inner) => format!("cannot open {}: {inner}", dir.display()),
+            _ => format!("cannot open {}: {e}", dir.display()),
+        })?;
+        let lock = opened.reopen().map_err(|e| format!("cannot open {}: {e}", dir.display()))?;
         let path = std::path::absolute(dir).map_err(|e| format!("cannot resolve {}: {e}", dir.display()))?;
-        let root = Root { dir: File::from(fd), path };
+        let root = Root { dir: opened, lock, path };
         let layout = root.dir_at("scripts/drivers", None)?.is_some() && root.read("scripts/lib/storage.sh")?.is_some();
         if !layout {
             return Err(format!("{} is not an agmsg install directory (no scripts/drivers/ and scripts/lib/storage.sh): name the directory holding agmsg's scripts/, e.g. ~/.agents/skills/agmsg", dir.display()));
         }
         // One install or uninstall at a time per directory (the kernel drops the lock with the
         // process): two at once could each record what the other is replacing.
-        match rustix::fs::flock(&root.dir, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        match rustix::fs::flock(&root.lock, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => {}
             Err(rustix::io::Errno::WOULDBLOCK) => {
                 return Err(format!("another agmsg-host shim install or uninstall is running on {}: try again once it has finished", dir.display()));
@@ -165,39 +169,33 @@ impl Root {
         Ok(root)
     }
 
-    /// The directory `rel` (`""`: the root), each component opened with `O_NOFOLLOW`; `None` if a
+    /// The directory `rel` (`""`: the root), no link followed at any component; `None` if a
     /// component does not exist. With `create`, missing components are made (0755) and each recorded.
-    fn dir_at(&self, rel: &str, mut create: Option<&mut BTreeSet<String>>) -> Result<Option<File>, String> {
-        let mut dir = self.dir.try_clone().map_err(|e| e.to_string())?;
+    fn dir_at(&self, rel: &str, mut create: Option<&mut BTreeSet<String>>) -> Result<Option<fsroot::Dir>, String> {
+        let mut dir = self.dir.clone();
         let mut walked = String::new();
         for part in rel.split('/').filter(|p| !p.is_empty()) {
             if !walked.is_empty() {
                 walked.push('/');
             }
             walked.push_str(part);
-            let opened = match rustix::fs::openat(dir.as_fd(), part, DIR_FLAGS, Mode::empty()) {
-                Err(rustix::io::Errno::NOENT) => match create.as_deref_mut() {
+            dir = match dir.open_dir(part) {
+                Err(fsroot::Error { why: Why::Missing, .. }) => match create.as_deref_mut() {
                     None => return Ok(None),
                     Some(created) => {
-                        rustix::fs::mkdirat(dir.as_fd(), part, Mode::from_raw_mode(0o755)).map_err(|e| format!("cannot create {walked}: {e}"))?;
+                        let made = dir.create_dir_all(part, 0o755).map_err(|e| match e.why {
+                            Why::Io(inner) => format!("cannot create {walked}: {inner}"),
+                            why => refusal(&walked, why, "a directory"),
+                        })?;
                         created.insert(walked.clone());
-                        rustix::fs::openat(dir.as_fd(), part, DIR_FLAGS, Mode::empty())
+                        made
                     }
                 },
-                other => other,
+                Err(e) => return Err(refusal(&walked, e.why, "a directory")),
+                Ok(next) => next,
             };
-            dir = File::from(opened.map_err(|e| self.refusal(&walked, e, "a directory"))?);
         }
         Ok(Some(dir))
-    }
-
-    /// Why `rel` could not be opened as `what`: a symlink is named as one.
-    fn refusal(&self, rel: &str, e: rustix::io::Errno, what: &str) -> String {
-        match rustix::fs::statat(self.dir.as_fd(), rel, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => format!("{rel} is a symlink: not followed, nothing changed"),
-            Ok(_) if matches!(e, rustix::io::Errno::NOTDIR | rustix::io::Errno::LOOP) => format!("{rel} is not {what}: nothing changed"),
-            _ => format!("cannot open {rel}: {e}"),
-        }
     }
 
     /// The regular file `rel`, or `None` if it (or its directory) does not exist; a link or anything
@@ -205,24 +203,19 @@ impl Root {
     fn read(&self, rel: &str) -> Result<Found, String> {
         let (parent, name) = split(rel);
         let Some(dir) = self.dir_at(parent, None)? else { return Ok(None) };
-        let st = match rustix::fs::statat(dir.as_fd(), name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) => st,
-            Err(rustix::io::Errno::NOENT) => return Ok(None),
-            Err(e) => return Err(format!("cannot read {rel}: {e}")),
+        let file = match dir.open_regular(name) {
+            Ok(file) => file,
+            Err(fsroot::Error { why: Why::Missing, .. }) => return Ok(None),
+            Err(fsroot::Error { why: Why::Io(e), .. }) => return Err(format!("cannot read {rel}: {e}")),
+            Err(e) => return Err(refusal(rel, e.why, "a regular file")),
         };
-        match FileType::from_raw_mode(st.st_mode) {
-            FileType::RegularFile => {}
-            FileType::Symlink => return Err(format!("{rel} is a symlink: not followed, nothing changed")),
-            _ => return Err(format!("{rel} is not a regular file: nothing changed")),
-        }
-        let fd = rustix::fs::openat(dir.as_fd(), name, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC, Mode::empty())
-            .map_err(|e| format!("cannot read {rel}: {e}"))?;
+        let mode = file.metadata().map_err(|e| format!("cannot read {rel}: {e}"))?.mode() & 0o7777;
         let mut bytes = Vec::new();
-        File::from(fd).take(MAX_FILE + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read {rel}: {e}"))?;
+        file.take(MAX_FILE + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read {rel}: {e}"))?;
         if bytes.len() as u64 > MAX_FILE {
             return Err(format!("{rel} is larger than {} MiB: not a driver file", MAX_FILE >> 20));
         }
-        Ok(Some((bytes, st.st_mode & 0o7777)))
+        Ok(Some((bytes, mode)))
     }
 
     /// Write `rel` atomically with `bytes` and `mode`; its directory must exist.
@@ -230,16 +223,24 @@ impl Root {
         let (parent, name) = split(rel);
         let dir = self.dir_at(parent, None)?.ok_or_else(|| format!("cannot write {rel}: its directory is gone"))?;
         let failed = |e: std::io::Error| format!("cannot write {rel}: {e}");
-        agmsg_host::storage::atomic_file::write_atomically_at(&dir, name.as_ref(), failed, |w| {
+        dir.write_atomically(name, failed, |w| {
             w.get_ref().set_permissions(Permissions::from_mode(mode)).map_err(failed)?;
             w.write_all(bytes).map_err(failed)
         })
     }
 
-    fn remove(&self, rel: &str, is_dir: bool) -> Result<(), rustix::io::Errno> {
+    /// Remove the file or empty directory `rel`; a `NotFound` error when it (or its directory) is not
+    /// there.
+    fn remove(&self, rel: &str, is_dir: bool) -> Result<(), std::io::Error> {
         let (parent, name) = split(rel);
-        let Ok(Some(dir)) = self.dir_at(parent, None) else { return Err(rustix::io::Errno::NOENT) };
-        rustix::fs::unlinkat(dir.as_fd(), name, if is_dir { AtFlags::REMOVEDIR } else { AtFlags::empty() })
+        let Ok(Some(dir)) = self.dir_at(parent, None) else { return Err(std::io::ErrorKind::NotFound.into()) };
+        let removed = if is_dir { dir.remove_dir(name) } else { dir.remove_file(name) };
+        match removed {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(std::io::ErrorKind::NotFound.into()),
+            Err(fsroot::Error { why: Why::Io(e), .. }) => Err(e),
+            Err(e) => Err(e.into()),
+        }
     }
 
     fn record(&self) -> Result<Option<Record>, String> {
@@ -264,6 +265,17 @@ impl Root {
     fn save_record(&self, record: &Record) -> Result<(), String> {
         let text = serde_json::to_string_pretty(record).map_err(|e| e.to_string())? + "\n";
         self.write(&format!("{STATE_DIR}/{RECORD}"), text.as_bytes(), 0o644)
+    }
+}
+
+/// Why `rel` could not be opened as `what`, in install's words: a symlink is named as one.
+fn refusal(rel: &str, why: Why, what: &str) -> String {
+    match why {
+        Why::Link => format!("{rel} is a symlink: not followed, nothing changed"),
+        Why::NotDir | Why::NotRegular => format!("{rel} is not {what}: nothing changed"),
+        Why::Io(e) => format!("cannot open {rel}: {e}"),
+        Why::Missing => format!("cannot open {rel}: {}", std::io::Error::from_raw_os_error(libc::ENOENT)),
+        Why::BadPath => format!("{rel} is not a path install writes: nothing changed"),
     }
 }
 
@@ -433,7 +445,7 @@ fn install(root: &Root, dry_run: bool, items: &mut Vec<Item>) -> Result<(), Stri
     if let Some(dir) = root.dir_at(&format!("{STATE_DIR}/{BACKUP_DIR}"), None)? {
         for name in list_names(&dir)? {
             if !kept.contains(&name) {
-                let _ = rustix::fs::unlinkat(dir.as_fd(), name.as_str(), AtFlags::empty());
+                let _ = dir.remove_file(&name);
             }
         }
     }
@@ -441,17 +453,8 @@ fn install(root: &Root, dry_run: bool, items: &mut Vec<Item>) -> Result<(), Stri
 }
 
 /// The names in an open directory.
-fn list_names(dir: &File) -> Result<Vec<String>, String> {
-    let fd = rustix::fs::openat(dir.as_fd(), ".", DIR_FLAGS, Mode::empty()).map_err(|e| e.to_string())?;
-    let mut names = Vec::new();
-    for entry in rustix::fs::Dir::read_from(fd).map_err(|e| e.to_string())? {
-        let entry = entry.map_err(|e| e.to_string())?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name != "." && name != ".." {
-            names.push(name);
-        }
-    }
-    Ok(names)
+fn list_names(dir: &fsroot::Dir) -> Result<Vec<String>, String> {
+    Ok(dir.list().map_err(|e| e.to_string())?.into_iter().map(|name| name.to_string_lossy().into_owned()).collect())
 }
 
 fn uninstall(root: &Root, dry_run: bool, items: &mut Vec<Item>) -> Result<(), String> {
@@ -506,7 +509,8 @@ fn uninstall(root: &Root, dry_run: bool, items: &mut Vec<Item>) -> Result<(), St
         match (&undo.restore, undo.action) {
             (Some((bytes, mode)), _) => root.write(undo.path, bytes, *mode)?,
             (None, "remove") => match root.remove(undo.path, false) {
-                Ok(()) | Err(rustix::io::Errno::NOENT) => {}
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(format!("cannot remove {}: {e}", undo.path)),
             },
             _ => {}
@@ -515,7 +519,7 @@ fn uninstall(root: &Root, dry_run: bool, items: &mut Vec<Item>) -> Result<(), St
     for dir in dirs {
         match root.remove(dir, true) {
             Ok(()) => items.push(Item::new(&format!("{dir}/"), "remove", None)),
-            Err(rustix::io::Errno::NOENT) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => {
                 items.push(Item::new(&format!("{dir}/"), "keep", Some(format!("not removed: {e}"))));
             }
@@ -526,7 +530,7 @@ fn uninstall(root: &Root, dry_run: bool, items: &mut Vec<Item>) -> Result<(), St
         let ours: BTreeSet<&str> = record.files.values().filter_map(|e| e.original.as_ref().map(|o| o.sha256.as_str())).collect();
         for name in list_names(&dir)? {
             if ours.contains(name.as_str()) {
-                let _ = rustix::fs::unlinkat(dir.as_fd(), name.as_str(), AtFlags::empty());
+                let _ = dir.remove_file(&name);
             }
         }
     }

@@ -127,8 +127,10 @@ fn tear_down(skill_dir: &Path, agent: &str, record: &PlacementRecord, warnings: 
         warnings.push(format!("agmsg's {} is not there: {agent}'s registration was not dropped", reset.display()));
         return;
     }
+    // `--` first: reset.sh takes any `--*` word as its option wherever it stands, and a record's
+    // fields are whatever the file holds (a planted `--no-resolve` would shift the arguments).
     let status = Command::new(&reset)
-        .args([record.project.as_str(), record.agent_type.as_str(), agent])
+        .args(["--", record.project.as_str(), record.agent_type.as_str(), agent])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())

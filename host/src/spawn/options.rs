@@ -48,13 +48,30 @@ pub fn path_from_env() -> Option<PathBuf> {
     Some(PathBuf::from(home).join(".agmsg/config/spawn_options.yaml"))
 }
 
-/// The file at `path`, parsed; `None` when there is none.
+/// The largest options file read (agmsg's are a few lines).
+const MAX_FILE: u64 = 1 << 20;
+
+/// The file at `path`, parsed; `None` when there is none. It is the user's file, so a link to it is
+/// followed (dotfile managers make one), but what is opened must be a regular file of at most
+/// [`MAX_FILE`] bytes: it is opened without blocking, so a FIFO is refused instead of hanging spawn,
+/// and a device such as `/dev/zero` is refused instead of being read without end.
 pub fn load(path: &Path) -> Result<Option<SpawnOptions>, String> {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let failed = |e: std::io::Error| format!("spawn options file {}: {e}", path.display());
+    let file = match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path) {
+        Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("spawn options file {}: {e}", path.display())),
+        Err(e) => return Err(failed(e)),
     };
+    if !file.metadata().map_err(failed)?.is_file() {
+        return Err(format!("spawn options file {}: not a regular file", path.display()));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE + 1).read_to_end(&mut bytes).map_err(failed)?;
+    if bytes.len() as u64 > MAX_FILE {
+        return Err(format!("spawn options file {}: larger than {} KiB", path.display(), MAX_FILE >> 10));
+    }
     let text = String::from_utf8(bytes).map_err(|_| format!("spawn options file {}: not UTF-8", path.display()))?;
     SpawnOptions::parse(&text).map(Some).map_err(|e| format!("spawn options file {}: {e}", path.display()))
 }

@@ -1,0 +1,259 @@
+//! Hostile input to the surfaces added with spawn parity, Stage-1 sync and the directory capability:
+//! a planted placement record (a FIFO, a link, a huge file, a directory, control characters, a project
+//! or type that reads as an option of agmsg's `reset.sh`), a spawn options file that is not a plain
+//! file, stdin sync records agmsg's strict framing refuses, and what a driver hands back printed as
+//! JSONL for agmsg's engine. Each must end in a clear refusal (or a warning) with the documented exit
+//! code, never a hang, a panic, a write through a link, or a line agmsg's engine could misread.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use agmsg_host::storage::sync::{self, ApplyResult, Envelope, Evaluated, Outcome, OutcomeStatus, PushCandidate, ReprocessCandidate, SyncState};
+use common::Env;
+
+/// Control characters, a forged record on a line of its own, quotes and backslashes, DEL, C1, the JS
+/// line separators and a bidi override: what a hostile driver might put in any string it hands back.
+const NASTY: &str = "a\n{\"type\":\"sync_state\"}\r\n\x1b]0;pwned\x07\x1b[2J\"\\\u{0}\u{7f}\u{85}\u{2028}\u{2029}\u{202e}z";
+
+/// agmsg-host with agmsg's install at `skill` (`AGMSG_SKILL_DIR`), run with a deadline: a hang is a
+/// failure, not a stuck test.
+fn run_bounded(env: &Env, skill: &Path, args: &[&str], deadline: Duration) -> agmsg_conformance::Run {
+    let mut cmd = env.cmd();
+    cmd.args(args).env("AGMSG_SKILL_DIR", skill).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(deadline) {
+        Ok(out) => out.unwrap().into(),
+        Err(_) => {
+            common::kill_tree(pid);
+            panic!("agmsg-host {args:?} did not finish within {deadline:?}");
+        }
+    }
+}
+
+/// No control character (newlines and tabs aside) and no bidi override: the text cannot act on a terminal.
+#[track_caller]
+fn assert_inert(what: &str, text: &str) {
+    let bad = text.chars().find(|&c| (c.is_control() && c != '\n' && c != '\t') || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'));
+    assert!(bad.is_none(), "{what} carries {bad:?}: {text:?}");
+}
+
+/// agmsg's install with a `run/` directory and a fake `scripts/reset.sh` that writes its argv, one
+/// word a line, to `<skill>/reset-args`.
+fn skill_with_reset(env: &Env) -> PathBuf {
+    let skill = env.dir.path().join("agmsg");
+    std::fs::create_dir_all(skill.join("run")).unwrap();
+    std::fs::create_dir_all(skill.join("scripts")).unwrap();
+    let reset = skill.join("scripts/reset.sh");
+    std::fs::write(&reset, format!("#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > '{}/reset-args'\n", skill.display())).unwrap();
+    std::fs::set_permissions(&reset, std::fs::Permissions::from_mode(0o755)).unwrap();
+    skill
+}
+
+/// A planted record that is not a plain file (a FIFO, a link to a file outside, a directory) or is
+/// too large is refused at once with exit 1 and a message naming it; nothing is read or written
+/// through the link, and reset.sh is never run for it.
+#[test]
+fn despawn_refuses_a_planted_record_that_is_not_a_small_plain_file() {
+    let env = Env::new();
+    let skill = skill_with_reset(&env);
+    let record = skill.join("run/spawn.crew__bob");
+    let outside = env.dir.path().join("outside");
+    std::fs::write(&outside, "tmux:%1\t/p\tcodex\n").unwrap();
+
+    let plant: [(&str, Box<dyn Fn()>); 4] = [
+        ("a FIFO", Box::new(|| assert!(std::process::Command::new("mkfifo").arg(&record).status().unwrap().success()))),
+        ("a link", Box::new(|| std::os::unix::fs::symlink(&outside, &record).unwrap())),
+        ("a directory", Box::new(|| std::fs::create_dir(&record).unwrap())),
+        ("a huge file", Box::new(|| std::fs::write(&record, format!("tmux:%1\t/p\tcodex\n{}", "x".repeat(1 << 20))).unwrap())),
+    ];
+    for (what, plant) in plant {
+        plant();
+        let started = Instant::now();
+        let run = run_bounded(&env, &skill, &["despawn", "crew", "lead", "bob", "--force"], Duration::from_secs(20));
+        assert_eq!(run.code, 1, "{what}: {run:?}");
+        assert!(started.elapsed() < Duration::from_secs(10), "{what}: took {:?}", started.elapsed());
+        assert!(run.stderr.contains("placement record"), "{what}: {}", run.stderr);
+        assert!(!run.stderr.contains("panicked"), "{what}: {}", run.stderr);
+        assert!(!skill.join("reset-args").exists(), "{what}: reset.sh ran");
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "tmux:%1\t/p\tcodex\n", "{what}: the link's target changed");
+        // Take the planted thing away (a directory is not a file).
+        if record.is_dir() && !record.is_symlink() {
+            std::fs::remove_dir(&record).unwrap();
+        } else {
+            std::fs::remove_file(&record).unwrap();
+        }
+    }
+}
+
+/// agmsg's `reset.sh` reads any word starting with `--` as its option, wherever it stands, until a
+/// `--`. A record whose project (or type) is `--no-resolve` must still reach reset.sh as that
+/// positional argument, not as an option that shifts the others (which drops the registration of the
+/// wrong project/type pair). The record's control characters reach the terminal only as shown text.
+#[test]
+fn despawn_hands_a_records_fields_to_reset_sh_as_arguments_never_as_options() {
+    let env = Env::new();
+    let skill = skill_with_reset(&env);
+    std::fs::write(skill.join("run/spawn.crew__bob"), "nosuch\x1b[2J:1\t--no-resolve\t--force\n").unwrap();
+    let run = run_bounded(&env, &skill, &["despawn", "crew", "lead", "bob", "--force"], Duration::from_secs(20));
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout, "status=forced name=bob team=crew\n");
+    assert_inert("despawn's stderr", &run.stderr);
+    assert!(run.stderr.contains("could not close"), "the unknown terminal is a warning: {}", run.stderr);
+    let argv = std::fs::read_to_string(skill.join("reset-args")).expect("reset.sh ran");
+    // agmsg's option parsing (scripts/lib/cli-options.sh): `--` ends options, any other `--*` is one.
+    let (mut options, mut positional, mut ended) = (Vec::new(), Vec::new(), false);
+    for word in argv.lines() {
+        match word {
+            "--" if !ended => ended = true,
+            w if !ended && w.starts_with("--") => options.push(w),
+            w => positional.push(w),
+        }
+    }
+    assert!(options.is_empty(), "reset.sh would read {options:?} as its options (argv {argv:?})");
+    assert_eq!(positional, ["--no-resolve", "--force", "bob"], "argv {argv:?}");
+    assert!(!skill.join("run/spawn.crew__bob").exists(), "the record is removed");
+}
+
+/// A team or agent that could name a file outside `run/` (`..`, `/`), or carries a control
+/// character, is refused before any lookup; `%` is a name character, encoded so it cannot alias
+/// another name's file.
+#[test]
+fn despawn_refuses_names_that_could_leave_the_run_directory() {
+    let env = Env::new();
+    let skill = skill_with_reset(&env);
+    // A record another (encoded) name would alias if `%` were left as it is.
+    std::fs::write(skill.join("run/spawn.crew__a%2Fb"), "nosuch:1\t/p\tcodex\n").unwrap();
+    for (team, agent) in [("..", "bob"), ("crew", "../../x"), ("crew", "a/b"), ("c\x1b[2J", "bob"), ("crew", "")] {
+        let run = run_bounded(&env, &skill, &["despawn", team, "lead", agent, "--force"], Duration::from_secs(20));
+        assert_eq!(run.code, 1, "{team:?}/{agent:?}: {run:?}");
+        assert_inert("despawn's stderr", &run.stderr);
+    }
+    let run = run_bounded(&env, &skill, &["despawn", "crew", "lead", "a%2Fb", "--force"], Duration::from_secs(20));
+    assert_eq!(run.code, 1, "a%2Fb is encoded as a%252Fb, which has no record: {run:?}");
+    assert!(skill.join("run/spawn.crew__a%2Fb").exists(), "another name's record is left alone");
+    assert!(!skill.join("reset-args").exists());
+}
+
+/// The spawn options file (the user's, named by `AGMSG_SPAWN_OPTIONS_FILE` or under `$HOME`) is read
+/// only if it is a regular file of sane size: a FIFO must not hang spawn, and a device or a link to one
+/// (`/dev/zero`) must not be read without end.
+#[test]
+fn the_spawn_options_file_must_be_a_small_regular_file() {
+    use agmsg_host::spawn::options;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.yaml");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let zero_link = dir.path().join("zero.yaml");
+    std::os::unix::fs::symlink("/dev/zero", &zero_link).unwrap();
+    let huge = dir.path().join("huge.yaml");
+    std::fs::write(&huge, format!("codex:\n  --x: {}\n", "y".repeat(2 << 20))).unwrap();
+    for path in [fifo, PathBuf::from("/dev/zero"), zero_link, huge] {
+        let (tx, rx) = mpsc::channel();
+        let p = path.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(options::load(&p).map(|o| o.is_some()));
+        });
+        let answer = rx.recv_timeout(Duration::from_secs(10)).unwrap_or_else(|_| panic!("loading {} did not return", path.display()));
+        let e = answer.expect_err(&format!("{} is refused", path.display()));
+        assert!(e.contains("spawn options file"), "{e}");
+    }
+    // A link to a regular file (a dotfile manager's) is the user's and is read.
+    let real = dir.path().join("real.yaml");
+    std::fs::write(&real, "codex:\n  --search:\n").unwrap();
+    let link = dir.path().join("link.yaml");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    assert_eq!(options::load(&link).unwrap().unwrap().tokens("codex", None), ["--search"]);
+    assert!(options::load(&dir.path().join("missing.yaml")).unwrap().is_none());
+}
+
+/// Every record the host prints for agmsg's engine is one line (agmsg splits on `\r?\n`) that
+/// `JSON.parse` reads back as exactly the strings the driver handed over: no raw control character,
+/// no second record smuggled in a string.
+#[test]
+fn driver_strings_are_printed_as_one_json_line_each_that_reads_back_exactly() {
+    let s = NASTY.to_owned();
+    let envelope = Envelope { v: 1, cipher: s.clone(), key_id: Some(s.clone()), blob: s.clone() };
+    let lines = [
+        sync::state_line(&SyncState { driver_generation: s.clone(), transport_cursor: s.clone() }),
+        sync::candidate_line(&PushCandidate { local_position: i64::MIN, local_id: s.clone(), wire_id: s.clone(), envelope: envelope.clone() }),
+        sync::apply_result_line(&ApplyResult { transport_cursor: s.clone(), corrupt_count: u64::MAX, outcomes: Vec::new() }),
+        sync::outcome_line(&Outcome { wire_id: s.clone(), server_seq: s.clone(), status: OutcomeStatus::Evaluated(Evaluated::Malformed) }),
+        sync::reprocess_candidate_line(&ReprocessCandidate {
+            server_seq: s.clone(),
+            wire_id: s.clone(),
+            server_received_at: s.clone(),
+            envelope,
+            prior_status: Evaluated::PendingKey,
+        }),
+    ];
+    for line in lines {
+        assert!(!line.bytes().any(|b| b < 0x20), "a raw control byte: {line:?}");
+        assert_eq!(line.split(['\r', '\n']).count(), 1);
+        let value: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        let object = value.as_object().unwrap();
+        for (key, v) in object {
+            match v {
+                serde_json::Value::String(text) if key != "type" && key != "status" && key != "prior_status" && key != "local_position" => {
+                    assert_eq!(text, NASTY, "{key} in {line}")
+                }
+                serde_json::Value::Object(inner) => {
+                    for k in ["cipher", "key_id", "blob"] {
+                        assert_eq!(inner[k], NASTY, "envelope.{k}");
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+const SERVER: &str = "0196f3a2-7c1e-7000-8000-000000000001";
+const REMOTE: &str = "0196f3a2-7c1e-7000-8000-000000000002";
+const WIRE: &str = "0b9a7c1e-2f3d-4a5b-8c6d-7e8f9a0b1c2d";
+
+/// A stdin record agmsg's strict framing refuses (a repeated key, at the top or nested; an unknown key;
+/// two records on a line; a string with an escape sequence where a canonical decimal belongs; a line
+/// that is not UTF-8) is refused with 13 before the driver sees it: nothing on stdout, one shown line on
+/// stderr.
+#[test]
+fn sync_stdin_records_with_repeated_or_unknown_keys_are_refused_with_13() {
+    let env = Env::new();
+    let ack = format!(r#"{{"type":"sync_push_ack","local_position":"3","id":"{WIRE}","server_seq":"7","disposition":"stored"}}"#);
+    let prepare = r#"{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"max_blob_bytes":1048576,"allow_new":true}"#;
+    let message = format!(
+        r#"{{"type":"sync_pull_message","server_seq":"1","id":"{WIRE}","server_received_at":"t","envelope":{{"v":1,"cipher":"none","key_id":null,"blob":"eA=="}},"status":"importable","projection":{{"body":"hi","created_at":"t","from_agent":"a","to_agent":"b"}}}}"#
+    );
+    let cases: Vec<(&str, Vec<&str>, Vec<u8>)> = vec![
+        ("reconcile-push", vec![], ack.replacen(r#""server_seq":"7""#, r#""server_seq":"7","server_seq":"8""#, 1).into_bytes()),
+        ("reconcile-push", vec![], ack.replacen(r#""disposition""#, r#""extra":1,"disposition""#, 1).into_bytes()),
+        ("reconcile-push", vec![], format!("{ack}{ack}").into_bytes()),
+        ("reconcile-push", vec![], ack.replacen(r#""server_seq":"7""#, "\"server_seq\":\"7\\u001b[2J\"", 1).into_bytes()),
+        ("prepare-push", vec!["5"], prepare.replacen(r#""allow_new":true"#, r#""allow_new":true,"allow_new":false"#, 1).into_bytes()),
+        ("prepare-push", vec!["5"], format!("{prepare}\n{prepare}\n").into_bytes()),
+        ("apply-pull", vec![], format!("{}\n{{\"type\":\"sync_pull_cursor\",\"next_after\":\"1\"}}\n", message.replacen(r#""blob":"eA==""#, r#""blob":"eA==","blob":"eQ==""#, 1)).into_bytes()),
+        ("apply-pull", vec![], format!("{}\n{{\"type\":\"sync_pull_cursor\",\"next_after\":\"1\"}}\n", message.replacen(r#""hi""#, r#""hi","to_agent":"c""#, 1)).into_bytes()),
+        ("apply-pull", vec![], b"{\"type\":\"sync_pull_cursor\",\"next_after\":\"\xff\"}\n".to_vec()),
+    ];
+    for (op, extra, stdin) in cases {
+        let op_word = format!("sync-{op}");
+        let mut args = vec!["--driver", "sqlite", "storage", op_word.as_str(), "t", SERVER, REMOTE, "1"];
+        args.extend(extra);
+        let run = env.run_stdin(&args, &stdin);
+        let shown = String::from_utf8_lossy(&stdin);
+        assert_eq!(run.code, 13, "{op} {shown}: {run:?}");
+        assert_eq!(run.stdout, "", "{op} {shown}");
+        assert_eq!(run.stderr.lines().count(), 1, "{op}: {}", run.stderr);
+        assert!(run.stderr.starts_with("agmsg-host: ") && run.stderr.contains("stdin"), "{op}: {}", run.stderr);
+        assert_inert("sync's stderr", &run.stderr);
+    }
+}

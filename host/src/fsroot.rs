@@ -135,11 +135,6 @@ impl Dir {
         }
     }
 
-    /// A directory a caller opened itself (`path` names it in messages).
-    pub fn from_std_file(dir: File, path: PathBuf) -> Dir {
-        Dir::wrap(cap_std::fs::Dir::from_std_file(dir), path)
-    }
-
     /// Open the directory at `path` as a root; its last component may not be a symlink (the links in
     /// the path above it are the user's).
     pub fn open_ambient_nofollow(path: &Path) -> Result<Dir> {

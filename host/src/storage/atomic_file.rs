@@ -7,7 +7,6 @@
 //! replaced, never written through. Where the filesystem has no `O_TMPFILE`, a named temporary file is
 //! used instead (and removed on failure).
 
-use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{self, BufWriter};
 use std::path::Path;
@@ -34,17 +33,5 @@ pub fn write_atomically<E>(
         Err(fsroot::Error { why: Why::Io(e), .. }) => return Err(io_error(e)),
         Err(e) => return Err(io_error(e.into())),
     };
-    dir.write_atomically(name, io_error, fill)
-}
-
-/// Write `name` in the open directory `dir` atomically, as [`write_atomically`] does (for a caller
-/// that opened the directory itself, without following symlinks).
-pub fn write_atomically_at<E>(
-    dir: &File,
-    name: &OsStr,
-    io_error: impl Fn(io::Error) -> E,
-    fill: impl FnOnce(&mut BufWriter<File>) -> Result<(), E>,
-) -> Result<(), E> {
-    let dir = fsroot::Dir::from_std_file(dir.try_clone().map_err(&io_error)?, Path::new(".").to_owned());
     dir.write_atomically(name, io_error, fill)
 }

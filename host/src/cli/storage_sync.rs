@@ -156,7 +156,7 @@ fn parse_binding(args: &[String]) -> Result<(Binding, &[String]), String> {
     };
     check_name("team", team).map_err(|e| e.to_string())?;
     for (what, id) in [("server-instance-id", server), ("remote-team-id", remote)] {
-        if !is_lower_uuid7(id) {
+        if !sync::is_lower_uuid(id, 7) {
             return Err(format!("{what} {id:?} is not a lowercase UUIDv7"));
         }
     }
@@ -172,15 +172,4 @@ fn parse_limit(text: &str) -> Result<u32, String> {
         Ok(n) if (1..=1000).contains(&n) && !text.starts_with('0') => Ok(n),
         _ => Err(format!("limit {text:?} is not a whole number from 1 to 1000")),
     }
-}
-
-fn is_lower_uuid7(text: &str) -> bool {
-    let b = text.as_bytes();
-    b.len() == 36
-        && b.iter().enumerate().all(|(i, c)| match i {
-            8 | 13 | 18 | 23 => *c == b'-',
-            _ => c.is_ascii_digit() || (b'a'..=b'f').contains(c),
-        })
-        && b[14] == b'7'
-        && matches!(b[19], b'8' | b'9' | b'a' | b'b')
 }

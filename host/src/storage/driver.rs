@@ -305,24 +305,36 @@ impl<'rt> Storage<'rt> {
         on_state: impl FnOnce(&SyncState) -> Result<(), StorageError>,
         mut on_candidate: impl FnMut(&PushCandidate) -> Result<(), StorageError>,
     ) -> Result<(), StorageError> {
-        let (state, candidates) = self.optional("sync-prepare-push", "sync", |o| o.sync, |s, w| w.sync().map(|y| y.prepare_push(s, b, limit, request)))?;
-        let result = (|| {
-            on_state(&state)?;
-            let mut seen = 0u64;
-            loop {
-                let page = self.optional("sync-prepare-push", "sync", |o| o.sync, |s, w| w.sync().map(|y| y.push_candidates_page(s, candidates, SYNC_SLICE_BYTES)))?;
-                if page.is_empty() {
-                    return Ok(());
-                }
-                seen += page.len() as u64;
-                if seen > u64::from(limit) {
-                    return Err(StorageError::runtime(format!("driver '{}' answered prepare-push with more than {limit} candidates", self.name())));
-                }
-                page.iter().try_for_each(&mut on_candidate)?;
-            }
-        })();
+        const OP: &str = "sync-prepare-push";
+        let (state, candidates) = self.optional(OP, "sync", |o| o.sync, |s, w| w.sync().map(|y| y.prepare_push(s, b, limit, request)))?;
+        let result = on_state(&state).and_then(|()| {
+            self.sync_slices(OP, limit, |s, w| w.sync().map(|y| y.push_candidates_page(s, candidates, SYNC_SLICE_BYTES)), &mut on_candidate)
+        });
         self.drop_resource(candidates);
         result
+    }
+
+    /// Read a sync answer's resource to its end, a slice per call (`next`), each item to `each`;
+    /// refused once it holds more than `limit` items.
+    fn sync_slices<T>(
+        &mut self,
+        op: &str,
+        limit: u32,
+        next: impl Fn(&mut Store<HostState>, &StorageWorld) -> Option<Call<Vec<T>>>,
+        mut each: impl FnMut(&T) -> Result<(), StorageError>,
+    ) -> Result<(), StorageError> {
+        let mut seen = 0u64;
+        loop {
+            let slice = self.optional(op, "sync", |o| o.sync, &next)?;
+            if slice.is_empty() {
+                return Ok(());
+            }
+            seen += slice.len() as u64;
+            if seen > u64::from(limit) {
+                return Err(StorageError::runtime(format!("driver '{}' answered {op} with more than {limit} items", self.name())));
+            }
+            slice.iter().try_for_each(&mut each)?;
+        }
     }
 
     /// `sync.reconcile-push`: record `acks` all or nothing; the push cursor.
@@ -381,21 +393,9 @@ impl<'rt> Storage<'rt> {
     ) -> Result<ReprocessPage, StorageError> {
         const OP: &str = "sync-reprocess";
         let (page, candidates) = self.optional(OP, "sync", |o| o.sync, |s, w| w.sync().map(|y| y.reprocess(s, b, limit, after, scope)))?;
-        let result = (|| {
-            on_state(&page.state)?;
-            let mut seen = 0u64;
-            loop {
-                let slice = self.optional(OP, "sync", |o| o.sync, |s, w| w.sync().map(|y| y.reprocess_candidates_page(s, candidates, SYNC_SLICE_BYTES)))?;
-                if slice.is_empty() {
-                    return Ok(());
-                }
-                seen += slice.len() as u64;
-                if seen > u64::from(limit) {
-                    return Err(StorageError::runtime(format!("driver '{}' answered reprocess with more than {limit} candidates", self.name())));
-                }
-                slice.iter().try_for_each(&mut on_candidate)?;
-            }
-        })();
+        let result = on_state(&page.state).and_then(|()| {
+            self.sync_slices(OP, limit, |s, w| w.sync().map(|y| y.reprocess_candidates_page(s, candidates, SYNC_SLICE_BYTES)), &mut on_candidate)
+        });
         self.drop_resource(candidates);
         result.map(|()| page)
     }

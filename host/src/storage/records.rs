@@ -125,11 +125,14 @@ fn parse_event(line: &str) -> Result<Option<Event>, String> {
     Ok(Some(event))
 }
 
+/// An event's record type, its ids, its names and its timestamp, each id and name with its key.
+type EventFields<'a> = (&'a str, Vec<(&'a str, &'a str)>, Vec<(&'static str, &'a str)>, &'a str);
+
 /// The rules an event of the v1 log must meet, for `import` (a parsed line) and for `export` (what a
 /// driver returns): ids and timestamps are transport tokens, team and agent names pass the name rule.
 /// The error names the record type and the first bad field.
 pub fn check_event(event: &Event) -> Result<(), String> {
-    let (kind, ids, names, at): (&str, Vec<(&str, &str)>, Vec<(&'static str, &str)>, &str) = match event {
+    let (kind, ids, names, at): EventFields<'_> = match event {
         Event::MessageSent(m) => {
             let names = vec![("team", m.team.as_str()), ("from", m.from.as_str()), ("to", m.to.as_str())];
             ("message_sent", vec![("id", m.id.as_str())], names, m.at.as_str())

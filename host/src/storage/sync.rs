@@ -232,20 +232,22 @@ pub fn parse_position(text: &str) -> Option<i64> {
 /// agmsg's `"<seq>:<wire-id>"` page position.
 pub fn parse_page_key(text: &str) -> Result<PageKey, String> {
     let (seq, wire) = text.split_once(':').ok_or_else(|| format!("page position {text:?}: expected <server_seq>:<wire id>"))?;
-    if !is_sequence(seq) || !is_lower_uuid4(wire) {
+    if !is_sequence(seq) || !is_lower_uuid(wire, 4) {
         return Err(format!("page position {text:?}: expected a canonical sequence, ':' and a lowercase UUIDv4"));
     }
     Ok(PageKey { server_seq: seq.to_owned(), wire_id: wire.to_owned() })
 }
 
-fn is_lower_uuid4(text: &str) -> bool {
+/// A lowercase hyphenated UUID of `version` (7: binding ids, 4: wire ids) with the RFC 9562 variant,
+/// the only form agmsg's sync accepts.
+pub fn is_lower_uuid(text: &str, version: u8) -> bool {
     let b = text.as_bytes();
     b.len() == 36
         && b.iter().enumerate().all(|(i, c)| match i {
             8 | 13 | 18 | 23 => *c == b'-',
             _ => c.is_ascii_digit() || (b'a'..=b'f').contains(c),
         })
-        && b[14] == b'4'
+        && b[14] == b'0' + version
         && matches!(b[19], b'8' | b'9' | b'a' | b'b')
 }
 
@@ -357,7 +359,7 @@ impl<'a> Record<'a> {
 
     fn wire_id(&self, key: &str) -> Result<String, String> {
         let text = self.string(key)?;
-        if !is_lower_uuid4(&text) {
+        if !is_lower_uuid(&text, 4) {
             return Err(format!("{}: {key:?} must be a lowercase UUIDv4, not {text:?}", self.kind));
         }
         Ok(text)

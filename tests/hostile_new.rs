@@ -174,6 +174,27 @@ fn the_spawn_options_file_must_be_a_small_regular_file() {
     std::os::unix::fs::symlink(&real, &link).unwrap();
     assert_eq!(options::load(&link).unwrap().unwrap().tokens("codex", None), ["--search"]);
     assert!(options::load(&dir.path().join("missing.yaml")).unwrap().is_none());
+
+    // A required role's profile file is checked on what is opened, without blocking: a FIFO there
+    // is no readable profile (and cannot hang the check).
+    let profiles = tempfile::tempdir().unwrap();
+    let fifo = profiles.path().join("architect.config.toml");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let file = options::SpawnOptions::parse("agmsg.require-role-overlay:\n  codex: true\ncodex@architect:\n  -p: architect\n").unwrap();
+    let contract = options::ProfileContract {
+        args: vec!["-p", "--profile"],
+        home_env: "AGMSG_HOSTILE_NEW_NO_SUCH_VARIABLE",
+        default_dir: "",
+        suffix: ".config.toml",
+    };
+    let (tx, rx) = mpsc::channel();
+    let profile_dir: &'static str = String::leak(profiles.path().to_str().unwrap().to_owned());
+    std::thread::spawn(move || {
+        let contract = options::ProfileContract { default_dir: profile_dir, ..contract };
+        let _ = tx.send(options::resolve(Some(&file), "codex", "bob", Some("architect"), &["codex"], Some(&contract)));
+    });
+    let e = rx.recv_timeout(Duration::from_secs(10)).expect("the profile check returns").expect_err("a FIFO is no profile");
+    assert!(e.contains("architect.config.toml"), "{e}");
 }
 
 /// Every record the host prints for agmsg's engine is one line (agmsg splits on `\r?\n`) that

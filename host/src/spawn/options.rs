@@ -57,16 +57,12 @@ const MAX_FILE: u64 = 1 << 20;
 /// and a device such as `/dev/zero` is refused instead of being read without end.
 pub fn load(path: &Path) -> Result<Option<SpawnOptions>, String> {
     use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
     let failed = |e: std::io::Error| format!("spawn options file {}: {e}", path.display());
-    let file = match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path) {
+    let file = match open_regular(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(failed(e)),
     };
-    if !file.metadata().map_err(failed)?.is_file() {
-        return Err(format!("spawn options file {}: not a regular file", path.display()));
-    }
     let mut bytes = Vec::new();
     file.take(MAX_FILE + 1).read_to_end(&mut bytes).map_err(failed)?;
     if bytes.len() as u64 > MAX_FILE {
@@ -74,6 +70,17 @@ pub fn load(path: &Path) -> Result<Option<SpawnOptions>, String> {
     }
     let text = String::from_utf8(bytes).map_err(|_| format!("spawn options file {}: not UTF-8", path.display()))?;
     SpawnOptions::parse(&text).map(Some).map_err(|e| format!("spawn options file {}: {e}", path.display()))
+}
+
+/// The regular file at `path` (links followed: the user's), opened without blocking and checked on
+/// the open descriptor, so neither a FIFO nor one swapped in after a check can hang spawn.
+fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    Ok(file)
 }
 
 /// A trailing ` # comment` (whitespace, then `#`) removed, as agmsg removes it.
@@ -306,7 +313,7 @@ fn check_profile(file: &SpawnOptions, agent_type: &str, role: &str, contract: &P
     // As `cd dir && pwd -P`: the physical directory, when there is one.
     let home = std::fs::canonicalize(&dir).or_else(|_| std::path::absolute(&dir)).map_err(|e| format!("{}: {e}", dir.display()))?;
     let profile = home.join(format!("{alias}{}", contract.suffix));
-    let readable = std::fs::metadata(&profile).is_ok_and(|m| m.is_file()) && std::fs::File::open(&profile).is_ok();
+    let readable = open_regular(&profile).is_ok();
     if !readable {
         return fail(format!("profile {alias:?} needs the readable file {}", profile.display()));
     }

@@ -70,14 +70,13 @@ fn despawn_refuses_a_planted_record_that_is_not_a_small_plain_file() {
     let outside = env.dir.path().join("outside");
     std::fs::write(&outside, "tmux:%1\t/p\tcodex\n").unwrap();
 
-    let plant: [(&str, Box<dyn Fn()>); 4] = [
-        ("a FIFO", Box::new(|| assert!(std::process::Command::new("mkfifo").arg(&record).status().unwrap().success()))),
-        ("a link", Box::new(|| std::os::unix::fs::symlink(&outside, &record).unwrap())),
-        ("a directory", Box::new(|| std::fs::create_dir(&record).unwrap())),
-        ("a huge file", Box::new(|| std::fs::write(&record, format!("tmux:%1\t/p\tcodex\n{}", "x".repeat(1 << 20))).unwrap())),
-    ];
-    for (what, plant) in plant {
-        plant();
+    for what in ["a FIFO", "a link", "a directory", "a huge file"] {
+        match what {
+            "a FIFO" => assert!(std::process::Command::new("mkfifo").arg(&record).status().unwrap().success()),
+            "a link" => std::os::unix::fs::symlink(&outside, &record).unwrap(),
+            "a directory" => std::fs::create_dir(&record).unwrap(),
+            _ => std::fs::write(&record, format!("tmux:%1\t/p\tcodex\n{}", "x".repeat(1 << 20))).unwrap(),
+        }
         let started = Instant::now();
         let run = run_bounded(&env, &skill, &["despawn", "crew", "lead", "bob", "--force"], Duration::from_secs(20));
         assert_eq!(run.code, 1, "{what}: {run:?}");

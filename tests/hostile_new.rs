@@ -277,3 +277,28 @@ fn sync_stdin_records_with_repeated_or_unknown_keys_are_refused_with_13() {
         assert_inert("sync's stderr", &run.stderr);
     }
 }
+
+/// A driver's value the spec refuses (a wire id that is no UUIDv4; a reprocess page position whose
+/// sequence holds a `:`, so `<seq>:<wire>` would split another way) is not handed to agmsg's engine:
+/// the op fails with 13 naming the driver, and the record holding it is not printed. The same ops
+/// with the fixture's ordinary answers succeed.
+#[test]
+fn sync_values_a_driver_hands_back_are_checked_before_they_are_printed() {
+    let env = Env::new();
+    let driver = common::fixture("sync-fixture");
+    let driver = driver.to_str().unwrap();
+    let prepare = |max: u32| format!(r#"{{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"max_blob_bytes":{max},"allow_new":true}}"#);
+    let run = env.run_stdin(&["--driver", driver, "storage", "sync-prepare-push", "t", SERVER, REMOTE, "1", "2"], prepare(8).as_bytes());
+    assert_eq!((run.code, run.stdout.lines().count()), (0, 3), "{run:?}");
+    let run = env.run_stdin(&["--driver", driver, "storage", "sync-prepare-push", "t", SERVER, REMOTE, "1", "2"], prepare(7).as_bytes());
+    assert_eq!(run.code, 13, "{run:?}");
+    assert!(!run.stdout.contains("not-a-uuid"), "{}", run.stdout);
+    assert!(run.stderr.contains("sync_push_candidate.id") && run.stderr.contains("not a lowercase UUIDv4"), "{}", run.stderr);
+
+    let run = env.run_stdin(&["--driver", driver, "storage", "sync-reprocess", "t", SERVER, REMOTE, "1", "3"], b"");
+    assert_eq!(run.code, 0, "{run:?}");
+    let run = env.run_stdin(&["--driver", driver, "storage", "sync-reprocess", "t", SERVER, REMOTE, "1", "7"], b"");
+    assert_eq!(run.code, 13, "{run:?}");
+    assert!(!run.stdout.contains("sync_reprocess_page"), "{}", run.stdout);
+    assert!(run.stderr.contains("next_after"), "{}", run.stderr);
+}

@@ -77,6 +77,9 @@ fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, b: &Binding
     let print = |line: String| -> Result<(), StorageError> {
         writeln!(out.borrow_mut(), "{line}").map_err(|e| StorageError::runtime(format!("cannot write to stdout: {e}")))
     };
+    // A value the spec refuses, from the driver, is not printed (agmsg's engine would take it as given).
+    let name = driver.name().to_owned();
+    let checked = |checked: Result<(), String>| checked.map_err(|e| StorageError::runtime(format!("driver '{name}' answered {e}")));
     let stdin = io::stdin();
     let mut lines = records(stdin.lock());
     match op {
@@ -86,7 +89,13 @@ fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, b: &Binding
                 return Err(StorageError::runtime("prepare-push: more than one record on stdin"));
             }
             let request = sync::parse_prepare(&line.1).map_err(|e| line_error(line.0, e))?;
-            driver.sync_prepare_push(b, limit, &request, |state| print(sync::state_line(state)), |c| print(sync::candidate_line(c)))?;
+            driver.sync_prepare_push(
+                b,
+                limit,
+                &request,
+                |state| checked(sync::check_state(state)).and_then(|()| print(sync::state_line(state))),
+                |c| checked(sync::check_candidate(c)).and_then(|()| print(sync::candidate_line(c))),
+            )?;
         }
         Op::ReconcilePush => {
             let mut acks = Vec::new();
@@ -106,13 +115,22 @@ fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, b: &Binding
         Op::ApplyPull => {
             let parsed = lines.map(|line| line.and_then(|(number, text)| sync::parse_pull_line(&text).map_err(|e| line_error(number, e))));
             let result = driver.sync_apply_pull(b, parsed)?;
+            checked(sync::check_apply_result(&result))?;
             print(sync::apply_result_line(&result))?;
             for outcome in &result.outcomes {
                 print(sync::outcome_line(outcome))?;
             }
         }
         Op::Reprocess { limit, after, scope } => {
-            let page = driver.sync_reprocess(b, limit, after.as_ref(), scope, |state| print(sync::state_line(state)), |c| print(sync::reprocess_candidate_line(c)))?;
+            let page = driver.sync_reprocess(
+                b,
+                limit,
+                after.as_ref(),
+                scope,
+                |state| checked(sync::check_state(state)).and_then(|()| print(sync::state_line(state))),
+                |c| checked(sync::check_reprocess_candidate(c)).and_then(|()| print(sync::reprocess_candidate_line(c))),
+            )?;
+            checked(sync::check_reprocess_page(&page))?;
             print(sync::reprocess_page_line(&page))?;
         }
     }

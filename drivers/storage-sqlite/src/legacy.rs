@@ -79,8 +79,20 @@ pub fn unread(conn: &Connection, team: &str, agent: &str) -> rusqlite::Result<Ve
          AND NOT EXISTS (SELECT 1 FROM events r WHERE r.type='message_read' AND r.team=?1 AND r.agent=?2 \
                          AND r.msg_id=CAST(m.id AS TEXT))",
     )?;
+    // Plus the pair's rows projected for push (sync): their events sit at negative positions, below
+    // every read cursor, so the event branch never lists them and, as in agmsg, the legacy row stays
+    // the unread copy. They left `legacy_unlinked` (history shows their event), so not counted twice.
+    let mut ids: std::collections::BTreeSet<i64> = candidates(conn)?.into_iter().collect();
+    ids.extend(
+        conn.prepare_cached(
+            "SELECT legacy_id FROM events WHERE type='message_sent' AND team=?1 AND to_agent=?2 AND seq<0 \
+             AND legacy_id IS NOT NULL",
+        )?
+        .query_map(params![team, agent], |r| r.get::<_, i64>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?,
+    );
     let mut rows = Vec::new();
-    for id in candidates(conn)? {
+    for id in ids {
         rows.extend(stmt.query_row(params![team, agent, id], message).optional()?);
     }
     Ok(rows)

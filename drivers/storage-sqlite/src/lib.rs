@@ -297,6 +297,29 @@ fn insert_read(tx: &Connection, team: &str, agent: &str, msg_id: &str, id: &str,
 /// §2.2 consume: record the exact reads, then max-merge the pair's frontier through the contiguous
 /// covered prefix that ends no later than `min(target, high-water)`. The first still-unread message
 /// addressed to the pair is a hard gap the frontier never crosses.
+/// `list-unread` on an open store: the pair's events past its read cursor and its unread legacy rows.
+fn unread(conn: &Connection, team: &str, agent: &str, limit: Option<u32>) -> rusqlite::Result<Vec<Message>> {
+    let mut unread: Vec<(Message, u8, i64)> = conn
+        .prepare_cached(
+            "SELECT e.id, e.team, e.from_agent, e.to_agent, e.body, e.at, e.seq FROM events e \
+             WHERE e.type='message_sent' AND e.team=?1 AND e.to_agent=?2 \
+             AND e.seq > COALESCE((SELECT local_position FROM read_cursors WHERE team=?1 AND agent=?2), 0) \
+             AND NOT EXISTS (SELECT 1 FROM events r WHERE r.type='message_read' AND r.team=?1 AND r.agent=?2 \
+             AND r.msg_id=e.id) ORDER BY e.seq",
+        )
+        .and_then(|mut stmt| {
+            stmt.query_map(params![team, agent], |r| Ok((message_from_row(r)?, 1u8, r.get(6)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })?;
+    unread.extend(legacy::unread(conn, team, agent)?);
+    // agmsg's order: time, then source (legacy first), then store order. --limit keeps the oldest N.
+    unread.sort_by(|a, b| (&a.0.at, a.1, a.2).cmp(&(&b.0.at, b.1, b.2)));
+    if let Some(limit) = limit {
+        unread.truncate(limit as usize);
+    }
+    Ok(unread.into_iter().map(|(m, _, _)| m).collect())
+}
+
 fn consume(tx: &Connection, team: &str, agent: &str, target: u64, ids: &[String]) -> rusqlite::Result<()> {
     let at = now_utc();
     for msg_id in ids {
@@ -370,27 +393,7 @@ impl StorageDriver for Sqlite {
 
     fn list_unread(&self, team: &str, agent: &str, limit: Option<u32>) -> Result<Vec<Message>, DriverError> {
         let session = Session::read()?;
-        let conn = session.conn();
-        let mut unread: Vec<(Message, u8, i64)> = conn
-            .prepare_cached(
-                "SELECT e.id, e.team, e.from_agent, e.to_agent, e.body, e.at, e.seq FROM events e \
-                 WHERE e.type='message_sent' AND e.team=?1 AND e.to_agent=?2 \
-                 AND e.seq > COALESCE((SELECT local_position FROM read_cursors WHERE team=?1 AND agent=?2), 0) \
-                 AND NOT EXISTS (SELECT 1 FROM events r WHERE r.type='message_read' AND r.team=?1 AND r.agent=?2 \
-                 AND r.msg_id=e.id) ORDER BY e.seq",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_map(params![team, agent], |r| Ok((message_from_row(r)?, 1u8, r.get(6)?)))?
-                    .collect::<rusqlite::Result<Vec<_>>>()
-            })
-            .map_err(sql_error)?;
-        unread.extend(legacy::unread(conn, team, agent).map_err(sql_error)?);
-        // agmsg's order: time, then source (legacy first), then store order. --limit keeps the oldest N.
-        unread.sort_by(|a, b| (&a.0.at, a.1, a.2).cmp(&(&b.0.at, b.1, b.2)));
-        if let Some(limit) = limit {
-            unread.truncate(limit as usize);
-        }
-        Ok(unread.into_iter().map(|(m, _, _)| m).collect())
+        unread(session.conn(), team, agent, limit).map_err(sql_error)
     }
 
     fn mark_read_batch(&self, team: &str, agent: &str, ids: &[String]) -> Result<(), DriverError> {

@@ -563,6 +563,36 @@ fn legacy_history_is_projected_once_and_pushed_first() {
     assert!(history.is_empty(), "{history:?}");
 }
 
+/// agmsg's `test_remote_sync.bats` "a projected legacy row is not listed twice (#689)": the projection
+/// puts the row's event below every read cursor, so the legacy row must stay the unread copy, once.
+#[test]
+fn a_projected_legacy_row_stays_unread_once_until_read() {
+    let (_dir, path) = new_store();
+    open(&path)
+        .execute(
+            "INSERT INTO messages(team, from_agent, to_agent, body, created_at) \
+             VALUES('dev','carol','bob','older than the event log','2026-01-01T00:00:00Z')",
+            [],
+        )
+        .unwrap();
+    crate::legacy::create(&open(&path)).unwrap();
+    let unread = |path: &Path| -> Vec<(String, String)> {
+        crate::unread(&open(path), "dev", "bob", None).unwrap().into_iter().map(|m| (m.id, m.body)).collect()
+    };
+    let before = unread(&path);
+    assert_eq!(before, [("1".to_owned(), "older than the event log".to_owned())]);
+    prepare(&path, "dev", 10, true).unwrap();
+    assert_eq!(count(&path, "SELECT COUNT(*) FROM events WHERE seq<0 AND legacy_id=1"), 1, "projected");
+    assert_eq!(unread(&path), before, "still unread, once, after the projection");
+    assert!(crate::unread(&open(&path), "dev", "alice", None).unwrap().is_empty(), "bob's, no one else's");
+    // Read by its id (what agmsg's inbox does): gone.
+    let conn = open(&path);
+    let tip = crate::high_water(&conn).unwrap();
+    crate::consume(&conn, "dev", "bob", tip, &["1".to_owned()]).unwrap();
+    drop(conn);
+    assert_eq!(unread(&path), Vec::<(String, String)>::new());
+}
+
 // ------------------------------------------------------------------------------------------------
 // Crashes: a child process aborts at a point; the parent checks what survived.
 

@@ -342,9 +342,9 @@ impl<'rt> Storage<'rt> {
         self.optional("sync-reconcile-push", "sync", |o| o.sync, |s, w| w.sync().map(|y| y.reconcile_push(s, b, acks)))
     }
 
-    /// `sync.apply-pull`: stage every message `lines` yields, in slices, then commit the page with the
-    /// cursor `lines` ends with. A bad line, a missing or early cursor, or any failure drops the page
-    /// uncommitted: nothing of it stays.
+    /// `sync.apply-pull`: stage every message `lines` yields, in slices, then commit the page with its
+    /// one cursor, wherever in the page it stands (as agmsg's sqlite driver takes it). A bad line, a
+    /// missing or second cursor, or any failure drops the page uncommitted: nothing of it stays.
     pub fn sync_apply_pull(&mut self, b: &Binding, lines: impl Iterator<Item = Result<PullLine, StorageError>>) -> Result<ApplyResult, StorageError> {
         const OP: &str = "sync-apply-pull";
         let page = self.optional(OP, "sync", |o| o.sync, |s, w| w.sync().map(|y| y.apply_pull(s, b)))?;
@@ -356,9 +356,6 @@ impl<'rt> Storage<'rt> {
                 match line? {
                     PullLine::Cursor(_) if cursor.is_some() => return Err(StorageError::runtime("apply-pull: a second sync_pull_cursor record")),
                     PullLine::Cursor(next_after) => cursor = Some(next_after),
-                    PullLine::Message(_) if cursor.is_some() => {
-                        return Err(StorageError::runtime("apply-pull: a sync_pull_message after the sync_pull_cursor record (the cursor ends the page)"));
-                    }
                     PullLine::Message(message) => {
                         slice_bytes += pull_message_size(&message);
                         slice.push(*message);

@@ -37,14 +37,14 @@ impl Bundled {
     }
 }
 
-/// Every crate under `drivers/` with a `[package.metadata.agmsg] bundled = { axis, name[, manifest] }`
-/// table, by axis and then name: adding a bundled driver is adding its folder.
+/// Every workspace member under `drivers/` (the root Cargo.toml lists them by name) with a
+/// `[package.metadata.agmsg] bundled = { axis, name[, manifest] }` table, by axis and then name: adding a
+/// bundled driver is adding its folder and its line in the members. A directory under `drivers/` that is
+/// not listed (a driver being written) is not read.
 fn bundled_drivers(workspace: &Path) -> Vec<Bundled> {
-    let drivers = workspace.join("drivers");
     let mut found = Vec::new();
-    for entry in std::fs::read_dir(&drivers).unwrap_or_else(|e| panic!("{}: {e}", drivers.display())) {
-        let dir = entry.unwrap().path();
-        let Ok(text) = std::fs::read_to_string(dir.join("Cargo.toml")) else { continue };
+    for dir in driver_members(workspace) {
+        let text = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap_or_else(|e| panic!("{}/Cargo.toml: {e}", dir.display()));
         let manifest: toml::Table = toml::from_str(&text).unwrap_or_else(|e| panic!("{}/Cargo.toml: {e}", dir.display()));
         let package = &manifest["package"];
         let Some(bundled) = package.get("metadata").and_then(|m| m.get("agmsg")).and_then(|a| a.get("bundled")) else { continue };
@@ -61,11 +61,29 @@ fn bundled_drivers(workspace: &Path) -> Vec<Bundled> {
     found
 }
 
+/// The directories of the root workspace's members under `drivers/`.
+fn driver_members(workspace: &Path) -> Vec<PathBuf> {
+    let root = workspace.join("Cargo.toml");
+    let text = std::fs::read_to_string(&root).unwrap_or_else(|e| panic!("{}: {e}", root.display()));
+    let manifest: toml::Table = toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", root.display()));
+    let members = manifest["workspace"]["members"].as_array().expect("workspace.members is a list");
+    members
+        .iter()
+        .map(|m| m.as_str().expect("a workspace member is a path"))
+        .filter(|m| m.starts_with("drivers/"))
+        .map(|m| workspace.join(m))
+        .collect()
+}
+
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let workspace = manifest_dir.parent().unwrap().to_path_buf();
-    for watched in ["drivers", "guest-sdk/src", "guest-sdk/Cargo.toml", "wit", "contract/src", "Cargo.lock", ".cargo/config.toml"] {
+    for watched in ["Cargo.toml", "guest-sdk/src", "guest-sdk/Cargo.toml", "wit", "contract/src", "Cargo.lock", ".cargo/config.toml"] {
         println!("cargo:rerun-if-changed={}", workspace.join(watched).display());
+    }
+    // The listed drivers only: a directory being written beside them does not rebuild the host.
+    for dir in driver_members(&workspace) {
+        println!("cargo:rerun-if-changed={}", dir.display());
     }
     println!("cargo:rerun-if-env-changed=AGMSG_PREBUILT_DRIVERS");
     println!("cargo:rerun-if-changed=src/runtime/engine_config.rs");

@@ -11,7 +11,7 @@ use std::process::Command;
 
 use sha2::{Digest, Sha256};
 
-#[path = "src/runtime/engine_config.rs"]
+#[path = "../runtime/src/engine_config.rs"]
 mod engine_config;
 
 /// A driver built into the host: a crate under `drivers/` whose Cargo.toml says so.
@@ -86,7 +86,7 @@ fn main() {
         println!("cargo:rerun-if-changed={}", dir.display());
     }
     println!("cargo:rerun-if-env-changed=AGMSG_PREBUILT_DRIVERS");
-    println!("cargo:rerun-if-changed=src/runtime/engine_config.rs");
+    println!("cargo:rerun-if-changed=../runtime/src/engine_config.rs");
 
     let bundled = bundled_drivers(&workspace);
     let wasm_dir = match std::env::var_os("AGMSG_PREBUILT_DRIVERS") {

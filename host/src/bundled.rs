@@ -18,7 +18,7 @@ pub struct BundledDriver {
 }
 
 /// Machine code is embedded at a page boundary: the host maps it executable where it lies in the
-/// binary instead of copying it (see [`crate::runtime::code_memory`]).
+/// binary instead of copying it (see [`agmsg_runtime::code_memory`]).
 #[repr(C, align(4096))]
 pub struct PageAligned<T: ?Sized>(pub T);
 
@@ -27,14 +27,23 @@ pub fn of(axis: Axis) -> impl Iterator<Item = &'static BundledDriver> {
     BUNDLED.iter().filter(move |d| d.axis == axis)
 }
 
-/// Whether `ptr` points into the machine code of a bundled driver.
-pub fn holds_code(ptr: *const u8) -> bool {
-    BUNDLED.iter().filter_map(|d| d.precompiled).any(|code| code.as_ptr_range().contains(&ptr))
-}
-
 /// The machine code built into this binary for the bundled component whose sha256 is `sha256`.
 pub fn precompiled(sha256: &str) -> Option<&'static [u8]> {
     BUNDLED.iter().find(|d| d.sha256 == sha256).and_then(|d| d.precompiled)
+}
+
+/// The bundled machine code, as the runtime crate asks for it (see `crate::runtime::Runtime`).
+pub struct Embedded;
+
+/// The one [`Embedded`] every runtime of this binary is built with.
+pub static EMBEDDED: Embedded = Embedded;
+
+// SAFETY: build.rs precompiled each driver's code from exactly that component (the sha256 is computed
+// there too) with `engine_config`, the runtime's own configuration, and embedded it in this binary.
+unsafe impl agmsg_runtime::engine::EmbeddedCode for Embedded {
+    fn precompiled(&self, sha256: &str) -> Option<&'static [u8]> {
+        precompiled(sha256)
+    }
 }
 
 include!(concat!(env!("OUT_DIR"), "/bundled.rs"));

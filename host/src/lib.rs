@@ -3,8 +3,11 @@
 //!
 //! - [`axis`] is the vocabulary of driver axes and every per-axis fact; [`module`] maps an axis to its
 //!   host module's [`axis_module::AxisModule`] (contract suite, template, bundled drivers).
-//! - [`runtime`] owns wasmtime: the engine, the compile cache, what a component may touch (the
-//!   sandbox), the one path that loads and calls a driver of any axis, and how a failure becomes an error.
+//! - [`runtime`] is the `agmsg-runtime` crate, below every axis (it depends on no crate of this
+//!   workspace): wasmtime's engine, the compile cache, what a component may touch (the sandbox), the one
+//!   path that loads and calls a driver of any axis, and how a failure becomes an error. Re-exported
+//!   here with this binary's bundled machine code handed to it; so are the leaves it holds
+//!   ([`axis`], [`capabilities`], [`fsroot`], [`log`], [`display`], [`semver`]).
 //! - [`storage`], [`terminal`] and [`agent`] are the axes: each its world, where its drivers come from,
 //!   its typed handle, and the protocols built on it (a store session and message delivery; the §6.3
 //!   resolvers; agent types, detection, boot argv and delivery files). [`spawn`] composes two of them:
@@ -19,19 +22,16 @@
 //!   capability: a root held open, no link followed below it.
 
 pub mod agent;
-pub mod axis;
+// The leaves the runtime crate holds, at their old paths (`crate::axis`, …): the host names them
+// everywhere, and the runtime below the axes needs them too.
+pub use agmsg_runtime::{axis, capabilities, display, fsroot, log, semver};
 pub mod axis_module;
 pub mod bundled;
-pub mod capabilities;
 pub mod catalog;
 pub mod directive;
-pub mod display;
-pub mod fsroot;
 pub mod error;
-pub mod log;
 pub mod plugin;
 pub mod runtime;
-pub mod semver;
 pub mod shell;
 pub mod spawn;
 pub mod storage;

@@ -1,6 +1,6 @@
 //! The version seam's one shape, for every axis: [`driver_world!`] generates an axis's world from one
 //! list (its bindings, the `agmsg:host` interfaces they share, its optional interfaces) and its
-//! [`crate::runtime::DriverWorld`] impl, so the three axis worlds are not near-copies and an optional
+//! [`crate::DriverWorld`] impl, so the three axis worlds are not near-copies and an optional
 //! interface costs its own file plus one line of the list.
 //!
 //! What the macro writes, in the axis's `world.rs`:
@@ -23,6 +23,7 @@
 /// See the module's documentation. `optional` entries are `name => "package/interface@version" as
 /// "capability"`: the version is the one the interface first appeared in, the capability the word
 /// `describe` says for it.
+#[macro_export]
 macro_rules! driver_world {
     (
         $(#[$meta:meta])*
@@ -35,7 +36,9 @@ macro_rules! driver_world {
             wasmtime::component::bindgen!({
                 world: $world,
                 path: ["../wit/host", $wit],
-                with: { $($host: crate::runtime::caps::wit::$cap,)* },
+                // bindgen's `with` takes a plain path (not `$crate`): the crate by its name, which the
+                // crate expanding this depends on.
+                with: { $($host: agmsg_runtime::caps::wit::$cap,)* },
             });
         }
 
@@ -58,7 +61,7 @@ macro_rules! driver_world {
 
         /// A pre-linked driver: where its exports are, found once at load.
         pub struct $Pre {
-            instance_pre: wasmtime::component::InstancePre<crate::runtime::HostState>,
+            instance_pre: wasmtime::component::InstancePre<$crate::HostState>,
             core: bindings::$Indices,
             $($field: Option<$field::Indices>,)*
         }
@@ -92,11 +95,11 @@ macro_rules! driver_world {
             )*
         }
 
-        impl crate::runtime::DriverWorld for $World {
-            const AXIS: crate::axis::Axis = crate::axis::Axis::$axis;
+        impl $crate::DriverWorld for $World {
+            const AXIS: $crate::axis::Axis = $crate::axis::Axis::$axis;
             type Pre = $Pre;
 
-            fn pre(instance_pre: wasmtime::component::InstancePre<crate::runtime::HostState>) -> wasmtime::Result<$Pre> {
+            fn pre(instance_pre: wasmtime::component::InstancePre<$crate::HostState>) -> wasmtime::Result<$Pre> {
                 let core = bindings::$Indices::new(&instance_pre)?;
                 $(
                     let $field = match instance_pre.component().get_export_index(None, $iface) {
@@ -107,7 +110,7 @@ macro_rules! driver_world {
                 Ok($Pre { instance_pre, core, $($field,)* })
             }
 
-            fn instantiate(pre: &$Pre, store: &mut wasmtime::Store<crate::runtime::HostState>) -> wasmtime::Result<Self> {
+            fn instantiate(pre: &$Pre, store: &mut wasmtime::Store<$crate::HostState>) -> wasmtime::Result<Self> {
                 let instance = pre.instance_pre.instantiate(&mut *store)?;
                 let core = pre.core.load(&mut *store, &instance)?;
                 $(let $field = pre.$field.as_ref().map(|indices| indices.load(&mut *store, &instance)).transpose()?;)*
@@ -119,7 +122,7 @@ macro_rules! driver_world {
         mod seam_tests {
             #[test]
             fn the_bindings_share_exactly_the_host_interfaces_the_axis_is_offered() {
-                let offered: Vec<&str> = crate::axis::Axis::$axis.host_interfaces().iter().map(|i| i.name()).collect();
+                let offered: Vec<&str> = $crate::axis::Axis::$axis.host_interfaces().iter().map(|i| i.name()).collect();
                 assert_eq!(super::HOST_INTERFACES, offered.as_slice());
             }
         }
@@ -129,6 +132,7 @@ macro_rules! driver_world {
 /// The bindings of one optional interface, in its own file `<axis>/world/<name>.rs`: wasmtime's bindgen
 /// of its world with the axis's shared types mapped to the core bindings' (`super::bindings::...`), so
 /// values pass between the two without conversion, and the names `driver_world!` looks for.
+#[macro_export]
 macro_rules! optional_interface {
     (bindings $world:tt in $wit:tt as $Exports:ident, $Indices:ident; types $types:tt => $($path:ident)::+) => {
         wasmtime::component::bindgen!({
@@ -144,5 +148,9 @@ macro_rules! optional_interface {
     };
 }
 
-pub(crate) use driver_world;
-pub(crate) use optional_interface;
+// `#[macro_export]` puts the macros at the crate's root; these keep them reachable as `world::…`, beside
+// what they generate. Paths inside them are `$crate::…`: they expand in an axis's crate (the host), which
+// supplies `wasmtime`, `agmsg_runtime` by that name, and the WIT files (`path` is relative to that crate's
+// manifest).
+pub use crate::driver_world;
+pub use crate::optional_interface;

@@ -1,13 +1,15 @@
 //! Loading and calling a driver, whatever its axis: the one path from a component's bytes to a call.
 //!
-//! [`Driver::open`] loads the component (through the compile cache, or the machine code built into
-//! this binary), builds its [`Grants`] from its capabilities, refuses it if it imports beyond them
+//! [`Driver::open`] loads the component (through the compile cache, or the machine code the host embedded
+//! in its binary), builds its [`Grants`] from its capabilities, refuses it if it imports beyond them
 //! ([`sandbox::admit`]), and links it with its axis's linker. Instances are created on the first call.
 //! Every call sets the deadline, runs, routes the driver's captured output to the log, and on a trap or
 //! limit drops the instance, so a poisoned instance is never entered again (the next call gets a fresh
 //! one, and dropping the store releases whatever the instance held, such as the store lock).
 //!
-//! An axis plugs in by implementing [`DriverWorld`] for its generated world bindings.
+//! An axis plugs in through [`DriverWorld`], which no one writes by hand: the axis's `world.rs` invokes
+//! [`crate::world::driver_world!`] with its bindings and optional interfaces, and the macro generates
+//! the world, its pre-linked form and this impl.
 
 use std::borrow::Cow;
 use std::path::PathBuf;

@@ -38,7 +38,7 @@ impl CustomCodeMemory for Mprotect {
     fn unpublish_executable(&self, ptr: *const u8, len: usize) -> Result<()> {
         // Embedded code goes back to read-only, as the loader mapped it; wasmtime's own memory to
         // read-write, as wasmtime expects of unpublished code.
-        let flags = if crate::bundled::holds_code(ptr) { MprotectFlags::READ } else { MprotectFlags::READ | MprotectFlags::WRITE };
+        let flags = if in_place(ptr) { MprotectFlags::READ } else { MprotectFlags::READ | MprotectFlags::WRITE };
         protect(ptr, len, flags)
     }
 }
@@ -53,11 +53,11 @@ fn protect(ptr: *const u8, len: usize, flags: MprotectFlags) -> Result<()> {
     unsafe { mprotect(ptr.cast_mut().cast(), len, flags) }.map_err(|e| wasmtime::Error::msg(format!("mprotect of code memory: {e}")))
 }
 
-/// Load bundled machine code `code` (a `BundledDriver::precompiled`) without copying it. Where it is not
+/// Load bundled machine code `code` (what the host's [`crate::engine::EmbeddedCode`] returned) without copying it. Where it is not
 /// page-aligned for this system (a page size above 4 KiB), it is copied as usual.
 ///
 /// # Safety
-/// `code` is machine code build.rs produced for this binary's engine configuration, embedded in the
+/// `code` is machine code precompiled with this engine's configuration, embedded in the
 /// binary: static, never written. (wasmtime still checks that it fits this engine and CPU.)
 pub unsafe fn load_in_place(engine: &Engine, code: &'static [u8]) -> Result<Component> {
     // wasmtime registers code by address, once: the same memory cannot back two components at a
@@ -74,8 +74,25 @@ pub unsafe fn load_in_place(engine: &Engine, code: &'static [u8]) -> Result<Comp
     if let Some(component) = earlier {
         return Ok(component.clone());
     }
+    // Recorded before wasmtime sees it: if loading fails, wasmtime unpublishes it at once (and LOADED
+    // is still held here, so `in_place` keeps its own lock).
+    let range = address..address + code.len();
+    let mut in_place = IN_PLACE.lock().unwrap_or_else(PoisonError::into_inner);
+    if !in_place.contains(&range) {
+        in_place.push(range);
+    }
+    drop(in_place);
     // SAFETY: as the caller promises; `code` lives for the whole process and is never modified.
     let component = unsafe { Component::deserialize_raw(engine, NonNull::from(code)) }?;
     loaded.push((address, component.clone()));
     Ok(component)
+}
+
+/// The embedded code handed to wasmtime where it lies (by [`load_in_place`]), for the whole process.
+static IN_PLACE: Mutex<Vec<std::ops::Range<usize>>> = Mutex::new(Vec::new());
+
+/// Whether `ptr` points into embedded code run in place: the runtime tracks what it mapped itself, so it
+/// needs no list of the host's embedded drivers.
+fn in_place(ptr: *const u8) -> bool {
+    IN_PLACE.lock().unwrap_or_else(PoisonError::into_inner).iter().any(|range| range.contains(&ptr.addr()))
 }

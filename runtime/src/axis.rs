@@ -2,7 +2,7 @@
 //! `agmsg:host` interfaces its drivers are offered, and what its plugins may ask for. Every per-axis
 //! fact is an exhaustive `match` here, so a new axis does not compile until each one is stated.
 //!
-//! Build scripts read this file too (`host/build.rs` includes it), so it depends on nothing.
+//! It depends on nothing but serde (for its names in manifests), so any crate can hold the table.
 
 use std::fmt;
 

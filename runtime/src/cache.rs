@@ -60,9 +60,9 @@ impl CompileCache {
     pub fn load(&self, engine: &Engine, wasm: &[u8], sha256: &str, bundled: Option<&'static [u8]>) -> Result<Component> {
         // Outcomes are logged at debug level (the tests read them): bundled, hit, miss, rebuilt.
         if let Some(code) = bundled {
-            // SAFETY: `code` was produced by build.rs from exactly this component (its sha256, computed
-            // there too), with this engine's configuration, and is part of this binary: nothing outside
-            // the build wrote it.
+            // SAFETY: `code` is the machine code the host embedded for exactly this component, with
+            // this engine's configuration, and is part of the binary (what `EmbeddedCode`'s implementor
+            // promises; the agmsg-host binary's comes from its build.rs).
             match unsafe { super::code_memory::load_in_place(engine, code) } {
                 Ok(component) => {
                     host_log::debug(&format!("bundled machine code: loaded {sha256}"));

@@ -13,6 +13,29 @@ use super::cache::CompileCache;
 use super::sandbox::HostState;
 use crate::axis::Axis;
 
+/// Machine code a host built into its binary for the components it ships, found by a component's
+/// sha256. The runtime knows nothing of which drivers those are: the host hands it one of these (the
+/// `agmsg-host` binary, its bundled drivers), so this crate stays below every axis and driver.
+///
+/// # Safety
+/// Code returned by [`EmbeddedCode::precompiled`] is run in place (see [`crate::code_memory`]): it must be
+/// what `wasmtime` precompiled with [`crate::engine_config::engine_config`] for the component whose
+/// sha256 is asked, embedded in the binary (static, never written). wasmtime still checks that it fits
+/// the engine and the CPU.
+pub unsafe trait EmbeddedCode: Sync {
+    /// The machine code embedded for the component whose sha256 is `sha256`, if any.
+    fn precompiled(&self, sha256: &str) -> Option<&'static [u8]>;
+}
+
+/// No embedded code: every component is compiled (through the cache).
+pub struct NoEmbeddedCode;
+
+// SAFETY: it returns no code.
+unsafe impl EmbeddedCode for NoEmbeddedCode {
+    fn precompiled(&self, _: &str) -> Option<&'static [u8]> {
+        None
+    }
+}
 
 /// The process-wide runtime: engine, linker and compile cache.
 pub struct Runtime {
@@ -22,18 +45,20 @@ pub struct Runtime {
     linkers: [OnceLock<Linker<HostState>>; Axis::ALL.len()],
     pub cache: CompileCache,
     pub limits: Limits,
+    embedded: &'static dyn EmbeddedCode,
 }
 
 impl Runtime {
-    pub fn new(cache: CompileCache, limits: Limits) -> Result<Runtime> {
-        Ok(Runtime { engine: shared_engine()?, linkers: Default::default(), cache, limits })
+    /// A runtime whose components load through `cache`, machine code in `embedded` first.
+    pub fn new(cache: CompileCache, limits: Limits, embedded: &'static dyn EmbeddedCode) -> Result<Runtime> {
+        Ok(Runtime { engine: shared_engine()?, linkers: Default::default(), cache, limits, embedded })
     }
 
     /// The runtime as the user's environment configures it: the compile cache (`AGMSG_CACHE_DIR`) and
     /// the limits (`AGMSG_*_MS`, `AGMSG_*_MB`); the error says which setting is wrong.
-    pub fn from_env() -> std::result::Result<Runtime, String> {
+    pub fn from_env(embedded: &'static dyn EmbeddedCode) -> std::result::Result<Runtime, String> {
         let limits = Limits::from_env().map_err(|e| format!("{e:#}"))?;
-        Runtime::new(CompileCache::from_env(), limits).map_err(|e| format!("{e:#}"))
+        Runtime::new(CompileCache::from_env(), limits, embedded).map_err(|e| format!("{e:#}"))
     }
 
     /// The linker drivers of `axis` are instantiated with.
@@ -46,10 +71,10 @@ impl Runtime {
         Ok(cell.get_or_init(|| built))
     }
 
-    /// Load a component through the compile cache; a bundled driver with the machine code built into
-    /// this binary (never compiled at run time).
+    /// Load a component through the compile cache; one with machine code embedded in the binary runs
+    /// that code (never compiled at run time).
     pub fn load(&self, wasm: &[u8], sha256: &str) -> Result<Component> {
-        self.cache.load(&self.engine, wasm, sha256, crate::bundled::precompiled(sha256))
+        self.cache.load(&self.engine, wasm, sha256, self.embedded.precompiled(sha256))
     }
 }
 

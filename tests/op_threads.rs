@@ -51,3 +51,56 @@ fn a_storage_process_makes_its_calls_with_one_worker_thread() {
     // tokio's default name for its workers is `tokio-rt-worker`.
     assert!(!names.iter().any(|n| n.starts_with("tokio") || n == "agmsg-epoch"), "{names:?}");
 }
+
+/// The hostile terminal fixture as a driver directory (it runs the declared `env` with no arguments
+/// for `peek child-environment`), with a fake `env` first on PATH whose script is `script`.
+fn terminal_driver_running(script: &str) -> (Env, std::path::PathBuf, std::path::PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let driver = env.dir.path().join("hostile-driver");
+    std::fs::create_dir_all(&driver).unwrap();
+    std::fs::copy(common::fixture("hostile-terminal"), driver.join("driver.wasm")).unwrap();
+    std::fs::copy(common::workspace().join("tests/fixtures/hostile-terminal/terminal.conf"), driver.join("terminal.conf")).unwrap();
+    let bin = env.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let fake = bin.join("env");
+    std::fs::write(&fake, format!("#!/bin/sh\nhere=\"${{0%/*}}\"\n{script}")).unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    (env.env("PATH", &path), driver, bin)
+}
+
+/// A terminal op reads the program it runs (its stdout and stderr) on the calling thread: the process
+/// has its main thread and the I/O worker while the program runs, and no thread per pipe.
+#[test]
+fn a_terminal_op_reads_its_programs_pipes_without_threads_of_their_own() {
+    let (env, driver, bin) = terminal_driver_running(": > \"$here/running\"\n/bin/sleep 1\necho done\necho noted >&2\n");
+    let host = env
+        .cmd()
+        .args(["terminal", "--driver", driver.to_str().unwrap(), "peek", "child-environment"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !bin.join("running").exists() {
+        assert!(started.elapsed() < Duration::from_secs(20), "the program never ran");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let names = thread_names(host.id());
+    let out = host.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!((out.status.code(), stdout.trim()), (Some(0), "ran: status Some(0): done"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(names, ["agmsg-host", "agmsg-io"], "threads while the program ran");
+}
+
+/// A background child that keeps the program's pipes open holds the op up for a short grace period
+/// only: what the program printed before it exited is the output.
+#[test]
+fn a_programs_background_child_holding_its_pipes_does_not_hold_up_the_op() {
+    let (env, driver, _) = terminal_driver_running("/bin/sleep 5 &\necho early\n");
+    let started = std::time::Instant::now();
+    let run = env.run(&["terminal", "--driver", driver.to_str().unwrap(), "peek", "child-environment"]);
+    assert_eq!((run.code, run.stdout.trim()), (0, "ran: status Some(0): early"), "{run:?}");
+    assert!(started.elapsed() < Duration::from_secs(4), "took {:?}", started.elapsed());
+}

@@ -9,11 +9,10 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::io::{Read, Write};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use wait_timeout::ChildExt;
@@ -127,57 +126,162 @@ impl ProcessGrant {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| ProcessError::Failed(format!("cannot start {name}: {e}")))?;
-        if let (Some(mut pipe), Some(input)) = (child.stdin.take(), stdin) {
-            let input = input.to_vec();
-            // A program that does not read its stdin must not block us: write from a thread.
-            std::thread::spawn(move || {
-                let _ = pipe.write_all(&input);
-            });
-        }
-        let stdout = capture(child.stdout.take().expect("piped"));
-        let stderr = capture(child.stderr.take().expect("piped"));
         let timeout = self.timeout.min(deadline.saturating_duration_since(Instant::now()));
-        let status = match child.wait_timeout(timeout) {
-            Ok(Some(status)) => status,
-            Ok(None) => {
-                // The group's id is the child's pid (process_group(0)); the child is not reaped yet, so
-                // the id cannot have been reused.
-                if let Some(group) = rustix::process::Pid::from_raw(child.id() as i32) {
-                    let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-                }
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(ProcessError::TimedOut(timeout.as_millis().min(u128::from(u32::MAX)) as u32));
+        let limit = Instant::now() + timeout;
+        let kill = |child: &mut Child| {
+            // The group's id is the child's pid (process_group(0)); the child is not reaped yet, so the id
+            // cannot have been reused.
+            if let Some(group) = rustix::process::Pid::from_raw(child.id() as i32) {
+                let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
             }
-            Err(e) => return Err(ProcessError::Failed(format!("waiting for {name}: {e}"))),
+            let _ = child.kill();
+            let _ = child.wait();
         };
-        let grace = Instant::now() + PIPE_GRACE;
-        let (stdout, out_cut) = stdout.recv_timeout(grace.saturating_duration_since(Instant::now())).unwrap_or_default();
-        let (stderr, err_cut) = stderr.recv_timeout(grace.saturating_duration_since(Instant::now())).unwrap_or_default();
-        Ok(Output { status: status.code(), stdout, stderr, truncated: out_cut || err_cut })
+        let (exited, stdout, stderr) = match exchange(&mut child, stdin, limit) {
+            Ok(done) => done,
+            Err(e) => {
+                kill(&mut child);
+                return Err(ProcessError::Failed(format!("reading the output of {name}: {e}")));
+            }
+        };
+        let status = match exited {
+            Some(status) => status,
+            None => match child.wait_timeout(limit.saturating_duration_since(Instant::now())) {
+                Ok(Some(status)) => status,
+                Ok(None) => {
+                    kill(&mut child);
+                    return Err(ProcessError::TimedOut(timeout.as_millis().min(u128::from(u32::MAX)) as u32));
+                }
+                Err(e) => return Err(ProcessError::Failed(format!("waiting for {name}: {e}"))),
+            },
+        };
+        Ok(Output { status: status.code(), truncated: stdout.cut || stderr.cut, stdout: stdout.kept, stderr: stderr.kept })
     }
 }
 
-/// Read a pipe to its end on a thread, keeping at most [`MAX_PROCESS_OUTPUT`] bytes.
-fn capture(mut pipe: impl Read + Send + 'static) -> mpsc::Receiver<(Vec<u8>, bool)> {
-    let (send, receive) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut kept = Vec::new();
-        let mut cut = false;
-        let mut buf = [0u8; 64 << 10];
-        loop {
-            match pipe.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    let room = MAX_PROCESS_OUTPUT - kept.len();
-                    kept.extend_from_slice(&buf[..n.min(room)]);
-                    cut |= n > room;
+/// One of the program's output pipes as it is read: at most [`MAX_PROCESS_OUTPUT`] bytes kept.
+struct Capture {
+    pipe: Option<OwnedFd>,
+    kept: Vec<u8>,
+    cut: bool,
+}
+
+impl Capture {
+    fn new(pipe: Option<impl Into<OwnedFd>>) -> Capture {
+        Capture { pipe: pipe.map(Into::into), kept: Vec::new(), cut: false }
+    }
+
+    /// Read what the pipe holds now (it was reported ready, so this does not block); closed at its end.
+    fn read(&mut self, buf: &mut [u8]) {
+        let Some(pipe) = &self.pipe else { return };
+        match rustix::io::read(pipe, &mut *buf) {
+            Ok(0) => self.pipe = None,
+            Ok(n) => {
+                let room = MAX_PROCESS_OUTPUT - self.kept.len();
+                self.kept.extend_from_slice(&buf[..n.min(room)]);
+                self.cut |= n > room;
+            }
+            Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => {}
+            Err(_) => self.pipe = None,
+        }
+    }
+}
+
+/// How long to poll at a time for the program's exit where no pidfd tells of it (a kernel before 5.3).
+const EXIT_POLL: Duration = Duration::from_millis(20);
+
+/// Feed `input` to the program and read its stdout and stderr, all on the calling thread (no thread per
+/// pipe: a process that runs one program pays for none), until it has exited and both pipes are closed,
+/// or [`PIPE_GRACE`] after its exit (a background child of it may hold them open), or until `limit`.
+/// Returns the exit status (`None`: still running at `limit`) and the two captures.
+fn exchange(child: &mut Child, input: Option<&[u8]>, limit: Instant) -> std::io::Result<(Option<ExitStatus>, Capture, Capture)> {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let mut stdout = Capture::new(child.stdout.take());
+    let mut stderr = Capture::new(child.stderr.take());
+    // A program that does not read its input must not block us: written only as the pipe has room.
+    let mut stdin: Option<OwnedFd> = child.stdin.take().map(Into::into);
+    if let Some(pipe) = &stdin {
+        rustix::io::ioctl_fionbio(pipe, true)?;
+    }
+    let mut input = input.unwrap_or_default();
+    // Readable once the program has exited. Its id cannot have been reused: it is not reaped yet.
+    let pidfd = rustix::process::Pid::from_raw(child.id() as i32)
+        .and_then(|pid| rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok());
+    let mut exited = None;
+    let mut grace_end = limit;
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        if exited.is_none() && pidfd.is_none() {
+            exited = child.try_wait()?;
+            if exited.is_some() {
+                grace_end = Instant::now() + PIPE_GRACE;
+            }
+        }
+        let reading = stdout.pipe.is_some() || stderr.pipe.is_some();
+        // Without a pidfd, an exit after both pipes closed is waited for by the caller.
+        if !reading && (exited.is_some() || pidfd.is_none()) {
+            break;
+        }
+        let now = Instant::now();
+        let until = if exited.is_some() { grace_end } else { limit };
+        if now >= until {
+            break;
+        }
+        let mut wait = until - now;
+        if exited.is_none() && pidfd.is_none() {
+            wait = wait.min(EXIT_POLL);
+        }
+        if input.is_empty() {
+            stdin = None;
+        }
+        let mut fds = Vec::with_capacity(4);
+        // Which capture (0 stdout, 1 stderr, 2 stdin, 3 the exit) each entry of `fds` is.
+        let mut what = Vec::with_capacity(4);
+        for (i, fd) in [stdout.pipe.as_ref(), stderr.pipe.as_ref()].into_iter().enumerate() {
+            if let Some(fd) = fd {
+                fds.push(PollFd::new(fd, PollFlags::IN));
+                what.push(i);
+            }
+        }
+        if let Some(fd) = &stdin {
+            fds.push(PollFd::new(fd, PollFlags::OUT));
+            what.push(2);
+        }
+        if let (Some(fd), None) = (&pidfd, exited) {
+            fds.push(PollFd::new(fd, PollFlags::IN));
+            what.push(3);
+        }
+        let timeout = Timespec { tv_sec: wait.as_secs() as _, tv_nsec: wait.subsec_nanos() as _ };
+        match poll(&mut fds, Some(&timeout)) {
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+        let ready: Vec<usize> = fds.iter().zip(&what).filter(|(fd, _)| !fd.revents().is_empty()).map(|(_, &w)| w).collect();
+        drop(fds);
+        for w in ready {
+            match w {
+                0 => stdout.read(&mut buf),
+                1 => stderr.read(&mut buf),
+                2 => {
+                    let pipe = stdin.as_ref().expect("polled");
+                    match rustix::io::write(pipe, input) {
+                        Ok(n) => input = &input[n..],
+                        Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => {}
+                        // The program closed its input (EPIPE) or it failed: nothing more goes in.
+                        Err(_) => input = &[],
+                    }
+                }
+                _ => {
+                    exited = child.try_wait()?;
+                    if exited.is_some() {
+                        grace_end = Instant::now() + PIPE_GRACE;
+                    }
                 }
             }
         }
-        let _ = send.send((kept, cut));
-    });
-    receive
+    }
+    Ok((exited, stdout, stderr))
 }
 
 /// `name` looked up in `path`'s absolute directories (a relative entry would depend on the cwd).
@@ -227,5 +331,45 @@ impl Host for ProcessView<'_> {
 
     fn available(&mut self, program: String) -> bool {
         self.grant.is_some_and(|grant| grant.program(&program).is_ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grant(programs: &[&str], timeout: Duration) -> ProcessGrant {
+        let programs: Vec<(String, Option<Vec<Vec<String>>>)> = programs.iter().map(|p| (p.to_string(), None)).collect();
+        ProcessGrant::resolve(&programs, &[], timeout)
+    }
+
+    fn far() -> Instant {
+        Instant::now() + Duration::from_secs(30)
+    }
+
+    #[test]
+    fn input_larger_than_a_pipe_goes_in_while_the_output_comes_out() {
+        // cat echoes as it reads: neither side may wait for the other to finish first.
+        let input: Vec<u8> = (0..3u32 << 20).map(|i| (i % 251) as u8).collect();
+        let out = grant(&["cat"], Duration::from_secs(20)).run("cat", &[], Some(&input), &[], far()).unwrap();
+        assert_eq!((out.status, out.stdout.len(), out.truncated), (Some(0), input.len(), false));
+        assert!(out.stdout == input);
+    }
+
+    #[test]
+    fn stdout_and_stderr_are_kept_apart_and_capped() {
+        let script = "printf out; printf err >&2; head -c 5000000 /dev/zero; exit 3";
+        let out = grant(&["sh"], Duration::from_secs(20)).run("sh", &["-c".into(), script.into()], None, &[], far()).unwrap();
+        assert_eq!((out.status, out.stderr.as_slice(), out.truncated), (Some(3), &b"err"[..], true));
+        assert_eq!((out.stdout.len(), &out.stdout[..3]), (MAX_PROCESS_OUTPUT, &b"out"[..]));
+    }
+
+    #[test]
+    fn a_program_that_ignores_its_input_and_outlives_its_limit_is_killed() {
+        let started = Instant::now();
+        let input = vec![b'x'; 1 << 20];
+        let run = grant(&["sleep"], Duration::from_millis(300)).run("sleep", &["20".into()], Some(&input), &[], far());
+        assert!(matches!(run, Err(ProcessError::TimedOut(300))), "{run:?}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
     }
 }

@@ -52,3 +52,30 @@ fn the_addressless_pane_has_no_path() {
     // A malformed plain placement fails closed.
     assert_eq!(env.run(&["terminal", "peek", "plain:x"]).code, 13);
 }
+
+/// An op on a named driver (`--driver`, a placement reference) reads that driver alone: plugins of other
+/// names, however many and however broken (a manifest that does not parse, a component that is a FIFO),
+/// are never read, hashed or warned about. `terminal list` still reads them all.
+#[test]
+fn an_op_on_a_named_driver_reads_no_other_plugin() {
+    let env = Env::new();
+    let plugins = env.dir.path().join(".agents/agmsg/plugins/terminal");
+    for i in 0..20 {
+        let dir = plugins.join(format!("broken{i}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("agmsg-driver.toml"), "not [ toml").unwrap();
+    }
+    let fifo = plugins.join("fifo");
+    std::fs::create_dir_all(&fifo).unwrap();
+    std::fs::write(fifo.join("agmsg-driver.toml"), "name = \"fifo\"\naxis = \"terminal\"\nversion = \"1.0.0\"\napi = \"1.0.0\"\ncomponent = \"driver.wasm\"\n").unwrap();
+    assert!(std::process::Command::new("mkfifo").arg(fifo.join("driver.wasm")).status().unwrap().success());
+
+    let run = plain(&env, &["check"]);
+    assert_eq!((run.code, run.stdout.as_str(), run.stderr.as_str()), (0, "ok\n", ""), "{run:?}");
+    let run = env.run(&["terminal", "despawn", "plain:-"]);
+    assert_eq!((run.code, run.stdout.as_str(), run.stderr.as_str()), (0, "ok\n", ""), "{run:?}");
+
+    let run = env.run(&["terminal", "list"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stderr.contains("broken19") && run.stderr.contains("fifo"), "the listing reads every plugin: {run:?}");
+}

@@ -61,7 +61,7 @@ fn main() {
     let cache = tempfile::tempdir().unwrap();
     unsafe { std::env::set_var("AGMSG_CACHE_DIR", cache.path()) };
     let runtime = Runtime::new(CompileCache::from_env(), Limits::from_env().unwrap()).unwrap();
-    let source = TerminalSource::resolve("tmux", &TerminalSource::available()).unwrap();
+    let source = agmsg_host::terminal::source::Candidates::new().resolve("tmux").unwrap();
     let mut driver = Terminal::open(&runtime, &source).unwrap();
     assert!(driver.peek(&id, None).unwrap().contains("agmsg bench line"));
 

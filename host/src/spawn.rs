@@ -37,7 +37,8 @@ use crate::capabilities::Capability;
 use crate::runtime::Runtime;
 use crate::terminal::driver::{NamingMode, SpawnTarget, TermFailKind};
 use crate::terminal::resolve;
-use crate::terminal::{Terminal, TerminalError, TerminalSource};
+use crate::terminal::source::Candidates;
+use crate::terminal::{Terminal, TerminalError};
 use actas::LockState;
 use join::Joined;
 use place::{PlacementRecord, RunDir};
@@ -129,7 +130,7 @@ pub fn naming_mode_from_env() -> NamingMode {
 
 /// Spawn an agent of type `t` in a new pane of one of `candidates`, agmsg's install being at
 /// `skill_dir` (its `run/` and `scripts/join.sh`).
-pub fn spawn(runtime: &Runtime, t: &AgentType, candidates: &[TerminalSource], skill_dir: &Path, req: SpawnRequest<'_>) -> Result<Spawned, SpawnError> {
+pub fn spawn(runtime: &Runtime, t: &AgentType, candidates: &Candidates, skill_dir: &Path, req: SpawnRequest<'_>) -> Result<Spawned, SpawnError> {
     // The names are checked here, before any file is named after them or anything runs.
     let mut boot = boot::boot_command(t, &req.boot).map_err(SpawnError::Refused)?;
     boot.env_set.extend(req.env.iter().cloned());

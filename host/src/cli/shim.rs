@@ -269,12 +269,12 @@ pub fn run_terminal(name: &str, output: Option<PathBuf>) -> ExitCode {
 
 /// The directory's two files, for a driver agmsg-host runs under `name`.
 pub fn terminal_files(name: &str, bin: &str) -> Result<[(&'static str, String); 2], String> {
-    use agmsg_host::terminal::{shim, TerminalSource};
+    use agmsg_host::terminal::shim;
     // A name, not a driver directory's path: the name is also the directory agmsg finds it by.
     if !agmsg_contract::is_driver_name(name) {
         return Err(format!("a terminal driver's name matches [a-zA-Z0-9_-]+, not {name:?}"));
     }
-    let source = TerminalSource::resolve(name, &TerminalSource::available())?;
+    let source = agmsg_host::terminal::source::Candidates::new().resolve(name)?;
     // ops.sh first: agmsg takes a directory with terminal.conf for a driver.
     Ok([("ops.sh", shim::ops_sh(name, bin)), ("terminal.conf", shim::terminal_conf(&source.manifest))])
 }

@@ -27,7 +27,7 @@ use agmsg_host::spawn::join::Joined;
 use agmsg_host::spawn::options;
 use agmsg_host::spawn::place::{self, Readiness, RunDir};
 use agmsg_host::spawn::{self, Naming, SpawnError, SpawnRequest};
-use agmsg_host::terminal::TerminalSource;
+use agmsg_host::terminal::source::Candidates;
 use agmsg_host::terminal::driver::{NamingMode, SpawnTarget, TermFailKind};
 use agmsg_host::terminal::TerminalError;
 
@@ -176,7 +176,7 @@ fn spawn(args: SpawnArgs) -> Result<ExitCode, SpawnError> {
     req.spawn_options = tokens;
     let skill_dir = skill_dir()?;
     let runtime = Runtime::from_env().map_err(|e| SpawnError::Terminal(TerminalError::new(TermFailKind::Unreachable, e)))?;
-    let candidates = TerminalSource::available();
+    let candidates = Candidates::new();
     let (team, agent) = (req.team.clone(), req.agent.clone());
     let env = env.into_iter().collect();
     let request = SpawnRequest { boot: req, terminal: terminal.as_deref(), target: placement.target(), naming: spawn::naming_mode_from_env(), env };

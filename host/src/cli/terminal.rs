@@ -17,6 +17,7 @@ use agmsg_host::error::ExitClass;
 use agmsg_host::terminal::driver::{ArrangeOutcome, Detection, PanePresence, TermFailKind};
 use agmsg_host::terminal::op::{self, Op, OpFailure, Reply};
 use agmsg_host::terminal::resolve::{self, Resolved};
+use agmsg_host::terminal::source::Candidates;
 use agmsg_host::terminal::{TerminalError, TerminalSource};
 
 pub const LONG_HELP: &str = "Run one terminal-driver op, with agmsg's argv, outputs and exit codes.
@@ -99,9 +100,9 @@ fn print(text: &str) -> Result<(), Outcome> {
 }
 
 fn run_op(driver_flag: Option<&str>, op: &str, args: &[String]) -> Result<ExitCode, Outcome> {
-    let candidates = TerminalSource::available();
+    let candidates = Candidates::new();
     match op {
-        "list" => return list(&candidates, args),
+        "list" => return list(candidates.all(), args),
         "resolve-placement" | "resolve-name" => {
             let runtime = op::runtime().map_err(|e| Outcome::failed(Shape::Record, e))?;
             let session = session_arg(args);

@@ -364,6 +364,24 @@ pub fn candidates_in(
     Ok(found)
 }
 
+/// The names of `axis`'s plugin directories under every base, found but not read (no manifest parsed,
+/// no component hashed): what a caller that resolves one name at a time may be asked for.
+pub fn names(axis: Axis) -> Vec<String> {
+    let mut names = Vec::new();
+    for base in bases() {
+        let axis_dir = base.join(axis.as_str());
+        let Ok(entries) = std::fs::read_dir(&axis_dir) else { continue };
+        for name in entries.filter_map(|e| e.ok()?.file_name().into_string().ok()).filter(|n| is_driver_name(n)) {
+            let dir = axis_dir.join(&name);
+            if (is_package_dir(axis, &dir) || dir.join(MANIFEST_FILE).is_file()) && !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    names.sort();
+    names
+}
+
 /// The plugin that runs as `axis/name`, if a trusted one is found (it shadows a bundled driver of that
 /// name); every ignored candidate is warned about on the host log.
 pub fn find(axis: Axis, name: &str, dirs: &[&dyn DirPackage]) -> Result<Option<Candidate>, String> {

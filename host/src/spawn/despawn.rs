@@ -20,7 +20,8 @@ use super::actas::{self, LockState};
 use super::place::{self, PlacementRecord, RunDir};
 use crate::runtime::Runtime;
 use crate::terminal::resolve::split_reference;
-use crate::terminal::{Terminal, TerminalSource};
+use crate::terminal::Terminal;
+use crate::terminal::source::Candidates;
 
 /// agmsg's control message that asks a member's watcher to tear it down.
 pub const DESPAWN_MESSAGE: &str = "ctrl:despawn";
@@ -144,12 +145,12 @@ fn tear_down(skill_dir: &Path, agent: &str, record: &PlacementRecord, warnings: 
 
 /// The terminal's `despawn` of the pane the reference names, on the driver the reference names.
 fn close_pane(reference: &str) -> Result<(), String> {
-    let candidates = TerminalSource::available();
-    let known = TerminalSource::names(&candidates);
+    let candidates = Candidates::new();
+    let known = candidates.names();
     let Some((scheme, _)) = split_reference(reference, &known) else {
         return Err("it is not a placement reference of a known terminal driver".to_owned());
     };
-    let source = TerminalSource::resolve(scheme, &candidates)?;
+    let source = candidates.resolve(scheme)?;
     let id = crate::terminal::resolve::bare_id(reference, &known, scheme, Some(scheme)).map_err(|e| e.message)?;
     let runtime = Runtime::from_env()?;
     let mut terminal = Terminal::open(&runtime, &source).map_err(|e| e.message)?;

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use super::source::TerminalSource;
+use super::source::{Candidates, TerminalSource};
 use crate::axis_module::{AxisModule, Reference, Suite, absolute};
 use crate::runtime::DriverSource;
 
@@ -25,13 +25,13 @@ fn is_driver_dir(reference: &str) -> bool {
 impl AxisModule for TerminalModule {
     /// A driver directory, or the name of a bundled or trusted terminal driver.
     fn claims(&self, reference: &str) -> bool {
-        is_driver_dir(reference) || TerminalSource::names(&TerminalSource::available()).contains(&reference)
+        is_driver_dir(reference) || Candidates::new().names().iter().any(|n| n == reference)
     }
 
     /// The rules that need no terminal; for a driver that may run tmux (tmux-like), also the pane rules,
     /// against a private tmux server.
     fn suite(&self, reference: &str) -> Result<Suite, String> {
-        let source = TerminalSource::resolve(reference, &TerminalSource::available())?;
+        let source = Candidates::new().resolve(reference)?;
         let driver = if is_driver_dir(reference) { absolute(Path::new(reference))? } else { reference.to_owned() };
         let runs_tmux = source.driver.capabilities.programs().any(|(program, _)| program == "tmux");
         let pane_rules: &[agmsg_conformance::Rule] = if runs_tmux { agmsg_conformance::tmux::PANE_RULES } else { &[] };

@@ -8,7 +8,8 @@ use crate::runtime::Runtime;
 
 use super::driver::{Answer, ArrangeOutcome, Description, Detection, Intent, NamingMode, PanePresence, SpawnTarget, TermFailKind};
 use super::resolve;
-use super::{Terminal, TerminalError, TerminalSource};
+use super::source::Candidates;
+use super::{Terminal, TerminalError};
 
 /// A terminal error's class: its §2.3 kind.
 impl From<&TerminalError> for ExitClass {
@@ -229,7 +230,7 @@ pub fn runtime() -> Result<Runtime, TerminalError> {
 
 /// Run `op` on the driver agmsg would pick ([`resolve::choose_driver`]: `driver_flag`, the override
 /// variable, the op's placement reference, the session's terminal) among `candidates`.
-pub fn run(candidates: &[TerminalSource], driver_flag: Option<&str>, op: Op) -> Result<Reply, OpFailure> {
+pub fn run(candidates: &Candidates, driver_flag: Option<&str>, op: Op) -> Result<Reply, OpFailure> {
     let started = std::time::Instant::now();
     let runtime = runtime().framed(Shape::Record)?;
     let runtime_ready = started.elapsed();
@@ -240,7 +241,7 @@ pub fn run(candidates: &[TerminalSource], driver_flag: Option<&str>, op: Op) -> 
         runtime_ready.as_secs_f64() * 1e3,
         (started.elapsed() - runtime_ready).as_secs_f64() * 1e3
     ));
-    let known = TerminalSource::names(candidates);
+    let known = candidates.names();
     // A placement reference of this driver is passed on as its bare id.
     let id = |raw: &str| resolve::bare_id(raw, &known, &source.manifest.name, scheme.as_deref()).framed(Shape::Record);
     let d = &mut driver;

@@ -6,7 +6,7 @@
 //! but cannot name its pane makes resolution fail loudly rather than fall back to plain.
 
 use super::driver::{Detection, TermFailKind, TerminalError, Terminal};
-use super::source::TerminalSource;
+use super::source::{Candidates, TerminalSource};
 use crate::runtime::Runtime;
 
 /// The variable that forces a driver, for spawning and naming.
@@ -22,14 +22,14 @@ pub struct Resolved {
     pub id: String,
 }
 
-/// What the user forced with [`OVERRIDE_VAR`], checked against the known drivers.
-pub fn override_driver(candidates: &[TerminalSource]) -> Result<Option<&TerminalSource>, TerminalError> {
+/// What the user forced with [`OVERRIDE_VAR`], that driver alone resolved by its name.
+pub fn override_driver(candidates: &Candidates) -> Result<Option<TerminalSource>, TerminalError> {
     let Some(name) = std::env::var(OVERRIDE_VAR).ok().filter(|n| !n.is_empty()) else { return Ok(None) };
-    candidates
-        .iter()
-        .find(|c| c.manifest.name == name)
-        .map(Some)
-        .ok_or_else(|| TerminalError::new(TermFailKind::Unsupported, format!("unknown terminal driver '{name}' ({OVERRIDE_VAR})")))
+    // A name only: a path there would run a directory the variable happens to name.
+    if !agmsg_contract::is_driver_name(&name) {
+        return Err(TerminalError::new(TermFailKind::Unsupported, format!("unknown terminal driver '{name}' ({OVERRIDE_VAR})")));
+    }
+    candidates.resolve(&name).map(Some).map_err(|_| TerminalError::new(TermFailKind::Unsupported, format!("unknown terminal driver '{name}' ({OVERRIDE_VAR})")))
 }
 
 /// Ask one candidate; a driver that fails to answer counts as present but unresolved, so a broken
@@ -42,15 +42,15 @@ fn detect(runtime: &Runtime, candidate: &TerminalSource, session_id: &str) -> De
 }
 
 /// §6.3 placement: the first candidate present at all, with its id if it gave one.
-pub fn resolve_placement(runtime: &Runtime, candidates: &[TerminalSource], session_id: &str) -> Result<Option<Resolved>, TerminalError> {
+pub fn resolve_placement(runtime: &Runtime, candidates: &Candidates, session_id: &str) -> Result<Option<Resolved>, TerminalError> {
     if let Some(forced) = override_driver(candidates)? {
-        let id = match detect(runtime, forced, session_id) {
+        let id = match detect(runtime, &forced, session_id) {
             Detection::Resolved(id) => id,
             _ => String::new(),
         };
         return Ok(Some(Resolved { driver: forced.manifest.name.clone(), id }));
     }
-    for candidate in candidates {
+    for candidate in candidates.all() {
         match detect(runtime, candidate, session_id) {
             Detection::Absent => continue,
             Detection::Unresolved(_) => return Ok(Some(Resolved { driver: candidate.manifest.name.clone(), id: String::new() })),
@@ -62,7 +62,7 @@ pub fn resolve_placement(runtime: &Runtime, candidates: &[TerminalSource], sessi
 
 /// §6.3 naming: the first candidate with a real id; a present-but-unresolved candidate fails the whole
 /// resolution with every reason; plain's addressless `-` only when nothing else was present.
-pub fn resolve_name(runtime: &Runtime, candidates: &[TerminalSource], session_id: &str) -> Result<Option<Resolved>, TerminalError> {
+pub fn resolve_name(runtime: &Runtime, candidates: &Candidates, session_id: &str) -> Result<Option<Resolved>, TerminalError> {
     let cannot_name = |reasons: &[String]| {
         TerminalError::new(
             TermFailKind::Unreachable,
@@ -70,7 +70,7 @@ pub fn resolve_name(runtime: &Runtime, candidates: &[TerminalSource], session_id
         )
     };
     if let Some(forced) = override_driver(candidates)? {
-        return match detect(runtime, forced, session_id) {
+        return match detect(runtime, &forced, session_id) {
             Detection::Resolved(id) => Ok(Some(Resolved { driver: forced.manifest.name.clone(), id })),
             Detection::Unresolved(reason) => Err(cannot_name(&[format!("{}: {reason}", forced.manifest.name)])),
             Detection::Absent => Err(cannot_name(&[format!("{}: not detected ({OVERRIDE_VAR})", forced.manifest.name)])),
@@ -78,7 +78,7 @@ pub fn resolve_name(runtime: &Runtime, candidates: &[TerminalSource], session_id
     }
     let mut unresolved = Vec::new();
     let mut addressless = None;
-    for candidate in candidates {
+    for candidate in candidates.all() {
         match detect(runtime, candidate, session_id) {
             Detection::Absent => {}
             Detection::Unresolved(reason) => unresolved.push(format!("{}: {reason}", candidate.manifest.name)),
@@ -96,9 +96,9 @@ pub fn resolve_name(runtime: &Runtime, candidates: &[TerminalSource], session_id
 
 /// Split a placement reference `<terminal>:<id>` whose scheme is a known driver; a legacy bare `%N` or
 /// `@N` is tmux's. Anything else is a bare id (`None`).
-pub fn split_reference<'a>(reference: &'a str, known: &[&str]) -> Option<(&'a str, &'a str)> {
+pub fn split_reference<'a, S: AsRef<str>>(reference: &'a str, known: &[S]) -> Option<(&'a str, &'a str)> {
     if let Some((scheme, id)) = reference.split_once(':')
-        && known.contains(&scheme)
+        && known.iter().any(|k| k.as_ref() == scheme)
     {
         return Some((scheme, id));
     }
@@ -108,27 +108,27 @@ pub fn split_reference<'a>(reference: &'a str, known: &[&str]) -> Option<(&'a st
 
 /// The driver an op runs on, as agmsg picks it: `--driver`, else [`OVERRIDE_VAR`], else the scheme of the
 /// op's id when it is a placement reference, else the terminal this session is placed in. Also the id's
-/// scheme, when it had one.
+/// scheme, when it had one. Only the driver chosen is read, unless detection has to try them all.
 pub fn choose_driver(
     runtime: &Runtime,
-    candidates: &[TerminalSource],
+    candidates: &Candidates,
     flag: Option<&str>,
     id: Option<&str>,
 ) -> Result<(TerminalSource, Option<String>), TerminalError> {
     let unsupported = |m: String| TerminalError::new(TermFailKind::Unsupported, m);
-    let known = TerminalSource::names(candidates);
+    let known = candidates.names();
     let scheme = id.and_then(|id| split_reference(id, &known)).map(|(scheme, _)| scheme.to_owned());
     if let Some(name) = flag {
-        return TerminalSource::resolve(name, candidates).map(|s| (s, scheme)).map_err(unsupported);
+        return candidates.resolve(name).map(|s| (s, scheme)).map_err(unsupported);
     }
     if let Some(forced) = override_driver(candidates)? {
-        return Ok((forced.clone(), scheme));
+        return Ok((forced, scheme));
     }
     if let Some(name) = &scheme {
-        return Ok((TerminalSource::resolve(name, candidates).map_err(unsupported)?, scheme));
+        return Ok((candidates.resolve(name).map_err(unsupported)?, scheme));
     }
     match resolve_placement(runtime, candidates, "")? {
-        Some(found) => Ok((TerminalSource::resolve(&found.driver, candidates).map_err(unsupported)?, None)),
+        Some(found) => Ok((candidates.resolve(&found.driver).map_err(unsupported)?, None)),
         None => Err(unsupported(format!("no terminal detected: give --driver, {OVERRIDE_VAR}, or a placement reference such as tmux:<id>"))),
     }
 }
@@ -136,7 +136,7 @@ pub fn choose_driver(
 /// The id to hand driver `driver` for `raw`: a placement reference of that driver becomes its bare id; one
 /// of another driver is refused (unsupported); anything else is passed on as it is. `scheme` is what
 /// [`choose_driver`] found in the op's id.
-pub fn bare_id(raw: &str, known: &[&str], driver: &str, scheme: Option<&str>) -> Result<String, TerminalError> {
+pub fn bare_id<S: AsRef<str>>(raw: &str, known: &[S], driver: &str, scheme: Option<&str>) -> Result<String, TerminalError> {
     match split_reference(raw, known) {
         Some((owner, id)) if owner == driver && scheme.is_some() => Ok(id.to_owned()),
         Some((owner, id)) if owner == driver && raw.starts_with(&format!("{owner}:")) => Ok(id.to_owned()),

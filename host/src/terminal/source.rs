@@ -84,19 +84,6 @@ impl TerminalSource {
         available.iter().map(|d| d.manifest.name.as_str()).collect()
     }
 
-    /// `name` is a driver name, one of `available` (a trusted plugin, else a bundled driver: see
-    /// [`TerminalSource::available`], read once per process), or else the path of a driver directory
-    /// (`./mine`, `.`, `/abs/dir`). A directory that merely has a driver's name in the current
-    /// directory is never picked up: that would let any checkout run as `tmux`.
-    pub fn resolve(name: &str, available: &[TerminalSource]) -> Result<TerminalSource, String> {
-        if let Reference::Dir(dir) | Reference::File(dir) = Reference::of(name) {
-            return Self::from_dir(dir);
-        }
-        available.iter().find(|d| d.manifest.name == name).cloned().ok_or_else(|| {
-            format!("unknown terminal driver '{name}' (available: {}; `agmsg-host plugin list` shows plugins)", Self::names(available).join(", "))
-        })
-    }
-
     /// A bundled driver by name (never a plugin).
     pub fn resolve_bundled(name: &str) -> Option<TerminalSource> {
         Self::bundled().into_iter().find(|d| d.manifest.name == name)
@@ -131,6 +118,71 @@ impl TerminalSource {
     }
 }
 
+/// The terminal drivers an op may run on, read only as far as the op needs: a driver named (`--driver`,
+/// the override variable, a placement reference's scheme) is looked up alone, reading and hashing only
+/// the plugin directories of its name; every driver ([`TerminalSource::available`]: each plugin read,
+/// hashed and its trust checked) only when detection must try them in turn, or a listing or an error
+/// shows them. So an op's cost does not grow with the plugins installed, and a broken plugin of another
+/// name is never read by it.
+#[derive(Default)]
+pub struct Candidates {
+    all: std::cell::OnceCell<Vec<TerminalSource>>,
+}
+
+impl Candidates {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Every driver detection may pick, in resolution order (read on first use).
+    pub fn all(&self) -> &[TerminalSource] {
+        self.all.get_or_init(TerminalSource::available)
+    }
+
+    /// The names a placement reference may start with: the bundled drivers' and those of the plugin
+    /// directories (found, not read: one that turns out untrusted is refused when resolved, with the
+    /// command that trusts it).
+    pub fn names(&self) -> Vec<String> {
+        if let Some(all) = self.all.get() {
+            return all.iter().map(|d| d.manifest.name.clone()).collect();
+        }
+        let mut names: Vec<String> = bundled::of(Axis::Terminal).map(|d| d.name.to_owned()).collect();
+        for name in registry::names(Axis::Terminal) {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        names
+    }
+
+    /// `name` is a driver name (a trusted plugin of that name, else the bundled driver), or else the
+    /// path of a driver directory (`./mine`, `.`, `/abs/dir`). A directory that merely has a driver's
+    /// name in the current directory is never picked up: that would let any checkout run as `tmux`.
+    pub fn resolve(&self, name: &str) -> Result<TerminalSource, String> {
+        if let Reference::Dir(dir) | Reference::File(dir) = Reference::of(name) {
+            return TerminalSource::from_dir(dir);
+        }
+        if let Some(all) = self.all.get() {
+            return all.iter().find(|d| d.manifest.name == name).cloned().ok_or_else(|| unknown(name, all));
+        }
+        let plugin = registry::find(Axis::Terminal, name, &[]).unwrap_or_else(|e| {
+            crate::log::host_log::warn(&e);
+            None
+        });
+        match plugin {
+            Some(plugin) => Ok(TerminalSource::from_plugin(plugin)),
+            None => TerminalSource::resolve_bundled(name).ok_or_else(|| unknown(name, self.all())),
+        }
+    }
+}
+
+fn unknown(name: &str, available: &[TerminalSource]) -> String {
+    format!(
+        "unknown terminal driver '{name}' (available: {}; `agmsg-host plugin list` shows plugins)",
+        TerminalSource::names(available).join(", ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::{Origin, TerminalSource};
@@ -143,7 +195,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("terminal.conf"), "name=mine\npriority=50\nbackend=mine\ncapabilities=\nprograms=\nenv=\n").unwrap();
         std::fs::write(dir.path().join("driver.wasm"), b"\0asm").unwrap();
-        let source = TerminalSource::resolve(dir.path().to_str().unwrap(), &[]).unwrap();
+        let source = super::Candidates::new().resolve(dir.path().to_str().unwrap()).unwrap();
         assert_eq!(source.origin, Origin::Path { path: dir.path().to_owned() });
         assert_eq!(source.origin.word(), "path");
         assert_eq!(source.driver.path, Some(dir.path().join("driver.wasm")));

@@ -19,6 +19,8 @@
 //! | (optional) | `storage::ReceiptsDriver`, `export_storage_receipts!`   |                                    |
 //! | (optional) | `storage::RenameDriver`, `export_storage_rename!`       |                                    |
 //! | (optional) | `storage::SyncDriver`, `export_storage_sync!`           |                                    |
+//! | (optional) | `storage::ResyncDriver`, `export_storage_resync!`       |                                    |
+//! | (optional) | `storage::ReadStateDriver`, `export_storage_read_state!` |                                   |
 //! | terminal   | `terminal::TerminalDriver`, `export_terminal_driver!`   | `process`                          |
 //! | agent      | `agent::DeliveryPlug`, `export_agent_plug!`             |                                    |
 //! | every one  |                                                         | `log`, `ids`, name rules, `STORE_DIR` |
@@ -552,6 +554,35 @@ pub mod bindings {
             additional_derives: [PartialEq],
             pub_export_macro: true,
             default_bindings_module: "$crate::bindings::storage_sync",
+        });
+    }
+
+    /// `agmsg:storage/storage-resync`, the optional `resync` interface (1.2.0), with `storage`'s types.
+    pub mod storage_resync {
+        wit_bindgen::generate!({
+            world: "agmsg:storage/storage-resync@1.2.0",
+            path: ["wit/host", "wit/storage"],
+            with: {
+                "agmsg:storage/types@1.2.0": crate::bindings::storage::agmsg::storage::types,
+            },
+            additional_derives: [PartialEq],
+            pub_export_macro: true,
+            default_bindings_module: "$crate::bindings::storage_resync",
+        });
+    }
+
+    /// `agmsg:storage/storage-read-state`, the optional `read-state` interface (1.2.0), with `storage`'s
+    /// types.
+    pub mod storage_read_state {
+        wit_bindgen::generate!({
+            world: "agmsg:storage/storage-read-state@1.2.0",
+            path: ["wit/host", "wit/storage"],
+            with: {
+                "agmsg:storage/types@1.2.0": crate::bindings::storage::agmsg::storage::types,
+            },
+            additional_derives: [PartialEq],
+            pub_export_macro: true,
+            default_bindings_module: "$crate::bindings::storage_read_state",
         });
     }
 

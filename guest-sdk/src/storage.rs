@@ -1771,3 +1771,7 @@ impl<D: StorageDriver + SyncDriver + Default + 'static> SyncGuest for Component<
         Ok((page, sync_wit::ReprocessCandidates::new(ReprocessCandidatesResource(RefCell::new(pages)))))
     }
 }
+
+// The optional `resync` and `read-state` interfaces (1.2.0).
+mod stage2;
+pub use stage2::*;

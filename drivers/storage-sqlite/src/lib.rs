@@ -39,6 +39,8 @@ struct Sqlite;
 agmsg_guest_sdk::export_storage_driver!(Sqlite);
 agmsg_guest_sdk::export_storage_receipts!(Sqlite);
 agmsg_guest_sdk::export_storage_sync!(Sqlite);
+agmsg_guest_sdk::export_storage_resync!(Sqlite);
+agmsg_guest_sdk::export_storage_read_state!(Sqlite);
 
 fn db_path() -> String {
     format!("{}/{DB_FILE}", agmsg_guest_sdk::STORE_DIR)

@@ -18,13 +18,13 @@ use super::tests::{binding_with, drain, envelope_of, open, test_sealer};
 use super::{pull, push};
 
 const DEFAULT_REPO: &str = "/work/.mirror/kappaseijin+agmsg/repo";
-const SERVER: &str = "018f3f7e-0000-7000-8000-000000000000";
-const TEAM: &str = "018f3f7e-0000-7000-8000-000000000001";
+pub(super) const SERVER: &str = "018f3f7e-0000-7000-8000-000000000000";
+pub(super) const TEAM: &str = "018f3f7e-0000-7000-8000-000000000001";
 const PREPARE: &str =
     r#"{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"max_blob_bytes":1048576,"allow_new":true}"#;
 
 /// agmsg's skill directory (its `scripts/` extracted into `dir`), or `None` when the test must skip.
-fn agmsg_skill(dir: &Path) -> Option<PathBuf> {
+pub(super) fn agmsg_skill(dir: &Path) -> Option<PathBuf> {
     let repo = std::env::var("AGMSG_REFERENCE_REPO").unwrap_or_else(|_| DEFAULT_REPO.to_owned());
     let required = std::env::var("AGMSG_REQUIRE_REFERENCE").as_deref() == Ok("1");
     if !Path::new(&repo).exists() {
@@ -65,7 +65,7 @@ fn agmsg_skill(dir: &Path) -> Option<PathBuf> {
 }
 
 /// Run `script` in bash with agmsg's sqlite driver loaded on the store at `<dir>/store`; its stdout.
-fn agmsg(skill: &Path, script: &str, stdin: &str) -> String {
+pub(super) fn agmsg(skill: &Path, script: &str, stdin: &str) -> String {
     let store = skill.parent().unwrap().join("store");
     let prelude = format!(
         "set -e; export PATH=\"{bin}:$PATH\" SKILL_DIR='{skill}' AGMSG_STORAGE_PATH='{store}' AGMSG_STORAGE_DRIVER=sqlite; \
@@ -89,7 +89,7 @@ fn agmsg(skill: &Path, script: &str, stdin: &str) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-fn records(jsonl: &str, kind: &str) -> Vec<Value> {
+pub(super) fn records(jsonl: &str, kind: &str) -> Vec<Value> {
     jsonl
         .lines()
         .filter(|l| l.starts_with('{'))
@@ -98,7 +98,7 @@ fn records(jsonl: &str, kind: &str) -> Vec<Value> {
         .collect()
 }
 
-fn page_line(seq: u64, wire: &str, status: &str, body: Option<&str>) -> String {
+pub(super) fn page_line(seq: u64, wire: &str, status: &str, body: Option<&str>) -> String {
     let mut v = serde_json::json!({
         "type": "sync_pull_message", "server_seq": seq.to_string(), "id": wire,
         "server_received_at": "2026-07-20T13:04:00.000000Z",

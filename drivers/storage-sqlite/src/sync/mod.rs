@@ -11,11 +11,15 @@
 
 mod pull;
 mod push;
+mod read_state;
+mod resync;
 mod schema;
 #[cfg(test)]
 mod interop;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_stage2;
 
 use agmsg_guest_sdk::storage::{
     Binding, DriverError, PageKey, PrepareRequest, PullStage, PushAck, PushCandidate, ReprocessCandidate, ReprocessPage,
@@ -176,6 +180,44 @@ impl SyncDriver for Sqlite {
         let session = Session::open()?;
         let (page, pages) = pull::reprocess(session, binding, limit, after, scope)?;
         Ok((page, Box::new(pages)))
+    }
+}
+
+impl agmsg_guest_sdk::storage::ResyncDriver for Sqlite {
+    fn resync_status(&self, binding: &Binding, accepted_floor: &str) -> Result<agmsg_guest_sdk::storage::ResyncReport, DriverError> {
+        // Read only: a store that does not exist yet is not made by asking about it.
+        if std::fs::metadata(crate::db_path()).is_err() {
+            return Err(DriverError::runtime("resync-status: this store has no messages.db (it never synced)"));
+        }
+        let session = Session::read()?;
+        Ok(resync::status(session.conn(), binding, accepted_floor)?)
+    }
+
+    fn resync(&self, binding: &Binding, request: &agmsg_guest_sdk::storage::ResyncRequest) -> Result<agmsg_guest_sdk::storage::ResyncResult, DriverError> {
+        let session = Session::open()?;
+        Ok(resync::resync(session.conn(), binding, request)?)
+    }
+}
+
+impl agmsg_guest_sdk::storage::ReadStateDriver for Sqlite {
+    fn prepare_read_state(&self, binding: &Binding, context: &agmsg_guest_sdk::storage::ReadContext) -> Result<agmsg_guest_sdk::storage::Prepared, DriverError> {
+        let session = Session::open()?;
+        Ok(read_state::prepare(session.conn(), binding, context)?)
+    }
+
+    fn apply_read_state(&self, binding: &Binding, page: &agmsg_guest_sdk::storage::Snapshot) -> Result<agmsg_guest_sdk::storage::ReadApplyResult, DriverError> {
+        let session = Session::open()?;
+        Ok(read_state::apply(session.conn(), binding, page)?)
+    }
+
+    fn block_read_state(&self, binding: &Binding, member_id: &str) -> Result<(), DriverError> {
+        let session = Session::open()?;
+        Ok(read_state::block(session.conn(), binding, member_id)?)
+    }
+
+    fn unblock_read_state(&self, binding: &Binding, member_id: &str) -> Result<(), DriverError> {
+        let session = Session::open()?;
+        Ok(read_state::unblock(session.conn(), binding, member_id)?)
     }
 }
 

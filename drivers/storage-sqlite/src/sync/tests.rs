@@ -18,7 +18,7 @@ use super::{SyncError, new_uuid4, pull, push};
 const SERVER: &str = "0196f3a2-7c1e-7000-8000-000000000001";
 const REMOTE: &str = "0196f3a2-7c1e-7000-8000-0000000000a2";
 
-fn binding(team: &str) -> Binding {
+pub(super) fn binding(team: &str) -> Binding {
     binding_with(team, SERVER, REMOTE)
 }
 
@@ -78,14 +78,14 @@ pub(super) fn open(path: &Path) -> Connection {
     conn
 }
 
-fn new_store() -> (tempfile::TempDir, PathBuf) {
+pub(super) fn new_store() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("messages.db");
     drop(open(&path));
     (dir, path)
 }
 
-fn send(conn: &Connection, team: &str, from: &str, to: &str, body: &str) -> String {
+pub(super) fn send(conn: &Connection, team: &str, from: &str, to: &str, body: &str) -> String {
     let m = Message {
         id: new_id(),
         team: team.into(),
@@ -129,14 +129,14 @@ pub(super) fn drain<T>(pages: &mut dyn SyncPages<T>, max_bytes: u32) -> Vec<T> {
     }
 }
 
-fn prepare(path: &Path, team: &str, limit: u32, allow_new: bool) -> Result<Vec<PushCandidate>, SyncError> {
+pub(super) fn prepare(path: &Path, team: &str, limit: u32, allow_new: bool) -> Result<Vec<PushCandidate>, SyncError> {
     let conn = open(path);
     let (state, mut pages) = push::prepare(conn, &binding(team), limit, &none_request(allow_new), &mut test_sealer)?;
     assert!(agmsg_guest_sdk::storage::is_lower_uuid(&state.driver_generation, 4));
     Ok(drain(&mut pages, 1 << 20))
 }
 
-fn ack(c: &PushCandidate, seq: u64) -> PushAck {
+pub(super) fn ack(c: &PushCandidate, seq: u64) -> PushAck {
     PushAck {
         local_position: c.local_position,
         wire_id: c.wire_id.clone(),
@@ -145,7 +145,7 @@ fn ack(c: &PushCandidate, seq: u64) -> PushAck {
     }
 }
 
-fn count(path: &Path, sql: &str) -> i64 {
+pub(super) fn count(path: &Path, sql: &str) -> i64 {
     open(path).query_row(sql, [], |r| r.get(0)).unwrap()
 }
 
@@ -161,7 +161,7 @@ fn envelope(blob: &str) -> Envelope {
     Envelope { v: 1, cipher: "none".into(), key_id: None, blob: blob.into() }
 }
 
-fn pulled(seq: u64, wire: &str, blob: &str, status: Evaluated, projection: Option<Projection>) -> PullMessage {
+pub(super) fn pulled(seq: u64, wire: &str, blob: &str, status: Evaluated, projection: Option<Projection>) -> PullMessage {
     PullMessage {
         server_seq: seq.to_string(),
         wire_id: wire.into(),
@@ -175,7 +175,7 @@ fn pulled(seq: u64, wire: &str, blob: &str, status: Evaluated, projection: Optio
     }
 }
 
-fn chat(from: &str, to: &str, body: &str) -> Option<Projection> {
+pub(super) fn chat(from: &str, to: &str, body: &str) -> Option<Projection> {
     Some(Projection::Message(Chat {
         body: body.into(),
         created_at: "2026-08-01T09:59:59.000000Z".into(),
@@ -184,7 +184,7 @@ fn chat(from: &str, to: &str, body: &str) -> Option<Projection> {
     }))
 }
 
-fn apply(path: &Path, team: &str, messages: Vec<PullMessage>, next_after: &str) -> agmsg_guest_sdk::storage::ApplyResult {
+pub(super) fn apply(path: &Path, team: &str, messages: Vec<PullMessage>, next_after: &str) -> agmsg_guest_sdk::storage::ApplyResult {
     let mut page = pull::begin(open(path), &binding(team)).unwrap();
     page.push_messages(&messages).unwrap();
     page.commit_page(next_after).unwrap()

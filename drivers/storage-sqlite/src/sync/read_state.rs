@@ -1,0 +1,463 @@
+//! The optional `read-state` interface (capability `stage2-read-state`): agmsg's Stage-2 overlay tables
+//! (`sync_read_members`, `_remote_exact`, `_aliases`, `_prepared`), so a store agmsg's bash driver
+//! synced goes on here and back. Every op is one transaction.
+//!
+//! - prepare: upsert the server's members (a member whose remote name no local agent holds, or whose
+//!   name changed on one side only, is `name_mismatch`), then derive each usable member's frontier: the
+//!   longest run of server sequences after its last frontier that are all here, durably imported or
+//!   reconciled, and read locally when addressed to it; its exact reads are the read aliases beyond.
+//! - apply: frontiers max-merge, exact reads union, then every pushed, imported or reconciled message a
+//!   member's coverage reaches becomes a local read mark, and its read cursor moves over them.
+//! - block / unblock: the operator's `read-state-limit-exceeded` hold on one active member.
+
+use agmsg_guest_sdk::ids::new_id;
+use agmsg_guest_sdk::storage::{
+    Binding, Blocked, BlockedReason, Exact, Frontier, Prepared, ReadApplyResult, ReadContext, Snapshot,
+};
+use rusqlite::{Connection, ToSql};
+
+use super::{Key, SyncError, schema, write_tx};
+
+/// The binding's key under the store's generation (tables made if needed), inside the caller's
+/// transaction; prepare also makes its `sync_bindings` row (its frontiers are capped by its cursor).
+fn key(conn: &Connection, b: &Binding, with_binding: bool) -> Result<Key, SyncError> {
+    let protocol = b
+        .protocol_version
+        .parse()
+        .map_err(|_| SyncError::Runtime(format!("sync: invalid protocol version {:?}", b.protocol_version)))?;
+    let key = Key {
+        team: b.local_team.clone(),
+        server: b.server_instance_id.clone(),
+        remote: b.remote_team_id.clone(),
+        protocol,
+        generation: schema::ensure(conn)?,
+    };
+    if with_binding {
+        schema::ensure_binding(conn, &key)?;
+    }
+    Ok(key)
+}
+
+/// Run `sql` with those of the binding's parameters (`:team`, `:server`, `:remote`, `:protocol`,
+/// `:generation`) and of `extra` that it names.
+fn run(conn: &Connection, sql: &str, key: &Key, extra: &[(&str, &dyn ToSql)]) -> rusqlite::Result<usize> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    bind(&mut stmt, key, extra)?;
+    stmt.raw_execute()
+}
+
+fn bind(stmt: &mut rusqlite::CachedStatement<'_>, key: &Key, extra: &[(&str, &dyn ToSql)]) -> rusqlite::Result<()> {
+    let base: [(&str, &dyn ToSql); 5] = [
+        (":team", &key.team),
+        (":server", &key.server),
+        (":remote", &key.remote),
+        (":protocol", &key.protocol),
+        (":generation", &key.generation),
+    ];
+    for (name, value) in base.iter().chain(extra) {
+        if let Some(index) = stmt.parameter_index(name)? {
+            stmt.raw_bind_parameter(index, value)?;
+        }
+    }
+    Ok(())
+}
+
+/// The rows of `sql` (bound as [`run`] binds), each read by `row`.
+fn rows<T>(
+    conn: &Connection,
+    sql: &str,
+    key: &Key,
+    extra: &[(&str, &dyn ToSql)],
+    row: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> rusqlite::Result<Vec<T>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    bind(&mut stmt, key, extra)?;
+    let mut out = Vec::new();
+    let mut cursor = stmt.raw_query();
+    while let Some(r) = cursor.next()? {
+        out.push(row(r)?);
+    }
+    Ok(out)
+}
+
+fn sequence(text: &str) -> Result<i64, SyncError> {
+    text.parse().map_err(|_| SyncError::Runtime(format!("read-state: invalid sequence {text:?}")))
+}
+
+/// `rm` is this binding's member row (alias `rm`).
+const MEMBER_OF_BINDING: &str = "rm.local_team=:team AND rm.server_instance_id=:server AND rm.remote_team_id=:remote \
+    AND rm.protocol_version=:protocol AND rm.driver_generation=:generation";
+
+pub fn prepare(conn: &Connection, b: &Binding, context: &ReadContext) -> Result<Prepared, SyncError> {
+    let floor = sequence(&context.min_available_seq)?;
+    let current = sequence(&context.current_seq)?;
+    write_tx(conn, |conn| {
+        let key = key(conn, b, true)?;
+        // The incoming roster, as two scratch tables of this transaction (dropped before it commits; a
+        // failure rolls their creation back with everything else). A name or id given twice fails here.
+        conn.execute_batch(
+            "CREATE TEMP TABLE agmsg_read_incoming(member_id TEXT UNIQUE, agent TEXT UNIQUE); \
+             CREATE TEMP TABLE agmsg_read_local(agent TEXT PRIMARY KEY);",
+        )?;
+        for m in &context.members {
+            conn.prepare_cached("INSERT INTO temp.agmsg_read_incoming(member_id, agent) VALUES(?1, ?2)")?
+                .execute([&m.member_id, &m.name])
+                .map_err(|e| SyncError::Runtime(format!("read-state: member {} ({:?}) is given twice: {e}", m.member_id, m.name)))?;
+        }
+        for agent in &context.local_agents {
+            conn.prepare_cached("INSERT OR IGNORE INTO temp.agmsg_read_local(agent) VALUES(?1)")?.execute([agent])?;
+        }
+        let window: [(&str, &dyn ToSql); 2] = [(":floor", &floor), (":current", &current)];
+        // Every member goes inactive, then the roster's come back: a new one keyed by its remote name; a
+        // known one keeps its local name, and matches only while both names agree and it is local.
+        run(conn, &format!("UPDATE sync_read_members AS rm SET active=0 WHERE {MEMBER_OF_BINDING}"), &key, &[])?;
+        run(
+            conn,
+            "INSERT INTO sync_read_members(local_team, server_instance_id, remote_team_id, protocol_version, \
+               driver_generation, member_id, agent, remote_agent, active, name_mismatch, remote_server_seq, \
+               min_available_seq) \
+             SELECT :team, :server, :remote, :protocol, :generation, i.member_id, i.agent, i.agent, 1, \
+                    NOT EXISTS(SELECT 1 FROM temp.agmsg_read_local l WHERE l.agent=i.agent), \
+                    CAST(:floor AS TEXT), CAST(:floor AS TEXT) \
+               FROM temp.agmsg_read_incoming i WHERE true \
+             ON CONFLICT(local_team, server_instance_id, remote_team_id, protocol_version, driver_generation, member_id) \
+             DO UPDATE SET remote_agent=excluded.agent, active=1, \
+               name_mismatch=NOT (sync_read_members.agent=excluded.agent \
+                 AND EXISTS(SELECT 1 FROM temp.agmsg_read_local l WHERE l.agent=excluded.agent)), \
+               remote_server_seq=CAST(MAX(CAST(sync_read_members.remote_server_seq AS INTEGER), :floor) AS TEXT), \
+               min_available_seq=CAST(MAX(CAST(sync_read_members.min_available_seq AS INTEGER), :floor) AS TEXT)",
+            &key,
+            &window,
+        )?;
+        conn.execute_batch("DROP TABLE temp.agmsg_read_incoming; DROP TABLE temp.agmsg_read_local;")?;
+        // Read aliases: an acknowledged message of this binding its recipient has read here.
+        run(
+            conn,
+            "INSERT OR IGNORE INTO sync_read_aliases(local_team, server_instance_id, remote_team_id, protocol_version, \
+               driver_generation, agent, local_id, wire_id, server_seq) \
+             SELECT m.local_team, m.server_instance_id, m.remote_team_id, m.protocol_version, m.driver_generation, \
+                    e.to_agent, m.local_id, m.wire_id, m.server_seq \
+               FROM sync_messages m JOIN events e ON e.seq=m.local_position \
+              WHERE m.local_team=:team AND m.server_instance_id=:server AND m.remote_team_id=:remote \
+                AND m.protocol_version=:protocol AND m.driver_generation=:generation AND m.server_seq IS NOT NULL \
+                AND EXISTS(SELECT 1 FROM events r WHERE r.type='message_read' AND r.team=e.team \
+                           AND r.agent=e.to_agent AND r.msg_id=e.id)",
+            &key,
+            &[],
+        )?;
+        run(
+            conn,
+            "UPDATE sync_read_aliases AS x SET server_seq=( \
+               SELECT m.server_seq FROM sync_messages m WHERE m.local_team=x.local_team \
+                  AND m.server_instance_id=x.server_instance_id AND m.remote_team_id=x.remote_team_id \
+                  AND m.protocol_version=x.protocol_version AND m.driver_generation=x.driver_generation \
+                  AND m.local_id=x.local_id AND m.wire_id=x.wire_id) \
+             WHERE x.local_team=:team AND x.server_instance_id=:server AND x.remote_team_id=:remote \
+               AND x.protocol_version=:protocol AND x.driver_generation=:generation AND x.server_seq IS NULL",
+            &key,
+            &[],
+        )?;
+        // Frontiers. For each usable member, walk the quarantined sequences after its frontier up to
+        // min(transport cursor, current), numbered from 1; the first that is missing (a hole), not
+        // imported or reconciled, not mapped to a local message, or addressed to the member and unread
+        // here stops the walk. The frontier ends just before it (never moving back).
+        run(
+            conn,
+            &format!("DELETE FROM sync_read_prepared AS rm WHERE {MEMBER_OF_BINDING}"),
+            &key,
+            &[],
+        )?;
+        run(
+            conn,
+            &format!(
+                "INSERT INTO sync_read_prepared(local_team, server_instance_id, remote_team_id, protocol_version, \
+                   driver_generation, member_id, server_seq) \
+                 WITH usable AS ( \
+                   SELECT rm.member_id, rm.agent, CAST(rm.remote_server_seq AS INTEGER) AS base, \
+                          MIN(CAST(bd.transport_cursor AS INTEGER), :current) AS top \
+                     FROM sync_read_members rm JOIN sync_bindings bd ON bd.local_team=rm.local_team \
+                      AND bd.server_instance_id=rm.server_instance_id AND bd.remote_team_id=rm.remote_team_id \
+                      AND bd.protocol_version=rm.protocol_version AND bd.driver_generation=rm.driver_generation \
+                    WHERE {MEMBER_OF_BINDING} AND rm.active=1 AND rm.name_mismatch=0), \
+                 walk AS ( \
+                   SELECT u.member_id, u.agent, u.base, CAST(q.server_seq AS INTEGER) AS seq, q.status, \
+                          m.local_position AS position, e.to_agent, e.id AS event_id, \
+                          ROW_NUMBER() OVER (PARTITION BY u.member_id ORDER BY CAST(q.server_seq AS INTEGER)) AS n \
+                     FROM usable u \
+                     LEFT JOIN sync_quarantine q ON q.local_team=:team AND q.server_instance_id=:server \
+                      AND q.remote_team_id=:remote AND q.protocol_version=:protocol AND q.driver_generation=:generation \
+                      AND CAST(q.server_seq AS INTEGER)>u.base AND CAST(q.server_seq AS INTEGER)<=u.top \
+                     LEFT JOIN sync_messages m ON m.server_instance_id=:server AND m.remote_team_id=:remote \
+                      AND m.protocol_version=:protocol AND m.wire_id=q.wire_id \
+                     LEFT JOIN events e ON e.seq=m.local_position), \
+                 stop AS ( \
+                   SELECT member_id, MIN(base+n) AS at FROM walk \
+                    WHERE seq IS NULL OR seq<>base+n OR status NOT IN ('imported','reconciled') OR position IS NULL \
+                       OR (to_agent=agent \
+                           AND position>COALESCE((SELECT c.local_position FROM read_cursors c \
+                                                   WHERE c.team=:team AND c.agent=walk.agent), 0) \
+                           AND NOT EXISTS(SELECT 1 FROM events r WHERE r.type='message_read' AND r.team=:team \
+                                          AND r.agent=walk.agent AND r.msg_id=walk.event_id)) \
+                    GROUP BY member_id) \
+                 SELECT :team, :server, :remote, :protocol, :generation, u.member_id, \
+                        CAST(MAX(u.base, MIN(u.top, COALESCE(s.at-1, :current))) AS TEXT) \
+                   FROM usable u LEFT JOIN stop s ON s.member_id=u.member_id"
+            ),
+            &key,
+            &window,
+        )?;
+        let frontiers = rows(
+            conn,
+            &format!(
+                "SELECT f.member_id, f.server_seq FROM sync_read_prepared f JOIN sync_read_members rm \
+                   ON rm.local_team=f.local_team AND rm.server_instance_id=f.server_instance_id \
+                  AND rm.remote_team_id=f.remote_team_id AND rm.protocol_version=f.protocol_version \
+                  AND rm.driver_generation=f.driver_generation AND rm.member_id=f.member_id \
+                 WHERE {MEMBER_OF_BINDING} AND rm.blocked_reason IS NULL ORDER BY f.member_id"
+            ),
+            &key,
+            &[],
+            |r| Ok(Frontier { member_id: r.get(0)?, server_seq: r.get(1)? }),
+        )?;
+        let exacts = rows(
+            conn,
+            &format!(
+                "SELECT rm.member_id, x.wire_id FROM sync_read_aliases x JOIN sync_read_members rm \
+                   ON rm.local_team=x.local_team AND rm.server_instance_id=x.server_instance_id \
+                  AND rm.remote_team_id=x.remote_team_id AND rm.protocol_version=x.protocol_version \
+                  AND rm.driver_generation=x.driver_generation AND rm.agent=x.agent \
+                 JOIN sync_read_prepared f ON f.local_team=rm.local_team AND f.server_instance_id=rm.server_instance_id \
+                  AND f.remote_team_id=rm.remote_team_id AND f.protocol_version=rm.protocol_version \
+                  AND f.driver_generation=rm.driver_generation AND f.member_id=rm.member_id \
+                 WHERE {MEMBER_OF_BINDING} AND rm.active=1 AND rm.blocked_reason IS NULL \
+                   AND x.server_seq IS NOT NULL AND CAST(x.server_seq AS INTEGER)>CAST(f.server_seq AS INTEGER) \
+                 ORDER BY rm.member_id, x.wire_id"
+            ),
+            &key,
+            &[],
+            |r| Ok(Exact { member_id: r.get(0)?, wire_id: r.get(1)? }),
+        )?;
+        let blocked = rows(
+            conn,
+            &format!(
+                "SELECT rm.member_id, rm.name_mismatch, rm.blocked_reason FROM sync_read_members rm \
+                 WHERE {MEMBER_OF_BINDING} AND rm.active=1 AND (rm.name_mismatch=1 OR rm.blocked_reason IS NOT NULL) \
+                 ORDER BY rm.member_id"
+            ),
+            &key,
+            &[],
+            |r| Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?, r.get::<_, Option<String>>(2)?)),
+        )?
+        .into_iter()
+        .map(|(member_id, mismatch, reason)| {
+            let reason = match (mismatch, reason.as_deref()) {
+                (true, _) => BlockedReason::MemberNameMismatch,
+                (false, Some("read-state-limit-exceeded")) => BlockedReason::ReadStateLimitExceeded,
+                (false, other) => {
+                    return Err(SyncError::Corrupt(format!("read-state: member {member_id} is blocked for an unknown reason {other:?}")));
+                }
+            };
+            Ok(Blocked { member_id, reason })
+        })
+        .collect::<Result<Vec<_>, SyncError>>()?;
+        Ok(Prepared { frontiers, exacts, blocked })
+    })
+}
+
+/// Whether `member` is an active member of the binding.
+fn active(conn: &Connection, key: &Key, member: &str) -> rusqlite::Result<bool> {
+    let found = rows(
+        conn,
+        &format!("SELECT 1 FROM sync_read_members rm WHERE {MEMBER_OF_BINDING} AND rm.member_id=:member AND rm.active=1"),
+        key,
+        &[(":member", &member)],
+        |_| Ok(()),
+    )?;
+    Ok(!found.is_empty())
+}
+
+fn require_active(conn: &Connection, key: &Key, member: &str) -> Result<(), SyncError> {
+    if active(conn, key, member)? {
+        Ok(())
+    } else {
+        Err(SyncError::Runtime(format!("read-state: {member} is not an active member of this binding")))
+    }
+}
+
+pub fn apply(conn: &Connection, b: &Binding, page: &Snapshot) -> Result<ReadApplyResult, SyncError> {
+    let floor = sequence(&page.min_available_seq)?;
+    write_tx(conn, |conn| {
+        let key = key(conn, b, false)?;
+        for f in &page.frontiers {
+            require_active(conn, &key, &f.member_id)?;
+            let seq = sequence(&f.server_seq)?;
+            run(
+                conn,
+                &format!(
+                    "UPDATE sync_read_members AS rm SET remote_server_seq=CAST(MAX(CAST(remote_server_seq AS INTEGER), :seq) AS TEXT) \
+                     WHERE {MEMBER_OF_BINDING} AND rm.member_id=:member AND rm.active=1"
+                ),
+                &key,
+                &[(":seq", &seq), (":member", &f.member_id)],
+            )?;
+        }
+        for x in &page.exacts {
+            require_active(conn, &key, &x.member_id)?;
+            run(
+                conn,
+                "INSERT OR IGNORE INTO sync_read_remote_exact(local_team, server_instance_id, remote_team_id, \
+                   protocol_version, driver_generation, member_id, wire_id) \
+                 VALUES(:team, :server, :remote, :protocol, :generation, :member, :wire)",
+                &key,
+                &[(":member", &x.member_id), (":wire", &x.wire_id)],
+            )?;
+        }
+        // The page's floor raises every active member's.
+        run(
+            conn,
+            &format!(
+                "UPDATE sync_read_members AS rm SET \
+                   min_available_seq=CAST(MAX(CAST(min_available_seq AS INTEGER), :floor) AS TEXT), \
+                   remote_server_seq=CAST(MAX(CAST(remote_server_seq AS INTEGER), :floor) AS TEXT) \
+                 WHERE {MEMBER_OF_BINDING} AND rm.active=1"
+            ),
+            &key,
+            &[(":floor", &floor)],
+        )?;
+        // What the members' coverage reaches: their messages of this binding that were pushed from here
+        // or durably imported or reconciled, at or below the frontier or read exactly.
+        let covered = rows(
+            conn,
+            &format!(
+                "SELECT DISTINCT e.team, rm.agent, e.id FROM sync_read_members rm \
+                   JOIN sync_messages m ON m.local_team=rm.local_team AND m.server_instance_id=rm.server_instance_id \
+                    AND m.remote_team_id=rm.remote_team_id AND m.protocol_version=rm.protocol_version \
+                    AND m.driver_generation=rm.driver_generation AND m.server_seq IS NOT NULL \
+                   JOIN events e ON e.seq=m.local_position \
+                   LEFT JOIN sync_quarantine q ON q.server_instance_id=m.server_instance_id \
+                    AND q.remote_team_id=m.remote_team_id AND q.protocol_version=m.protocol_version AND q.wire_id=m.wire_id \
+                 WHERE {MEMBER_OF_BINDING} AND rm.active=1 AND e.to_agent=rm.agent \
+                   AND (m.direction='push' OR q.status IN ('imported','reconciled')) \
+                   AND (CAST(m.server_seq AS INTEGER)<=CAST(rm.remote_server_seq AS INTEGER) \
+                        OR EXISTS(SELECT 1 FROM sync_read_remote_exact x WHERE x.local_team=rm.local_team \
+                          AND x.server_instance_id=rm.server_instance_id AND x.remote_team_id=rm.remote_team_id \
+                          AND x.protocol_version=rm.protocol_version AND x.driver_generation=rm.driver_generation \
+                          AND x.member_id=rm.member_id AND x.wire_id=m.wire_id)) \
+                 ORDER BY e.seq"
+            ),
+            &key,
+            &[],
+            |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)),
+        )?;
+        let at: String = conn.query_row("SELECT strftime('%Y-%m-%dT%H:%M:%SZ','now')", [], |r| r.get(0))?;
+        for (team, agent, msg_id) in &covered {
+            // The driver's own read mark (once per reader, the linked legacy row's read_at too).
+            crate::insert_read(conn, team, agent, msg_id, &new_id(), &at)?;
+        }
+        // Each member's read cursor moves over the now-covered prefix, up to the first message to it
+        // that is still unread (or the event high-water), never back.
+        run(
+            conn,
+            &format!(
+                "INSERT OR IGNORE INTO read_cursors(team, agent, local_position) \
+                 SELECT :team, rm.agent, 0 FROM sync_read_members rm WHERE {MEMBER_OF_BINDING} AND rm.active=1"
+            ),
+            &key,
+            &[],
+        )?;
+        run(
+            conn,
+            &format!(
+                "UPDATE read_cursors SET local_position=MAX(local_position, COALESCE(( \
+                   SELECT MIN(e.seq)-1 FROM events e WHERE e.type='message_sent' AND e.team=:team \
+                      AND e.to_agent=read_cursors.agent AND e.seq>read_cursors.local_position \
+                      AND NOT EXISTS(SELECT 1 FROM events r WHERE r.type='message_read' AND r.team=e.team \
+                                     AND r.agent=read_cursors.agent AND r.msg_id=e.id)), \
+                   COALESCE((SELECT seq FROM sqlite_sequence WHERE name='events'), 0))) \
+                 WHERE team=:team AND agent IN (SELECT rm.agent FROM sync_read_members rm \
+                   WHERE {MEMBER_OF_BINDING} AND rm.active=1)"
+            ),
+            &key,
+            &[],
+        )?;
+        // Exact reads and read aliases the frontier now covers are dropped.
+        run(
+            conn,
+            "DELETE FROM sync_read_remote_exact AS x WHERE x.local_team=:team AND x.server_instance_id=:server \
+               AND x.remote_team_id=:remote AND x.protocol_version=:protocol AND x.driver_generation=:generation \
+               AND EXISTS(SELECT 1 FROM sync_messages m JOIN sync_read_members rm ON rm.local_team=x.local_team \
+                   AND rm.server_instance_id=x.server_instance_id AND rm.remote_team_id=x.remote_team_id \
+                   AND rm.protocol_version=x.protocol_version AND rm.driver_generation=x.driver_generation \
+                   AND rm.member_id=x.member_id \
+                 WHERE m.server_instance_id=x.server_instance_id AND m.remote_team_id=x.remote_team_id \
+                   AND m.protocol_version=x.protocol_version AND m.wire_id=x.wire_id AND m.server_seq IS NOT NULL \
+                   AND CAST(m.server_seq AS INTEGER)<=CAST(rm.remote_server_seq AS INTEGER))",
+            &key,
+            &[],
+        )?;
+        run(
+            conn,
+            "DELETE FROM sync_read_aliases AS x WHERE x.local_team=:team AND x.server_instance_id=:server \
+               AND x.remote_team_id=:remote AND x.protocol_version=:protocol AND x.driver_generation=:generation \
+               AND x.server_seq IS NOT NULL \
+               AND EXISTS(SELECT 1 FROM sync_read_members rm WHERE rm.local_team=x.local_team \
+                   AND rm.server_instance_id=x.server_instance_id AND rm.remote_team_id=x.remote_team_id \
+                   AND rm.protocol_version=x.protocol_version AND rm.driver_generation=x.driver_generation \
+                   AND rm.agent=x.agent AND CAST(x.server_seq AS INTEGER)<=CAST(rm.remote_server_seq AS INTEGER))",
+            &key,
+            &[],
+        )?;
+        // The members' floor, compared as numbers (text order would put "9" above "10").
+        let (floor, count) = rows(
+            conn,
+            &format!(
+                "SELECT CAST(MAX(CAST(rm.min_available_seq AS INTEGER)) AS TEXT), COUNT(*) FROM sync_read_members rm \
+                 WHERE {MEMBER_OF_BINDING} AND rm.active=1"
+            ),
+            &key,
+            &[],
+            |r| Ok((r.get::<_, Option<String>>(0)?, r.get::<_, u32>(1)?)),
+        )?
+        .pop()
+        .unwrap_or((None, 0));
+        Ok(ReadApplyResult { min_available_seq: floor, member_count: count })
+    })
+}
+
+/// Hold back an active member's read state until the operator lifts it.
+pub fn block(conn: &Connection, b: &Binding, member: &str) -> Result<(), SyncError> {
+    write_tx(conn, |conn| {
+        let key = key(conn, b, false)?;
+        let changed = run(
+            conn,
+            &format!(
+                "UPDATE sync_read_members AS rm SET blocked_reason='read-state-limit-exceeded' \
+                 WHERE {MEMBER_OF_BINDING} AND rm.member_id=:member AND rm.active=1"
+            ),
+            &key,
+            &[(":member", &member)],
+        )?;
+        if changed != 1 {
+            return Err(SyncError::Runtime(format!("read-state: {member} is not an active member of this binding")));
+        }
+        Ok(())
+    })
+}
+
+/// Lift the limit hold of an active member (a name mismatch stays: only a roster change ends it).
+pub fn unblock(conn: &Connection, b: &Binding, member: &str) -> Result<(), SyncError> {
+    write_tx(conn, |conn| {
+        let key = key(conn, b, false)?;
+        require_active(conn, &key, member)?;
+        run(
+            conn,
+            &format!(
+                "UPDATE sync_read_members AS rm SET blocked_reason=NULL WHERE {MEMBER_OF_BINDING} \
+                 AND rm.member_id=:member AND rm.active=1 AND rm.blocked_reason='read-state-limit-exceeded'"
+            ),
+            &key,
+            &[(":member", &member)],
+        )?;
+        Ok(())
+    })
+}

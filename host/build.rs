@@ -23,6 +23,8 @@ struct Bundled {
     package: String,
     /// Its agmsg manifest file (a terminal driver's `terminal.conf`), embedded beside it.
     manifest: Option<PathBuf>,
+    /// `default = true`: the axis's driver when nothing selects one (at most one per axis).
+    default: bool,
 }
 
 impl Bundled {
@@ -55,9 +57,15 @@ fn bundled_drivers(workspace: &Path) -> Vec<Bundled> {
             name: field("name").unwrap_or_else(|| missing("name")),
             package: package["name"].as_str().expect("a package has a name").to_owned(),
             manifest: field("manifest").map(|file| dir.join(file)),
+            default: bundled.get("default").map(|v| v.as_bool().unwrap_or_else(|| panic!("{}/Cargo.toml: `default` is true or false", dir.display()))).unwrap_or(false),
         });
     }
     found.sort_by(|a, b| (&a.axis, &a.name).cmp(&(&b.axis, &b.name)));
+    for pair in found.windows(2) {
+        if pair[0].axis == pair[1].axis && pair[0].default && pair[1].default {
+            panic!("bundled drivers {} and {} are both the {} default", pair[0].name, pair[1].name, pair[0].axis);
+        }
+    }
     found
 }
 
@@ -121,9 +129,10 @@ fn main() {
             None => "None".to_owned(),
         };
         code.push_str(&format!(
-            "    BundledDriver {{ axis: Axis::{}, name: {:?}, sha256: {digest:?}, wasm: include_bytes!({:?}), manifest: {manifest}, precompiled: {precompiled} }},\n",
+            "    BundledDriver {{ axis: Axis::{}, name: {:?}, default: {}, sha256: {digest:?}, wasm: include_bytes!({:?}), manifest: {manifest}, precompiled: {precompiled} }},\n",
             driver.axis_variant(),
             driver.name,
+            driver.default,
             embedded.display().to_string()
         ));
     }

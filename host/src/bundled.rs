@@ -7,6 +7,8 @@ use crate::axis::Axis;
 pub struct BundledDriver {
     pub axis: Axis,
     pub name: &'static str,
+    /// Its Cargo metadata's `default = true`: its axis's driver when nothing selects one.
+    pub default: bool,
     pub sha256: &'static str,
     pub wasm: &'static [u8],
     /// Its agmsg manifest, when its axis has one (a terminal driver's `terminal.conf`).
@@ -25,6 +27,12 @@ pub struct PageAligned<T: ?Sized>(pub T);
 /// The drivers of `axis` built into this binary, by name.
 pub fn of(axis: Axis) -> impl Iterator<Item = &'static BundledDriver> {
     BUNDLED.iter().filter(move |d| d.axis == axis)
+}
+
+/// The bundled driver of `axis` used when nothing selects one, if the axis has one (at most one:
+/// build.rs checks).
+pub fn default(axis: Axis) -> Option<&'static BundledDriver> {
+    of(axis).find(|d| d.default)
 }
 
 /// The machine code built into this binary for the bundled component whose sha256 is `sha256`.

@@ -1,12 +1,16 @@
-//! The storage drivers the host knows more of than their component: agmsg's default driver, and the
-//! host settings of each bundled driver that needs more than a store directory (postgres: its
-//! database, `postgres.rs`). `source.rs` and `location.rs` ask here and name no driver.
+//! The storage drivers the host knows more of than their component: agmsg's default driver (the bundled
+//! driver whose Cargo metadata says `default = true`), and the host settings of each bundled driver that
+//! needs more than a store directory (postgres: its database, `postgres.rs`). `source.rs` and
+//! `location.rs` ask here and name no driver.
 
 use super::StorageError;
 use crate::runtime::DriverSource;
 
-/// The driver agmsg uses when nothing selects one (its `AGMSG_STORAGE_DRIVER` default).
-pub const DEFAULT: &str = "sqlite";
+/// The driver agmsg uses when nothing selects one (its `AGMSG_STORAGE_DRIVER` default): the bundled
+/// storage driver marked `default` in its Cargo.toml.
+pub fn default_driver() -> &'static str {
+    crate::bundled::default(crate::axis::Axis::Storage).map(|d| d.name).expect("a bundled storage driver is marked default (host/build.rs)")
+}
 
 /// The config's table for a driver (`"<driver>": {...}`), read when asked.
 pub type Config<'a> = &'a dyn Fn() -> Result<Option<serde_json::Value>, StorageError>;
@@ -41,4 +45,16 @@ const SETTINGS: &[HostSettings] = &[HostSettings {
 /// The host settings of the bundled driver `name`, if it needs any.
 pub fn settings(name: &str) -> Option<&'static HostSettings> {
     SETTINGS.iter().find(|s| s.driver == name)
+}
+
+#[cfg(test)]
+mod tests {
+    /// agmsg's default (`AGMSG_STORAGE_DRIVER` unset, no config) is sqlite: the one bundled storage driver
+    /// whose Cargo metadata says `default = true`.
+    #[test]
+    fn the_default_is_the_bundled_driver_marked_default() {
+        assert_eq!(super::default_driver(), "sqlite");
+        assert_eq!(crate::bundled::of(crate::axis::Axis::Storage).filter(|d| d.default).count(), 1);
+        assert!(crate::bundled::default(crate::axis::Axis::Terminal).is_none());
+    }
 }

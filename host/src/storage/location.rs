@@ -121,7 +121,7 @@ pub fn config_file() -> Option<PathBuf> {
 }
 
 /// The active storage driver: `--driver`, else `AGMSG_STORAGE_DRIVER`, else the config's `storage`
-/// key, else agmsg's default ([`super::drivers::DEFAULT`]).
+/// key, else agmsg's default ([`super::drivers::default_driver`]).
 pub fn storage_driver(flag: Option<String>) -> Result<String, StorageError> {
     if let Some(name) = flag.or_else(|| non_empty_env("AGMSG_STORAGE_DRIVER")) {
         return Ok(name);
@@ -139,7 +139,7 @@ pub fn storage_driver(flag: Option<String>) -> Result<String, StorageError> {
             Err(e) => return Err(StorageError::runtime(format!("cannot read {}: {e}", path.display()))),
         }
     }
-    Ok(super::drivers::DEFAULT.to_owned())
+    Ok(super::drivers::default_driver().to_owned())
 }
 
 /// `AGMSG_STORE_IS_PARTITION=1`: the store directory given is already the team's own store, as agmsg

@@ -346,14 +346,6 @@ fn hostile_names_and_project_are_data() {
     agmsg_conformance::tmux::assert_nothing_ran(&[lab.server.dir.path(), lab.dir.path(), env.dir.path(), &project]);
 }
 
-/// A pid no process has: a child that was reaped.
-fn dead_pid() -> u32 {
-    let mut child = std::process::Command::new("true").spawn().unwrap();
-    let pid = child.id();
-    child.wait().unwrap();
-    pid
-}
-
 /// Issue 27, item 3: after a spawn, agmsg's placement record `run/spawn.<team>__<agent>` (names
 /// percent-encoded) holds `<reference>\t<project>\t<type>\n`; despawn by name reads it: `--force`
 /// closes the pane and removes the record, a graceful despawn with no live lock does the same, and
@@ -502,7 +494,7 @@ fn a_role_held_by_a_live_session_is_refused_before_anything_runs() {
     assert_eq!(lab.joins(), "", "not joined");
     assert!(lab.run_file("spawn.crew__held").is_none(), "no record");
 
-    std::fs::write(&lock, format!("sess-1.{}\n", dead_pid())).unwrap();
+    std::fs::write(&lock, format!("sess-1.{}\n", common::pid::dead_pid())).unwrap();
     env.run(&["spawn", "claude-code", "crew", "held", "--project", p, "--no-wait"]).ok();
     lab.recorded(&project);
 }

@@ -30,6 +30,7 @@ pub mod bundled;
 pub mod catalog;
 pub mod directive;
 pub mod error;
+pub mod pid;
 pub mod plugin;
 pub mod runtime;
 pub mod shell;

@@ -11,6 +11,7 @@ pub use agmsg_conformance::{Harness, Run};
 
 pub mod lines;
 pub mod netns;
+pub mod pid;
 pub mod postgres;
 pub mod reference;
 

@@ -62,29 +62,19 @@ fn trim_newlines(text: &str) -> &str {
     text.trim_end_matches('\n')
 }
 
-/// agmsg's liveness of a pid: a plain positive decimal that fits a pid (no leading zero: 0 names a
-/// process group), and signal 0 reaches it or is refused for permission (a process in another
-/// sandbox is still alive). No signal is sent.
+/// agmsg's liveness of an owner's pid field: its pid text, and signal 0 answers.
 fn pid_alive(text: &str) -> bool {
-    if text.is_empty() || text.starts_with('0') || !text.bytes().all(|b| b.is_ascii_digit()) || text.len() > 10 {
-        return false;
-    }
-    let Ok(pid) = text.parse::<i32>() else { return false };
-    let Some(pid) = rustix::process::Pid::from_raw(pid) else { return false };
-    !matches!(rustix::process::test_kill_process(pid), Err(rustix::io::Errno::SRCH))
+    crate::pid::parse(text).is_some_and(crate::pid::alive)
 }
+
+#[cfg(test)]
+#[path = "../../../tests/common/pid.rs"]
+mod test_pid;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A pid that is certainly not running: a child that was reaped.
-    fn dead_pid() -> u32 {
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let pid = child.id();
-        child.wait().unwrap();
-        pid
-    }
+    use super::test_pid::dead_pid;
 
     #[test]
     fn agmsgs_liveness_rules() {

@@ -335,14 +335,7 @@ fn live_watcher(skill_dir: &str, session: &str) -> Option<i32> {
     let mut text = String::new();
     opened.take(64).read_to_string(&mut text).ok()?;
     let pid: i32 = text.trim().parse().ok().filter(|pid| *pid > 0)?;
-    match rustix::process::test_kill_process(rustix::process::Pid::from_raw(pid)?) {
-        Ok(()) | Err(rustix::io::Errno::PERM) => {}
-        Err(_) => return None,
-    }
-    // /proc/<pid>/stat: "<pid> (<comm>) <state> ...", the comm possibly holding spaces and parentheses.
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let zombie = stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z'));
-    (!zombie).then_some(pid)
+    (crate::pid::alive(pid) && !crate::pid::zombie(pid)).then_some(pid)
 }
 
 /// agmsg's default in-session watcher-stop directive (`emit_stop_directive`, a blank line, then the

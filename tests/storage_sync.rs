@@ -85,7 +85,7 @@ fn prepare_prints_the_state_then_every_candidate_read_in_slices() {
     let run = sync(&env, &driver, "prepare-push", &["3"], &prepare);
     let lines = run.ok().lines();
     assert_eq!(lines.len(), 4, "{}", run.stderr);
-    assert_eq!(lines[0], r#"{"type":"sync_state","driver_generation":"fixture-generation","transport_cursor":"0"}"#);
+    assert_eq!(lines[0], r#"{"type":"sync_state","driver_generation":"0c3e1f5a-8d2b-4e6f-9a1c-2b3d4e5f6a7b","transport_cursor":"0"}"#);
     for (n, line) in (1..=3u64).zip(&lines[1..]) {
         let head = format!(r#"{{"type":"sync_push_candidate","local_position":"{n}","local_id":"local-{n}","id":"{}","envelope":{{"v":1,"cipher":"none","key_id":null,"blob":""#, wire(n));
         assert!(line.starts_with(&head), "candidate {n}: {}", &line[..200.min(line.len())]);
@@ -189,7 +189,7 @@ fn reprocess_prints_the_state_its_candidates_and_the_page_trailer() {
     assert_eq!(
         run.ok().lines(),
         [
-            r#"{"type":"sync_state","driver_generation":"fixture-generation","transport_cursor":"0"}"#.to_owned(),
+            r#"{"type":"sync_state","driver_generation":"0c3e1f5a-8d2b-4e6f-9a1c-2b3d4e5f6a7b","transport_cursor":"0"}"#.to_owned(),
             candidate(6),
             candidate(7),
             format!(r#"{{"type":"sync_reprocess_page","next_after":"7:{}","has_more":true}}"#, wire(7)),

@@ -6,7 +6,7 @@
 //! (a reconcile that matches no reservation), 14 when the driver does not offer the op.
 
 use std::cell::RefCell;
-use std::io::{self, BufRead, BufWriter, Write};
+use std::io::{self, BufRead, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -72,11 +72,11 @@ fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, b: &Binding
         let why = format!("driver '{}' does not offer Stage-1 sync (the optional agmsg:storage/sync interface)", driver.name());
         return Ok(exit::fail("storage", &HostError::new(ExitClass::NotOffered, why)));
     }
-    // Both callbacks of an op print: the writer is shared through a RefCell.
-    let out = RefCell::new(BufWriter::new(io::stdout().lock()));
-    let print = |line: String| -> Result<(), StorageError> {
-        writeln!(out.borrow_mut(), "{line}").map_err(|e| StorageError::runtime(format!("cannot write to stdout: {e}")))
-    };
+    // Both callbacks of an op print: the writer is shared through a RefCell. Output is held back, so
+    // an op refused part-way prints nothing (up to HELD bytes; past that it streams, so a page of large
+    // envelopes is never whole in memory, and the refused record and all after it still never print).
+    let out = RefCell::new(Held { buf: Vec::new(), stdout: io::stdout().lock() });
+    let print = |line: String| out.borrow_mut().line(&line);
     // A value the spec refuses, from the driver, is not printed (agmsg's engine would take it as given).
     let name = driver.name().to_owned();
     let checked = |checked: Result<(), String>| checked.map_err(|e| StorageError::runtime(format!("driver '{name}' answered {e}")));
@@ -94,7 +94,7 @@ fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, b: &Binding
                 limit,
                 &request,
                 |state| checked(sync::check_state(state)).and_then(|()| print(sync::state_line(state))),
-                |c| checked(sync::check_candidate(c)).and_then(|()| print(sync::candidate_line(c))),
+                |c| checked(sync::check_candidate(c, &request)).and_then(|()| print(sync::candidate_line(c))),
             )?;
         }
         Op::ReconcilePush => {
@@ -113,9 +113,13 @@ fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, b: &Binding
             print(sync::reconcile_line(cursor))?;
         }
         Op::ApplyPull => {
-            let parsed = lines.map(|line| line.and_then(|(number, text)| sync::parse_pull_line(&text).map_err(|e| line_error(number, e))));
+            // What the page held, to check the driver's outcomes against.
+            let mut sent = sync::PageSent::default();
+            let parsed = lines
+                .map(|line| line.and_then(|(number, text)| sync::parse_pull_line(&text).map_err(|e| line_error(number, e))))
+                .inspect(|line| if let Ok(line) = line { sent.note(line) });
             let result = driver.sync_apply_pull(b, parsed)?;
-            checked(sync::check_apply_result(&result))?;
+            checked(sync::check_apply_result(&result, &sent))?;
             print(sync::apply_result_line(&result))?;
             for outcome in &result.outcomes {
                 print(sync::outcome_line(outcome))?;
@@ -128,14 +132,46 @@ fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, b: &Binding
                 after.as_ref(),
                 scope,
                 |state| checked(sync::check_state(state)).and_then(|()| print(sync::state_line(state))),
-                |c| checked(sync::check_reprocess_candidate(c)).and_then(|()| print(sync::reprocess_candidate_line(c))),
+                |c| checked(sync::check_reprocess_candidate(c, scope)).and_then(|()| print(sync::reprocess_candidate_line(c))),
             )?;
             checked(sync::check_reprocess_page(&page))?;
             print(sync::reprocess_page_line(&page))?;
         }
     }
-    out.borrow_mut().flush().map_err(|e| StorageError::runtime(format!("cannot write to stdout: {e}")))?;
+    out.into_inner().finish()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Output held back until the op succeeds (then [`Held::finish`]), or until it passes [`HELD`] bytes.
+/// Dropped unfinished (a refusal), what it holds is never written.
+struct Held<W: Write> {
+    buf: Vec<u8>,
+    stdout: W,
+}
+
+/// How much output is held back: every ordinary page; a page of large envelopes streams past it.
+const HELD: usize = 16 << 20;
+
+impl<W: Write> Held<W> {
+    fn line(&mut self, line: &str) -> Result<(), StorageError> {
+        self.buf.extend_from_slice(line.as_bytes());
+        self.buf.push(b'\n');
+        if self.buf.len() >= HELD {
+            self.write_out()?;
+        }
+        Ok(())
+    }
+
+    fn write_out(&mut self) -> Result<(), StorageError> {
+        self.stdout.write_all(&self.buf).map_err(|e| StorageError::runtime(format!("cannot write to stdout: {e}")))?;
+        self.buf.clear();
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<(), StorageError> {
+        self.write_out()?;
+        self.stdout.flush().map_err(|e| StorageError::runtime(format!("cannot write to stdout: {e}")))
+    }
 }
 
 fn line_error(number: u64, e: String) -> StorageError {

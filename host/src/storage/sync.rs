@@ -266,25 +266,171 @@ fn answer_wire(what: &str, text: &str) -> Result<(), String> {
     if is_lower_uuid(text, 4) { Ok(()) } else { Err(format!("{what} {text:?} is not a lowercase UUIDv4")) }
 }
 
+/// A driver generation as agmsg's drivers make it: a lowercase UUID (v4 from sqlite and jsonl; jsonl's
+/// journal also takes v7).
+fn answer_generation(what: &str, text: &str) -> Result<(), String> {
+    if is_lower_uuid(text, 4) || is_lower_uuid(text, 7) {
+        Ok(())
+    } else {
+        Err(format!("{what} {text:?} is not a lowercase UUID (v4 or v7)"))
+    }
+}
+
 pub fn check_state(s: &SyncState) -> Result<(), String> {
+    answer_generation("sync_state.driver_generation", &s.driver_generation)?;
     answer_sequence("sync_state.transport_cursor", &s.transport_cursor)
 }
 
-pub fn check_candidate(c: &PushCandidate) -> Result<(), String> {
-    answer_wire("sync_push_candidate.id", &c.wire_id)
+/// The start of every age v1 file.
+const AGE_HEADER: &[u8] = b"age-encryption.org/v1\n";
+
+/// A candidate prepare hands back for `request`. Its local id is a stored message id (the rule import
+/// applies; sqlite's projected legacy rows use their decimal row id); its envelope is of the request's
+/// version, a well-formed profile, and a canonical base64 blob of 1..=`max_blob_bytes` decoded bytes.
+///
+/// A reservation made by an earlier prepare is re-emitted as it was sealed (agmsg's stage-1 spec and its
+/// age-v1 profile forbid re-sealing a published wire id), so after a key rotation its `key_id`, or after
+/// a switch from `age-v1` to `none` its cipher, may differ from the request's: both are taken. A `none`
+/// envelope where the engine asked for `age-v1` is not: that would push plaintext to the relay when the
+/// team's policy is end-to-end encryption, and an `age-v1` blob must be an age file.
+pub fn check_candidate(c: &PushCandidate, request: &PrepareRequest) -> Result<(), String> {
+    answer_wire("sync_push_candidate.id", &c.wire_id)?;
+    if !agmsg_contract::is_transport_token(&c.local_id) {
+        return Err(format!("sync_push_candidate.local_id {:?} is not a stored message id", c.local_id));
+    }
+    let e = &c.envelope;
+    if e.v != request.envelope_v {
+        return Err(format!("sync_push_candidate.envelope.v {} where the engine asked for {}", e.v, request.envelope_v));
+    }
+    match (e.cipher.as_str(), &e.key_id) {
+        ("none", None) => {
+            if matches!(request.profile, WriteProfile::AgeV1 { .. }) {
+                return Err("sync_push_candidate.envelope.cipher \"none\" where the engine asked for \"age-v1\" (a plaintext envelope)".into());
+            }
+        }
+        ("none", Some(_)) => return Err("sync_push_candidate.envelope.key_id is set for cipher \"none\"".into()),
+        ("age-v1", Some(key)) if is_key_id(key) => {}
+        ("age-v1", key) => return Err(format!("sync_push_candidate.envelope.key_id {key:?} is not an age-v1 key id")),
+        (other, _) => return Err(format!("sync_push_candidate.envelope.cipher {other:?} is neither \"none\" nor \"age-v1\"")),
+    }
+    let (size, head) = base64_size_and_head(&e.blob).ok_or("sync_push_candidate.envelope.blob is not canonical base64")?;
+    if size == 0 || size > request.max_blob_bytes {
+        return Err(format!("sync_push_candidate.envelope.blob holds {size} bytes, not 1 to max_blob_bytes ({})", request.max_blob_bytes));
+    }
+    if e.cipher == "age-v1" && !head.starts_with(AGE_HEADER) {
+        return Err("sync_push_candidate.envelope.blob is not an age v1 file".into());
+    }
+    Ok(())
 }
 
-pub fn check_apply_result(r: &ApplyResult) -> Result<(), String> {
+/// agmsg's age-v1 key id: `[a-z0-9][a-z0-9._-]{0,63}`.
+fn is_key_id(text: &str) -> bool {
+    let b = text.as_bytes();
+    (1..=64).contains(&b.len())
+        && (b[0].is_ascii_lowercase() || b[0].is_ascii_digit())
+        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, b'.' | b'_' | b'-'))
+}
+
+/// Whether `text` is canonical padded standard base64 (what agmsg's cipher helper writes and reads:
+/// re-encoding the bytes gives the text back): its decoded size and first bytes (up to 24), or None.
+/// Checked in place, so a 1 MiB blob is never decoded into a copy.
+fn base64_size_and_head(text: &str) -> Option<(u64, Vec<u8>)> {
+    fn value(c: u8) -> Option<u32> {
+        match c {
+            b'A'..=b'Z' => Some(u32::from(c - b'A')),
+            b'a'..=b'z' => Some(u32::from(c - b'a') + 26),
+            b'0'..=b'9' => Some(u32::from(c - b'0') + 52),
+            b'+' => Some(62),
+            b'/' => Some(63),
+            _ => None,
+        }
+    }
+    let b = text.as_bytes();
+    if b.len() % 4 != 0 {
+        return None;
+    }
+    let mut head = Vec::new();
+    let quads = b.len() / 4;
+    for (i, quad) in b.chunks_exact(4).enumerate() {
+        let last = i + 1 == quads;
+        let pad = if last { quad.iter().rev().take_while(|c| **c == b'=').count() } else { 0 };
+        if pad > 2 {
+            return None;
+        }
+        let mut bits = 0u32;
+        for c in &quad[..4 - pad] {
+            bits = bits << 6 | value(*c)?;
+        }
+        bits <<= 6 * pad as u32;
+        // Canonical: the bits a padded quad does not carry are zero.
+        if pad > 0 && bits & ((1 << (8 * pad)) - 1) != 0 {
+            return None;
+        }
+        if head.len() < 24 {
+            head.extend_from_slice(&bits.to_be_bytes()[1..4 - pad]);
+        }
+    }
+    let pad = b.iter().rev().take_while(|c| **c == b'=').count() as u64;
+    Some(((b.len() / 4 * 3) as u64 - pad, head))
+}
+
+/// What an apply-pull page held, for checking the driver's answer against it.
+#[derive(Debug, Default)]
+pub struct PageSent {
+    /// The page's `(wire id, server_seq)` pairs.
+    pub messages: std::collections::HashSet<(String, String)>,
+    pub next_after: Option<String>,
+}
+
+impl PageSent {
+    /// Note one line of the page as it goes to the driver.
+    pub fn note(&mut self, line: &PullLine) {
+        match line {
+            PullLine::Message(m) => {
+                self.messages.insert((m.wire_id.clone(), m.server_seq.clone()));
+            }
+            PullLine::Cursor(c) => self.next_after = Some(c.clone()),
+        }
+    }
+}
+
+/// An apply-pull answer for the page `sent`: the transport cursor is the page's, and every outcome is
+/// for a message of the page. A `corrupt_state` outcome may carry another sequence of that wire id (the
+/// conflict it reports, as agmsg's sqlite driver lists them); any other outcome is the pair sent in.
+pub fn check_apply_result(r: &ApplyResult, sent: &PageSent) -> Result<(), String> {
     answer_sequence("sync_apply_result.transport_cursor", &r.transport_cursor)?;
+    if sent.next_after.as_deref() != Some(r.transport_cursor.as_str()) {
+        return Err(format!(
+            "sync_apply_result.transport_cursor {:?}, not the page's next_after {:?}",
+            r.transport_cursor,
+            sent.next_after.as_deref().unwrap_or("")
+        ));
+    }
     r.outcomes.iter().try_for_each(|o| {
         answer_wire("sync_apply_outcome.id", &o.wire_id)?;
-        answer_sequence("sync_apply_outcome.server_seq", &o.server_seq)
+        answer_sequence("sync_apply_outcome.server_seq", &o.server_seq)?;
+        let pair = (o.wire_id.clone(), o.server_seq.clone());
+        let of_page = if o.status == OutcomeStatus::CorruptState {
+            sent.messages.iter().any(|(wire, _)| *wire == o.wire_id)
+        } else {
+            sent.messages.contains(&pair)
+        };
+        if of_page {
+            Ok(())
+        } else {
+            Err(format!("sync_apply_outcome for id {} server_seq {}, which the page did not hold", o.wire_id, o.server_seq))
+        }
     })
 }
 
-pub fn check_reprocess_candidate(c: &ReprocessCandidate) -> Result<(), String> {
+/// A reprocess candidate: its keys of the spec's forms, and in the malformed scope only malformed rows.
+pub fn check_reprocess_candidate(c: &ReprocessCandidate, scope: ReprocessScope) -> Result<(), String> {
     answer_wire("sync_reprocess_candidate.id", &c.wire_id)?;
-    answer_sequence("sync_reprocess_candidate.server_seq", &c.server_seq)
+    answer_sequence("sync_reprocess_candidate.server_seq", &c.server_seq)?;
+    if scope == ReprocessScope::Malformed && c.prior_status != Evaluated::Malformed {
+        return Err(format!("sync_reprocess_candidate.prior_status {:?} in the malformed scope", c.prior_status.word()));
+    }
+    Ok(())
 }
 
 pub fn check_reprocess_page(p: &ReprocessPage) -> Result<(), String> {
@@ -679,6 +825,56 @@ mod tests {
         assert!(matches!(parse_prepare(age).unwrap().profile, WriteProfile::AgeV1 { .. }));
         assert!(parse_prepare(&none.replace(r#""key_id":null"#, r#""key_id":"k""#)).is_err());
         assert!(parse_prepare(&none.replace("none", "rot13")).is_err());
+    }
+
+    #[test]
+    fn blobs_are_canonical_padded_base64_measured_without_a_copy() {
+        assert_eq!(base64_size_and_head("eA=="), Some((1, b"x".to_vec())));
+        assert_eq!(base64_size_and_head("eHk="), Some((2, b"xy".to_vec())));
+        assert_eq!(base64_size_and_head("eHl6"), Some((3, b"xyz".to_vec())));
+        assert_eq!(base64_size_and_head("").map(|(n, _)| n), Some(0));
+        // Unpadded, padding inside, a bit the padding drops set, the URL alphabet, whitespace.
+        for bad in ["eA", "eA==eA==", "eB==", "eHm=", "-_-_", "eA==\n", "e===", "===="] {
+            assert_eq!(base64_size_and_head(bad), None, "{bad}");
+        }
+        let age = "YWdlLWVuY3J5cHRpb24ub3JnL3YxCi0+IFgyNTUxOQ==";
+        let (size, head) = base64_size_and_head(age).unwrap();
+        assert_eq!(size, 31);
+        assert!(head.starts_with(AGE_HEADER), "{head:?}");
+    }
+
+    #[test]
+    fn a_candidate_is_checked_against_the_request() {
+        let none = parse_prepare(r#"{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"max_blob_bytes":3,"allow_new":true}"#).unwrap();
+        let age = PrepareRequest { profile: WriteProfile::AgeV1 { key_id: "k1".into(), recipients: vec!["age1x".into()] }, max_blob_bytes: 64, ..none.clone() };
+        let candidate = |cipher: &str, key_id: Option<&str>, blob: &str| PushCandidate {
+            local_position: -5,
+            local_id: "42".into(),
+            wire_id: WIRE.into(),
+            envelope: Envelope { v: 1, cipher: cipher.into(), key_id: key_id.map(str::to_owned), blob: blob.into() },
+        };
+        let age_blob = "YWdlLWVuY3J5cHRpb24ub3JnL3YxCi0+IFgyNTUxOQ==";
+        assert_eq!(check_candidate(&candidate("none", None, "eHl6"), &none), Ok(()));
+        assert_eq!(check_candidate(&candidate("age-v1", Some("k1"), age_blob), &age), Ok(()));
+        // Sealed before a rotation or a switch to none: re-emitted as sealed, and taken.
+        assert_eq!(check_candidate(&candidate("age-v1", Some("k0"), age_blob), &age), Ok(()));
+        assert_eq!(check_candidate(&candidate("age-v1", Some("k0"), age_blob), &PrepareRequest { max_blob_bytes: 64, ..none.clone() }), Ok(()));
+        for (c, request, why) in [
+            (candidate("none", None, "eHl6eA=="), &none, "holds 4 bytes"),
+            (candidate("none", None, ""), &none, "holds 0 bytes"),
+            (candidate("none", None, "eB=="), &none, "canonical base64"),
+            (candidate("none", Some("k1"), "eA=="), &none, "key_id is set"),
+            (candidate("rot13", None, "eA=="), &none, "neither"),
+            (candidate("none", None, "eA=="), &age, "plaintext"),
+            (candidate("age-v1", Some("K1"), age_blob), &age, "not an age-v1 key id"),
+            (candidate("age-v1", None, age_blob), &age, "not an age-v1 key id"),
+            (candidate("age-v1", Some("k1"), "eHl6"), &age, "not an age v1 file"),
+            (PushCandidate { local_id: "a b".into(), ..candidate("none", None, "eA==") }, &none, "local_id"),
+            (PushCandidate { envelope: Envelope { v: 2, ..candidate("none", None, "eA==").envelope }, ..candidate("none", None, "eA==") }, &none, "envelope.v 2"),
+        ] {
+            let refused = check_candidate(&c, request).unwrap_err();
+            assert!(refused.contains(why), "{why}: {refused}");
+        }
     }
 
     #[test]

@@ -134,6 +134,54 @@ fn a_thousand_message_page_syncs_under_a_memory_cap_far_below_its_size() {
     assert_eq!(json(&lines[1001])["has_more"], false);
 }
 
+/// The largest body agmsg's sync projection takes (1,000,000 bytes): its `none` envelope is ~1.33 MB
+/// of base64, within the protocol's 1 MiB blob limit.
+const MIB_BODY: usize = 1_000_000;
+
+/// A page of 1 MiB envelopes, scaled: 64 messages (~85 MB of base64 each way) through prepare-push and
+/// apply-pull with the driver's memory capped at 32 MiB, well under half the page, so the page can only
+/// pass a slice at a time. The full 1,000-message page (1 GiB) runs in `cargo bench --bench
+/// sync_vs_bash` under the default 256 MiB cap (too slow for CI).
+#[test]
+fn a_page_of_1_mib_envelopes_streams_through_prepare_and_apply_pull_under_a_cap_well_below_its_size() {
+    let env = Env::new();
+    fill(&env, 64, MIB_BODY);
+    let cap = Some(32);
+    let prepared = sync_capped(&env, cap, "prepare-push", &["1000"], PREPARE);
+    let lines = prepared.ok().lines();
+    assert_eq!(lines.len(), 65, "{}", prepared.stderr);
+    let blob_len = |line: &str| json(line)["envelope"]["blob"].as_str().unwrap().len();
+    assert!(lines[1..].iter().all(|l| blob_len(l) > 1_333_000), "envelopes of ~1 MiB");
+    let blobs: usize = lines[1..].iter().map(|l| blob_len(l)).sum();
+    assert!(blobs > 2 * (32 << 20), "the page ({blobs} bytes of base64) is over twice the cap");
+
+    let applied = sync_capped(&env, cap, "apply-pull", &[], &pull_page(1, 64, 1_333_336, "malformed"));
+    let lines = applied.ok().lines();
+    assert_eq!(lines.len(), 65, "{}", applied.stderr);
+    assert_eq!(json(&lines[0])["transport_cursor"], "64");
+    assert_eq!(count(&env, "SELECT COUNT(*) FROM sync_quarantine WHERE length(blob) = 1333336"), 64);
+}
+
+/// `storage import` stages its pages by bytes as well as by count: 48 bodies of 1 MiB (one page by
+/// count) import under a 32 MiB driver memory cap.
+#[test]
+fn import_pages_are_bounded_by_bytes_so_large_bodies_fit_under_the_memory_cap() {
+    let env = Env::new();
+    let mut log = String::new();
+    for i in 0..48 {
+        let body = format!("{i:06}{}", "x".repeat((1 << 20) - 6));
+        log.push_str(&format!(
+            r#"{{"type":"message_sent","id":"0196f3a2-7c1e-7000-8000-{i:012x}","team":"t","from":"alice","to":"bob","body":"{body}","at":"2026-01-01T00:00:00Z"}}"#
+        ));
+        log.push('\n');
+    }
+    let file = env.dir.path().join("import.jsonl");
+    std::fs::write(&file, log).unwrap();
+    let out = env.cmd().args(["--driver", "sqlite", "storage", "import", file.to_str().unwrap()]).env("AGMSG_DRIVER_MEMORY_MB", "32").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(count(&env, "SELECT COUNT(*) FROM events WHERE length(body) = 1048576"), 48);
+}
+
 /// Kill a running `sync-<op>` at several moments; afterwards the store holds either nothing of the
 /// interrupted transaction or all of it, and finishing the work gives each message exactly once.
 #[test]

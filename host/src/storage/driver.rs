@@ -32,6 +32,11 @@ const MAX_DESCRIBE_CAPABILITIES: usize = 64;
 /// of 1,000 envelopes of 1 MiB never sits whole in the host's memory or in one call.
 const SYNC_SLICE_BYTES: u32 = 8 << 20;
 
+/// An import page's bounds: this many events, or this many bytes of them ([`event_size`]), whichever
+/// comes first, so a page of large bodies never has to fit in the driver's memory at once.
+const IMPORT_PAGE: usize = 1000;
+const IMPORT_PAGE_BYTES: u64 = 8 << 20;
+
 /// A storage driver, loaded and ready for calls: the host's handle on one store through one driver.
 pub struct Storage<'rt> {
     driver: Driver<'rt, StorageWorld>,
@@ -474,7 +479,7 @@ impl<'rt> Storage<'rt> {
     /// anything); a second pass reads the file again and streams its events to the driver in pages,
     /// which stages them until the commit. Returns how many events the file held.
     pub fn import_file(&mut self, file: &Path) -> Result<u64, StorageError> {
-        const PAGE: usize = 1000;
+        const PAGE: usize = IMPORT_PAGE;
         let open = || {
             std::fs::File::open(file)
                 .map(|f| std::io::BufReader::with_capacity(1 << 16, f))
@@ -487,9 +492,12 @@ impl<'rt> Storage<'rt> {
         let checked = scan_import(open()?, |_| Ok::<(), StorageError>(())).map_err(refused)?;
         let mut import = self.begin_import().map_err(|e| refused(ScanError::Visit(e)))?;
         let mut page = Vec::with_capacity(PAGE);
+        let mut page_bytes = 0u64;
         let staged = scan_import(open()?, |event| {
+            page_bytes += event_size(&event);
             page.push(event);
-            if page.len() == PAGE {
+            if page.len() == PAGE || page_bytes >= IMPORT_PAGE_BYTES {
+                page_bytes = 0;
                 import.push_page(std::mem::replace(&mut page, Vec::with_capacity(PAGE)))?;
             }
             Ok(())
@@ -535,11 +543,19 @@ pub struct Import<'d, 'rt> {
 }
 
 impl Import<'_, '_> {
-    /// Stage `events` (sent to the driver in pages).
+    /// Stage `events` (sent to the driver in pages bounded by count and bytes).
     pub fn push(&mut self, events: &[Event]) -> Result<(), StorageError> {
-        const PAGE: usize = 1000;
-        for page in events.chunks(PAGE) {
+        let mut rest = events;
+        while !rest.is_empty() {
+            let mut bytes = 0u64;
+            let mut take = 0;
+            while take < rest.len().min(IMPORT_PAGE) && (take == 0 || bytes < IMPORT_PAGE_BYTES) {
+                bytes += event_size(&rest[take]);
+                take += 1;
+            }
+            let (page, more) = rest.split_at(take);
             self.push_page(page.to_vec())?;
+            rest = more;
         }
         Ok(())
     }

@@ -93,6 +93,6 @@ static IN_PLACE: Mutex<Vec<std::ops::Range<usize>>> = Mutex::new(Vec::new());
 
 /// Whether `ptr` points into embedded code run in place: the runtime tracks what it mapped itself, so it
 /// needs no list of the host's embedded drivers.
-fn in_place(ptr: *const u8) -> bool {
+pub(crate) fn in_place(ptr: *const u8) -> bool {
     IN_PLACE.lock().unwrap_or_else(PoisonError::into_inner).iter().any(|range| range.contains(&ptr.addr()))
 }

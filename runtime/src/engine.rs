@@ -162,3 +162,55 @@ fn start_epoch_ticker(engine: &Engine) {
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use std::alloc::{Layout, alloc_zeroed};
+
+    use super::*;
+
+    /// The smallest component: the header alone.
+    const EMPTY_COMPONENT: &[u8] = b"\0asm\x0d\x00\x01\x00";
+    const SHA: &str = "0000000000000000000000000000000000000000000000000000000000000001";
+
+    /// Machine code for `EMPTY_COMPONENT` at a page boundary, static, as a host's binary embeds it.
+    struct Embedded(&'static [u8]);
+
+    // SAFETY: the code is precompiled by the shared engine itself, leaked (static) and never written.
+    unsafe impl EmbeddedCode for Embedded {
+        fn precompiled(&self, sha256: &str) -> Option<&'static [u8]> {
+            (sha256 == SHA).then_some(self.0)
+        }
+    }
+
+    fn embedded() -> &'static Embedded {
+        let code = shared_engine().unwrap().precompile_component(EMPTY_COMPONENT).unwrap();
+        let layout = Layout::from_size_align(code.len(), rustix::param::page_size()).unwrap();
+        // SAFETY: a non-zero size; the memory is leaked, so it lives for the process.
+        let page = unsafe { std::slice::from_raw_parts_mut(alloc_zeroed(layout), code.len()) };
+        page.copy_from_slice(&code);
+        Box::leak(Box::new(Embedded(page)))
+    }
+
+    fn limits() -> Limits {
+        Limits::from_env().unwrap()
+    }
+
+    /// The runtime loads what the host hands it instead of compiling: the bytes it is given are no
+    /// component at all, so only the embedded code can load; without it the same call fails.
+    #[test]
+    fn a_component_with_embedded_code_runs_that_code_and_is_remembered_as_in_place() {
+        let embedded = embedded();
+        let runtime = Runtime::new(CompileCache::disabled(), limits(), embedded).unwrap();
+        runtime.load(b"not a component", SHA).expect("loaded from the embedded code");
+        // Mapped where it lies: unpublishing it must restore read-only, not read-write.
+        let code = embedded.0;
+        assert!(crate::code_memory::in_place(code.as_ptr()));
+        assert!(crate::code_memory::in_place(code.as_ptr().wrapping_add(code.len() - 1)));
+        assert!(!crate::code_memory::in_place(code.as_ptr().wrapping_add(code.len())));
+
+        let bare = Runtime::new(CompileCache::disabled(), limits(), &NoEmbeddedCode).unwrap();
+        assert!(bare.load(b"not a component", SHA).is_err(), "nothing embedded: the bytes are compiled, and fail");
+        assert!(bare.load(EMPTY_COMPONENT, SHA).is_ok());
+    }
+}

@@ -144,3 +144,20 @@ fn the_hostile_plug_and_a_broken_type_fail_the_types_suite_by_rule() {
     assert_eq!(failing(&run), ["template_paths_are_guarded"], "{run:?}");
     assert!(run.stdout.contains("symbolic link"), "{run:?}");
 }
+
+/// A reference that names no driver is the command line's fault (2); a component file that is there
+/// but cannot be read is the command's failure (1), as every host command's unreadable file is. (It
+/// exited 2, the usage code, before the error model reached `driver test`.)
+#[test]
+fn an_unreadable_component_is_a_failure_not_a_usage_error() {
+    let env = Env::new();
+    let big = env.dir.path().join("big.wasm");
+    // Sparse: one byte over the limit, without writing 256 MiB.
+    std::fs::File::create(&big).unwrap().set_len(agmsg_host::plugin::MAX_COMPONENT_BYTES + 1).unwrap();
+    let run = env.run(&["driver", "test", big.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("larger than 256 MiB"), "{run:?}");
+    let unknown = env.run(&["driver", "test", "nosuch"]);
+    assert_eq!(unknown.code, 2, "{unknown:?}");
+    assert!(unknown.stderr.contains("names no driver"), "{unknown:?}");
+}

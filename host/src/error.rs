@@ -14,8 +14,8 @@ use std::fmt;
 use agmsg_contract::{Status, TermFailKind};
 
 /// What kind of failure an error is, to whoever ran the command. agmsg's codes: 1 and 2 are those of its
-/// scripts (failure, usage), 3 its delivery engine's "not overridden", 10/12/13 a driver's (§1.4
-/// storage, §2.3 terminal).
+/// scripts (failure, usage), 3 its delivery engine's "not overridden" and its spawn's and despawn's
+/// timeout, 10/12/13 a driver's (§1.4 storage, §2.3 terminal).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExitClass {
     /// The request cannot be met: an unknown name, a refused option, a file that cannot be read or
@@ -25,6 +25,9 @@ pub enum ExitClass {
     Usage,
     /// A delivery side-effect op the type does not override: agmsg's default applies.
     NotOverridden,
+    /// Waited for an agent and it did not answer in time (spawn's readiness, despawn's lock
+    /// release): it may still; agmsg's spawn and despawn exit 3 for it too.
+    TimedOut,
     /// An op of an optional interface the driver does not export, where the caller tells it apart from
     /// a failure: agmsg's sync adapter's 14 (`storage sync-*`).
     NotOffered,

@@ -34,6 +34,7 @@ use std::path::{Path, PathBuf};
 use crate::agent::boot::{self, BootCommand, BootRequest};
 use crate::agent::registry::AgentType;
 use crate::capabilities::Capability;
+use crate::error::HostError;
 use crate::runtime::Runtime;
 use crate::terminal::driver::{NamingMode, SpawnTarget, TermFailKind};
 use crate::terminal::resolve;
@@ -93,33 +94,6 @@ pub struct Spawned {
     pub run: RunDir,
 }
 
-#[derive(Debug)]
-pub enum SpawnError {
-    /// The agent cannot be launched as asked (exit 1): not spawnable, a refused option, a missing
-    /// project or program.
-    Refused(String),
-    /// The terminal could not be chosen or could not create the pane (its §2.3 class and exit code).
-    Terminal(TerminalError),
-}
-
-impl SpawnError {
-    pub fn exit_code(&self) -> u8 {
-        match self {
-            SpawnError::Refused(_) => 1,
-            SpawnError::Terminal(e) => e.kind.exit_code(),
-        }
-    }
-}
-
-impl std::fmt::Display for SpawnError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SpawnError::Refused(m) => f.write_str(m),
-            SpawnError::Terminal(e) => e.fmt(f),
-        }
-    }
-}
-
 /// `AGMSG_TERMINAL_NAMING=off` names only the key, as agmsg's naming does.
 pub fn naming_mode_from_env() -> NamingMode {
     match std::env::var(NAMING_VAR) {
@@ -129,41 +103,46 @@ pub fn naming_mode_from_env() -> NamingMode {
 }
 
 /// Spawn an agent of type `t` in a new pane of one of `candidates`, agmsg's install being at
-/// `skill_dir` (its `run/` and `scripts/join.sh`).
-pub fn spawn(runtime: &Runtime, t: &AgentType, candidates: &Candidates, skill_dir: &Path, req: SpawnRequest<'_>) -> Result<Spawned, SpawnError> {
+/// `skill_dir` (its `run/` and `scripts/join.sh`). A failure is [`ExitClass::Refused`] when the agent
+/// cannot be launched as asked (not spawnable, a refused option, a missing project or program, its
+/// role held, the pre-join failed), else the terminal's own class (§2.3) when it could not be chosen
+/// or could not create the pane.
+///
+/// [`ExitClass::Refused`]: crate::error::ExitClass::Refused
+pub fn spawn(runtime: &Runtime, t: &AgentType, candidates: &Candidates, skill_dir: &Path, req: SpawnRequest<'_>) -> Result<Spawned, HostError> {
     // The names are checked here, before any file is named after them or anything runs.
-    let mut boot = boot::boot_command(t, &req.boot).map_err(SpawnError::Refused)?;
+    let mut boot = boot::boot_command(t, &req.boot)?;
     boot.env_set.extend(req.env.iter().cloned());
-    let script = boot.script().map_err(SpawnError::Refused)?;
+    let script = boot.script()?;
     check_program(&boot)?;
-    let project = boot.cwd.to_str().ok_or_else(|| SpawnError::Refused(format!("project {} is not UTF-8", boot.cwd.display())))?.to_owned();
+    let project = boot.cwd.to_str().ok_or_else(|| HostError::refused(format!("project {} is not UTF-8", boot.cwd.display())))?.to_owned();
     let (team, agent) = (req.boot.team.as_str(), req.boot.agent.as_str());
     let run = RunDir::new(skill_dir);
     // The child's actas would refuse a role a live session holds: refused here, before launching it.
     if let LockState::Held(owner) = actas::lock_state(&run, team, agent) {
-        return Err(SpawnError::Refused(format!("actas '{agent}' in team '{team}' is held by a live session ({owner}); drop it there first")));
+        return Err(HostError::refused(format!("actas '{agent}' in team '{team}' is held by a live session ({owner}); drop it there first")));
     }
 
-    let (mut source, _) = resolve::choose_driver(runtime, candidates, req.terminal, None).map_err(SpawnError::Terminal)?;
+    let (mut source, _) = resolve::choose_driver(runtime, candidates, req.terminal, None).map_err(HostError::from)?;
     let name = source.manifest.name.clone();
     if !source.manifest.capabilities.iter().any(|c| c == "spawn") {
-        return Err(SpawnError::Terminal(TerminalError::new(TermFailKind::Unsupported, format!("terminal driver '{name}' cannot spawn (its manifest does not list spawn)"))));
+        return Err(TerminalError::new(TermFailKind::Unsupported, format!("terminal driver '{name}' cannot spawn (its manifest does not list spawn)")).into());
     }
     if source.driver.capabilities.covers(&Capability::Env { name: SPAWN_TEAM_VAR.to_owned() }) {
         source.driver.settings.push((SPAWN_TEAM_VAR.to_owned(), req.boot.team.clone()));
     }
-    let mut terminal = Terminal::open(runtime, &source).map_err(SpawnError::Terminal)?;
+    let mut terminal = Terminal::open(runtime, &source).map_err(HostError::from)?;
 
-    let joined = join::pre_join(skill_dir, team, agent, &t.name, &boot.cwd).map_err(SpawnError::Refused)?;
+    let joined = join::pre_join(skill_dir, team, agent, &t.name, &boot.cwd)?;
     if boot.wait_ready {
         // Only this launch's watcher may answer the wait.
         place::clear_ready(&run, team, agent)
-            .map_err(|e| SpawnError::Refused(format!("cannot remove the stale readiness sentinel in {}: {e}", run.path().display())))?;
+            .map_err(|e| HostError::refused(format!("cannot remove the stale readiness sentinel in {}: {e}", run.path().display())))?;
     }
     let file = BootFile::write(&script)?;
     let words = [SHELL.to_owned(), file.path_text().to_owned()];
     let id = terminal.spawn(&req.boot.agent, &project, req.target, &words).map_err(|e| {
-        SpawnError::Terminal(TerminalError::new(e.kind, format!("terminal '{name}' could not spawn: {}", e.message)))
+        HostError::from(TerminalError::new(e.kind, format!("terminal '{name}' could not spawn: {}", e.message)))
     })?;
     // The pane runs the script, which removes its own file.
     file.keep();
@@ -177,7 +156,7 @@ pub fn spawn(runtime: &Runtime, t: &AgentType, candidates: &Candidates, skill_di
 }
 
 /// agmsg's check of the launch command: its first word must be on `PATH` (a path: an executable file).
-fn check_program(boot: &BootCommand) -> Result<(), SpawnError> {
+fn check_program(boot: &BootCommand) -> Result<(), HostError> {
     let program = &boot.argv[0];
     let found = if program.contains('/') {
         crate::runtime::caps::process::is_executable_file(Path::new(program))
@@ -187,7 +166,7 @@ fn check_program(boot: &BootCommand) -> Result<(), SpawnError> {
     if found {
         Ok(())
     } else {
-        Err(SpawnError::Refused(format!("{program} (the launch command of agent type {}) is not an executable on PATH", boot.agent_type)))
+        Err(HostError::refused(format!("{program} (the launch command of agent type {}) is not an executable on PATH", boot.agent_type)))
     }
 }
 
@@ -214,9 +193,9 @@ fn name_pane(terminal: &mut Terminal<'_>, id: &str, team: &str, agent: &str, mod
 struct BootFile(tempfile::TempPath);
 
 impl BootFile {
-    fn write(script: &str) -> Result<BootFile, SpawnError> {
+    fn write(script: &str) -> Result<BootFile, HostError> {
         let dir = shell_safe_temp_dir();
-        let failed = |e: std::io::Error| SpawnError::Refused(format!("cannot write the boot script in {}: {e}", dir.display()));
+        let failed = |e: std::io::Error| HostError::refused(format!("cannot write the boot script in {}: {e}", dir.display()));
         let mut file = tempfile::Builder::new().prefix("agmsg-boot.").suffix(".sh").tempfile_in(&dir).map_err(failed)?;
         file.write_all(script.as_bytes()).and_then(|()| file.as_file().sync_all()).map_err(failed)?;
         Ok(BootFile(file.into_temp_path()))

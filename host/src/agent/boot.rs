@@ -26,6 +26,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::delivery::shq;
+use crate::error::HostError;
 use super::manifest::{self, Manifest, is_space};
 use super::registry::AgentType;
 
@@ -105,16 +106,16 @@ impl BootCommand {
     /// variables, runs the agent, and leaves an interactive shell in the pane when the agent exits.
     /// Every word is single-quoted, so nothing in a prompt, a path or a model is read as syntax; a
     /// variable name that is not a shell name, or a NUL anywhere, is refused.
-    pub fn script(&self) -> Result<String, String> {
+    pub fn script(&self) -> Result<String, HostError> {
         for name in self.env_set.keys().chain(&self.env_unset) {
             if !is_shell_name(name) {
-                return Err(format!("agent type {}: {name:?} is not a variable name the boot script can set or unset", self.agent_type));
+                return Err(HostError::refused(format!("agent type {}: {name:?} is not a variable name the boot script can set or unset", self.agent_type)));
             }
         }
-        let cwd = self.cwd.to_str().ok_or_else(|| format!("project {} is not UTF-8", self.cwd.display()))?;
+        let cwd = self.cwd.to_str().ok_or_else(|| HostError::refused(format!("project {} is not UTF-8", self.cwd.display())))?;
         let texts = self.argv.iter().map(String::as_str).chain(self.env_set.values().map(String::as_str)).chain([cwd]);
         if let Some(bad) = texts.into_iter().find(|t| t.contains('\0')) {
-            return Err(format!("the boot command holds a NUL character: {bad:?}"));
+            return Err(HostError::refused(format!("the boot command holds a NUL character: {bad:?}")));
         }
         let mut script = String::from("#!/bin/sh\n# agmsg-host spawn's boot script (it removes itself)\nrm -f -- \"$0\"\n");
         script.push_str(&format!("cd {} || exit 1\n", shq(cwd)));
@@ -211,33 +212,33 @@ pub fn launch_template(conf: &Manifest, dir: &std::path::Path, skill: &str) -> L
 }
 
 /// The launch command for `t`, or why it cannot be launched.
-pub fn boot_command(t: &AgentType, req: &BootRequest) -> Result<BootCommand, String> {
+pub fn boot_command(t: &AgentType, req: &BootRequest) -> Result<BootCommand, HostError> {
     agmsg_contract::check_name("team", &req.team).map_err(|e| e.to_string())?;
     agmsg_contract::check_name("agent", &req.agent).map_err(|e| e.to_string())?;
     if !t.spawnable() {
-        return Err(format!("agent type {} is not spawnable (its manifest has neither spawnable=yes nor spawn=)", t.name));
+        return Err(HostError::refused(format!("agent type {} is not spawnable (its manifest has neither spawnable=yes nor spawn=)", t.name)));
     }
     let project_text = req.project.to_string_lossy();
     if project_text.is_empty() || project_text.chars().any(char::is_control) {
-        return Err(format!("invalid project path {project_text:?}: empty, or holds a line break or control character"));
+        return Err(HostError::refused(format!("invalid project path {project_text:?}: empty, or holds a line break or control character")));
     }
-    let project = std::path::absolute(&req.project).map_err(|e| format!("{}: {e}", req.project.display()))?;
+    let project = std::path::absolute(&req.project).map_err(|e| HostError::refused(format!("{}: {e}", req.project.display())))?;
     if !project.is_dir() {
-        return Err(format!("project {} is not a directory", project.display()));
+        return Err(HostError::refused(format!("project {} is not a directory", project.display())));
     }
     if let Some(model) = &req.model
         && (model.is_empty() || model.chars().any(char::is_control))
     {
-        return Err(format!("invalid model {model:?}"));
+        return Err(HostError::refused(format!("invalid model {model:?}")));
     }
     let model_arg = t.value("model_arg");
     let spawn = t.value("spawn");
     if req.model.is_some() {
         if model_arg.is_empty() {
-            return Err(format!("agent type {} does not accept --model (its manifest has no model_arg)", t.name));
+            return Err(HostError::refused(format!("agent type {} does not accept --model (its manifest has no model_arg)", t.name)));
         }
         if !spawn.is_empty() {
-            return Err(format!("agent type {} is started by a node launcher, which takes its model from its own configuration: --model is refused", t.name));
+            return Err(HostError::refused(format!("agent type {} is started by a node launcher, which takes its model from its own configuration: --model is refused", t.name)));
         }
     }
     let prompt = actas_prompt(t, &req.skill, &req.agent, req.boot_prompt.as_deref());
@@ -247,8 +248,8 @@ pub fn boot_command(t: &AgentType, req: &BootRequest) -> Result<BootCommand, Str
     let wait_ready = t.value("monitor") != "no";
 
     if !spawn.is_empty() {
-        manifest::check_relative("spawn", spawn).map_err(|e| format!("type {}: {e}", t.name))?;
-        let dir = t.dir().ok_or_else(|| format!("agent type {} names a node launcher but has no directory", t.name))?;
+        manifest::check_relative("spawn", spawn).map_err(|e| HostError::refused(format!("type {}: {e}", t.name)))?;
+        let dir = t.dir().ok_or_else(|| HostError::refused(format!("agent type {} names a node launcher but has no directory", t.name)))?;
         let node = if req.node.is_empty() { "node".to_owned() } else { req.node.clone() };
         let mut argv = vec![node, dir.join(spawn).to_string_lossy().into_owned()];
         argv.extend(["--name".to_owned(), req.agent.clone(), "--team".to_owned(), req.team.clone()]);
@@ -271,13 +272,13 @@ pub fn boot_command(t: &AgentType, req: &BootRequest) -> Result<BootCommand, Str
 
     let mut argv: Vec<String> = words(t.value("cli")).collect();
     if argv.is_empty() {
-        return Err(format!("agent type {} is spawnable but its manifest has no cli", t.name));
+        return Err(HostError::refused(format!("agent type {} is spawnable but its manifest has no cli", t.name)));
     }
     let resume_arg = t.value("resume_arg");
     let resume = req.resume.clone().filter(|r| !r.is_empty() && !resume_arg.is_empty());
     if let Some(uuid) = &resume {
         if !agmsg_contract::is_transport_token(uuid) {
-            return Err(format!("invalid session id {uuid:?}"));
+            return Err(HostError::refused(format!("invalid session id {uuid:?}")));
         }
         argv.extend(words(resume_arg));
         argv.push(uuid.clone());
@@ -325,7 +326,7 @@ mod tests {
         assert_eq!(argv(&reg, "cursor", &r), ["cursor-agent", "/agmsg actas bob"]);
         assert_eq!(argv(&reg, "grok-build", &r), ["grok", "/agmsg actas bob"]);
         for name in ["hermes", "agmsg-app"] {
-            assert!(boot_command(reg.get(name).unwrap(), &r).unwrap_err().contains("not spawnable"), "{name}");
+            assert!(boot_command(reg.get(name).unwrap(), &r).unwrap_err().message.contains("not spawnable"), "{name}");
         }
     }
 
@@ -367,15 +368,15 @@ mod tests {
         let reg = Registry::load(&Sources { skill_dir: Some(skill.path().to_owned()), plugin_bases: vec![] }, &trust_none);
         let dir = tempfile::tempdir().unwrap();
         let with_model = BootRequest { model: Some("m".into()), ..req(dir.path()) };
-        assert!(boot_command(reg.get("nomodel").unwrap(), &with_model).unwrap_err().contains("does not accept --model"));
-        assert!(boot_command(reg.get("nocli").unwrap(), &req(dir.path())).unwrap_err().contains("no cli"));
-        assert!(boot_command(reg.get("badspawn").unwrap(), &req(dir.path())).unwrap_err().contains("invalid spawn"));
+        assert!(boot_command(reg.get("nomodel").unwrap(), &with_model).unwrap_err().message.contains("does not accept --model"));
+        assert!(boot_command(reg.get("nocli").unwrap(), &req(dir.path())).unwrap_err().message.contains("no cli"));
+        assert!(boot_command(reg.get("badspawn").unwrap(), &req(dir.path())).unwrap_err().message.contains("invalid spawn"));
         let claude = reg.get("claude-code").unwrap();
-        assert!(boot_command(claude, &BootRequest { team: "a/b".into(), ..req(dir.path()) }).unwrap_err().contains("team"));
-        assert!(boot_command(claude, &BootRequest { agent: String::new(), ..req(dir.path()) }).unwrap_err().contains("agent"));
-        assert!(boot_command(claude, &req(&dir.path().join("missing"))).unwrap_err().contains("not a directory"));
-        assert!(boot_command(claude, &req(std::path::Path::new("/tmp/a\nb"))).unwrap_err().contains("line break"));
-        assert!(boot_command(claude, &BootRequest { model: Some(String::new()), ..req(dir.path()) }).unwrap_err().contains("invalid model"));
+        assert!(boot_command(claude, &BootRequest { team: "a/b".into(), ..req(dir.path()) }).unwrap_err().message.contains("team"));
+        assert!(boot_command(claude, &BootRequest { agent: String::new(), ..req(dir.path()) }).unwrap_err().message.contains("agent"));
+        assert!(boot_command(claude, &req(&dir.path().join("missing"))).unwrap_err().message.contains("not a directory"));
+        assert!(boot_command(claude, &req(std::path::Path::new("/tmp/a\nb"))).unwrap_err().message.contains("line break"));
+        assert!(boot_command(claude, &BootRequest { model: Some(String::new()), ..req(dir.path()) }).unwrap_err().message.contains("invalid model"));
     }
 
     #[test]
@@ -395,10 +396,10 @@ mod tests {
         );
         let mut bad = cmd.clone();
         bad.env_unset = vec!["X;rm -rf ~".into()];
-        assert!(bad.script().unwrap_err().contains("not a variable name"));
+        assert!(bad.script().unwrap_err().message.contains("not a variable name"));
         let mut bad = cmd;
         bad.argv.push("a\0b".into());
-        assert!(bad.script().unwrap_err().contains("NUL"));
+        assert!(bad.script().unwrap_err().message.contains("NUL"));
     }
 
     /// A manifest on disk, as an external type's.
@@ -460,6 +461,6 @@ mod tests {
         let project = project.path().to_string_lossy().into_owned();
         let launcher = dir.join("launch.mjs").to_string_lossy().into_owned();
         assert_eq!(cmd.argv, ["/opt/node", &launcher, "--name", "bob", "--team", "t", "--project", &project, "--flag", "--initial-input", "$agmsg actas bob"]);
-        assert!(boot_command(reg.get("kiro").unwrap(), &BootRequest { model: Some("m".into()), ..r }).unwrap_err().contains("node launcher"));
+        assert!(boot_command(reg.get("kiro").unwrap(), &BootRequest { model: Some("m".into()), ..r }).unwrap_err().message.contains("node launcher"));
     }
 }

@@ -107,7 +107,8 @@ impl AxisModule for AgentModule {
             let plug = t.plug_component().map(|s| plug_var(&s).map(|p| (p, s.sha256))).transpose()?;
             (type_var(t), plug)
         } else {
-            let source = super::delivery::component::source_named(reference)?;
+            // The axis modules' suites say why in a String, whatever the axis.
+            let source = super::delivery::component::source_named(reference).map_err(|e| e.message)?;
             (format!("new:{reference}"), Some((plug_var(&source)?, source.sha256)))
         };
         let has_manifest = !type_ref.starts_with("new:");

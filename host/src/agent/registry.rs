@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 
 use super::bundled::{self, BundledType};
 use crate::axis::Axis;
+use crate::error::HostError;
 use crate::plugin::registry;
 use super::manifest::{self, Manifest};
 use super::plug::PlugInfo;
@@ -175,6 +176,11 @@ pub fn skill_dir() -> Option<PathBuf> {
     Some(PathBuf::from(home).join(".agents/skills/agmsg"))
 }
 
+/// [`skill_dir`], for a command that cannot work without it: a refusal saying how to name it.
+pub fn require_skill_dir() -> Result<PathBuf, HostError> {
+    skill_dir().ok_or_else(|| HostError::refused("agmsg's directory is unknown: set AGMSG_SKILL_DIR (or HOME)"))
+}
+
 /// The installed command's name: the skill directory's basename (`agmsg`, or a custom install name),
 /// as agmsg's actas prompt uses it.
 pub fn skill_name() -> String {
@@ -323,7 +329,7 @@ impl Registry {
 
     /// The type `name`, or an error naming the types that exist and, for a type directory of that name
     /// that was skipped, why (not trusted: the command that trusts it).
-    pub fn require(&self, name: &str) -> Result<&AgentType, String> {
+    pub fn require(&self, name: &str) -> Result<&AgentType, HostError> {
         self.get(name).ok_or_else(|| {
             let known: Vec<&str> = self.types.keys().map(String::as_str).collect();
             let mut message = format!("unknown agent type {name:?} (known: {})", known.join(", "));
@@ -332,7 +338,7 @@ impl Registry {
                 message.push_str("; ");
                 message.push_str(&why.lines().map(str::trim).collect::<Vec<_>>().join(" "));
             }
-            message
+            HostError::refused(message)
         })
     }
 }
@@ -366,7 +372,7 @@ mod tests {
         let t = reg.get("gemini").unwrap().template().unwrap().unwrap();
         assert_eq!(t.file, "template.md");
         assert!(t.text.unwrap().contains("whoami.sh \"$(pwd)\" gemini"));
-        assert!(reg.require("nope").unwrap_err().contains("known: agmsg-app, antigravity"));
+        assert!(reg.require("nope").unwrap_err().message.contains("known: agmsg-app, antigravity"));
         assert!(reg.warnings.is_empty());
     }
 
@@ -416,7 +422,7 @@ mod tests {
 
         let reg = Registry::load(&sources, &no_trust);
         assert!(reg.get("kiro").is_none());
-        let unknown = reg.require("kiro").unwrap_err();
+        let unknown = reg.require("kiro").unwrap_err().message;
         assert!(unknown.starts_with("unknown agent type \"kiro\"") && unknown.contains("agmsg-host plugin trust types/kiro --path"), "says why, and how to trust it: {unknown}");
         assert_eq!(reg.get("codex").unwrap().value("cli"), "codex", "an untrusted type never shadows");
         assert_eq!(reg.warnings.len(), 3);

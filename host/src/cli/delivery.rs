@@ -97,10 +97,6 @@ pub fn run(plug: Option<String>, command: DeliveryCommand) -> ExitCode {
     }
 }
 
-fn skill_dir() -> Result<PathBuf, HostError> {
-    registry::skill_dir().ok_or_else(|| HostError::refused("agmsg's directory is unknown: set AGMSG_SKILL_DIR (or HOME)"))
-}
-
 /// One line on stdout. A reader that went away (a closed pipe) loses the rest of the output, never the
 /// work already done: no panic, the exit code says what happened to the file.
 fn say(line: impl std::fmt::Display) {
@@ -128,7 +124,7 @@ fn print_side_effect(lines: Option<Vec<String>>) -> Result<(), HostError> {
 
 /// The type `name`; skipped plugin candidates of that name (an untrusted or broken `types/<name>`,
 /// which may have been meant) are warned about on the log.
-fn require<'r>(registry: &'r Registry, name: &str) -> Result<&'r agmsg_host::agent::AgentType, String> {
+fn require<'r>(registry: &'r Registry, name: &str) -> Result<&'r agmsg_host::agent::AgentType, HostError> {
     let t = registry.require(name)?;
     for warning in registry.ignored(name) {
         agmsg_host::log::host_log::warn(warning);
@@ -144,29 +140,29 @@ fn run_command(plug: Option<&str>, command: DeliveryCommand) -> Result<(), HostE
         DeliveryCommand::Set { mode, agent_type, project } => {
             let mode = Mode::parse(&mode)?;
             let t = require(&registry, &agent_type)?;
-            print_report(&delivery::set(t, mode, &project, &skill_dir()?, plug)?);
+            print_report(&delivery::set(t, mode, &project, &registry::require_skill_dir()?, plug)?);
         }
         DeliveryCommand::Apply { agent_type, project, mode } => {
             let mode = Mode::parse(&mode)?;
             let t = require(&registry, &agent_type)?;
-            print_report(&delivery::apply(t, mode, &project, &skill_dir()?, plug)?);
+            print_report(&delivery::apply(t, mode, &project, &registry::require_skill_dir()?, plug)?);
         }
         DeliveryCommand::OnEnable { mode, agent_type, project } => {
             let mode = Mode::parse(&mode)?;
             let t = require(&registry, &agent_type)?;
-            print_side_effect(delivery::side_effect(t, SideEffect::OnEnable(mode), &project, &skill_dir()?, plug)?)?;
+            print_side_effect(delivery::side_effect(t, SideEffect::OnEnable(mode), &project, &registry::require_skill_dir()?, plug)?)?;
         }
         DeliveryCommand::OnDisable { agent_type, project } => {
             let t = require(&registry, &agent_type)?;
-            print_side_effect(delivery::side_effect(t, SideEffect::OnDisable, &project, &skill_dir()?, plug)?)?;
+            print_side_effect(delivery::side_effect(t, SideEffect::OnDisable, &project, &registry::require_skill_dir()?, plug)?)?;
         }
         DeliveryCommand::StopDirective { agent_type, project } => {
             let t = require(&registry, &agent_type)?;
-            print_side_effect(delivery::side_effect(t, SideEffect::StopDirective, &project, &skill_dir()?, plug)?)?;
+            print_side_effect(delivery::side_effect(t, SideEffect::StopDirective, &project, &registry::require_skill_dir()?, plug)?)?;
         }
         DeliveryCommand::Status { agent_type, project, json } => {
             let t = require(&registry, &agent_type)?;
-            let report = delivery::status(t, &project, &skill_dir()?, plug)?;
+            let report = delivery::status(t, &project, &registry::require_skill_dir()?, plug)?;
             if json {
                 let entries = report.status.entries.as_ref().map(|e| e.iter().map(|(k, n)| (k.to_string(), json!(n))).collect::<serde_json::Map<_, _>>());
                 let off = report.status.off.map(|why| match why {

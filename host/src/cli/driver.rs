@@ -23,8 +23,9 @@ use agmsg_host::axis_module::Suite;
 use agmsg_host::runtime::cache::CompileCache;
 
 /// The axis whose driver `reference` names, and that driver's suite. A component file names its own
-/// axis (the driver interface it exports); anything else is the first axis that claims it.
-fn suite_for(reference: &str) -> Result<(Axis, Suite), String> {
+/// axis (the driver interface it exports); anything else is the first axis that claims it. A reference
+/// that names no driver is a usage error; a driver named that cannot be read or set up is a failure.
+fn suite_for(reference: &str) -> Result<(Axis, Suite), HostError> {
     if let agmsg_host::axis_module::Reference::File(path) = agmsg_host::axis_module::Reference::of(reference)
         && path.is_file()
     {
@@ -39,18 +40,17 @@ fn suite_for(reference: &str) -> Result<(Axis, Suite), String> {
             return Ok((axis, module.suite(reference)?));
         }
     }
-    Err(format!(
+    Err(HostError::usage(format!(
         "'{reference}' names no driver: not a bundled or trusted plugin's name, an agent type, a component file (.wasm) or a \
          driver directory (with terminal.conf and driver.wasm, type.conf, or a delivery plug's agmsg-driver.toml); \
          `agmsg-host plugin list` shows the drivers"
-    ))
+    )))
 }
 
 pub fn test(driver: &str) -> ExitCode {
     let (axis, Suite { rules, driver, sha256, env }) = match suite_for(driver) {
         Ok(suite) => suite,
-        // A reference that names no driver: the command line is wrong.
-        Err(e) => return exit::fail("driver test", &HostError::usage(e)),
+        Err(e) => return exit::fail("driver test", &e),
     };
     let bin = match std::env::current_exe() {
         Ok(bin) => bin,

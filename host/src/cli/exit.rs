@@ -9,13 +9,13 @@ use agmsg_host::error::{ExitClass, HostError};
 use agmsg_host::terminal::driver::Answer;
 
 /// The exit code of a failure of `class`: agmsg's scripts' 1 (failure) and 2 (usage), its delivery
-/// engine's 3 (not overridden), its sync adapter's 14 (an optional op not offered), a driver's own
-/// status codes (§1.4, §2.3).
+/// engine's 3 (not overridden), its spawn's and despawn's 3 (not done in time), its sync adapter's 14
+/// (an optional op not offered), a driver's own status codes (§1.4, §2.3).
 pub fn code(class: ExitClass) -> ExitCode {
     ExitCode::from(match class {
         ExitClass::Refused => 1,
         ExitClass::Usage => 2,
-        ExitClass::NotOverridden => 3,
+        ExitClass::NotOverridden | ExitClass::TimedOut => 3,
         ExitClass::NotOffered => 14,
         ExitClass::Storage(status) => status.exit_code(),
         ExitClass::Terminal(kind) => kind.exit_code(),

@@ -114,11 +114,11 @@ pub fn run(command: PluginCommand) -> ExitCode {
         PluginCommand::Untrust { reference } => untrust(&reference),
         PluginCommand::Remove { reference } => remove(&reference),
     };
-    exit::report("plugin", result.map_err(HostError::refused))
+    exit::report("plugin", result)
 }
 
-fn runtime() -> Result<Runtime, String> {
-    Runtime::from_env()
+fn runtime() -> Result<Runtime, HostError> {
+    Runtime::from_env().map_err(HostError::refused)
 }
 
 /// What a driver is and asks for, as the consent prompt and `inspect` show it. The manifest was
@@ -321,7 +321,7 @@ fn replaced_bundled(axis: Axis, name: &str) -> Option<&'static str> {
 }
 
 /// The user's answer to `request`: what is granted. An earlier trust of the plugin shows what widened.
-fn ask(request: &ConsentRequest, consent: &Consent) -> Result<Capabilities, String> {
+fn ask(request: &ConsentRequest, consent: &Consent) -> Result<Capabilities, HostError> {
     let asked = request.asks_for();
     let mut text = match &request.offer {
         Offer::Component(manifest) => {
@@ -356,16 +356,16 @@ fn ask(request: &ConsentRequest, consent: &Consent) -> Result<Capabilities, Stri
         return Ok(asked);
     }
     if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
-        return Err("no terminal to ask for consent: rerun with --yes to grant what it asks for, or with --grant <capability> for each one to grant".into());
+        return Err(HostError::refused("no terminal to ask for consent: rerun with --yes to grant what it asks for, or with --grant <capability> for each one to grant"));
     }
     eprint!("Trust it and grant these? [y/N] ");
     let _ = std::io::stderr().flush();
     let mut answer = String::new();
-    std::io::stdin().read_line(&mut answer).map_err(|e| format!("reading the answer: {e}"))?;
-    if matches!(answer.trim(), "y" | "Y" | "yes" | "Yes") { Ok(asked) } else { Err("not trusted: you declined".into()) }
+    std::io::stdin().read_line(&mut answer).map_err(|e| HostError::refused(format!("reading the answer: {e}")))?;
+    if matches!(answer.trim(), "y" | "Y" | "yes" | "Yes") { Ok(asked) } else { Err(HostError::refused("not trusted: you declined")) }
 }
 
-fn install(source: &Path, manifest: Option<&Path>, consent: &Consent) -> Result<(), String> {
+fn install(source: &Path, manifest: Option<&Path>, consent: &Consent) -> Result<(), HostError> {
     if manifest.is_none() && TypePackage::is_type_dir(types_dirs(), source) {
         return install_type(source, consent);
     }
@@ -381,7 +381,7 @@ fn install(source: &Path, manifest: Option<&Path>, consent: &Consent) -> Result<
 }
 
 /// `plugin install <dir>` of an agent type's directory.
-fn install_type(source: &Path, consent: &Consent) -> Result<(), String> {
+fn install_type(source: &Path, consent: &Consent) -> Result<(), HostError> {
     let package = TypePackage::read(types_dirs(), source)?;
     let (trusted, shadowed) = workflow::install_type(&runtime()?, types_dirs(), &package, |request| ask(request, consent))?;
     println!("installed types/{} in {}", display::line(&trusted.name), trusted.dir.display());
@@ -407,7 +407,7 @@ fn bundled_names(axis: Axis) -> Vec<&'static str> {
     bundled::of(axis).map(|d| d.name).collect()
 }
 
-fn trust(reference: &str, path: Option<&Path>, consent: &Consent) -> Result<(), String> {
+fn trust(reference: &str, path: Option<&Path>, consent: &Consent) -> Result<(), HostError> {
     let Trusted { axis, name, dir, runs_with } = workflow::trust(&runtime()?, reference, path, &dir_packages(), |request| ask(request, consent))?;
     println!("trusted {axis}/{name} at {}; it runs with: {}", dir.display(), display::line(&runs_with.summary()));
     if let Some(replaced) = replaced_bundled(axis, &name) {
@@ -420,13 +420,13 @@ fn trust(reference: &str, path: Option<&Path>, consent: &Consent) -> Result<(), 
     Ok(())
 }
 
-fn untrust(reference: &str) -> Result<(), String> {
+fn untrust(reference: &str) -> Result<(), HostError> {
     let (axis, name) = workflow::untrust(reference, &dir_packages())?;
     println!("untrusted {axis}/{name}; it is ignored from now on");
     Ok(())
 }
 
-fn remove(reference: &str) -> Result<(), String> {
+fn remove(reference: &str) -> Result<(), HostError> {
     let (axis, name, installed) = workflow::remove(reference, &dir_packages())?;
     println!("removed {axis}/{name} ({})", installed.display());
     Ok(())
@@ -442,7 +442,7 @@ struct Row {
     problem: Option<String>,
 }
 
-fn list(json: bool) -> Result<(), String> {
+fn list(json: bool) -> Result<(), HostError> {
     let mut rows = Vec::new();
     for axis in Axis::ALL {
         for name in bundled_names(axis) {
@@ -493,11 +493,11 @@ fn list(json: bool) -> Result<(), String> {
             }
         }
     }
-    std::io::stdout().write_all(out.as_bytes()).map_err(|e| format!("writing the list: {e}"))
+    std::io::stdout().write_all(out.as_bytes()).map_err(|e| HostError::refused(format!("writing the list: {e}")))
 }
 
 /// Print the report; whether this host would load the component.
-fn inspect(target: &str, manifest: Option<&Path>, json: bool) -> Result<bool, String> {
+fn inspect(target: &str, manifest: Option<&Path>, json: bool) -> Result<bool, HostError> {
     let path = Path::new(target);
     if manifest.is_none() && TypePackage::is_type_dir(types_dirs(), path) {
         return inspect_type(&TypePackage::read(types_dirs(), path)?, None, json);
@@ -517,7 +517,7 @@ fn inspect(target: &str, manifest: Option<&Path>, json: bool) -> Result<bool, St
             TrustState::Builtin => "builtin".into(),
         };
         if candidate.is_type_dir {
-            let files = AgentTypeFiles::read(types_dirs(), &name, &candidate.dir).map_err(|e| format!("types/{name} at {}: {e}", candidate.dir.display()))?;
+            let files = AgentTypeFiles::read(types_dirs(), &name, &candidate.dir).map_err(|e| HostError::refused(format!("types/{name} at {}: {e}", candidate.dir.display())))?;
             return inspect_type(&TypePackage { name, dir: candidate.dir, files }, Some(state), json);
         }
         let manifest_path = candidate.dir.join(MANIFEST_FILE);
@@ -563,7 +563,7 @@ fn inspect(target: &str, manifest: Option<&Path>, json: bool) -> Result<bool, St
 /// `inspect` of an agent type (a directory, or an installed candidate with its trust state): its
 /// manifest's keys, its template, its files, and its plug component as `inspect` shows a driver's (real
 /// imports and exports, whether this host loads it with no capabilities). Whether it can be used.
-fn inspect_type(package: &TypePackage, state: Option<String>, json: bool) -> Result<bool, String> {
+fn inspect_type(package: &TypePackage, state: Option<String>, json: bool) -> Result<bool, HostError> {
     let files = &package.files;
     let (files_sha256, conf_sha256) = files.pinned();
     let template = files.conf.value("template");
@@ -649,7 +649,7 @@ fn inspect_type(package: &TypePackage, state: Option<String>, json: bool) -> Res
 /// disk: what `inspect` shows of a plugin, as far as it applies (its real imports and exports, sha256,
 /// what it runs with, and whether this host admits it with that). `None`: no bundled driver has that
 /// name (then the plugin lookup's error stands).
-fn inspect_bundled(target: &str, json: bool) -> Option<Result<bool, String>> {
+fn inspect_bundled(target: &str, json: bool) -> Option<Result<bool, HostError>> {
     let (axis, name) = match target.split_once('/') {
         Some((axis, name)) => (Axis::parse(axis)?, name),
         None => (Axis::ALL.into_iter().find(|axis| bundled_names(*axis).contains(&target))?, target),
@@ -661,7 +661,7 @@ fn inspect_bundled(target: &str, json: bool) -> Option<Result<bool, String>> {
     Some(report_bundled(axis, name, driver.sha256, driver.wasm, &runs_with, driver.manifest, json))
 }
 
-fn report_bundled(axis: Axis, name: &str, sha256: &str, wasm: &[u8], runs_with: &Capabilities, conf: Option<&str>, json: bool) -> Result<bool, String> {
+fn report_bundled(axis: Axis, name: &str, sha256: &str, wasm: &[u8], runs_with: &Capabilities, conf: Option<&str>, json: bool) -> Result<bool, HostError> {
     let runtime = runtime()?;
     let (imports, exports, verdict) = match runtime.load(wasm, sha256) {
         Ok(component) => {

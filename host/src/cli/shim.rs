@@ -307,7 +307,7 @@ pub fn run_types(agent_type: &str, output: Option<PathBuf>) -> ExitCode {
     let registry = agmsg_host::agent::Registry::from_env();
     let t = match registry.require(agent_type) {
         Ok(t) => t,
-        Err(e) => return refused(e),
+        Err(e) => return exit::fail("shim types", &e),
     };
     let warnings = match agmsg_host::agent::delivery::shim::replaces(t) {
         Ok(warnings) => warnings,

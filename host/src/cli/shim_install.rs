@@ -319,7 +319,7 @@ fn shims(root_path: &Path, items: &mut Vec<Item>) -> Result<Vec<Shim>, String> {
         let t = match registry.require(bundled.name) {
             Ok(t) => t,
             Err(e) => {
-                items.push(Item::new(&path, "skip", Some(e)));
+                items.push(Item::new(&path, "skip", Some(e.message)));
                 continue;
             }
         };

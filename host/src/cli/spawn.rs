@@ -11,14 +11,15 @@
 //! unsupported, e.g. plain with no window to open); 2 usage.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use serde_json::json;
 
 use super::types::{self, BootArgs};
+use super::exit;
 use agmsg_host::display;
+use agmsg_host::error::{ExitClass, HostError};
 use agmsg_host::log::host_log;
 use agmsg_host::runtime::Runtime;
 use agmsg_host::agent::registry::{self, AgentType, Registry};
@@ -26,10 +27,9 @@ use agmsg_host::spawn::despawn::{self, DespawnRequest, Despawned};
 use agmsg_host::spawn::join::Joined;
 use agmsg_host::spawn::options;
 use agmsg_host::spawn::place::{self, Readiness, RunDir};
-use agmsg_host::spawn::{self, Naming, SpawnError, SpawnRequest};
+use agmsg_host::spawn::{self, Naming, SpawnRequest};
 use agmsg_host::terminal::source::Candidates;
 use agmsg_host::terminal::driver::{NamingMode, SpawnTarget, TermFailKind};
-use agmsg_host::terminal::TerminalError;
 
 pub const LONG_HELP: &str = "Start an agent in a new pane: the command `types boot-argv` prints, run by a \
     terminal driver's spawn, then the pane named <team>:<agent>.\n\n\
@@ -137,45 +137,34 @@ pub struct DespawnArgs {
 
 pub fn run(driver_flag: Option<String>, args: SpawnArgs) -> ExitCode {
     if driver_flag.is_some() {
-        eprintln!("agmsg-host spawn: spawn addresses two axes: choose its terminal with --terminal, not --driver");
-        return ExitCode::from(2);
+        return exit::fail("spawn", &HostError::usage("spawn addresses two axes: choose its terminal with --terminal, not --driver"));
     }
-    match spawn(args) {
-        Ok(code) => code,
-        Err(e) => {
-            // The message may carry a manifest's or a driver's text: one visible, capped line.
-            eprintln!("agmsg-host spawn: {}", display::line(&e.to_string()));
-            ExitCode::from(e.exit_code())
-        }
-    }
-}
-
-fn skill_dir() -> Result<PathBuf, SpawnError> {
-    registry::skill_dir().ok_or_else(|| SpawnError::Refused("agmsg's directory is unknown: set AGMSG_SKILL_DIR (or HOME)".to_owned()))
+    // The message may carry a manifest's or a driver's text: exit::fail prints one visible, capped line.
+    spawn(args).unwrap_or_else(|e| exit::fail("spawn", &e))
 }
 
 /// What the spawn options file gives this type and agent: tokens (before the `--spawn-arg` ones) and
 /// a required role's profile directory to export.
-fn file_options(reg: &Registry, t: &AgentType, agent: &str, role: Option<&str>) -> Result<options::Resolved, SpawnError> {
+fn file_options(reg: &Registry, t: &AgentType, agent: &str, role: Option<&str>) -> Result<options::Resolved, HostError> {
     let file = match options::path_from_env() {
-        Some(path) => options::load(&path).map_err(SpawnError::Refused)?,
+        Some(path) => options::load(&path)?,
         None => None,
     };
     let vendors: Vec<&str> = reg.types().map(|t| t.value("vendor")).filter(|v| !v.is_empty()).collect();
     let contract = options::ProfileContract::of(|key| t.value(key));
-    options::resolve(file.as_ref(), &t.name, agent, role, &vendors, contract.as_ref()).map_err(SpawnError::Refused)
+    options::resolve(file.as_ref(), &t.name, agent, role, &vendors, contract.as_ref())
 }
 
-fn spawn(args: SpawnArgs) -> Result<ExitCode, SpawnError> {
+fn spawn(args: SpawnArgs) -> Result<ExitCode, HostError> {
     let SpawnArgs { boot, terminal, placement, role, no_wait, ready_timeout, json } = args;
     let (type_name, mut req) = boot.request();
     let reg = types::registry_for(&type_name);
-    let t = reg.require(&type_name).map_err(SpawnError::Refused)?;
+    let t = reg.require(&type_name)?;
     let options::Resolved { mut tokens, env } = file_options(&reg, t, &req.agent, role.as_deref())?;
     tokens.append(&mut req.spawn_options);
     req.spawn_options = tokens;
-    let skill_dir = skill_dir()?;
-    let runtime = Runtime::from_env().map_err(|e| SpawnError::Terminal(TerminalError::new(TermFailKind::Unreachable, e)))?;
+    let skill_dir = registry::require_skill_dir()?;
+    let runtime = Runtime::from_env().map_err(|e| HostError::new(ExitClass::Terminal(TermFailKind::Unreachable), e))?;
     let candidates = Candidates::new();
     let (team, agent) = (req.team.clone(), req.agent.clone());
     let env = env.into_iter().collect();
@@ -201,8 +190,7 @@ fn spawn(args: SpawnArgs) -> Result<ExitCode, SpawnError> {
     let mut out = std::io::stdout().lock();
     // The reference first: whatever the wait says, the pane exists.
     if !json && let Err(e) = writeln!(out, "{}", display::line(&spawned.reference)).and_then(|()| out.flush()) {
-        eprintln!("agmsg-host spawn: spawned {}, but cannot write to stdout: {e}", display::line(&spawned.reference));
-        return Ok(ExitCode::from(TermFailKind::Failed.exit_code()));
+        return Err(unwritten(&spawned.reference, e));
     }
     let readiness = (spawned.boot.wait_ready && !no_wait).then(|| place::wait_ready(&spawned.run, &team, &agent, Duration::from_secs(ready_timeout)));
     let (ready_word, after) = match readiness {
@@ -239,54 +227,54 @@ fn spawn(args: SpawnArgs) -> Result<ExitCode, SpawnError> {
         String::new()
     };
     if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        eprintln!("agmsg-host spawn: spawned {}, but cannot write to stdout: {e}", display::line(&spawned.reference));
-        return Ok(ExitCode::from(TermFailKind::Failed.exit_code()));
+        return Err(unwritten(&spawned.reference, e));
     }
     if ready_word == "timeout" {
         eprintln!(
             "agmsg-host spawn: {} did not signal ready within {ready_timeout}s; it may still be booting (its pane stays: despawn it, or raise --ready-timeout)",
             display::line(&agent)
         );
-        return Ok(ExitCode::from(3));
+        return Ok(exit::code(ExitClass::TimedOut));
     }
     Ok(ExitCode::SUCCESS)
 }
 
+/// The pane exists but its reference could not be printed: the terminal's "failed" (§2.3), as a
+/// driver op whose answer is lost.
+fn unwritten(reference: &str, e: std::io::Error) -> HostError {
+    HostError::new(ExitClass::Terminal(TermFailKind::Failed), format!("spawned {reference}, but cannot write to stdout: {e}"))
+}
+
 pub fn run_despawn(driver_flag: Option<String>, args: DespawnArgs) -> ExitCode {
     if driver_flag.is_some() {
-        eprintln!("agmsg-host despawn: the pane's terminal comes from its placement record, not --driver");
-        return ExitCode::from(2);
+        return exit::fail("despawn", &HostError::usage("the pane's terminal comes from its placement record, not --driver"));
     }
     let DespawnArgs { team, from, agent, force, timeout } = args;
-    let failed = |why: String| {
-        eprintln!("agmsg-host despawn: {}", display::line(&why));
-        ExitCode::from(1)
-    };
-    let skill_dir = match registry::skill_dir() {
-        Some(dir) => dir,
-        None => return failed("agmsg's directory is unknown: set AGMSG_SKILL_DIR (or HOME)".to_owned()),
+    let skill_dir = match registry::require_skill_dir() {
+        Ok(dir) => dir,
+        Err(e) => return exit::fail("despawn", &e),
     };
     let run = RunDir::new(&skill_dir);
     let req = DespawnRequest { team: &team, from: &from, agent: &agent, force, timeout: Duration::from_secs(timeout) };
     let outcome = match despawn::despawn(&run, &skill_dir, &req) {
         Ok(outcome) => outcome,
-        Err(despawn::Refused(why)) => return failed(why),
+        Err(e) => return exit::fail("despawn", &e),
     };
     for warning in &outcome.warnings {
         host_log::warn(warning);
     }
-    let (line, code) = match outcome.despawned {
-        Despawned::Forced => (format!("status=forced name={agent} team={team}"), 0),
+    let (line, timed_out) = match outcome.despawned {
+        Despawned::Forced => (format!("status=forced name={agent} team={team}"), false),
         Despawned::NoLiveLock => {
             eprintln!("agmsg-host despawn: no live session holds {}'s actas lock: its recorded pane, if any, is closed and its registration dropped from here", display::line(&agent));
-            (format!("status=ok name={agent} team={team} note=no-live-lock"), 0)
+            (format!("status=ok name={agent} team={team} note=no-live-lock"), false)
         }
-        Despawned::Released(after) => (format!("status=ok name={agent} team={team} after={}s", after.as_secs()), 0),
+        Despawned::Released(after) => (format!("status=ok name={agent} team={team} after={}s", after.as_secs()), false),
         Despawned::TimedOut(_) => {
             eprintln!("agmsg-host despawn: {} did not tear down within {timeout}s; its watcher may be dead: retry with --force", display::line(&agent));
-            (format!("status=timeout name={agent} team={team} after={timeout}s"), 3)
+            (format!("status=timeout name={agent} team={team} after={timeout}s"), true)
         }
     };
     println!("{}", display::line(&line));
-    ExitCode::from(code)
+    if timed_out { exit::code(ExitClass::TimedOut) } else { ExitCode::SUCCESS }
 }

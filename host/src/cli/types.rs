@@ -225,7 +225,7 @@ fn origin_json(origin: &Origin) -> Value {
 }
 
 fn require<'a>(reg: &'a Registry, name: &str) -> Result<&'a AgentType, HostError> {
-    Ok(reg.require(name)?)
+    reg.require(name)
 }
 
 fn describe(name: &str, json: bool) -> Result<(), HostError> {
@@ -364,7 +364,8 @@ fn get(name: &str, key: &str, default: &str, strict: bool) -> Result<(), HostErr
             None if strict => return Err(HostError::refused(format!("agent type {name} has no key {key}"))),
             None => default,
         },
-        None if strict => return Err(HostError::refused(reg.require(name).err().unwrap_or_default())),
+        // The registry's own error: the types there are, and why one of this name was skipped.
+        None if strict => return Err(reg.require(name).err().unwrap_or_else(|| HostError::refused(format!("unknown agent type {name:?}")))),
         None => default,
     };
     print(&format!("{}\n", display::text(value)))

@@ -13,6 +13,7 @@ use super::{MAX_COMPONENT_BYTES, read_file, sha256_hex};
 use crate::axis::Axis;
 use crate::bundled;
 use crate::capabilities::{Capabilities, Capability};
+use crate::error::HostError;
 use crate::runtime::Runtime;
 use crate::runtime::sandbox::{self, Grants};
 
@@ -28,7 +29,7 @@ pub struct Package {
 impl Package {
     /// `source` is a package directory, its manifest, or its component (`.wasm`, with the manifest beside
     /// it or given as `manifest`).
-    pub fn read(source: &Path, manifest: Option<&Path>) -> Result<Package, String> {
+    pub fn read(source: &Path, manifest: Option<&Path>) -> Result<Package, HostError> {
         let is_wasm = source.extension().is_some_and(|e| e == "wasm");
         let manifest_path = match manifest {
             Some(path) => path.to_owned(),
@@ -39,7 +40,7 @@ impl Package {
         let (manifest, _) = PluginManifest::read(&manifest_path)?;
         let component_path = if is_wasm { source.to_owned() } else { manifest_path.parent().unwrap_or(Path::new(".")).join(&manifest.component) };
         let wasm = read_file(&component_path, MAX_COMPONENT_BYTES)
-            .map_err(|e| format!("{e} (the component: build it first, or point at the .wasm with --manifest)"))?;
+            .map_err(|e| HostError::refused(format!("{e} (the component: build it first, or point at the .wasm with --manifest)")))?;
         let sha256 = sha256_hex(&wasm);
         Ok(Package { manifest, manifest_path, component_path, wasm, sha256 })
     }
@@ -109,13 +110,13 @@ pub struct Trusted {
 }
 
 /// What an earlier trust of the plugin in `dir` consented to, against what it asks for now.
-fn widened(home: &Path, axis: Axis, name: &str, dir: &Path, asks_for: &Capabilities) -> Result<Option<Vec<Capability>>, String> {
+fn widened(home: &Path, axis: Axis, name: &str, dir: &Path, asks_for: &Capabilities) -> Result<Option<Vec<Capability>>, HostError> {
     let previous = TrustFile::load(home)?.record(axis, name, dir).map(|r| r.consented.clone());
     Ok(previous.map(|consented| asks_for.beyond(&consented)))
 }
 
 /// Record the user's trust in the plugin `axis/name` in `dir`, pinned to `hashes` (code, manifest).
-fn record_trust(home: &Path, axis: Axis, name: &str, dir: &Path, consented: Capabilities, hashes: (String, String), granted: Capabilities) -> Result<Trusted, String> {
+fn record_trust(home: &Path, axis: Axis, name: &str, dir: &Path, consented: Capabilities, hashes: (String, String), granted: Capabilities) -> Result<Trusted, HostError> {
     let runs_with = consented.granted_by(&granted);
     let (sha256, manifest_sha256) = hashes;
     let record = TrustRecord { axis, name: name.to_owned(), path: dir.to_owned(), sha256, manifest_sha256, consented, granted };
@@ -132,10 +133,10 @@ fn record_trust(home: &Path, axis: Axis, name: &str, dir: &Path, consented: Capa
 pub fn install(
     runtime: &Runtime,
     package: &Package,
-    consent: impl FnOnce(&ConsentRequest) -> Result<Capabilities, String>,
-) -> Result<(Trusted, Option<&'static str>), String> {
+    consent: impl FnOnce(&ConsentRequest) -> Result<Capabilities, HostError>,
+) -> Result<(Trusted, Option<&'static str>), HostError> {
     let report = examine(runtime, &package.manifest, &package.wasm, &package.sha256);
-    report.verdict.map_err(|e| format!("refusing to install {}/{}: {e}", package.manifest.axis, package.manifest.name))?;
+    report.verdict.map_err(|e| HostError::refused(format!("refusing to install {}/{}: {e}", package.manifest.axis, package.manifest.name)))?;
     let home = agmsg_home()?;
     let (axis, name) = (package.manifest.axis, package.manifest.name.clone());
     let axis_dir = home.join("plugins").join(axis.as_str());
@@ -171,8 +172,8 @@ impl TypePackage {
         source.is_dir() && registry::is_package_dir(kind.axis(), source)
     }
 
-    pub fn read(kind: &dyn DirPackage, source: &Path) -> Result<TypePackage, String> {
-        let dir = std::path::absolute(source).map_err(|e| format!("{}: {e}", source.display()))?;
+    pub fn read(kind: &dyn DirPackage, source: &Path) -> Result<TypePackage, HostError> {
+        let dir = std::path::absolute(source).map_err(|e| HostError::refused(format!("{}: {e}", source.display())))?;
         let file = kind.axis().dir_manifest().expect("an axis with directory packages names their manifest");
         let conf = super::tree::read_below(&dir, file, super::conf::MAX_MANIFEST_BYTES)?;
         let conf = super::conf::Manifest::parse(&conf, &dir.join(file).display().to_string())?;
@@ -180,11 +181,11 @@ impl TypePackage {
             "" => dir.file_name().and_then(|n| n.to_str()).unwrap_or("").to_owned(),
             name => name.to_owned(),
         };
-        agmsg_contract::check_driver_name(&name).map_err(|e| format!("{}: the type's name: {e}", dir.join(file).display()))?;
+        agmsg_contract::check_driver_name(&name).map_err(|e| HostError::refused(format!("{}: the type's name: {e}", dir.join(file).display())))?;
         let files = AgentTypeFiles::read(kind, &name, &dir)?;
         for (key, named) in kind.named_files(&files.conf) {
             if files.tree.file(Path::new(named)).is_none() {
-                return Err(format!("{}: its {key} {named:?} is not a file of the directory", dir.display()));
+                return Err(HostError::refused(format!("{}: its {key} {named:?} is not a file of the directory", dir.display())));
             }
         }
         Ok(TypePackage { name, dir, files })
@@ -205,12 +206,12 @@ pub fn install_type(
     runtime: &Runtime,
     kind: &dyn DirPackage,
     package: &TypePackage,
-    consent: impl FnOnce(&ConsentRequest) -> Result<Capabilities, String>,
-) -> Result<(Trusted, Option<&'static str>), String> {
+    consent: impl FnOnce(&ConsentRequest) -> Result<Capabilities, HostError>,
+) -> Result<(Trusted, Option<&'static str>), HostError> {
     let name = package.name.as_str();
     let axis = kind.axis();
     if let Some(report) = package.examine_plug(runtime) {
-        report.verdict.map_err(|e| format!("refusing to install types/{name}: its plug component: {e}"))?;
+        report.verdict.map_err(|e| HostError::refused(format!("refusing to install types/{name}: its plug component: {e}")))?;
     }
     let home = agmsg_home()?;
     let axis_dir = home.join("plugins").join(axis.as_str());
@@ -236,36 +237,36 @@ pub fn install_type(
 /// what it holds) into `<axis_dir>/<name>/`, replacing what is there as one step: staged beside it,
 /// the old directory moved aside, the new one renamed in (the old one put back if that fails), then
 /// the old one deleted.
-fn put_in_place(axis_dir: &Path, name: &str, files: &[(&str, Option<&[u8]>)]) -> Result<(), String> {
+fn put_in_place(axis_dir: &Path, name: &str, files: &[(&str, Option<&[u8]>)]) -> Result<(), HostError> {
     let dir = axis_dir.join(name);
-    std::fs::create_dir_all(axis_dir).map_err(|e| format!("cannot create {}: {e}", axis_dir.display()))?;
+    std::fs::create_dir_all(axis_dir).map_err(|e| HostError::refused(format!("cannot create {}: {e}", axis_dir.display())))?;
     let scratch = |what: &str| {
         tempfile::Builder::new()
             .prefix(&format!(".{name}.{what}-"))
             .tempdir_in(axis_dir)
-            .map_err(|e| format!("cannot write in {}: {e}", axis_dir.display()))
+            .map_err(|e| HostError::refused(format!("cannot write in {}: {e}", axis_dir.display())))
     };
     let staging = scratch("installing")?;
     for (file, bytes) in files {
-        let rel = super::tree::normalize(Path::new(file)).ok_or_else(|| format!("{file:?} is not a path inside the package"))?;
+        let rel = super::tree::normalize(Path::new(file)).ok_or_else(|| HostError::refused(format!("{file:?} is not a path inside the package")))?;
         let path = staging.path().join(rel);
         match bytes {
             Some(bytes) => std::fs::write(&path, bytes),
             None => std::fs::create_dir(&path),
         }
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        .map_err(|e| HostError::refused(format!("cannot write {}: {e}", path.display())))?;
     }
     // `old` is an empty directory that a rename may replace; dropped, it deletes what it then holds.
     let old = scratch("replaced")?;
     let had_old = dir.exists();
     if had_old {
-        std::fs::rename(&dir, old.path()).map_err(|e| format!("cannot move {} aside: {e}", dir.display()))?;
+        std::fs::rename(&dir, old.path()).map_err(|e| HostError::refused(format!("cannot move {} aside: {e}", dir.display())))?;
     }
     if let Err(e) = std::fs::rename(staging.path(), &dir) {
         if had_old {
             let _ = std::fs::rename(old.path(), &dir);
         }
-        return Err(format!("cannot move the package into {}: {e}", dir.display()));
+        return Err(HostError::refused(format!("cannot move the package into {}: {e}", dir.display())));
     }
     // Renamed away: nothing left for the staging guard to delete.
     let _ = staging.keep();
@@ -273,17 +274,17 @@ fn put_in_place(axis_dir: &Path, name: &str, files: &[(&str, Option<&[u8]>)]) ->
 }
 
 /// `axis/name` or a bare name: its candidates (a bare name must be unambiguous across axes).
-pub fn find_ref(reference: &str, dirs: &[&dyn DirPackage]) -> Result<(Axis, String, Vec<Candidate>), String> {
+pub fn find_ref(reference: &str, dirs: &[&dyn DirPackage]) -> Result<(Axis, String, Vec<Candidate>), HostError> {
     let (axis, name) = match reference.split_once('/') {
         Some((axis, name)) => {
             let known: Vec<&str> = Axis::ALL.iter().map(|a| a.as_str()).collect();
-            let axis = Axis::parse(axis).ok_or_else(|| format!("unknown axis {axis:?} in {reference:?} ({})", known.join(" or ")))?;
+            let axis = Axis::parse(axis).ok_or_else(|| HostError::refused(format!("unknown axis {axis:?} in {reference:?} ({})", known.join(" or "))))?;
             (Some(axis), name)
         }
         None => (None, reference),
     };
     if !registry::is_driver_name(name) {
-        return Err(format!("{name:?} is not a driver name"));
+        return Err(HostError::refused(format!("{name:?} is not a driver name")));
     }
     let mut found: Vec<(Axis, Vec<Candidate>)> = Vec::new();
     for candidate_axis in Axis::ALL.into_iter().filter(|a| axis.is_none_or(|x| x == *a)) {
@@ -293,14 +294,14 @@ pub fn find_ref(reference: &str, dirs: &[&dyn DirPackage]) -> Result<(Axis, Stri
         }
     }
     match found.len() {
-        0 => Err(format!("no plugin {reference:?} in the plugin directories (`agmsg-host plugin list` shows them)")),
+        0 => Err(HostError::refused(format!("no plugin {reference:?} in the plugin directories (`agmsg-host plugin list` shows them)"))),
         1 => {
             let (axis, candidates) = found.pop().expect("one");
             Ok((axis, name.to_owned(), candidates))
         }
         _ => {
             let refs: Vec<String> = found.iter().map(|(a, _)| format!("{a}/{name}")).collect();
-            Err(format!("{name:?} is ambiguous: say which, {}", refs.join(" or ")))
+            Err(HostError::refused(format!("{name:?} is ambiguous: say which, {}", refs.join(" or "))))
         }
     }
 }
@@ -312,33 +313,33 @@ pub fn trust(
     reference: &str,
     path: Option<&Path>,
     dirs: &[&dyn DirPackage],
-    consent: impl FnOnce(&ConsentRequest) -> Result<Capabilities, String>,
-) -> Result<Trusted, String> {
+    consent: impl FnOnce(&ConsentRequest) -> Result<Capabilities, HostError>,
+) -> Result<Trusted, HostError> {
     let (axis, name, mut candidates) = find_ref(reference, dirs)?;
     let candidate = match path {
         Some(path) => {
-            let path = std::path::absolute(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let path = std::path::absolute(path).map_err(|e| HostError::refused(format!("{}: {e}", path.display())))?;
             let at = candidates.iter().position(|c| c.dir == path);
-            let at = at.ok_or_else(|| format!("{axis}/{name} is not found at {}", path.display()))?;
+            let at = at.ok_or_else(|| HostError::refused(format!("{axis}/{name} is not found at {}", path.display())))?;
             candidates.swap_remove(at)
         }
         None => candidates.pop().expect("find_ref returns at least one"),
     };
     if let Some(broken) = &candidate.broken {
-        return Err(format!("refusing to trust {axis}/{name}: {broken}"));
+        return Err(HostError::refused(format!("refusing to trust {axis}/{name}: {broken}")));
     }
-    let pinned = candidate.pinned.clone().ok_or_else(|| format!("{axis}/{name} cannot be read"))?;
+    let pinned = candidate.pinned.clone().ok_or_else(|| HostError::refused(format!("{axis}/{name} cannot be read")))?;
     // The component, if any (an agent type may ship none), checked as it would be at load.
     if let (Some(manifest), Some(wasm), Some(sha256)) = (&candidate.manifest, &candidate.wasm, &candidate.sha256) {
         let report = examine(runtime, manifest, wasm, sha256);
-        report.verdict.map_err(|e| format!("refusing to trust {axis}/{name}: {e}"))?;
+        report.verdict.map_err(|e| HostError::refused(format!("refusing to trust {axis}/{name}: {e}")))?;
     }
     let home = agmsg_home()?;
     let asks_for = candidate.declared();
     let offer = match (&candidate.manifest, candidate.is_type_dir) {
         (plug, true) => Offer::AgentType { name: &name, conf_sha256: &pinned.1, conf: candidate.package_manifest.as_ref(), plug: plug.as_ref(), files: &candidate.type_files, runs_from: &candidate.dir },
         (Some(manifest), false) => Offer::Component(manifest),
-        (None, false) => return Err(format!("{axis}/{name} has no manifest")),
+        (None, false) => return Err(HostError::refused(format!("{axis}/{name} has no manifest"))),
     };
     let from = if candidate.is_type_dir { candidate.dir.clone() } else { candidate.component().unwrap_or_default() };
     let request = ConsentRequest { offer, sha256: &pinned.0, from: &from, widened: widened(&home, axis, &name, &candidate.dir, &asks_for)? };
@@ -347,7 +348,7 @@ pub fn trust(
 }
 
 /// Forget the user's trust in `reference` (a record may outlive its plugin directory).
-pub fn untrust(reference: &str, dirs: &[&dyn DirPackage]) -> Result<(Axis, String), String> {
+pub fn untrust(reference: &str, dirs: &[&dyn DirPackage]) -> Result<(Axis, String), HostError> {
     let home = agmsg_home()?;
     let (axis, name) = match find_ref(reference, dirs) {
         Ok((axis, name, _)) => (axis, name),
@@ -365,20 +366,20 @@ pub fn untrust(reference: &str, dirs: &[&dyn DirPackage]) -> Result<(Axis, Strin
 
 /// Delete the copy of `reference` that `install` put in `$AGMSG_HOME/plugins` (never one found
 /// elsewhere), and its trust.
-pub fn remove(reference: &str, dirs: &[&dyn DirPackage]) -> Result<(Axis, String, PathBuf), String> {
+pub fn remove(reference: &str, dirs: &[&dyn DirPackage]) -> Result<(Axis, String, PathBuf), HostError> {
     let (axis, name, candidates) = find_ref(reference, dirs)?;
     let home = agmsg_home()?;
     let installed = home.join("plugins").join(axis.as_str()).join(&name);
     let installed = std::path::absolute(&installed).unwrap_or(installed);
     if !candidates.iter().any(|c| c.dir == installed) {
         let elsewhere: Vec<String> = candidates.iter().map(|c| c.dir.display().to_string()).collect();
-        return Err(format!(
+        return Err(HostError::refused(format!(
             "{axis}/{name} is not installed in {}; it is found at {} (not ours to delete: remove it yourself, or `plugin untrust` it)",
             home.join("plugins").display(),
             elsewhere.join(", ")
-        ));
+        )));
     }
-    std::fs::remove_dir_all(&installed).map_err(|e| format!("cannot remove {}: {e}", installed.display()))?;
+    std::fs::remove_dir_all(&installed).map_err(|e| HostError::refused(format!("cannot remove {}: {e}", installed.display())))?;
     TrustFile::update(&home, |trust| {
         trust.plugins.retain(|r| !(r.axis == axis && r.name == name && r.path == installed));
         Ok(())

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use super::actas::{self, LockState};
 use super::place::{self, PlacementRecord, RunDir};
+use crate::error::HostError;
 use crate::runtime::Runtime;
 use crate::terminal::resolve::split_reference;
 use crate::terminal::Terminal;
@@ -58,19 +59,21 @@ pub struct Outcome {
     pub warnings: Vec<String>,
 }
 
-/// Why a despawn could not be attempted (exit 1).
-#[derive(Debug)]
-pub struct Refused(pub String);
-
-pub fn despawn(run: &RunDir, skill_dir: &Path, req: &DespawnRequest<'_>) -> Result<Outcome, Refused> {
+/// A despawn, or why it could not be attempted ([`ExitClass::Refused`]: an invalid name, `--force`
+/// with no placement record, the message not sent). A timeout is an outcome, not an error: the
+/// caller reports it as [`ExitClass::TimedOut`].
+///
+/// [`ExitClass::Refused`]: crate::error::ExitClass::Refused
+/// [`ExitClass::TimedOut`]: crate::error::ExitClass::TimedOut
+pub fn despawn(run: &RunDir, skill_dir: &Path, req: &DespawnRequest<'_>) -> Result<Outcome, HostError> {
     for (what, name) in [("team", req.team), ("from", req.from), ("agent", req.agent)] {
-        agmsg_contract::check_name(what, name).map_err(|e| Refused(e.to_string()))?;
+        agmsg_contract::check_name(what, name).map_err(|e| HostError::refused(e.to_string()))?;
     }
-    let record = place::read_record(run, req.team, req.agent).map_err(Refused)?;
+    let record = place::read_record(run, req.team, req.agent).map_err(HostError::refused)?;
     let mut warnings = Vec::new();
     if req.force {
         let Some(record) = record else {
-            return Err(Refused(format!(
+            return Err(HostError::refused(format!(
                 "no placement record for '{}/{}': nothing to force (was it started by spawn? a graceful despawn does not need one)",
                 req.team, req.agent
             )));
@@ -94,7 +97,7 @@ pub fn despawn(run: &RunDir, skill_dir: &Path, req: &DespawnRequest<'_>) -> Resu
     let sent = crate::storage::StoreSession::resolve(None, None, Some(req.team), true)
         .and_then(|store| store.driver()?.send(req.team, req.from, req.agent, DESPAWN_MESSAGE));
     if let Err(e) = sent {
-        return Err(Refused(format!("cannot send {DESPAWN_MESSAGE} to {}: {e}", req.agent)));
+        return Err(HostError::refused(format!("cannot send {DESPAWN_MESSAGE} to {}: {e}", req.agent)));
     }
     let started = Instant::now();
     loop {

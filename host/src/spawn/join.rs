@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::error::HostError;
+
 /// How long join.sh may take (it waits on agmsg's registry lock); it is killed after that.
 const JOIN_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -25,7 +27,7 @@ pub enum Joined {
 }
 
 /// Run `<skill>/scripts/join.sh <team> <agent> <type> <project>`.
-pub fn pre_join(skill_dir: &Path, team: &str, agent: &str, agent_type: &str, project: &Path) -> Result<Joined, String> {
+pub fn pre_join(skill_dir: &Path, team: &str, agent: &str, agent_type: &str, project: &Path) -> Result<Joined, HostError> {
     let script = skill_dir.join("scripts/join.sh");
     if !script.is_file() {
         return Ok(Joined::NoAgmsg(script));
@@ -38,7 +40,7 @@ pub fn pre_join(skill_dir: &Path, team: &str, agent: &str, agent_type: &str, pro
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot run agmsg's {}: {e}", script.display()))?;
+        .map_err(|e| HostError::refused(format!("cannot run agmsg's {}: {e}", script.display())))?;
     // stderr is read on its own thread so a chatty join cannot block on a full pipe while we wait.
     let mut stderr = child.stderr.take().expect("piped");
     let (sender, said) = std::sync::mpsc::channel();
@@ -55,9 +57,9 @@ pub fn pre_join(skill_dir: &Path, team: &str, agent: &str, agent_type: &str, pro
             Ok(None) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("agmsg's join.sh did not finish within {}s: {team}/{agent} was not joined", JOIN_TIMEOUT.as_secs()));
+                return Err(HostError::refused(format!("agmsg's join.sh did not finish within {}s: {team}/{agent} was not joined", JOIN_TIMEOUT.as_secs())));
             }
-            Err(e) => return Err(format!("waiting for agmsg's join.sh: {e}")),
+            Err(e) => return Err(HostError::refused(format!("waiting for agmsg's join.sh: {e}"))),
         }
     };
     // A process join.sh left behind may hold its stderr open: what was said is not waited for long.
@@ -67,6 +69,6 @@ pub fn pre_join(skill_dir: &Path, team: &str, agent: &str, agent_type: &str, pro
         Ok(Joined::Joined)
     } else {
         let code = status.code().map_or_else(|| "a signal".to_owned(), |c| format!("exit {c}"));
-        Err(format!("pre-joining {agent} to team {team} failed (agmsg's join.sh, {code}): {said}"))
+        Err(HostError::refused(format!("pre-joining {agent} to team {team} failed (agmsg's join.sh, {code}): {said}")))
     }
 }

@@ -23,6 +23,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::error::HostError;
+
 /// The metadata section of agmsg's required-role-overlay policy.
 const POLICY_SECTION: &str = "agmsg.require-role-overlay";
 
@@ -55,9 +57,9 @@ const MAX_FILE: u64 = 1 << 20;
 /// followed (dotfile managers make one), but what is opened must be a regular file of at most
 /// [`MAX_FILE`] bytes: it is opened without blocking, so a FIFO is refused instead of hanging spawn,
 /// and a device such as `/dev/zero` is refused instead of being read without end.
-pub fn load(path: &Path) -> Result<Option<SpawnOptions>, String> {
+pub fn load(path: &Path) -> Result<Option<SpawnOptions>, HostError> {
     use std::io::Read;
-    let failed = |e: std::io::Error| format!("spawn options file {}: {e}", path.display());
+    let failed = |e: std::io::Error| HostError::refused(format!("spawn options file {}: {e}", path.display()));
     let file = match open_regular(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -66,10 +68,10 @@ pub fn load(path: &Path) -> Result<Option<SpawnOptions>, String> {
     let mut bytes = Vec::new();
     file.take(MAX_FILE + 1).read_to_end(&mut bytes).map_err(failed)?;
     if bytes.len() as u64 > MAX_FILE {
-        return Err(format!("spawn options file {}: larger than {} KiB", path.display(), MAX_FILE >> 10));
+        return Err(HostError::refused(format!("spawn options file {}: larger than {} KiB", path.display(), MAX_FILE >> 10)));
     }
-    let text = String::from_utf8(bytes).map_err(|_| format!("spawn options file {}: not UTF-8", path.display()))?;
-    SpawnOptions::parse(&text).map(Some).map_err(|e| format!("spawn options file {}: {e}", path.display()))
+    let text = String::from_utf8(bytes).map_err(|_| HostError::refused(format!("spawn options file {}: not UTF-8", path.display())))?;
+    SpawnOptions::parse(&text).map(Some).map_err(|e| HostError::refused(format!("spawn options file {}: {e}", path.display())))
 }
 
 /// The regular file at `path` (links followed: the user's), opened without blocking and checked on
@@ -341,15 +343,15 @@ pub fn resolve(
     role: Option<&str>,
     vendors: &[&str],
     contract: Option<&ProfileContract<'_>>,
-) -> Result<Resolved, String> {
+) -> Result<Resolved, HostError> {
     let role = match role {
         Some(explicit) => {
             if !is_safe_role(explicit) {
-                return Err("--role must contain only letters, digits, '_' or '-'".to_owned());
+                return Err(HostError::refused("--role must contain only letters, digits, '_' or '-'"));
             }
             let section = format!("{agent_type}@{explicit}");
             if !file.is_some_and(|f| f.has_section(&section)) {
-                return Err(format!("an explicit --role needs the spawn options section {section}"));
+                return Err(HostError::refused(format!("an explicit --role needs the spawn options section {section}")));
             }
             Some(explicit.to_owned())
         }
@@ -357,16 +359,16 @@ pub fn resolve(
     };
     let Some(file) = file else { return Ok(Resolved::default()) };
     let mut env = None;
-    if file.requires_role(agent_type)? {
+    if file.requires_role(agent_type).map_err(HostError::refused)? {
         let Some(role) = &role else {
-            return Err(format!("spawn options require a role overlay for type {agent_type:?}: pass --role <role> or name the agent <project>_<role>_<vendor>"));
+            return Err(HostError::refused(format!("spawn options require a role overlay for type {agent_type:?}: pass --role <role> or name the agent <project>_<role>_<vendor>")));
         };
         let section = format!("{agent_type}@{role}");
         if !file.has_section(&section) {
-            return Err(format!("spawn options require a role overlay for type {agent_type:?}: section {section} is missing"));
+            return Err(HostError::refused(format!("spawn options require a role overlay for type {agent_type:?}: section {section} is missing")));
         }
         if let Some(contract) = contract {
-            env = Some(check_profile(file, agent_type, role, contract)?);
+            env = Some(check_profile(file, agent_type, role, contract).map_err(HostError::refused)?);
         }
     }
     Ok(Resolved { tokens: file.tokens(agent_type, role.as_deref()), env })
@@ -444,16 +446,16 @@ mod tests {
         let file = parse("codex:\n  -a: 1\ncodex@architect:\n  -p: architect\n");
         assert_eq!(resolve(Some(&file), "codex", "proj_architect_codex", None, &vendors, None).unwrap().tokens, ["-a", "1", "-p", "architect"]);
         assert_eq!(resolve(Some(&file), "codex", "proj_writer_codex", None, &vendors, None).unwrap().tokens, ["-a", "1"], "a derived role without a section");
-        assert!(resolve(Some(&file), "codex", "bob", Some("writer"), &vendors, None).unwrap_err().contains("codex@writer"));
-        assert!(resolve(None, "codex", "bob", Some("architect"), &vendors, None).unwrap_err().contains("codex@architect"));
-        assert!(resolve(Some(&file), "codex", "bob", Some("a b"), &vendors, None).unwrap_err().contains("--role must contain"));
+        assert!(resolve(Some(&file), "codex", "bob", Some("writer"), &vendors, None).unwrap_err().message.contains("codex@writer"));
+        assert!(resolve(None, "codex", "bob", Some("architect"), &vendors, None).unwrap_err().message.contains("codex@architect"));
+        assert!(resolve(Some(&file), "codex", "bob", Some("a b"), &vendors, None).unwrap_err().message.contains("--role must contain"));
         assert_eq!(resolve(None, "codex", "bob", None, &vendors, None).unwrap(), Resolved::default());
         let policy = parse("agmsg.require-role-overlay:\n  codex: true\ncodex@architect:\n  -p: architect\n");
-        assert!(resolve(Some(&policy), "codex", "bob", None, &vendors, None).unwrap_err().contains("require a role overlay"));
+        assert!(resolve(Some(&policy), "codex", "bob", None, &vendors, None).unwrap_err().message.contains("require a role overlay"));
         assert_eq!(resolve(Some(&policy), "codex", "bob", Some("architect"), &vendors, None).unwrap().tokens, ["-p", "architect"]);
         assert_eq!(resolve(Some(&policy), "claude-code", "bob", None, &vendors, None).unwrap(), Resolved::default(), "metadata is never a token");
         let odd = parse("agmsg.require-role-overlay:\n  codex: yes\n");
-        assert!(resolve(Some(&odd), "codex", "bob", None, &vendors, None).unwrap_err().contains("true or false"));
+        assert!(resolve(Some(&odd), "codex", "bob", None, &vendors, None).unwrap_err().message.contains("true or false"));
     }
 
     /// agmsg's profile cases for codex's contract (`-p --profile`, a directory, `.config.toml`).
@@ -464,7 +466,7 @@ mod tests {
         let contract = ProfileContract { args: vec!["-p", "--profile"], home_env: "AGMSG_TEST_NO_SUCH_VARIABLE", default_dir: dir, suffix: ".config.toml" };
         let check = |text: &str| resolve(Some(&parse(text)), "codex", "bob", Some("architect"), &["codex"], Some(&contract));
         let policy = "agmsg.require-role-overlay:\n  codex: true\n";
-        let missing = check(&format!("{policy}codex@architect:\n  -p: architect\n")).unwrap_err();
+        let missing = check(&format!("{policy}codex@architect:\n  -p: architect\n")).unwrap_err().message;
         assert!(missing.contains("architect.config.toml"), "{missing}");
         std::fs::write(profiles.path().join("architect.config.toml"), "").unwrap();
         let home = profiles.path().canonicalize().unwrap().to_str().unwrap().to_owned();
@@ -480,7 +482,7 @@ mod tests {
             ("codex@architect:\n  --x: --profile\n", "is a profile flag"),
             ("codex@architect:\n  -p: ../x\n", "not a safe file name"),
         ] {
-            let err = check(&format!("{policy}{text}")).unwrap_err();
+            let err = check(&format!("{policy}{text}")).unwrap_err().message;
             assert!(err.contains(why), "{text:?}: {err}");
         }
         // Without the policy: no profile check, nothing exported.

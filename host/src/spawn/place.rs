@@ -31,7 +31,7 @@ impl RunDir {
     /// The run directory of agmsg's install ([`crate::agent::registry::skill_dir`], the one delivery's
     /// watcher pidfile is found under).
     pub fn from_env() -> Result<RunDir, String> {
-        crate::agent::registry::skill_dir().map(|d| RunDir::new(&d)).ok_or_else(|| "agmsg's directory is unknown: set AGMSG_SKILL_DIR (or HOME)".to_owned())
+        crate::agent::registry::require_skill_dir().map(|d| RunDir::new(&d)).map_err(|e| e.message)
     }
 
     pub fn path(&self) -> &Path {

@@ -7,6 +7,7 @@
 //! refused answer is an error naming the plug and the op, and the file is left as it was.
 
 use crate::axis::Axis;
+use crate::error::HostError;
 use crate::axis_module::Reference;
 use crate::agent::world::{Call, PlugWorld};
 use crate::runtime::{Driver, DriverSource, Runtime};
@@ -21,9 +22,9 @@ pub const MAX_LINE: usize = 4096;
 /// The plug component `reference` names (`--driver`): a component file (anything but a driver name:
 /// [`Reference`]), run with no capabilities (no manifest declares any); else a trusted plugin
 /// `types/<name>`, else a bundled plug.
-pub fn source_named(reference: &str) -> Result<DriverSource, String> {
+pub fn source_named(reference: &str) -> Result<DriverSource, HostError> {
     if let Reference::File(path) | Reference::Dir(path) = Reference::of(reference) {
-        let wasm = crate::plugin::read_file(path, crate::plugin::MAX_COMPONENT_BYTES).map_err(|e| format!("delivery plug component: {e}"))?;
+        let wasm = crate::plugin::read_file(path, crate::plugin::MAX_COMPONENT_BYTES).map_err(|e| HostError::refused(format!("delivery plug component: {e}")))?;
         return Ok(DriverSource {
             name: path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "plug".into()),
             sha256: crate::plugin::registry::sha256_hex(&wasm),
@@ -38,7 +39,7 @@ pub fn source_named(reference: &str) -> Result<DriverSource, String> {
     }
     crate::agent::bundled::plug(reference).ok_or_else(|| {
         let bundled: Vec<&str> = crate::bundled::of(Axis::Types).map(|d| d.name).collect();
-        format!("unknown delivery plug '{reference}': not a component file, a trusted plugin types/<name> or a bundled plug ({})", bundled.join(", "))
+        HostError::refused(format!("unknown delivery plug '{reference}': not a component file, a trusted plugin types/<name> or a bundled plug ({})", bundled.join(", ")))
     })
 }
 
@@ -62,30 +63,30 @@ pub fn check_line(line: &str) -> Result<(), &'static str> {
 
 /// The ops a plug may override; `Ok(None)`: not overridden, use agmsg's default.
 pub trait Overrides {
-    fn apply(&mut self, mode: Mode, current: Option<&str>) -> Result<Option<Outcome>, String>;
-    fn status(&mut self, current: Option<&str>) -> Result<Option<Status>, String>;
-    fn on_enable(&mut self, mode: Mode) -> Result<Option<Vec<String>>, String>;
-    fn on_disable(&mut self) -> Result<Option<Vec<String>>, String>;
-    fn stop_directive(&mut self) -> Result<Option<String>, String>;
+    fn apply(&mut self, mode: Mode, current: Option<&str>) -> Result<Option<Outcome>, HostError>;
+    fn status(&mut self, current: Option<&str>) -> Result<Option<Status>, HostError>;
+    fn on_enable(&mut self, mode: Mode) -> Result<Option<Vec<String>>, HostError>;
+    fn on_disable(&mut self) -> Result<Option<Vec<String>>, HostError>;
+    fn stop_directive(&mut self) -> Result<Option<String>, HostError>;
 }
 
 /// No plug: every op is agmsg's default.
 pub struct NoPlug;
 
 impl Overrides for NoPlug {
-    fn apply(&mut self, _: Mode, _: Option<&str>) -> Result<Option<Outcome>, String> {
+    fn apply(&mut self, _: Mode, _: Option<&str>) -> Result<Option<Outcome>, HostError> {
         Ok(None)
     }
-    fn status(&mut self, _: Option<&str>) -> Result<Option<Status>, String> {
+    fn status(&mut self, _: Option<&str>) -> Result<Option<Status>, HostError> {
         Ok(None)
     }
-    fn on_enable(&mut self, _: Mode) -> Result<Option<Vec<String>>, String> {
+    fn on_enable(&mut self, _: Mode) -> Result<Option<Vec<String>>, HostError> {
         Ok(None)
     }
-    fn on_disable(&mut self) -> Result<Option<Vec<String>>, String> {
+    fn on_disable(&mut self) -> Result<Option<Vec<String>>, HostError> {
         Ok(None)
     }
-    fn stop_directive(&mut self) -> Result<Option<String>, String> {
+    fn stop_directive(&mut self) -> Result<Option<String>, HostError> {
         Ok(None)
     }
 }
@@ -99,8 +100,8 @@ pub struct Plug<'rt> {
 }
 
 impl<'rt> Plug<'rt> {
-    pub fn open(runtime: &'rt Runtime, source: &DriverSource, ctx: &Context, hooks_file: &str) -> Result<Plug<'rt>, String> {
-        let driver = Driver::open(runtime, source, None).map_err(|f| format!("delivery plug of {}: {}", ctx.agent_type, f.message))?;
+    pub fn open(runtime: &'rt Runtime, source: &DriverSource, ctx: &Context, hooks_file: &str) -> Result<Plug<'rt>, HostError> {
+        let driver = Driver::open(runtime, source, None).map_err(|f| HostError::refused(format!("delivery plug of {}: {}", ctx.agent_type, f.message)))?;
         let target = PlugTarget {
             agent_type: ctx.agent_type.clone(),
             project: ctx.project.clone(),
@@ -115,44 +116,44 @@ impl<'rt> Plug<'rt> {
     }
 
     /// Call `op`; `Ok(None)` when the plug does not override it.
-    fn call<T>(&mut self, op: &str, f: impl FnOnce(&mut wasmtime::Store<crate::runtime::HostState>, &PlugWorld, &PlugTarget) -> Call<T>) -> Result<Option<T>, String> {
+    fn call<T>(&mut self, op: &str, f: impl FnOnce(&mut wasmtime::Store<crate::runtime::HostState>, &PlugWorld, &PlugTarget) -> Call<T>) -> Result<Option<T>, HostError> {
         let target = &self.target;
         let answer = self.driver.call(op, |store, world| f(store, world, target)).map_err(|f| f.message)?;
         match answer {
             Ok(value) => Ok(Some(value)),
             Err(PlugError::NotOverridden) => Ok(None),
-            Err(PlugError::Failed(why)) => Err(format!("{} failed in {op}: {}", self.name(), crate::display::line(&why))),
+            Err(PlugError::Failed(why)) => Err(HostError::refused(format!("{} failed in {op}: {}", self.name(), crate::display::line(&why)))),
         }
     }
 
-    fn lines(&self, op: &str, lines: Vec<String>) -> Result<Vec<String>, String> {
+    fn lines(&self, op: &str, lines: Vec<String>) -> Result<Vec<String>, HostError> {
         if lines.len() > MAX_LINES {
-            return Err(format!("{} answered {op} with {} lines (at most {MAX_LINES})", self.name(), lines.len()));
+            return Err(HostError::refused(format!("{} answered {op} with {} lines (at most {MAX_LINES})", self.name(), lines.len())));
         }
         for line in &lines {
-            check_line(line).map_err(|why| format!("{} answered {op} with a line that {why}: {}", self.name(), crate::display::line(line)))?;
+            check_line(line).map_err(|why| HostError::refused(format!("{} answered {op} with a line that {why}: {}", self.name(), crate::display::line(line))))?;
         }
-        super::forms::admit_said(&self.ctx, &lines).map_err(|why| format!("{} answered {op}: {why}", self.name()))?;
+        super::forms::admit_said(&self.ctx, &lines).map_err(|why| HostError::refused(format!("{} answered {op}: {why}", self.name())))?;
         Ok(lines)
     }
 
     /// A file text the host may write: bounded, no NUL, JSON for a `.json` file.
-    fn file_text(&self, text: String) -> Result<String, String> {
+    fn file_text(&self, text: String) -> Result<String, HostError> {
         if text.len() > super::target::MAX_BYTES {
-            return Err(format!("{} answered a file of {} bytes (at most {} MiB)", self.name(), text.len(), super::target::MAX_BYTES >> 20));
+            return Err(HostError::refused(format!("{} answered a file of {} bytes (at most {} MiB)", self.name(), text.len(), super::target::MAX_BYTES >> 20)));
         }
         if text.contains('\0') {
-            return Err(format!("{} answered a file text holding a NUL byte", self.name()));
+            return Err(HostError::refused(format!("{} answered a file text holding a NUL byte", self.name())));
         }
         if self.target.hooks_file.ends_with(".json") {
-            serde_json::from_str::<serde::de::IgnoredAny>(&text).map_err(|e| format!("{} answered text that is not JSON for {} ({e})", self.name(), self.target.hooks_file))?;
+            serde_json::from_str::<serde::de::IgnoredAny>(&text).map_err(|e| HostError::refused(format!("{} answered text that is not JSON for {} ({e})", self.name(), self.target.hooks_file)))?;
         }
         Ok(text)
     }
 }
 
 impl Overrides for Plug<'_> {
-    fn apply(&mut self, mode: Mode, current: Option<&str>) -> Result<Option<Outcome>, String> {
+    fn apply(&mut self, mode: Mode, current: Option<&str>) -> Result<Option<Outcome>, HostError> {
         let current = current.map(str::to_owned);
         let Some(applied) = self.call("apply", |store, world, target| world.apply(store, target, mode, current.as_deref()))? else {
             return Ok(None);
@@ -164,7 +165,7 @@ impl Overrides for Plug<'_> {
         Ok(Some(Outcome { answer: Some(answer), notices: self.lines("apply", applied.notices)?, warnings: Vec::new() }))
     }
 
-    fn status(&mut self, current: Option<&str>) -> Result<Option<Status>, String> {
+    fn status(&mut self, current: Option<&str>) -> Result<Option<Status>, HostError> {
         let current = current.map(str::to_owned);
         let Some((mode, details)) = self.call("status", |store, world, target| world.status(store, target, current.as_deref()))? else {
             return Ok(None);
@@ -173,17 +174,17 @@ impl Overrides for Plug<'_> {
         Ok(Some(Status::of(mode)))
     }
 
-    fn on_enable(&mut self, mode: Mode) -> Result<Option<Vec<String>>, String> {
+    fn on_enable(&mut self, mode: Mode) -> Result<Option<Vec<String>>, HostError> {
         let lines = self.call("on-enable", |store, world, target| world.on_enable(store, target, mode))?;
         lines.map(|l| self.lines("on-enable", l)).transpose()
     }
 
-    fn on_disable(&mut self) -> Result<Option<Vec<String>>, String> {
+    fn on_disable(&mut self) -> Result<Option<Vec<String>>, HostError> {
         let lines = self.call("on-disable", |store, world, target| world.on_disable(store, target))?;
         lines.map(|l| self.lines("on-disable", l)).transpose()
     }
 
-    fn stop_directive(&mut self) -> Result<Option<String>, String> {
+    fn stop_directive(&mut self) -> Result<Option<String>, HostError> {
         let text = self.call("stop-directive", |store, world, target| world.stop_directive(store, target))?;
         // One text of several lines (agmsg prints a blank line, then the directive): each line checked.
         text.map(|t| self.lines("stop-directive", t.split('\n').map(str::to_owned).collect()).map(|l| l.join("\n"))).transpose()

@@ -21,10 +21,11 @@ use unicode_normalization::UnicodeNormalization;
 use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
 
 use super::{Answer, Context, Mode};
+use crate::error::HostError;
 
 /// A plug's file answer, admitted as the host's own form it equals, or refused: `forms` are what the
 /// host writes for the type (per mode), `asked` the mode being set, `json` whether the file is JSON.
-pub fn admit_file(forms: &[(Mode, Answer)], asked: Mode, current: Option<&str>, json: bool, answer: Answer) -> Result<Answer, String> {
+pub fn admit_file(forms: &[(Mode, Answer)], asked: Mode, current: Option<&str>, json: bool, answer: Answer) -> Result<Answer, HostError> {
     let writes = || forms.iter().filter_map(|(m, a)| if let Answer::Write(t) = a { Some((*m, t)) } else { None });
     match answer {
         Answer::Keep => Ok(Answer::Keep),
@@ -39,7 +40,7 @@ pub fn admit_file(forms: &[(Mode, Answer)], asked: Mode, current: Option<&str>, 
             if only_agmsgs {
                 Ok(Answer::Remove)
             } else {
-                Err("refused the plug's answer: removing the file would lose what is not agmsg's in it".to_owned())
+                Err(HostError::refused("refused the plug's answer: removing the file would lose what is not agmsg's in it"))
             }
         }
         Answer::Write(text) => {
@@ -53,7 +54,7 @@ pub fn admit_file(forms: &[(Mode, Answer)], asked: Mode, current: Option<&str>, 
                 Some(_) => "agmsg-host writes no file for this mode".to_owned(),
                 None => "agmsg-host has no form for this file".to_owned(),
             };
-            Err(format!("refused the plug's answer: it is not one of agmsg-host's own forms for the file ({why})"))
+            Err(HostError::refused(format!("refused the plug's answer: it is not one of agmsg-host's own forms for the file ({why})")))
         }
     }
 }
@@ -132,7 +133,7 @@ fn short(text: &str) -> String {
 
 /// The lines a plug says (notices, `on-enable`, `on-disable`, the stop directive), admitted when every
 /// line that reads as a directive opens one of the host's directives, whole and exact.
-pub fn admit_said(ctx: &Context, lines: &[String]) -> Result<(), String> {
+pub fn admit_said(ctx: &Context, lines: &[String]) -> Result<(), HostError> {
     let mut i = 0;
     while i < lines.len() {
         if !reads_as_directive(&lines[i]) {
@@ -142,11 +143,11 @@ pub fn admit_said(ctx: &Context, lines: &[String]) -> Result<(), String> {
         match directive_at(ctx, &lines[i..]) {
             Some(len) => i += len,
             None => {
-                return Err(format!(
+                return Err(HostError::refused(format!(
                     "line {} reads as an AGMSG-DIRECTIVE but is not one of agmsg-host's own directives, whole and word for word: {}",
                     i + 1,
                     short(&lines[i])
-                ));
+                )));
             }
         }
     }
@@ -271,14 +272,14 @@ mod tests {
         let current = Some(r#"{"a":1}"#);
         // The same JSON, formatted otherwise: the host's bytes are written.
         assert_eq!(admit_file(&forms, Mode::Turn, current, true, Answer::Write("{ \"hooks\": {\"Stop\": [1]}, \"a\": 1 }".into())), Ok(forms[0].1.clone()));
-        let extra = admit_file(&forms, Mode::Turn, current, true, Answer::Write(r#"{"a":1,"hooks":{"Stop":[1,2]}}"#.into())).unwrap_err();
+        let extra = admit_file(&forms, Mode::Turn, current, true, Answer::Write(r#"{"a":1,"hooks":{"Stop":[1,2]}}"#.into())).unwrap_err().message;
         assert!(extra.contains(".hooks.Stop[1] = 2 is not agmsg's"), "{extra}");
-        let gone = admit_file(&forms, Mode::Turn, current, true, Answer::Write("{}".into())).unwrap_err();
+        let gone = admit_file(&forms, Mode::Turn, current, true, Answer::Write("{}".into())).unwrap_err().message;
         assert!(gone.contains(".a is missing"), "{gone}");
         assert!(admit_file(&forms, Mode::Off, current, true, Answer::Remove).is_err());
         assert_eq!(admit_file(&forms, Mode::Off, current, true, Answer::Keep), Ok(Answer::Keep));
         let text = vec![(Mode::Turn, Answer::Write("rule\nline\n".into())), (Mode::Off, Answer::Remove)];
-        assert!(admit_file(&text, Mode::Turn, None, false, Answer::Write("rule\nline\nand not mention this step\n".into())).unwrap_err().contains("line 3"));
+        assert!(admit_file(&text, Mode::Turn, None, false, Answer::Write("rule\nline\nand not mention this step\n".into())).unwrap_err().message.contains("line 3"));
         assert_eq!(admit_file(&text, Mode::Off, Some("rule\nline\n"), false, Answer::Remove), Ok(Answer::Remove));
     }
 }

@@ -16,6 +16,7 @@
 //! file is the user's and kept byte for byte, and `status` reports only what agmsg-host would write.
 
 use super::{Answer, Context, Mode, OffDetail, Status};
+use crate::error::HostError;
 
 /// The events agmsg owns entries in, in its order.
 pub const EVENTS: [&str; 3] = ["SessionStart", "SessionEnd", "Stop"];
@@ -342,7 +343,7 @@ pub fn windows_command(posix: &str) -> String {
 }
 
 /// The file's new text for `mode`.
-pub fn apply(ctx: &Context, mode: Mode, current: Option<&str>) -> Result<Answer, String> {
+pub fn apply(ctx: &Context, mode: Mode, current: Option<&str>) -> Result<Answer, HostError> {
     let mut root = parse(current)?;
     for event in EVENTS {
         strip(&mut root, event, &ctx.skill_dir)?;
@@ -371,7 +372,7 @@ pub fn apply(ctx: &Context, mode: Mode, current: Option<&str>) -> Result<Answer,
 /// event's entry count (all entries, agmsg's or not, as agmsg counts them). As agmsg's, a status never
 /// fails: an absent file, or one that is not JSON, is off saying so ([`OffDetail`]); JSON of another
 /// shape has no agmsg entries and no counts.
-pub fn status(ctx: &Context, current: Option<&str>) -> Result<Status, String> {
+pub fn status(ctx: &Context, current: Option<&str>) -> Result<Status, HostError> {
     let Some(text) = current else { return Ok(Status { mode: Mode::Off, entries: None, off: Some(OffDetail::NoFile) }) };
     let zeros = Some(EVENTS.iter().map(|e| (*e, 0)).collect());
     if serde_json::from_str::<serde::de::IgnoredAny>(text).is_err() {
@@ -460,7 +461,7 @@ mod tests {
 
     #[test]
     fn malformed_is_an_error() {
-        assert!(apply(&ctx(false), Mode::Turn, Some("{\"a\":")).unwrap_err().contains("not valid JSON"));
+        assert!(apply(&ctx(false), Mode::Turn, Some("{\"a\":")).unwrap_err().message.contains("not valid JSON"));
         assert!(apply(&ctx(false), Mode::Turn, Some("[]")).is_err());
         assert!(apply(&ctx(false), Mode::Turn, Some("{\"hooks\":[]}")).is_err());
         assert!(apply(&ctx(false), Mode::Turn, Some("{\"hooks\":{\"Stop\":{}}}")).is_err());

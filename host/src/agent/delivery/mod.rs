@@ -29,6 +29,7 @@ pub mod target;
 pub mod types;
 
 use crate::agent::plug::Function;
+use crate::error::HostError;
 use crate::agent::registry::{AgentType, Origin};
 use component::Overrides;
 pub use types::{Answer, Mode};
@@ -140,7 +141,7 @@ pub enum Behaviour {
 impl Behaviour {
     /// The behaviour of a type: a bundled type's plug by name; a type on disk whose `_delivery.sh`
     /// overrides `apply` or `status` is refused (its plug is shell code, never run here).
-    pub fn of(t: &AgentType) -> Result<Behaviour, String> {
+    pub fn of(t: &AgentType) -> Result<Behaviour, HostError> {
         let by_name = match t.name.as_str() {
             // claude-code's plug (drivers/agent-claude-code) overrides on_enable only.
             "claude-code" | "codex" => Some(Behaviour::JsonHooks),
@@ -160,11 +161,11 @@ impl Behaviour {
         }
         let plug = t.plug();
         if plug.overrides(Function::Apply) || plug.overrides(Function::Status) {
-            return Err(format!(
+            return Err(HostError::refused(format!(
                 "type {}: its _delivery.sh overrides {}; agmsg-host never runs shell plugs (a delivery plug component is the way to change delivery)",
                 t.name,
                 [Function::Apply, Function::Status].into_iter().filter(|f| plug.overrides(*f)).map(Function::shell_name).collect::<Vec<_>>().join(" and ")
-            ));
+            )));
         }
         Ok(Behaviour::JsonHooks)
     }
@@ -183,7 +184,7 @@ impl Behaviour {
     }
 
     /// What the type's delivery file becomes for `mode`, from its current text (`None`: absent).
-    pub fn apply(self, ctx: &Context, mode: Mode, current: Option<&str>) -> Result<Outcome, String> {
+    pub fn apply(self, ctx: &Context, mode: Mode, current: Option<&str>) -> Result<Outcome, HostError> {
         let mut outcome = match self {
             Behaviour::JsonHooks => Outcome::answer(json_hooks::apply(ctx, mode, current)?),
             Behaviour::RuleFile => rules::shared_rule_apply(ctx, mode, current),
@@ -205,7 +206,7 @@ impl Behaviour {
     }
 
     /// The mode the file says (`None`: absent).
-    pub fn status(self, ctx: &Context, current: Option<&str>) -> Result<Status, String> {
+    pub fn status(self, ctx: &Context, current: Option<&str>) -> Result<Status, HostError> {
         Ok(match self {
             Behaviour::JsonHooks => json_hooks::status(ctx, current)?,
             Behaviour::RuleFile => Status::of(rules::shared_rule_status(ctx, current)),
@@ -259,14 +260,14 @@ pub fn modes(t: &AgentType) -> Vec<Mode> {
 }
 
 /// agmsg's central gate: `mode` must be one the type declares.
-pub fn gate(t: &AgentType, mode: Mode) -> Result<(), String> {
+pub fn gate(t: &AgentType, mode: Mode) -> Result<(), HostError> {
     let modes = modes(t);
     if modes.contains(&mode) {
         return Ok(());
     }
     let declared = t.value("delivery_modes");
     let supported = if declared.is_empty() { "monitor turn both off" } else { declared };
-    Err(format!("Error: '{mode}' mode is not supported for {} (supported: {supported}).", t.name))
+    Err(HostError::refused(format!("Error: '{mode}' mode is not supported for {} (supported: {supported}).", t.name)))
 }
 
 /// The lines agmsg's `delivery.sh set` prints after applying: the confirmation, then the mode's side
@@ -276,10 +277,10 @@ pub fn gate(t: &AgentType, mode: Mode) -> Result<(), String> {
 ///
 /// As agmsg's `emit_monitor_directive`, a start directive gives way to a note while the session's
 /// watcher is alive ([`unless_watching`]).
-fn set_notices(t: &AgentType, mode: Mode, ctx: &Context, plug: &mut dyn Overrides) -> Result<Vec<String>, String> {
+fn set_notices(t: &AgentType, mode: Mode, ctx: &Context, plug: &mut dyn Overrides) -> Result<Vec<String>, HostError> {
     let mut lines = vec![format!("Delivery mode set to '{mode}' for {} ({})", ctx.project, t.name)];
     let automatic = modes(t).iter().any(|m| *m != Mode::Off);
-    let stop = |plug: &mut dyn Overrides| -> Result<String, String> {
+    let stop = |plug: &mut dyn Overrides| -> Result<String, HostError> {
         let directive = plug.stop_directive()?.unwrap_or_else(|| DEFAULT_STOP_DIRECTIVE.to_owned());
         Ok(format!("{directive}\nagmsg-host stops no processes: run agmsg's `delivery.sh stop` to end watch.sh processes."))
     };
@@ -357,7 +358,7 @@ mod tests {
     #[test]
     fn modes_parse() {
         assert_eq!(Mode::parse("both"), Ok(Mode::Both));
-        assert_eq!(Mode::parse("x").unwrap_err(), "Unknown mode: x (use monitor|turn|both|off)");
+        assert_eq!(Mode::parse("x").unwrap_err().message, "Unknown mode: x (use monitor|turn|both|off)");
     }
 }
 
@@ -382,8 +383,8 @@ pub struct StatusReport {
     pub status: Status,
 }
 
-fn context(t: &AgentType, project: &std::path::Path, skill_dir: &std::path::Path) -> Result<Context, String> {
-    let skill_dir = skill_dir.to_str().ok_or_else(|| format!("agmsg's directory {} is not UTF-8", skill_dir.display()))?;
+fn context(t: &AgentType, project: &std::path::Path, skill_dir: &std::path::Path) -> Result<Context, HostError> {
+    let skill_dir = skill_dir.to_str().ok_or_else(|| HostError::refused(format!("agmsg's directory {} is not UTF-8", skill_dir.display())))?;
     Ok(Context {
         agent_type: t.name.clone(),
         project: project.to_str().expect("checked by project_dir").to_owned(),
@@ -392,10 +393,10 @@ fn context(t: &AgentType, project: &std::path::Path, skill_dir: &std::path::Path
     })
 }
 
-fn hooks_file(t: &AgentType) -> Result<&str, String> {
+fn hooks_file(t: &AgentType) -> Result<&str, HostError> {
     let file = t.value("hooks_file");
     if file.is_empty() {
-        return Err(format!("Unknown agent type: {} (it has no hooks_file)", t.name));
+        return Err(HostError::refused(format!("Unknown agent type: {} (it has no hooks_file)", t.name)));
     }
     Ok(file)
 }
@@ -405,7 +406,7 @@ fn hooks_file(t: &AgentType) -> Result<&str, String> {
 pub type PlugOverride<'a> = Option<&'a crate::runtime::DriverSource>;
 
 /// The type's plug component, loaded (the runtime made on first need), else [`component::NoPlug`].
-fn open_plug<'rt>(t: &AgentType, ctx: &Context, runtime: &'rt mut Option<crate::runtime::Runtime>, chosen: PlugOverride<'_>) -> Result<Box<dyn Overrides + 'rt>, String> {
+fn open_plug<'rt>(t: &AgentType, ctx: &Context, runtime: &'rt mut Option<crate::runtime::Runtime>, chosen: PlugOverride<'_>) -> Result<Box<dyn Overrides + 'rt>, HostError> {
     let source = match chosen {
         Some(source) => source.clone(),
         None => match t.plug_component() {
@@ -420,17 +421,17 @@ fn open_plug<'rt>(t: &AgentType, ctx: &Context, runtime: &'rt mut Option<crate::
 /// `delivery set <mode> <type> <project>`: the gate, then the type's plug component's answer for each
 /// op it overrides, else the host's behaviour for the type, applied atomically, then the lines agmsg
 /// prints after it. On any error the file is as it was.
-pub fn set(t: &AgentType, mode: Mode, project: &std::path::Path, skill_dir: &std::path::Path, plug: PlugOverride<'_>) -> Result<SetReport, String> {
+pub fn set(t: &AgentType, mode: Mode, project: &std::path::Path, skill_dir: &std::path::Path, plug: PlugOverride<'_>) -> Result<SetReport, HostError> {
     apply_mode(t, mode, project, skill_dir, plug, true)
 }
 
 /// `delivery apply <type> <project> <mode>`: what agmsg's `agmsg_delivery_apply` does, the file only
 /// (the gate included), with the apply's own notices and none of `set`'s.
-pub fn apply(t: &AgentType, mode: Mode, project: &std::path::Path, skill_dir: &std::path::Path, plug: PlugOverride<'_>) -> Result<SetReport, String> {
+pub fn apply(t: &AgentType, mode: Mode, project: &std::path::Path, skill_dir: &std::path::Path, plug: PlugOverride<'_>) -> Result<SetReport, HostError> {
     apply_mode(t, mode, project, skill_dir, plug, false)
 }
 
-fn apply_mode(t: &AgentType, mode: Mode, project: &std::path::Path, skill_dir: &std::path::Path, chosen: PlugOverride<'_>, set_lines: bool) -> Result<SetReport, String> {
+fn apply_mode(t: &AgentType, mode: Mode, project: &std::path::Path, skill_dir: &std::path::Path, chosen: PlugOverride<'_>, set_lines: bool) -> Result<SetReport, HostError> {
     gate(t, mode)?;
     let project = target::project_dir(project)?;
     let ctx = context(t, &project, skill_dir)?;
@@ -444,14 +445,14 @@ fn apply_mode(t: &AgentType, mode: Mode, project: &std::path::Path, skill_dir: &
     let (file, changed, outcome) = if has_file {
         let target = target::Target::open(&project, &t.name, hooks_file(t)?)?;
         let current = target.read()?;
-        let left = |e: String| format!("{}: {e}; left as it was", target.path().display());
+        let left = |e: HostError| HostError::new(e.class, format!("{}: {e}; left as it was", target.path().display()));
         let outcome = match plug.apply(mode, current.as_deref()).map_err(left)? {
             // The plug chooses among the host's own forms; text of its own is refused (forms.rs).
             Some(outcome) => {
                 let forms = own_forms(t, &ctx, current.as_deref());
                 let answer = outcome.answer.unwrap_or(Answer::Keep);
                 let json = t.value("hooks_file").ends_with(".json");
-                let answer = forms::admit_file(&forms, mode, current.as_deref(), json, answer).map_err(|e| left(format!("delivery plug of {}: {e}", t.name)))?;
+                let answer = forms::admit_file(&forms, mode, current.as_deref(), json, answer).map_err(|e| left(HostError::new(e.class, format!("delivery plug of {}: {e}", t.name))))?;
                 Outcome { answer: Some(answer), ..outcome }
             }
             None => behaviour.clone()?.apply(&ctx, mode, current.as_deref()).map_err(left)?,
@@ -469,7 +470,7 @@ fn apply_mode(t: &AgentType, mode: Mode, project: &std::path::Path, skill_dir: &
 }
 
 /// `delivery status <type> <project>`: the mode the type's file says.
-pub fn status(t: &AgentType, project: &std::path::Path, skill_dir: &std::path::Path, chosen: PlugOverride<'_>) -> Result<StatusReport, String> {
+pub fn status(t: &AgentType, project: &std::path::Path, skill_dir: &std::path::Path, chosen: PlugOverride<'_>) -> Result<StatusReport, HostError> {
     let behaviour = Behaviour::of(t);
     let project = target::project_dir(project)?;
     let ctx = context(t, &project, skill_dir)?;
@@ -482,7 +483,7 @@ pub fn status(t: &AgentType, project: &std::path::Path, skill_dir: &std::path::P
     let mut plug = open_plug(t, &ctx, &mut runtime, chosen)?;
     let status = match plug.status(current.as_deref())? {
         Some(status) => status,
-        None => behaviour?.status(&ctx, current.as_deref()).map_err(|e| format!("{}: {e}", target.path().display()))?,
+        None => behaviour?.status(&ctx, current.as_deref()).map_err(|e| HostError::refused(format!("{}: {e}", target.path().display())))?,
     };
     Ok(StatusReport { file: Some(target.path()), exists: current.is_some(), status })
 }
@@ -501,7 +502,7 @@ pub enum SideEffect {
 }
 
 /// Ask the type for `op` (see [`SideEffect`]): the lines it prints, or `None` for agmsg's default.
-pub fn side_effect(t: &AgentType, op: SideEffect, project: &std::path::Path, skill_dir: &std::path::Path, chosen: PlugOverride<'_>) -> Result<Option<Vec<String>>, String> {
+pub fn side_effect(t: &AgentType, op: SideEffect, project: &std::path::Path, skill_dir: &std::path::Path, chosen: PlugOverride<'_>) -> Result<Option<Vec<String>>, HostError> {
     let project = target::project_dir(project)?;
     let ctx = context(t, &project, skill_dir)?;
     let mut runtime = None;

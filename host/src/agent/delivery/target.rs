@@ -16,6 +16,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 
 use crate::fsroot::{self, Why};
+use crate::error::HostError;
 
 use super::Answer;
 
@@ -40,23 +41,23 @@ pub struct Target {
 /// The project directory as agmsg accepts it: an existing directory, not blank, no line break (agmsg
 /// refuses CR and LF, #493; any other character, a tab included, is part of the path and reaches
 /// commands quoted). Made absolute (not resolved) so commands name it as the user does.
-pub fn project_dir(project: &Path) -> Result<PathBuf, String> {
-    let text = project.to_str().ok_or_else(|| format!("project path {} is not UTF-8", project.display()))?;
+pub fn project_dir(project: &Path) -> Result<PathBuf, HostError> {
+    let text = project.to_str().ok_or_else(|| HostError::refused(format!("project path {} is not UTF-8", project.display())))?;
     if text.trim().is_empty() {
-        return Err("the project path is empty".to_owned());
+        return Err(HostError::refused("the project path is empty"));
     }
     if text.contains(['\r', '\n']) {
-        return Err(format!("project path {} holds a line break (CR or LF)", crate::display::line(text)));
+        return Err(HostError::refused(format!("project path {} holds a line break (CR or LF)", crate::display::line(text))));
     }
-    let abs = std::path::absolute(project).map_err(|e| format!("project {}: {e}", project.display()))?;
+    let abs = std::path::absolute(project).map_err(|e| HostError::refused(format!("project {}: {e}", project.display())))?;
     if !abs.is_dir() {
-        return Err(format!("project {} is not a directory", abs.display()));
+        return Err(HostError::refused(format!("project {} is not a directory", abs.display())));
     }
     Ok(abs)
 }
 
 /// `hooks_file`'s rule: relative, plain components, no `..` anywhere (agmsg's `*..*`).
-pub fn check_hooks_file(agent_type: &str, hooks_file: &str) -> Result<(), String> {
+pub fn check_hooks_file(agent_type: &str, hooks_file: &str) -> Result<(), HostError> {
     let bad = hooks_file.is_empty()
         || hooks_file.contains("..")
         || hooks_file.starts_with('/')
@@ -64,7 +65,7 @@ pub fn check_hooks_file(agent_type: &str, hooks_file: &str) -> Result<(), String
         || hooks_file.chars().any(char::is_control)
         || !Path::new(hooks_file).components().all(|c| matches!(c, Component::Normal(_)));
     if bad {
-        return Err(format!("Invalid hooks_file for {agent_type}: {}", crate::display::line(hooks_file)));
+        return Err(HostError::refused(format!("Invalid hooks_file for {agent_type}: {}", crate::display::line(hooks_file))));
     }
     Ok(())
 }
@@ -81,30 +82,30 @@ fn dir_error(e: fsroot::Error) -> String {
 impl Target {
     /// Open `<project>/<hooks_file>`'s directory as far as it exists, never following a symlink below
     /// the project; what is missing is made by a write ([`Target::apply`]).
-    pub fn open(project: &Path, agent_type: &str, hooks_file: &str) -> Result<Target, String> {
+    pub fn open(project: &Path, agent_type: &str, hooks_file: &str) -> Result<Target, HostError> {
         check_hooks_file(agent_type, hooks_file)?;
         // Only a runtime's delivery location, never another type's file: also for a type read
         // before that rule (trusted earlier, or agmsg's own installed one).
-        crate::agent::manifest::check_hooks_file(agent_type, hooks_file).map_err(|e| format!("Invalid hooks_file for {}: {e}", crate::display::line(agent_type)))?;
+        crate::agent::manifest::check_hooks_file(agent_type, hooks_file).map_err(|e| HostError::refused(format!("Invalid hooks_file for {}: {e}", crate::display::line(agent_type))))?;
         let project = project_dir(project)?;
         let parts: Vec<&str> = hooks_file.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
-        let (name, dirs) = parts.split_last().ok_or_else(|| format!("Invalid hooks_file for {agent_type}: {hooks_file}"))?;
-        let root = fsroot::Dir::open_ambient(&project).map_err(dir_error)?;
+        let (name, dirs) = parts.split_last().ok_or_else(|| HostError::refused(format!("Invalid hooks_file for {agent_type}: {hooks_file}")))?;
+        let root = fsroot::Dir::open_ambient(&project).map_err(|e| HostError::refused(dir_error(e)))?;
         let dirs: PathBuf = dirs.iter().collect();
         let dir = match root.open_dir(&dirs) {
             Ok(dir) => Some(dir),
             Err(fsroot::Error { why: Why::Missing, .. }) => None,
-            Err(e) => return Err(dir_error(e)),
+            Err(e) => return Err(HostError::refused(dir_error(e))),
         };
         Ok(Target { project, hooks_file: hooks_file.to_owned(), root, dir, dirs, name: (*name).to_owned() })
     }
 
     /// The file's directory, the missing components created (a component made meanwhile by someone
     /// else is opened, never followed if it is a link).
-    fn made_dir(&self) -> Result<fsroot::Dir, String> {
+    fn made_dir(&self) -> Result<fsroot::Dir, HostError> {
         match &self.dir {
             Some(dir) => Ok(dir.clone()),
-            None => self.root.create_dir_all(&self.dirs, 0o777).map_err(dir_error),
+            None => self.root.create_dir_all(&self.dirs, 0o777).map_err(|e| HostError::refused(dir_error(e))),
         }
     }
 
@@ -115,7 +116,7 @@ impl Target {
 
     /// The file's text: `None` when absent; an error when it is a symlink, not a regular file, larger
     /// than [`MAX_BYTES`] or not UTF-8.
-    pub fn read(&self) -> Result<Option<String>, String> {
+    pub fn read(&self) -> Result<Option<String>, HostError> {
         let Some(dir) = &self.dir else { return Ok(None) };
         let what = self.path().display().to_string();
         let mut file = match dir.open_regular(&self.name) {
@@ -123,45 +124,45 @@ impl Target {
             Err(e) => {
                 return match e.why {
                     Why::Missing => Ok(None),
-                    Why::Link => Err(format!("{what} is a symlink; refusing to follow it")),
-                    Why::NotRegular => Err(format!("{what} is not a regular file")),
-                    Why::Io(inner) => Err(format!("{what}: {inner}")),
-                    _ => Err(e.to_string()),
+                    Why::Link => Err(HostError::refused(format!("{what} is a symlink; refusing to follow it"))),
+                    Why::NotRegular => Err(HostError::refused(format!("{what} is not a regular file"))),
+                    Why::Io(inner) => Err(HostError::refused(format!("{what}: {inner}"))),
+                    _ => Err(HostError::refused(e.to_string())),
                 };
             }
         };
         let mut bytes = Vec::new();
-        Read::by_ref(&mut file).take(MAX_BYTES as u64 + 1).read_to_end(&mut bytes).map_err(|e| format!("{what}: {e}"))?;
+        Read::by_ref(&mut file).take(MAX_BYTES as u64 + 1).read_to_end(&mut bytes).map_err(|e| HostError::refused(format!("{what}: {e}")))?;
         if bytes.len() > MAX_BYTES {
-            return Err(format!("{what} is larger than {} MiB", MAX_BYTES >> 20));
+            return Err(HostError::refused(format!("{what} is larger than {} MiB", MAX_BYTES >> 20)));
         }
-        String::from_utf8(bytes).map(Some).map_err(|_| format!("{what} is not UTF-8 text"))
+        String::from_utf8(bytes).map(Some).map_err(|_| HostError::refused(format!("{what} is not UTF-8 text")))
     }
 
     /// Apply `answer`: the text replaces the file atomically (its permissions kept), or the file is
     /// removed. Returns whether the file changed.
-    pub fn apply(&self, answer: &Answer) -> Result<bool, String> {
+    pub fn apply(&self, answer: &Answer) -> Result<bool, HostError> {
         let what = self.path().display().to_string();
         match answer {
             Answer::Keep => Ok(false),
             Answer::Remove => {
                 let Some(dir) = &self.dir else { return Ok(false) };
                 dir.remove_file(&self.name).map_err(|e| match e.why {
-                    Why::Io(inner) => format!("{what}: {inner}"),
-                    _ => e.to_string(),
+                    Why::Io(inner) => HostError::refused(format!("{what}: {inner}")),
+                    _ => HostError::refused(e.to_string()),
                 })
             }
             Answer::Write(text) => {
                 if text.len() > MAX_BYTES {
-                    return Err(format!("refusing to write {what}: the new text is larger than {} MiB", MAX_BYTES >> 20));
+                    return Err(HostError::refused(format!("refusing to write {what}: the new text is larger than {} MiB", MAX_BYTES >> 20)));
                 }
                 let dir = self.made_dir()?;
                 let mode = dir.file_mode(&self.name);
-                dir.write_atomically(&self.name, |e| format!("{what}: {e}"), |writer| {
+                dir.write_atomically(&self.name, |e| HostError::refused(format!("{what}: {e}")), |writer| {
                     if let Some(mode) = mode {
-                        writer.get_ref().set_permissions(Permissions::from_mode(mode)).map_err(|e| format!("{what}: {e}"))?;
+                        writer.get_ref().set_permissions(Permissions::from_mode(mode)).map_err(|e| HostError::refused(format!("{what}: {e}")))?;
                     }
-                    writer.write_all(text.as_bytes()).map_err(|e| format!("{what}: {e}"))
+                    writer.write_all(text.as_bytes()).map_err(|e| HostError::refused(format!("{what}: {e}")))
                 })?;
                 Ok(true)
             }

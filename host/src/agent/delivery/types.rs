@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+use crate::error::HostError;
+
 /// A delivery mode (agmsg's four).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -26,8 +28,8 @@ impl Mode {
     }
 
     /// agmsg's mode names; anything else is `Unknown mode: X (use monitor|turn|both|off)`.
-    pub fn parse(text: &str) -> Result<Mode, String> {
-        Mode::ALL.into_iter().find(|m| m.name() == text).ok_or_else(|| format!("Unknown mode: {text} (use monitor|turn|both|off)"))
+    pub fn parse(text: &str) -> Result<Mode, HostError> {
+        Mode::ALL.into_iter().find(|m| m.name() == text).ok_or_else(|| HostError::refused(format!("Unknown mode: {text} (use monitor|turn|both|off)")))
     }
 }
 

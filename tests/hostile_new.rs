@@ -302,3 +302,64 @@ fn sync_values_a_driver_hands_back_are_checked_before_they_are_printed() {
     assert!(!run.stdout.contains("sync_reprocess_page"), "{}", run.stdout);
     assert!(run.stderr.contains("next_after"), "{}", run.stderr);
 }
+
+/// What a (possibly hostile) sync driver hands back is checked against what it was asked, before
+/// anything is printed for agmsg's engine: a refusal exits 13 with stdout empty and a sentence naming
+/// the field. Prepare: the generation a UUID, local ids stored message ids, each envelope of the
+/// request's version, a canonical base64 blob within max_blob_bytes, no plaintext where age-v1 was
+/// asked, and an age-v1 blob an age file. Apply-pull: the transport cursor the page's, every outcome for
+/// a message of the page. Reprocess: only malformed rows in the malformed scope. The fixture's ordinary
+/// answers to the same requests succeed.
+#[test]
+fn a_sync_drivers_answers_are_checked_against_the_request_and_nothing_is_printed_on_refusal() {
+    let env = Env::new();
+    let driver = common::fixture("sync-fixture");
+    let driver = driver.to_str().unwrap();
+    let run = |op: &str, extra: &[&str], stdin: &str| {
+        let op = format!("sync-{op}");
+        let args: Vec<&str> = ["--driver", driver, "storage", op.as_str(), "t", SERVER, REMOTE, "1"].into_iter().chain(extra.iter().copied()).collect();
+        env.run_stdin(&args, stdin.as_bytes())
+    };
+    let refused = |what: &str, run: agmsg_conformance::Run, why: &str| {
+        assert_eq!((run.code, run.stdout.as_str()), (13, ""), "{what}: {run:?}");
+        assert!(run.stderr.contains(why), "{what}: expected {why:?} in {}", run.stderr);
+        assert_inert("sync's stderr", &run.stderr);
+    };
+    let none = |max: u32| format!(r#"{{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"max_blob_bytes":{max},"allow_new":true}}"#);
+    let recipient = format!("age1{}", "q".repeat(58));
+    let age = |key: &str| {
+        format!(r#"{{"type":"sync_prepare","envelope_v":1,"cipher":"age-v1","key_id":"{key}","recipients":["{recipient}"],"max_blob_bytes":64,"allow_new":true}}"#)
+    };
+    assert_eq!(run("prepare-push", &["2"], &none(8)).ok().lines().len(), 3);
+    let sealed = run("prepare-push", &["2"], &age("k1"));
+    assert_eq!(sealed.ok().lines().len(), 3, "{sealed:?}");
+    assert!(sealed.stdout.contains(r#""cipher":"age-v1","key_id":"k1""#), "{}", sealed.stdout);
+    for (max, why) in [
+        (5, "sync_state.driver_generation \"fixture-generation\" is not a lowercase UUID"),
+        (6, "sync_push_candidate.local_id \"local 1\""),
+        (9, "sync_push_candidate.envelope.v 2 where the engine asked for 1"),
+        (10, "sync_push_candidate.envelope.blob is not canonical base64"),
+        (12, "sync_push_candidate.envelope.blob holds 18 bytes, not 1 to max_blob_bytes (12)"),
+    ] {
+        refused(&format!("prepare, max_blob_bytes {max}"), run("prepare-push", &["2"], &none(max)), why);
+    }
+    refused("a plaintext envelope for age-v1", run("prepare-push", &["2"], &age("downgrade")), r#"cipher "none" where the engine asked for "age-v1""#);
+    refused("an age-v1 blob that is no age file", run("prepare-push", &["2"], &age("plain")), "not an age v1 file");
+
+    let message = |n: u64| {
+        format!(
+            r#"{{"type":"sync_pull_message","server_seq":"{n}","id":"00000000-0000-4000-8000-{n:012x}","server_received_at":"t","envelope":{{"v":1,"cipher":"none","key_id":null,"blob":"eA=="}},"status":"malformed"}}"#
+        )
+    };
+    let page = |cursor: u64| format!("{}\n{}\n{{\"type\":\"sync_pull_cursor\",\"next_after\":\"{cursor}\"}}\n", message(1), message(2));
+    assert_eq!(run("apply-pull", &[], &page(2)).ok().lines().len(), 3);
+    // A conflict the driver reports carries the other sequence of a wire id of the page: taken.
+    let conflict = run("apply-pull", &[], &page(95));
+    assert!(conflict.ok().stdout.contains(r#""server_seq":"1001","status":"corrupt_state""#), "{conflict:?}");
+    refused("an outcome for a wire id not sent", run("apply-pull", &[], &page(97)), "which the page did not hold");
+    refused("another transport cursor", run("apply-pull", &[], &page(98)), r#"transport_cursor "99", not the page's next_after "98""#);
+    refused("an outcome moved to another sequence", run("apply-pull", &[], &page(96)), "server_seq 1001, which the page did not hold");
+
+    assert_eq!(run("reprocess", &["2", "", "malformed"], "").ok().lines().len(), 4);
+    refused("reprocess out of scope", run("reprocess", &["6", "", "malformed"], ""), r#"prior_status "pending_key" in the malformed scope"#);
+}

@@ -27,9 +27,9 @@ pub const READ_MEMBERS_MAX: usize = 1000;
 /// its floor or whose floor is above the current sequence.
 pub trait ResyncDriver {
     /// Strictly read-only: the binding's generation and transport cursor and the audit of
-    /// `accepted_floor`, if any. A store, sync table or binding that does not exist is an error; nothing
-    /// is created.
-    fn resync_status(&self, binding: &Binding, accepted_floor: &str) -> Result<ResyncReport, DriverError>;
+    /// `accepted_floor`, if any. `None` when the store never synced or has no such binding; nothing is
+    /// created.
+    fn resync_status(&self, binding: &Binding, accepted_floor: &str) -> Result<Option<ResyncReport>, DriverError>;
     /// One transaction: record the audit (`gap_start` = expected + 1, `gap_end` = the floor) and move
     /// the transport cursor to the floor, only if the cursor is still the expected one and the floor was
     /// not accepted before; else change nothing and fail.
@@ -70,7 +70,7 @@ macro_rules! export_storage_resync {
             const _: fn(
                 $crate::bindings::storage_resync::exports::agmsg::storage::resync::Binding,
                 String,
-            ) -> Result<$crate::storage::ResyncReport, $crate::storage::DriverError> =
+            ) -> Result<Option<$crate::storage::ResyncReport>, $crate::storage::DriverError> =
                 <__AgmsgResyncComponent as $crate::bindings::storage_resync::exports::agmsg::storage::resync::Guest>::resync_status;
         };
     };
@@ -160,7 +160,7 @@ fn check_snapshot(s: &Snapshot) -> Result<(), DriverError> {
 }
 
 impl<D: StorageDriver + ResyncDriver + Default + 'static> ResyncGuest for super::Component<D> {
-    fn resync_status(b: resync_wit::Binding, accepted_floor: String) -> Result<ResyncReport, DriverError> {
+    fn resync_status(b: resync_wit::Binding, accepted_floor: String) -> Result<Option<ResyncReport>, DriverError> {
         let b = sync_binding(b.local_team, b.server_instance_id, b.remote_team_id, b.protocol_version)?;
         check_sequence("accepted floor", &accepted_floor)?;
         with_driver::<D, _>(|d| d.resync_status(&b, &accepted_floor))

@@ -13,6 +13,7 @@ mod spawn;
 mod storage;
 mod storage_manage;
 mod storage_sync;
+mod storage_sync_stage2;
 mod terminal;
 mod types;
 

@@ -32,6 +32,8 @@ pub struct OptionalOps {
     pub receipts: bool,
     pub rename: bool,
     pub sync: bool,
+    pub resync: bool,
+    pub read_state: bool,
 }
 
 /// Load `driver` (a bundled name or a component path) and see which optional interfaces it exports.
@@ -42,7 +44,13 @@ pub fn optional_ops(driver: &str) -> Result<OptionalOps, String> {
     let empty = tempfile::Builder::new().prefix("agmsg-host-probe-").tempdir().map_err(|e| format!("cannot create a directory: {e}"))?;
     let dir = agmsg_host::runtime::sandbox::StoreDir::open(empty.path()).map_err(|e| format!("cannot open {}: {e}", empty.path().display()))?;
     let storage = agmsg_host::storage::Storage::open(&runtime, &source, dir).map_err(|e| e.to_string())?;
-    Ok(OptionalOps { receipts: storage.offers_receipts(), rename: storage.offers_rename(), sync: storage.offers_sync() })
+    Ok(OptionalOps {
+        receipts: storage.offers_receipts(),
+        rename: storage.offers_rename(),
+        sync: storage.offers_sync(),
+        resync: storage.offers_resync(),
+        read_state: storage.offers_read_state(),
+    })
 }
 
 /// The shim's text: `bin` runs `driver` (a bundled name or a component path), with the optional ops
@@ -81,6 +89,12 @@ pub fn storage_shim_with(name: &str, bin: &str, driver: &str, optional: Optional
     if optional.sync {
         text.push_str(SHIM_SYNC);
     }
+    if optional.resync {
+        text.push_str(SHIM_RESYNC);
+    }
+    if optional.read_state {
+        text.push_str(SHIM_READ_STATE);
+    }
     text
 }
 
@@ -107,6 +121,23 @@ storage_sync_prepare_push() { _agmsg_host_storage "${1-}" sync-prepare-push "$@"
 storage_sync_reconcile_push() { _agmsg_host_storage "${1-}" sync-reconcile-push "$@"; }
 storage_sync_apply_pull() { _agmsg_host_storage "${1-}" sync-apply-pull "$@"; }
 storage_sync_reprocess() { _agmsg_host_storage "${1-}" sync-reprocess "$@"; }
+"#;
+
+/// Defined only for a driver that exports `resync` (capability `stage1-resync`), as [`SHIM_SYNC`].
+const SHIM_RESYNC: &str = r#"
+# Optional ops (agmsg:storage 1.2.0 resync, retention-gap resynchronization): this driver offers them.
+storage_sync_resync_status() { _agmsg_host_storage "${1-}" sync-resync-status "$@"; }
+storage_sync_resync() { _agmsg_host_storage "${1-}" sync-resync "$@"; }
+"#;
+
+/// Defined only for a driver that exports `read-state` (capability `stage2-read-state`), as
+/// [`SHIM_SYNC`]; block and unblock are the ops agmsg's engine calls beside prepare and apply.
+const SHIM_READ_STATE: &str = r#"
+# Optional ops (agmsg:storage 1.2.0 read-state, Stage-2 read-state sync): this driver offers them.
+storage_sync_prepare_read_state() { _agmsg_host_storage "${1-}" sync-prepare-read-state "$@"; }
+storage_sync_apply_read_state() { _agmsg_host_storage "${1-}" sync-apply-read-state "$@"; }
+storage_sync_block_read_state() { _agmsg_host_storage "${1-}" sync-block-read-state "$@"; }
+storage_sync_unblock_read_state() { _agmsg_host_storage "${1-}" sync-unblock-read-state "$@"; }
 "#;
 
 /// The functions, the same in every shim.

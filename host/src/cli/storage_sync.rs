@@ -28,13 +28,16 @@ enum Op {
     Reprocess { limit: u32, after: Option<sync::PageKey>, scope: ReprocessScope },
 }
 
-/// Whether `op` (after `sync-`) is one of these ops; the rest of Stage 1 (resync, read-state) is not
-/// in this host's contract yet.
+/// Whether `op` (after `sync-`) is one of these ops or of the resync and read-state extensions
+/// (`storage_sync_stage2`).
 pub fn is_sync_op(op: &str) -> bool {
-    matches!(op, "prepare-push" | "reconcile-push" | "apply-pull" | "reprocess")
+    matches!(op, "prepare-push" | "reconcile-push" | "apply-pull" | "reprocess") || super::storage_sync_stage2::is_op(op)
 }
 
 pub fn run(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: &str, args: &[String]) -> ExitCode {
+    if super::storage_sync_stage2::is_op(op) {
+        return super::storage_sync_stage2::run(store_flag, driver_flag, op, args);
+    }
     let refuse = |message: String| record_failure(&StorageError::runtime(format!("storage sync-{op}: {message}")));
     let (binding, rest) = match parse_binding(args) {
         Ok(parsed) => parsed,
@@ -174,12 +177,12 @@ impl<W: Write> Held<W> {
     }
 }
 
-fn line_error(number: u64, e: String) -> StorageError {
+pub(super) fn line_error(number: u64, e: String) -> StorageError {
     StorageError::runtime(format!("stdin line {number}: {e}"))
 }
 
 /// stdin's non-blank lines with their numbers, each at most [`MAX_LINE`] bytes, UTF-8.
-fn records(mut reader: impl BufRead) -> impl Iterator<Item = Result<(u64, String), StorageError>> {
+pub(super) fn records(mut reader: impl BufRead) -> impl Iterator<Item = Result<(u64, String), StorageError>> {
     let mut number = 0u64;
     std::iter::from_fn(move || loop {
         let mut line = Vec::new();
@@ -204,7 +207,7 @@ fn records(mut reader: impl BufRead) -> impl Iterator<Item = Result<(u64, String
 }
 
 /// agmsg's four binding words: a team name, two lowercase UUIDv7 ids, a version of digits.
-fn parse_binding(args: &[String]) -> Result<(Binding, &[String]), String> {
+pub(super) fn parse_binding(args: &[String]) -> Result<(Binding, &[String]), String> {
     let [team, server, remote, version, rest @ ..] = args else {
         return Err("usage: <team> <server-instance-id> <remote-team-id> <protocol-version> ...".into());
     };

@@ -15,6 +15,8 @@ use wasmtime::component::ResourceAny;
 
 use super::records::{ScanError, check_event, scan_import};
 use super::sync::{ApplyResult, Binding, PageKey, PrepareRequest, Projection, PullLine, PullMessage, PushAck, PushCandidate, ReprocessCandidate, ReprocessPage, ReprocessScope, SyncState};
+use super::sync::read_state::{Prepared, ReadApplyResult, ReadContext, Snapshot};
+use super::sync::resync::{ResyncReport, ResyncRequest, ResyncResult};
 use super::world::{Call, Offers, StorageWorld};
 use crate::display;
 use crate::runtime::sandbox::StoreDir;
@@ -400,6 +402,44 @@ impl<'rt> Storage<'rt> {
         });
         self.drop_resource(candidates);
         result.map(|()| page)
+    }
+
+    /// Whether the driver offers the optional `resync` interface (capability `stage1-resync`).
+    pub fn offers_resync(&self) -> bool {
+        self.offers().resync
+    }
+
+    /// Whether the driver offers the optional `read-state` interface (capability `stage2-read-state`).
+    pub fn offers_read_state(&self) -> bool {
+        self.offers().read_state
+    }
+
+    /// `resync.resync-status`: read only; `None` for a binding the store does not have.
+    pub fn sync_resync_status(&mut self, b: &Binding, accepted_floor: &str) -> Result<Option<ResyncReport>, StorageError> {
+        self.optional("sync-resync-status", "resync", |o| o.resync, |s, w| w.resync().map(|r| r.resync_status(s, b, accepted_floor)))
+    }
+
+    /// `resync.resync`: record the accepted gap and move the transport cursor, in one transaction.
+    pub fn sync_resync(&mut self, b: &Binding, request: &ResyncRequest) -> Result<ResyncResult, StorageError> {
+        self.optional("sync-resync", "resync", |o| o.resync, |s, w| w.resync().map(|r| r.resync(s, b, request)))
+    }
+
+    /// `read-state.prepare`.
+    pub fn sync_prepare_read_state(&mut self, b: &Binding, context: &ReadContext) -> Result<Prepared, StorageError> {
+        self.optional("sync-prepare-read-state", "read-state", |o| o.read_state, |s, w| w.read_state().map(|r| r.prepare(s, b, context)))
+    }
+
+    /// `read-state.apply`.
+    pub fn sync_apply_read_state(&mut self, b: &Binding, page: &Snapshot) -> Result<ReadApplyResult, StorageError> {
+        self.optional("sync-apply-read-state", "read-state", |o| o.read_state, |s, w| w.read_state().map(|r| r.apply(s, b, page)))
+    }
+
+    /// `read-state.block` (`unblock` when `block` is false).
+    pub fn sync_block_read_state(&mut self, b: &Binding, member_id: &str, block: bool) -> Result<(), StorageError> {
+        let op = if block { "sync-block-read-state" } else { "sync-unblock-read-state" };
+        self.optional(op, "read-state", |o| o.read_state, |s, w| {
+            w.read_state().map(|r| if block { r.block(s, b, member_id) } else { r.unblock(s, b, member_id) })
+        })
     }
 
     pub fn history(&mut self, team: &str, agent: Option<&str>, limit: Option<u32>) -> Result<Vec<Message>, StorageError> {

@@ -1,7 +1,8 @@
 //! The storage contract (spec §2), rule by rule. The `live_*` rules check the optional `live` interface
 //! (`agmsg:storage` 1.1.0) of a driver that offers it; one that does not (it is polled) passes them
 //! vacuously. The `receipts_*` and `rename_*` rules check the optional 1.2.0 interfaces the same way,
-//! and are skipped for a driver that answers `unsupported`.
+//! and are skipped for a driver that answers `unsupported`; the `resync_*` and `read_state_*` rules
+//! check the optional `resync` and `read-state` interfaces of a driver that offers them (skipped on 14).
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -429,6 +430,106 @@ fn rename_team_keeps_unread(harness: &Harness, driver: &str) {
     assert!(unread(&env, "t", "bob").is_empty());
 }
 
+const SYNC_SERVER: &str = "018f3f7e-0000-7000-8000-000000000000";
+const SYNC_REMOTE: &str = "018f3f7e-0000-7000-8000-000000000001";
+const SYNC_MEMBER: &str = "018f3f7e-0000-7000-8000-000000000010";
+const NO_RESYNC: &str = "the driver offers no `resync` interface (optional): agmsg's engine does not resync through it";
+const NO_READ_STATE: &str = "the driver offers no `read-state` interface (optional): agmsg's engine skips read-state sync";
+
+/// `storage sync-<op> t SERVER REMOTE 1 <extra>...` with `stdin`.
+fn sync_op(env: &Env, op: &str, extra: &[&str], stdin: &str) -> agmsg_conformance::Run {
+    let op = format!("sync-{op}");
+    let args: Vec<&str> = ["storage", op.as_str(), "t", SYNC_SERVER, SYNC_REMOTE, "1"].into_iter().chain(extra.iter().copied()).collect();
+    env.run_stdin(&args, stdin.as_bytes())
+}
+
+/// Skip when the extension is not offered (agmsg's adapter answers 14 for it).
+fn skip_if_not_offered(run: &agmsg_conformance::Run, why: &str) {
+    if run.code == 14 {
+        agmsg_conformance::skip(why);
+    }
+}
+
+fn sync_line(run: &agmsg_conformance::Run, kind: &str) -> serde_json::Value {
+    run.ok();
+    let lines = run.lines();
+    assert_eq!(lines.len(), 1, "one {kind} record: {run:?}");
+    let v: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(v["type"], kind, "{run:?}");
+    v
+}
+
+/// stage1-resync: status creates nothing (a binding it was never told of fails, twice alike); a gap is
+/// recorded once, moving the transport cursor to the floor; the same gap again is refused.
+fn resync_status_is_read_only_and_a_gap_is_accepted_once(harness: &Harness, driver: &str) {
+    let env = env_for(harness, driver);
+    let first = sync_op(&env, "resync-status", &["5"], "");
+    skip_if_not_offered(&first, NO_RESYNC);
+    assert_ne!(first.code, 0, "no binding yet: {first:?}");
+    assert!(first.stdout.is_empty(), "{first:?}");
+    let second = sync_op(&env, "resync-status", &["5"], "");
+    assert_eq!((second.code, second.stdout.as_str()), (first.code, ""), "the first status created something: {second:?}");
+    // A binding exists once Stage-1 sync has prepared for it.
+    let prepare = r#"{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"recipients":[],"max_blob_bytes":1048576,"allow_new":true}"#;
+    let prepared = sync_op(&env, "prepare-push", &["10"], prepare);
+    if prepared.code == 14 {
+        agmsg_conformance::skip("the driver offers `resync` without `sync`: no binding can be made to check it on");
+    }
+    prepared.ok();
+    let status = sync_line(&sync_op(&env, "resync-status", &["5"], ""), "sync_resync_status");
+    assert_eq!((status["transport_cursor"].as_str(), status["audit"].is_null()), (Some("0"), true), "{status}");
+    let request = r#"{"type":"sync_resync","expected_transport_cursor":"0","min_available_seq":"5","current_seq":"7","reason":"retention-gap-accepted"}"#;
+    let result = sync_line(&sync_op(&env, "resync", &[], request), "sync_resync_result");
+    assert_eq!((result["transport_cursor"].as_str(), result["gap_start"].as_str(), result["gap_end"].as_str()), (Some("5"), Some("1"), Some("5")), "{result}");
+    let status = sync_line(&sync_op(&env, "resync-status", &["5"], ""), "sync_resync_status");
+    assert_eq!((status["transport_cursor"].as_str(), status["audit"]["accepted_floor"].as_str()), (Some("5"), Some("5")), "{status}");
+    let again = sync_op(&env, "resync", &[], request);
+    assert_ne!(again.code, 0, "the same gap twice: {again:?}");
+}
+
+/// stage2-read-state: a local member's frontier max-merges (a lower one never moves it back), a
+/// remote name no local agent holds is blocked, and the operator's block holds until lifted.
+fn read_state_merges_frontiers_and_blocks_members(harness: &Harness, driver: &str) {
+    let env = env_for(harness, driver);
+    let context = |name: &str| {
+        format!(
+            r#"{{"type":"sync_read_context","min_available_seq":"0","current_seq":"9","members":[{{"member_id":"{SYNC_MEMBER}","name":"{name}"}}],"local_agents":["bob"]}}"#
+        )
+    };
+    let first = sync_op(&env, "prepare-read-state", &[], &context("bob"));
+    skip_if_not_offered(&first, NO_READ_STATE);
+    first.ok();
+    let frontier = |env: &Env| -> Option<String> {
+        let run = sync_op(env, "prepare-read-state", &[], &context("bob"));
+        run.ok();
+        run.lines().iter().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).find(|v| v["type"] == "sync_read_frontier").map(|v| v["server_seq"].as_str().unwrap().to_owned())
+    };
+    assert_eq!(frontier(&env).as_deref(), Some("0"));
+    let page = |seq: &str| {
+        format!(
+            "{{\"type\":\"sync_read_snapshot\",\"min_available_seq\":\"0\",\"current_seq\":\"9\"}}\n{{\"type\":\"sync_read_frontier\",\"member_id\":\"{SYNC_MEMBER}\",\"server_seq\":\"{seq}\"}}\n"
+        )
+    };
+    let applied = sync_line(&sync_op(&env, "apply-read-state", &[], &page("5")), "sync_read_apply_result");
+    assert_eq!(applied["member_count"], 1, "{applied}");
+    sync_op(&env, "apply-read-state", &[], &page("3")).ok();
+    assert_eq!(frontier(&env).as_deref(), Some("5"), "frontiers max-merge");
+    // Blocked by the operator: no frontier until unblocked.
+    let block = format!(r#"{{"type":"sync_read_block","member_id":"{SYNC_MEMBER}","reason":"read-state-limit-exceeded"}}"#);
+    sync_line(&sync_op(&env, "block-read-state", &[], &block), "sync_read_blocked");
+    assert_eq!(frontier(&env), None, "a blocked member exports no frontier");
+    let unblock = format!(r#"{{"type":"sync_read_unblock","member_id":"{SYNC_MEMBER}"}}"#);
+    sync_line(&sync_op(&env, "unblock-read-state", &[], &unblock), "sync_read_unblocked");
+    assert_eq!(frontier(&env).as_deref(), Some("5"));
+    // A remote name that is not local is blocked as a mismatch.
+    let run = sync_op(&env, "prepare-read-state", &[], &context("mallory"));
+    let blocked = sync_line(&run, "sync_read_blocked");
+    assert_eq!(blocked["reason"], "member-name-mismatch", "{run:?}");
+    // A page naming a member the driver does not know is refused.
+    let stranger = page("1").replace(SYNC_MEMBER, "018f3f7e-0000-7000-8000-0000000000ff");
+    assert_ne!(sync_op(&env, "apply-read-state", &[], &stranger).code, 0, "an unknown member's frontier");
+}
+
 pub const RULES: &[Rule] = &[
     Rule { name: "round_trip_and_recipient_scope", check: round_trip_and_recipient_scope },
     Rule { name: "covered_prefix_and_hard_gap", check: covered_prefix_and_hard_gap },
@@ -448,4 +549,6 @@ pub const RULES: &[Rule] = &[
     Rule { name: "receipts_record_once_and_report_the_state", check: receipts_record_once_and_report_the_state },
     Rule { name: "rename_agent_keeps_unread_and_frontier", check: rename_agent_keeps_unread_and_frontier },
     Rule { name: "rename_team_keeps_unread", check: rename_team_keeps_unread },
+    Rule { name: "resync_status_is_read_only_and_a_gap_is_accepted_once", check: resync_status_is_read_only_and_a_gap_is_accepted_once },
+    Rule { name: "read_state_merges_frontiers_and_blocks_members", check: read_state_merges_frontiers_and_blocks_members },
 ];

@@ -8,6 +8,9 @@
 //! acknowledges its kind), every value of its type, and sequences and cursors canonical decimals no
 //! greater than 2^63-1. One leniency, agmsg's sqlite driver's: `sync_prepare` without `recipients` is `[]`.
 
+pub mod read_state;
+pub mod resync;
+
 use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};

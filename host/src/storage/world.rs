@@ -29,6 +29,8 @@ crate::runtime::world::driver_world! {
         receipts => "agmsg:storage/receipts@1.2.0" as "receipts",
         rename => "agmsg:storage/rename@1.2.0" as "rename",
         sync => "agmsg:storage/sync@1.2.0" as "stage1-sync",
+        resync => "agmsg:storage/resync@1.2.0" as "stage1-resync",
+        read_state => "agmsg:storage/read-state@1.2.0" as "stage2-read-state",
     }
 }
 

@@ -184,10 +184,10 @@ impl SyncDriver for Sqlite {
 }
 
 impl agmsg_guest_sdk::storage::ResyncDriver for Sqlite {
-    fn resync_status(&self, binding: &Binding, accepted_floor: &str) -> Result<agmsg_guest_sdk::storage::ResyncReport, DriverError> {
+    fn resync_status(&self, binding: &Binding, accepted_floor: &str) -> Result<Option<agmsg_guest_sdk::storage::ResyncReport>, DriverError> {
         // Read only: a store that does not exist yet is not made by asking about it.
         if std::fs::metadata(crate::db_path()).is_err() {
-            return Err(DriverError::runtime("resync-status: this store has no messages.db (it never synced)"));
+            return Ok(None);
         }
         let session = Session::read()?;
         Ok(resync::status(session.conn(), binding, accepted_floor)?)

@@ -12,8 +12,8 @@ fn protocol(b: &Binding) -> Result<i64, SyncError> {
 }
 
 /// The binding's transport cursor and the audit of `floor`, if any, under the store's generation.
-/// Errors (never creates) when the store has no sync tables, no generation or no such binding.
-pub fn status(conn: &Connection, b: &Binding, floor: &str) -> Result<ResyncReport, SyncError> {
+/// `None` (nothing created) when the store has no sync tables, no generation or no such binding.
+pub fn status(conn: &Connection, b: &Binding, floor: &str) -> Result<Option<ResyncReport>, SyncError> {
     let tables: i64 = conn.query_row(
         "SELECT COUNT(*) FROM sqlite_master WHERE type='table' \
          AND name IN ('sync_store_metadata','sync_bindings','sync_resync_audits')",
@@ -21,10 +21,9 @@ pub fn status(conn: &Connection, b: &Binding, floor: &str) -> Result<ResyncRepor
         |r| r.get(0),
     )?;
     if tables != 3 {
-        return Err(SyncError::Runtime("resync-status: this store has no sync state (it never synced)".into()));
+        return Ok(None);
     }
-    let generation = schema::generation(conn)?
-        .ok_or_else(|| SyncError::Runtime("resync-status: this store has no sync generation (it never synced)".into()))?;
+    let Some(generation) = schema::generation(conn)? else { return Ok(None) };
     let row = conn
         .prepare_cached(
             "SELECT b.transport_cursor, a.expected_transport_cursor, a.accepted_floor, a.gap_start, a.gap_end, a.reason \
@@ -56,9 +55,7 @@ pub fn status(conn: &Connection, b: &Binding, floor: &str) -> Result<ResyncRepor
             },
         )
         .optional()?;
-    let (transport_cursor, audit) =
-        row.ok_or_else(|| SyncError::Runtime("resync-status: no such binding under this store's generation".into()))?;
-    Ok(ResyncReport { driver_generation: generation, transport_cursor, audit })
+    Ok(row.map(|(transport_cursor, audit)| ResyncReport { driver_generation: generation, transport_cursor, audit }))
 }
 
 /// Record the accepted gap and move the transport cursor to the floor, in one transaction, only while

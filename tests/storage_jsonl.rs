@@ -206,15 +206,18 @@ fn read_marks_before_their_message_and_across_processes() {
 }
 
 /// agmsg's sync records imported messages as nested `local_event`s of a `sync_pull_commit` line; they
-/// are messages like any other, with their own delivery positions.
+/// are messages like any other, with their own delivery positions. As in agmsg's projection, only an
+/// `imported` outcome's non-null `local_event` counts: a quarantined or reconciled one carries
+/// `"local_event":null`.
 #[test]
 fn sync_pull_commit_events_are_messages() {
     let env = jsonl();
     std::fs::create_dir_all(&env.store).unwrap();
     std::fs::write(env.store.join(".read-cursor-v1"), "").unwrap();
     let commit = format!(
-        r#"{{"type":"sync_pull_commit","generation":2,"messages":[{{"remote_id":"x","local_event":{}}},{{"remote_id":"y","local_event":{}}}]}}"#,
+        r#"{{"type":"sync_pull_commit","generation":2,"messages":[{{"id":"x","status":"imported","local_event":{}}},{{"id":"q","status":"pending_key","local_event":null}},{{"id":"r","status":"malformed","local_event":{}}},{{"id":"y","status":"imported","local_event":{}}}]}}"#,
         sent("s1", "remote", "bob", "synced one"),
+        sent("s9", "remote", "bob", "not imported"),
         sent("s2", "remote", "carol", "synced two"),
     );
     let lines = [sent("m1", "a", "bob", "local"), commit, sent("m3", "a", "bob", "after")];

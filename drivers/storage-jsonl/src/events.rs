@@ -168,7 +168,10 @@ fn parse_line_slow(line: &[u8], number: u64) -> Result<Vec<Event>, DriverError> 
         Some("sync_pull_commit") => {
             let nested = object.get("messages").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
             let mut events = Vec::new();
-            for local in nested.iter().filter_map(|m| m.get("local_event")) {
+            // As agmsg's projection: an imported message's non-null local_event (every other outcome
+            // carries `"local_event":null`).
+            let imported = nested.iter().filter(|m| m.get("status").and_then(Value::as_str) == Some("imported"));
+            for local in imported.filter_map(|m| m.get("local_event")).filter(|l| !l.is_null()) {
                 let local = local.as_object().ok_or_else(|| corrupt("a local_event is not a JSON object".into()))?;
                 events.extend(v1_event(local).map_err(|what| corrupt(format!("local_event: {what}")))?);
             }

@@ -11,11 +11,13 @@
 //! op re-parses the whole log, even in a new process. Every op holds the host's
 //! store lock; rewrites (import, compaction, cursors) go through a temp file and a rename.
 
+mod agmsg_lock;
 mod events;
 mod generation;
 mod idtable;
 mod index;
 mod rename;
+mod sync;
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -46,6 +48,19 @@ struct Jsonl;
 
 agmsg_guest_sdk::export_storage_driver!(Jsonl);
 agmsg_guest_sdk::export_storage_rename!(Jsonl);
+agmsg_guest_sdk::export_storage_sync!(Jsonl);
+
+/// The host's store lock and, inside it, agmsg's own `events.jsonl.lock/` (see [`agmsg_lock`]). Fields
+/// drop in order: agmsg's lock is released first.
+struct LogLock {
+    _agmsg: agmsg_lock::AgmsgLock,
+    _store: StoreLock,
+}
+
+fn lock_log() -> Result<LogLock, DriverError> {
+    let store = StoreLock::acquire(LOCK_WAIT)?;
+    Ok(LogLock { _agmsg: agmsg_lock::AgmsgLock::acquire()?, _store: store })
+}
 
 fn sent_line(m: &Message) -> String {
     records::message_sent(&m.id, &m.team, &m.from, &m.to, &m.body, &m.at)
@@ -174,7 +189,7 @@ impl Jsonl {
     /// Lock the store, create it if needed (with the one-time cursor migration), and open its index,
     /// brought up to date with the log; then run `f`.
     fn with_store<T>(&self, f: impl FnOnce(&mut Index) -> Result<T, DriverError>) -> Result<T, DriverError> {
-        let _lock = StoreLock::acquire(LOCK_WAIT)?;
+        let _lock = lock_log()?;
         ensure_store()?;
         f(&mut Index::open()?)
     }
@@ -281,7 +296,7 @@ impl StorageDriver for Jsonl {
     fn send(&self, team: &str, from: &str, to: &str, body: &str) -> Result<String, DriverError> {
         // A send only appends: it never needs the index, so it costs the same at any log size (the next
         // read picks the line up incrementally).
-        let _lock = StoreLock::acquire(LOCK_WAIT)?;
+        let _lock = lock_log()?;
         ensure_store()?;
         let message = Message { id: new_id(), team: team.into(), from: from.into(), to: to.into(), body: body.into(), at: now_utc() };
         append(&[sent_line(&message)])?;
@@ -371,7 +386,7 @@ impl StorageDriver for Jsonl {
     }
 
     fn export_events(&self) -> Result<Box<dyn EventExporter>, DriverError> {
-        let lock = StoreLock::acquire(LOCK_WAIT)?;
+        let lock = lock_log()?;
         roll_back_interrupted_import()?;
         let lines = match std::fs::File::open(store_path(LOG_FILE)) {
             Ok(file) => Some(LineReader::new(file, 0)),
@@ -382,7 +397,7 @@ impl StorageDriver for Jsonl {
     }
 
     fn import_events(&self) -> Result<Box<dyn EventImporter>, DriverError> {
-        let lock = StoreLock::acquire(LOCK_WAIT)?;
+        let lock = lock_log()?;
         ensure_store()?;
         Ok(Box::new(Importer::new(lock)?))
     }
@@ -491,7 +506,7 @@ struct Exporter {
     number: u64,
     /// Events of a line that held more than the page had room for (a `sync_pull_commit`).
     queued: std::collections::VecDeque<Event>,
-    _lock: StoreLock,
+    _lock: LogLock,
 }
 
 impl EventExporter for Exporter {
@@ -515,9 +530,10 @@ impl EventExporter for Exporter {
     }
 }
 
-/// While an import's lines are being appended to the log: the log's length before, so that an append
-/// cut short (a kill, the call deadline) is undone by the next op.
+/// While an import's lines or a sync commit are being appended to the log: the log's length before, so
+/// that an append cut short (a kill, the call deadline) is undone by the next op.
 const IMPORT_JOURNAL: &str = "import-commit";
+const APPEND_JOURNAL: &str = IMPORT_JOURNAL;
 /// Staging files of an import, in the index directory.
 const STAGED_LINES: &str = "import-lines.jsonl";
 const STAGED_IDS: &str = "import-ids.bin";
@@ -538,7 +554,7 @@ fn roll_back_interrupted_import() -> Result<(), DriverError> {
         log.set_len(length).map_err(io_error)?;
         log.sync_all().map_err(io_error)?;
     }
-    agmsg_guest_sdk::log::warn("jsonl: an import was interrupted while it was being written; its lines were removed from the log");
+    agmsg_guest_sdk::log::warn("jsonl: an import was interrupted (or a sync commit) while it was being written; its lines were removed from the log");
     std::fs::remove_file(&journal).map_err(io_error)?;
     for staged in [STAGED_LINES, STAGED_IDS, STAGED_READS] {
         let _ = std::fs::remove_file(index_path(staged));
@@ -566,11 +582,11 @@ struct Importer {
     page_ids: HashMap<u64, Vec<u64>>,
     page_reads: HashMap<u64, Vec<u64>>,
     committed: bool,
-    _lock: StoreLock,
+    _lock: LogLock,
 }
 
 impl Importer {
-    fn new(lock: StoreLock) -> Result<Importer, DriverError> {
+    fn new(lock: LogLock) -> Result<Importer, DriverError> {
         let index = Index::open()?;
         let create = |name: &str| {
             std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(index_path(name)).map_err(io_error)

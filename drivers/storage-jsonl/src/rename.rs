@@ -14,11 +14,11 @@ use std::io::{BufRead, BufReader, Write};
 
 use agmsg_contract::records;
 use agmsg_guest_sdk::ids::new_id;
-use agmsg_guest_sdk::storage::{DriverError, RenameDriver, StoreLock};
+use agmsg_guest_sdk::storage::{DriverError, RenameDriver};
 use serde_json::Value;
 
 use crate::index::Index;
-use crate::{CURSORS_FILE, Jsonl, LOCK_WAIT, LOG_FILE, ensure_store, rewrite, store_path};
+use crate::{CURSORS_FILE, Jsonl, LOG_FILE, ensure_store, rewrite, store_path};
 
 fn io_error(e: std::io::Error) -> DriverError {
     DriverError::runtime(format!("jsonl: {e}"))
@@ -189,7 +189,7 @@ fn cursors_text(rename: &Rename<'_>, text: &str, keep_old: bool) -> String {
 
 /// Lock the store and apply `rename` to it.
 fn rename_store(rename: &Rename<'_>) -> Result<(), DriverError> {
-    let _lock = StoreLock::acquire(LOCK_WAIT)?;
+    let _lock = crate::lock_log()?;
     ensure_store()?;
     let tmp = store_path(&format!("{LOG_FILE}.rename.{}", new_id()));
     let result = (|| {

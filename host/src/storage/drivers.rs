@@ -35,12 +35,29 @@ pub struct HostSettings {
     pub suite_env: SuiteEnv,
 }
 
-const SETTINGS: &[HostSettings] = &[HostSettings {
-    driver: super::postgres::NAME,
-    configure: super::postgres::configure,
-    unconfigured: super::postgres::unconfigured,
-    suite_env: super::postgres::suite_env,
-}];
+const SETTINGS: &[HostSettings] = &[
+    HostSettings {
+        driver: super::postgres::NAME,
+        configure: super::postgres::configure,
+        unconfigured: super::postgres::unconfigured,
+        suite_env: super::postgres::suite_env,
+    },
+    HostSettings { driver: "jsonl", configure: jsonl_configure, unconfigured: |_| {}, suite_env: |_| Ok(Vec::new()) },
+];
+
+/// jsonl takes agmsg's `events.jsonl.lock/` as agmsg's bash driver does, retrying every 10 ms
+/// `AGMSG_JSONL_LOCK_TRIES` times: the one setting of agmsg's it reads, passed on when it is a number.
+fn jsonl_configure(source: &mut DriverSource, _: Option<&str>, _: Option<&str>, _: Config) -> Result<(), StorageError> {
+    source.settings.retain(|(name, _)| name != "AGMSG_JSONL_LOCK_TRIES");
+    if let Ok(tries) = std::env::var("AGMSG_JSONL_LOCK_TRIES")
+        && !tries.is_empty()
+        && tries.len() <= 9
+        && tries.bytes().all(|b| b.is_ascii_digit())
+    {
+        source.settings.push(("AGMSG_JSONL_LOCK_TRIES".to_owned(), tries));
+    }
+    Ok(())
+}
 
 /// The host settings of the bundled driver `name`, if it needs any.
 pub fn settings(name: &str) -> Option<&'static HostSettings> {

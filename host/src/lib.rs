@@ -15,6 +15,8 @@
 //! - [`plugin`] finds third-party drivers, reads their manifests, keeps the user's trust and grants, and
 //!   installs them; [`catalog`] is what `<axis> list` shows; [`capabilities`] is the vocabulary of what a
 //!   driver may touch, shared by manifests, trust and the sandbox.
+//! - [`error`] is the error model (every failure's exit class); [`scaffold`] writes `driver new`'s
+//!   project; [`pid`] is the one pid liveness check.
 //! - [`directive`] is what of a driver's `AGMSG-DIRECTIVE` the host relays to an agent;
 //!   [`display`] is the one rule for printing text a driver or a manifest supplied; [`shell`] the one
 //!   way text is written into a shell command; [`log`] the host's log; [`bundled`] the drivers built
@@ -33,6 +35,7 @@ pub mod error;
 pub mod pid;
 pub mod plugin;
 pub mod runtime;
+pub mod scaffold;
 pub mod shell;
 pub mod spawn;
 pub mod storage;

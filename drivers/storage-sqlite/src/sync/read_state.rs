@@ -260,6 +260,7 @@ pub fn prepare(conn: &Connection, b: &Binding, context: &ReadContext) -> Result<
             Ok(Blocked { member_id, reason })
         })
         .collect::<Result<Vec<_>, SyncError>>()?;
+        super::crash_point("read-state:prepare-before-commit");
         Ok(Prepared { frontiers, exacts, blocked })
     })
 }
@@ -420,6 +421,7 @@ pub fn apply(conn: &Connection, b: &Binding, page: &Snapshot) -> Result<ReadAppl
         )?
         .pop()
         .unwrap_or((None, 0));
+        super::crash_point("read-state:apply-before-commit");
         Ok(ReadApplyResult { min_available_seq: floor, member_count: count })
     })
 }

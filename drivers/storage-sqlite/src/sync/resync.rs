@@ -105,6 +105,7 @@ pub fn resync(conn: &Connection, b: &Binding, request: &ResyncRequest) -> Result
         if inserted != 1 {
             return Err(SyncError::Runtime(format!("resync: the gap up to {} was already accepted", request.min_available_seq)));
         }
+        super::crash_point("resync:before-commit");
         Ok(ResyncResult {
             driver_generation: key.generation.clone(),
             audit: ResyncAudit {

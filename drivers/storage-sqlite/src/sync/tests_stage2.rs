@@ -2,7 +2,8 @@
 //! status, read-state max-merge and set-union, name mismatches, the operator's block, all-or-nothing
 //! pages; and one store taken in turns with agmsg's own bash `sqlite-sync.sh`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use agmsg_guest_sdk::storage::{
     BlockedReason, Evaluated, Exact, Frontier, Member, ReadContext, ResyncRequest, Snapshot,
@@ -313,4 +314,56 @@ fn read_state_and_resync_interoperate_with_agmsgs_bash_driver() {
     read_state::unblock(&open(&db), &b, MEMBER).unwrap();
     let theirs = agmsg(&skill, "storage_sync_prepare_read_state demo $S $T 1", &format!("{ctx_line}\n"));
     assert!(records(&theirs, "sync_read_blocked").is_empty(), "{theirs}");
+}
+
+// ------------------------------------------------------------------------------------------------
+// Crashes: a child process of this test binary aborts inside an op's transaction (no unwinding, no
+// rollback: a kill -9); the parent checks that the store is exactly as before.
+
+fn crash(path: &Path, op: &str, point: &str) {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "sync::tests_stage2::stage2_crash_child", "--nocapture", "--test-threads=1"])
+        .env("AGMSG_STAGE2_CRASH_DB", path)
+        .env("AGMSG_STAGE2_CRASH_OP", op)
+        .env("AGMSG_SYNC_CRASH_AT", point)
+        .output()
+        .unwrap();
+    assert!(out.status.code().is_none(), "the child should have died at {point}: {:?}\n{}", out.status, String::from_utf8_lossy(&out.stdout));
+}
+
+/// The child side of [`crash`]; without its variables (a normal run) it does nothing.
+#[test]
+fn stage2_crash_child() {
+    let Ok(db) = std::env::var("AGMSG_STAGE2_CRASH_DB") else { return };
+    let path = PathBuf::from(db);
+    let b = binding("dev");
+    let _ = match std::env::var("AGMSG_STAGE2_CRASH_OP").unwrap().as_str() {
+        "prepare" => read_state::prepare(&open(&path), &b, &context("0", "2", &[(MEMBER, "bob")], &["bob"])).map(|_| ()),
+        "apply" => read_state::apply(&open(&path), &b, &snapshot("1", "2", &[(MEMBER, "2")], &[(MEMBER, W1)])).map(|_| ()),
+        "resync" => resync::resync(&open(&path), &b, &request("2", "5", "7")).map(|_| ()),
+        other => panic!("unknown op {other}"),
+    };
+    panic!("the op finished without reaching its crash point");
+}
+
+#[test]
+fn a_kill_inside_prepare_apply_or_resync_leaves_the_store_as_it_was() {
+    let (_dir, path) = new_store();
+    two_pulled_second_read(&path);
+    for (op, point) in [("prepare", "read-state:prepare-before-commit")] {
+        let before = dump(&path);
+        crash(&path, op, point);
+        assert_eq!(dump(&path), before, "{op}");
+    }
+    read_state::prepare(&open(&path), &binding("dev"), &context("0", "2", &[(MEMBER, "bob")], &["bob"])).unwrap();
+    for (op, point) in [("apply", "read-state:apply-before-commit"), ("resync", "resync:before-commit")] {
+        let before = dump(&path);
+        crash(&path, op, point);
+        assert_eq!(dump(&path), before, "{op}");
+    }
+    assert_eq!(unread(&path, "bob"), ["leave unread"]);
+    // And the same ops, uninterrupted, do apply.
+    read_state::apply(&open(&path), &binding("dev"), &snapshot("1", "2", &[(MEMBER, "2")], &[])).unwrap();
+    assert!(unread(&path, "bob").is_empty());
+    resync::resync(&open(&path), &binding("dev"), &request("2", "5", "7")).unwrap();
 }

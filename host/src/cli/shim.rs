@@ -342,7 +342,7 @@ pub fn run_types(agent_type: &str, output: Option<PathBuf>) -> ExitCode {
     };
     let warnings = match agmsg_host::agent::delivery::shim::replaces(t) {
         Ok(warnings) => warnings,
-        Err(e) => return refused(e),
+        Err(e) => return exit::fail("shim types", &e),
     };
     let written = this_binary().and_then(|bin| {
         let hint = format!("agmsg's delivery engine sources it as the _delivery.sh of type {}, in the type's directory", t.name);

@@ -325,7 +325,7 @@ fn shims(root_path: &Path, items: &mut Vec<Item>) -> Result<Vec<Shim>, String> {
         };
         match agmsg_host::agent::delivery::shim::replaces(t) {
             Ok(warnings) => out.push(Shim { path, text: agmsg_host::agent::delivery::shim::text(&t.name, &bin), warnings }),
-            Err(e) => items.push(Item::new(&path, "skip", Some(e))),
+            Err(e) => items.push(Item::new(&path, "skip", Some(e.message))),
         }
     }
     for driver in agmsg_host::bundled::of(agmsg_host::axis::Axis::Terminal) {

@@ -29,6 +29,7 @@
 use super::Behaviour;
 use crate::agent::plug::Function;
 use crate::agent::registry::AgentType;
+use crate::error::HostError;
 pub use crate::agent::shim_text::{is_shim, text};
 
 /// Whether type `t` can take the shim as its `_delivery.sh`, and what it loses: `Err` when agmsg-host
@@ -36,11 +37,11 @@ pub use crate::agent::shim_text::{is_shim, text};
 /// the type); else one warning per function the type's current plug (agmsg's, or a shell plug on disk)
 /// overrides that agmsg-host does not reproduce: with the shim in its place, the type's plug component
 /// answers it if it overrides it, else agmsg's default runs.
-pub fn replaces(t: &AgentType) -> Result<Vec<String>, String> {
+pub fn replaces(t: &AgentType) -> Result<Vec<String>, HostError> {
     let behaviour = Behaviour::of(t);
     let component = t.plug_component();
     if let (Err(e), None) = (&behaviour, &component) {
-        return Err(format!("{e}; install a delivery plug component for it first (`agmsg-host plugin install`, axis types)"));
+        return Err(HostError::new(e.class, format!("{e}; install a delivery plug component for it first (`agmsg-host plugin install`, axis types)")));
     }
     let reproduced = |f: Function| match f {
         Function::Apply | Function::Status => true,

@@ -14,6 +14,10 @@ use super::{Record, answer_sequence, answer_wire, expect_kind, is_lower_uuid, js
 /// The most members, and local agents, a context holds (agmsg's bound).
 pub const MEMBERS_MAX: usize = 1000;
 
+/// The most frontier and exact records one read-state page may hold: agmsg's engine sends at most
+/// 1,000 items a page; far more is refused rather than held in memory.
+pub const PAGE_RECORDS_MAX: usize = 65_536;
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Member {
     pub member_id: String,
@@ -145,6 +149,9 @@ pub fn parse_snapshot(lines: impl IntoIterator<Item = Result<(u64, String), Stri
     for line in lines {
         let (number, text) = line?;
         let at = |e: String| format!("stdin line {number}: {e}");
+        if snapshot.as_ref().is_some_and(|s| s.frontiers.len() + s.exacts.len() >= PAGE_RECORDS_MAX) {
+            return Err(at(format!("a read-state page of more than {PAGE_RECORDS_MAX} records")));
+        }
         let (kind, object) = object_line(&text).map_err(at)?;
         match (kind.as_str(), snapshot.as_mut()) {
             ("sync_read_snapshot", None) => {
@@ -287,6 +294,11 @@ mod tests {
         assert!(parse_snapshot(numbered(&[])).is_err(), "no snapshot");
         assert!(parse_snapshot(numbered(&[snap, &frontier.replace(r#""2"}"#, r#""3"}"#)])).is_err(), "beyond current_seq");
         assert!(parse_snapshot(numbered(&[snap, r#"{"type":"sync_read_unblock"}"#])).is_err());
+        // A page is bounded (agmsg's engine sends at most 1,000 items): an endless one is refused, not held.
+        let many: Vec<Result<(u64, String), String>> = std::iter::once(Ok((1, snap.to_owned())))
+            .chain((0..PAGE_RECORDS_MAX as u64 + 1).map(|n| Ok((n + 2, frontier.clone()))))
+            .collect();
+        assert!(parse_snapshot(many).unwrap_err().contains("more than"), "an unbounded page");
         assert!(parse_block(&format!(r#"{{"type":"sync_read_block","member_id":"{M}","reason":"other"}}"#)).is_err());
         assert_eq!(parse_unblock(&format!(r#"{{"type":"sync_read_unblock","member_id":"{M}"}}"#)).unwrap(), M);
     }

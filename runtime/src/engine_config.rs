@@ -10,5 +10,9 @@ pub fn engine_config() -> wasmtime::Config {
     // Deterministic codegen settings: precompiled artifacts (embedded, or in the compile cache) are
     // keyed by this engine's compatibility hash, so keep the config stable across runs.
     config.cranelift_opt_level(wasmtime::OptLevel::Speed);
+    // One instance per process: the data segments are copied into the new memory at instantiation,
+    // which costs less than wasmtime's copy-on-write image (a memfd filled and sealed at every load,
+    // then mapped).
+    config.memory_init_cow(false);
     config
 }

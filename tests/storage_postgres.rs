@@ -27,7 +27,7 @@ fn contract_suite() {
     env.push(("AGMSG_POSTGRES_NAMESPACE".into(), "rule-{env}".into()));
     let harness = Harness { env, ..common::harness() };
     let rules = agmsg_host::storage::suite::RULES;
-    assert_eq!(rules.len(), 18);
+    assert_eq!(rules.len(), 20);
     let mut failures = Vec::new();
     for rule in rules {
         if let Err(reason) = agmsg_conformance::run_rule(&harness, rule, "postgres") {
@@ -47,9 +47,35 @@ fn driver_test_passes() {
     let env = env_on(&cluster, &database);
     let run = env.run(&["driver", "test", "postgres"]);
     assert_eq!(run.code, 0, "{run:?}");
-    assert!(run.stdout.ends_with("15 of 18 rules passed, 3 skipped (not applicable to this driver)\n"), "{run:?}");
+    assert!(run.stdout.ends_with("15 of 20 rules passed, 5 skipped (not applicable to this driver)\n"), "{run:?}");
     // The rules ran in namespaces of their own: the shared store was never touched.
     assert_eq!(env.run(&["storage", "history", "t"]).ok().stdout, "");
+}
+
+/// `driver test postgres` purges each rule's namespace when the rule ends (the driver's optional `purge`
+/// interface): afterwards no row of any `agmsg-driver-test-*` partition is left in the database, and
+/// the user's own store there is untouched.
+#[test]
+fn driver_test_leaves_no_rows_behind() {
+    let cluster = Cluster::start();
+    let database = cluster.create_database();
+    let env = env_on(&cluster, &database);
+    let kept = env.send("t", "alice", "bob", "the user's own message");
+    let run = env.run(&["driver", "test", "postgres"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(!run.stdout.contains("does not purge") && !run.stderr.contains("cleanup"), "{run:?}");
+    let left = cluster.psql(
+        &database,
+        "SELECT (SELECT count(*) FROM agmsg_events WHERE part LIKE 'agmsg-driver-test-%') || ' ' || \
+         (SELECT count(*) FROM agmsg_read_cursors WHERE part LIKE 'agmsg-driver-test-%') || ' ' || \
+         (SELECT count(*) FROM agmsg_counter WHERE part LIKE 'agmsg-driver-test-%')",
+    );
+    assert_eq!(left.trim(), "0 0 0", "events, read cursors, counters of the rules' namespaces");
+    let history = env.storage(&["history", "t"]);
+    assert_eq!(history.ok().json().iter().map(|m| m["id"].as_str().unwrap()).collect::<Vec<_>>(), [kept.as_str()]);
+    // Purging is destructive: never without --yes.
+    assert_eq!(env.storage(&["purge-store"]).code, 2);
+    assert_eq!(env.storage(&["history", "t"]).json().len(), 1);
 }
 
 /// 8 processes x 250 sends, from two homes (two machines' worth of agmsg) on one database: exactly

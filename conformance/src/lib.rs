@@ -19,6 +19,10 @@ pub struct Harness {
     pub bin: PathBuf,
     pub cache: PathBuf,
     pub env: Vec<(String, String)>,
+    /// `agmsg-host` arguments run in each [`Env`] as it is dropped, to remove a store the home's removal
+    /// does not (postgres: `storage purge-store --yes`, each rule's namespace of the database); `None`
+    /// when the store lives in the home.
+    pub cleanup: Option<Vec<String>>,
 }
 
 /// One rule of the contract: a name, and a check that panics when the driver breaks it.
@@ -81,6 +85,25 @@ impl Run {
     }
 }
 
+impl Drop for Env {
+    /// Run the harness's cleanup in this environment. Never panics (it may run while a failed rule
+    /// unwinds); a cleanup that fails is reported on stderr, since what it left behind stays.
+    fn drop(&mut self) {
+        let Some(args) = self.cleanup.take() else { return };
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        match self.cmd().args(&args).output() {
+            Ok(out) if out.status.success() => {}
+            Ok(out) => eprintln!(
+                "note: cleanup `agmsg-host {}` failed ({}): {}",
+                args.join(" "),
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim_end()
+            ),
+            Err(e) => eprintln!("note: cleanup `agmsg-host {}` did not run: {e}", args.join(" ")),
+        }
+    }
+}
+
 impl From<Output> for Run {
     fn from(o: Output) -> Run {
         Run {
@@ -98,6 +121,7 @@ pub struct Env {
     pub cache: PathBuf,
     bin: PathBuf,
     extra: Vec<(String, String)>,
+    cleanup: Option<Vec<String>>,
 }
 
 impl Env {
@@ -110,7 +134,7 @@ impl Env {
             .map(|n| n.to_string_lossy().chars().filter(|c| c.is_ascii_alphanumeric()).collect())
             .unwrap_or_default();
         let extra = harness.env.iter().map(|(k, v)| (k.clone(), v.replace("{env}", &unique))).collect();
-        Env { store, cache: harness.cache.clone(), bin: harness.bin.clone(), dir, extra }
+        Env { store, cache: harness.cache.clone(), bin: harness.bin.clone(), dir, extra, cleanup: harness.cleanup.clone() }
     }
 
     pub fn with_cache(mut self, cache: PathBuf) -> Env {

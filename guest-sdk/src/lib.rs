@@ -21,6 +21,7 @@
 //! | (optional) | `storage::SyncDriver`, `export_storage_sync!`           |                                    |
 //! | (optional) | `storage::ResyncDriver`, `export_storage_resync!`       |                                    |
 //! | (optional) | `storage::ReadStateDriver`, `export_storage_read_state!` |                                   |
+//! | (optional) | `storage::PurgeDriver`, `export_storage_purge!`         |                                    |
 //! | terminal   | `terminal::TerminalDriver`, `export_terminal_driver!`   | `process`                          |
 //! | agent      | `agent::DeliveryPlug`, `export_agent_plug!`             |                                    |
 //! | every one  |                                                         | `log`, `ids`, name rules, `STORE_DIR` |
@@ -539,6 +540,19 @@ pub mod bindings {
             },
             pub_export_macro: true,
             default_bindings_module: "$crate::bindings::storage_rename",
+        });
+    }
+
+    /// `agmsg:storage/storage-purge`, the optional `purge` interface (1.2.0), with `storage`'s types.
+    pub mod storage_purge {
+        wit_bindgen::generate!({
+            world: "agmsg:storage/storage-purge@1.2.0",
+            path: ["wit/host", "wit/storage"],
+            with: {
+                "agmsg:storage/types@1.2.0": crate::bindings::storage::agmsg::storage::types,
+            },
+            pub_export_macro: true,
+            default_bindings_module: "$crate::bindings::storage_purge",
         });
     }
 

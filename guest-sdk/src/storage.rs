@@ -44,6 +44,7 @@ use crate::bindings::storage::exports::agmsg::storage::driver::{self as wit, Gue
 use crate::bindings::storage_live::exports::agmsg::storage::live::Guest as LiveGuest;
 use crate::bindings::storage_receipts::exports::agmsg::storage::receipts::Guest as ReceiptsGuest;
 use crate::bindings::storage_rename::exports::agmsg::storage::rename::Guest as RenameGuest;
+use crate::bindings::storage_purge::exports::agmsg::storage::purge::Guest as PurgeGuest;
 
 /// The driver's registry metadata, returned by [`StorageDriver::describe`]: its `name`, a one-line
 /// `backend` description, its `capabilities`, and the `store_file` agmsg shows as `<key>=<path>`
@@ -1455,6 +1456,39 @@ impl<D: StorageDriver + RenameDriver + Default + 'static> RenameGuest for Compon
         crate::check_name("team", &old)?;
         crate::check_name("team", &new)?;
         with_driver::<D, _>(|d| d.rename_team(&old, &new))
+    }
+}
+
+/// The optional `purge` interface (`agmsg:storage` 1.2.0): deleting everything the granted store holds,
+/// for a driver whose store is not a directory the host can remove (a database). Register it with
+/// [`export_storage_purge!`](crate::export_storage_purge) next to
+/// [`export_storage_driver!`](crate::export_storage_driver). `agmsg-host driver test` calls it on each
+/// rule's store when the rule ends.
+pub trait PurgeDriver {
+    /// Delete every record of this store (and nothing of any other), as if it had never been
+    /// initialized; a store that does not exist is already purged.
+    fn purge_store(&self) -> Result<(), DriverError>;
+}
+
+/// Register `$driver` (the type given to [`export_storage_driver!`](crate::export_storage_driver), which
+/// also implements [`PurgeDriver`]) as this component's `agmsg:storage/purge` export (1.2.0).
+#[macro_export]
+macro_rules! export_storage_purge {
+    ($driver:ty) => {
+        const _: () = {
+            type __AgmsgPurgeComponent = $crate::storage::Component<$driver>;
+            #[cfg(target_arch = "wasm32")]
+            $crate::bindings::storage_purge::export!(__AgmsgPurgeComponent with_types_in $crate::bindings::storage_purge);
+            #[cfg(not(target_arch = "wasm32"))]
+            const _: fn() -> Result<(), $crate::storage::DriverError> =
+                <__AgmsgPurgeComponent as $crate::bindings::storage_purge::exports::agmsg::storage::purge::Guest>::purge_store;
+        };
+    };
+}
+
+impl<D: StorageDriver + PurgeDriver + Default + 'static> PurgeGuest for Component<D> {
+    fn purge_store() -> Result<(), DriverError> {
+        with_driver::<D, _>(|d| d.purge_store())
     }
 }
 

@@ -28,7 +28,7 @@ pub fn shared_cache() -> PathBuf {
 
 /// The binary under test and the run's shared compile cache, for the contract suite's harness.
 pub fn harness() -> Harness {
-    Harness { bin: PathBuf::from(BIN), cache: shared_cache(), env: Vec::new() }
+    Harness { bin: PathBuf::from(BIN), cache: shared_cache(), env: Vec::new(), cleanup: None }
 }
 
 /// An isolated home, store and config for one test: the contract suite's [`agmsg_conformance::Env`]

@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use agmsg_guest_sdk::ids::{new_id, now_utc};
 use agmsg_guest_sdk::storage::{
-    Description, DriverError, Event, EventExporter, EventImporter, LiveDriver, Message, Pair, ReadMark, StorageDriver, Wake,
+    Description, DriverError, Event, EventExporter, EventImporter, LiveDriver, Message, Pair, PurgeDriver, ReadMark, StorageDriver, Wake,
     WatchBatch,
 };
 
@@ -52,6 +52,7 @@ struct Postgres;
 
 agmsg_guest_sdk::export_storage_driver!(Postgres);
 agmsg_guest_sdk::export_storage_live!(Postgres);
+agmsg_guest_sdk::export_storage_purge!(Postgres);
 
 /// What the host told this instance: the database and the partition.
 struct Settings {
@@ -471,6 +472,29 @@ impl StorageDriver for Postgres {
         // impossible (conflicting inserts do nothing), and message_sent rows are never touched. The
         // store is made sure of, so compact on a new store behaves as on sqlite.
         Session::open(true)?.run(|_, _| Ok(()))
+    }
+}
+
+impl PurgeDriver for Postgres {
+    fn purge_store(&self) -> Result<(), DriverError> {
+        // Every row of this partition, in one implicit transaction; the shared `agmsg_meta` (the
+        // schema's revision) and every other partition stay.
+        let mut session = Session::open(false)?;
+        // The counter row goes too: the next op on this instance must create it again.
+        session.ensured = false;
+        session.run(|conn, part| {
+            let p: &[Param] = &[Some(part)];
+            let deleted = conn.batch(&[
+                ("DELETE FROM agmsg_events WHERE part = $1", p),
+                ("DELETE FROM agmsg_read_cursors WHERE part = $1", p),
+                ("DELETE FROM agmsg_counter WHERE part = $1", p),
+            ]);
+            match deleted {
+                // No schema in this database: no store to purge.
+                Err(e) if e.code() == Some("42P01") => Ok(()),
+                other => other.map(drop),
+            }
+        })
     }
 }
 

@@ -63,8 +63,24 @@ pub fn test(driver: &str) -> ExitCode {
         (None, Ok(tmp)) => tmp.path().to_owned(),
         (None, Err(e)) => return exit::fail("driver test", &HostError::refused(format!("cannot create a temporary directory: {e}"))),
     };
-    let harness = Harness { bin, cache, env };
+    let mut harness = Harness { bin, cache, env, cleanup: None };
     println!("{axis} contract suite against '{driver}' (sha256 {})", &sha256[..16.min(sha256.len())]);
+    // A store outside the rules' temporary homes (the suite needs variables to reach it: postgres's
+    // database) is purged after each rule when the driver offers `purge`; a probe on a store of its own
+    // says whether it does.
+    if axis == Axis::Storage && !harness.env.is_empty() {
+        let purge = ["storage", "purge-store", "--yes"];
+        let probe = agmsg_conformance::Env::new(&harness).env("AGMSG_STORAGE_DRIVER", &driver).run(&purge);
+        if probe.code == 0 {
+            harness.cleanup = Some(purge.map(str::to_owned).to_vec());
+        } else {
+            println!(
+                "note: '{driver}' does not purge its stores (no optional agmsg:storage/purge interface, or it failed: {}): \
+                 each rule's store stays where the driver keeps it",
+                agmsg_host::display::line(probe.stderr.trim_end())
+            );
+        }
+    }
     // Assertions are the rules' failure reports: print them in the table, not as panic noise.
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));

@@ -50,6 +50,8 @@ Ops (snake_case names are accepted too; a leading <team> selects the store as ag
                                              now name <new>; control
   rename-team <old> <new>                    optional op (`rename`): on the new team's store (a per-team
                                              store still under <old> is moved first); control
+  purge-store --yes [team]                   optional op (1.2.0 `purge`): delete everything the store
+                                             holds (a database's rows); control
   sync-prepare-push <team> <server-instance-id> <remote-team-id> <protocol-version> <limit>
   sync-reconcile-push <team> <server-instance-id> <remote-team-id> <protocol-version>
   sync-apply-pull <team> <server-instance-id> <remote-team-id> <protocol-version>
@@ -103,6 +105,7 @@ enum Op {
     ReceiptStatus { team: String, id: String },
     RenameAgent { team: String, old: String, new: String },
     RenameTeam { old: String, new: String },
+    PurgeStore { team: Option<String> },
 }
 
 enum Body {
@@ -120,7 +123,8 @@ impl Op {
             | Op::Compact { .. }
             | Op::RecordReceipts { .. }
             | Op::RenameAgent { .. }
-            | Op::RenameTeam { .. } => {
+            | Op::RenameTeam { .. }
+            | Op::PurgeStore { .. } => {
                 Shape::Control
             }
             _ => Shape::Record,
@@ -129,7 +133,8 @@ impl Op {
 
     /// The store-creating ops need the directory to exist before the sandbox can preopen it.
     fn creates_store(&self) -> bool {
-        !matches!(self, Op::Check | Op::Describe { .. } | Op::StoreExists { .. })
+        // (Purging never creates what it is about to empty.)
+        !matches!(self, Op::Check | Op::Describe { .. } | Op::StoreExists { .. } | Op::PurgeStore { .. })
     }
 
     /// The team whose store the op addresses (agmsg's store selector), if any.
@@ -141,7 +146,8 @@ impl Op {
             | Op::StoreExists { team }
             | Op::Export { team, .. }
             | Op::Import { team, .. }
-            | Op::Compact { team } => team.as_deref(),
+            | Op::Compact { team }
+            | Op::PurgeStore { team } => team.as_deref(),
             Op::Send { team, .. }
             | Op::ListUnread { team, .. }
             | Op::MarkReadBatch { team, .. }
@@ -343,6 +349,18 @@ fn parse(op: &str, args: &[String]) -> Result<Op, Usage> {
             }
             _ => return usage("<old> <new>"),
         },
+        "purge-store" => {
+            // Destructive: only with an explicit --yes, so a slip of the op name deletes nothing.
+            let team = match args {
+                [yes] if yes == "--yes" => None,
+                [yes, team] if yes == "--yes" => Some(team.clone()),
+                _ => return usage("--yes [team]"),
+            };
+            if let Some(team) = &team {
+                check_name("team", team).map_err(|e| Usage(e.to_string()))?;
+            }
+            Op::PurgeStore { team }
+        }
         other => return Err(Usage(format!("unknown op '{other}'"))),
     })
 }
@@ -518,6 +536,10 @@ fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Op) -> 
         }
         Op::RenameTeam { old, new } => {
             driver.rename_team(&old, &new)?;
+            print(&mut out, Status::Ok.word())?;
+        }
+        Op::PurgeStore { .. } => {
+            driver.purge_store()?;
             print(&mut out, Status::Ok.word())?;
         }
     }

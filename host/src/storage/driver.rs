@@ -295,6 +295,11 @@ impl<'rt> Storage<'rt> {
         self.optional("rename-team", "rename", |o| o.rename, |s, b| b.rename().map(|r| r.rename_team(s, old, new)))
     }
 
+    /// `purge.purge-store`: delete everything the granted store holds.
+    pub fn purge_store(&mut self) -> Result<(), StorageError> {
+        self.optional("purge-store", "purge", |o| o.purge, |s, b| b.purge().map(|p| p.purge_store(s)))
+    }
+
     /// Whether the driver offers the optional `sync` interface (Stage-1 remote sync, capability
     /// `stage1-sync`).
     pub fn offers_sync(&self) -> bool {

@@ -31,6 +31,7 @@ crate::runtime::world::driver_world! {
         sync => "agmsg:storage/sync@1.2.0" as "stage1-sync",
         resync => "agmsg:storage/resync@1.2.0" as "stage1-resync",
         read_state => "agmsg:storage/read-state@1.2.0" as "stage2-read-state",
+        purge => "agmsg:storage/purge@1.2.0" as "purge",
     }
 }
 

@@ -862,3 +862,43 @@ fn agmsg_and_agmsg_host_take_turns_on_one_synced_log() {
     assert_eq!(prepare(&env)[0]["transport_cursor"], "5");
     assert_eq!(history_bodies(&env), ["from-agmsg", "from-host", "pulled-here", "pulled-by-agmsg"]);
 }
+
+/// Kill `sync-prepare-push` at several moments of a large page: afterwards the log reads under
+/// agmsg's strict rules, each local message is reserved under one wire id only (a reservation commit
+/// is all there or not at all), and the next prepare answers every message once.
+#[test]
+fn kill_9_during_prepare_publishes_each_reservation_once() {
+    use std::process::Stdio;
+    let env = jsonl();
+    fill(&env, 300, 20_000);
+    for delay_ms in [100u64, 300, 600] {
+        let mut child = env
+            .cmd()
+            .args(["storage", "sync-prepare-push", "t", SERVER, REMOTE, "1", "1000"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut input = child.stdin.take().unwrap();
+        std::io::Write::write_all(&mut input, format!("{PREPARE}\n").as_bytes()).unwrap();
+        drop(input);
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        let _ = child.wait();
+        let run = sync(&env, "prepare-push", &["1000"], PREPARE);
+        assert_eq!(run.code, 0, "{delay_ms} ms: {run:?}");
+        let found = candidates(&run.json());
+        assert_eq!(found.len(), 300, "{delay_ms} ms");
+        let wires: HashSet<&str> = found.iter().map(|c| c["id"].as_str().unwrap()).collect();
+        assert_eq!(wires.len(), 300, "{delay_ms} ms: one wire id per message");
+        let mut reserved: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+        for commit in journal(&env, "sync_prepare_commit") {
+            for r in commit["reservations"].as_array().unwrap() {
+                let (local, wire) = (r["local_id"].as_str().unwrap().to_owned(), r["id"].as_str().unwrap().to_owned());
+                assert_eq!(reserved.entry(local).or_insert_with(|| wire.clone()), &wire, "{delay_ms} ms: a message resealed");
+            }
+        }
+        assert_eq!(reserved.len(), 300);
+    }
+}

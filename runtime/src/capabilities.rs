@@ -298,7 +298,7 @@ mod tests {
         assert!(!args_match(&tricky, &many));
         let star = vec![["**"].map(String::from).to_vec()];
         assert!(args_match(&star, &many) && args_match(&star, &[]));
-        assert!(args_match(&vec![["x", "**", "y"].map(String::from).to_vec()], &args(&["x", "y"])));
+        assert!(args_match(&[["x", "**", "y"].map(String::from).to_vec()], &args(&["x", "y"])));
     }
 
     #[test]

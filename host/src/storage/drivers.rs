@@ -25,6 +25,9 @@ pub type SuiteEnv = fn(Config) -> Result<Vec<(String, String)>, StorageError>;
 pub struct HostSettings {
     /// The bundled driver it serves.
     pub driver: &'static str,
+    /// Its store is a place of its own (a database) that `storage switch|convert --url` names, not
+    /// the store directory.
+    pub takes_location: bool,
     /// Grant it what it needs for the store of `partition` (a per-team partition's team, `None` for
     /// the shared store) and set its environment; `location` overrides where the store is (`storage
     /// switch --url`), else the config's table for the driver says.
@@ -38,11 +41,12 @@ pub struct HostSettings {
 const SETTINGS: &[HostSettings] = &[
     HostSettings {
         driver: super::postgres::NAME,
+        takes_location: true,
         configure: super::postgres::configure,
         unconfigured: super::postgres::unconfigured,
         suite_env: super::postgres::suite_env,
     },
-    HostSettings { driver: "jsonl", configure: jsonl_configure, unconfigured: |_| {}, suite_env: |_| Ok(Vec::new()) },
+    HostSettings { driver: "jsonl", takes_location: false, configure: jsonl_configure, unconfigured: |_| {}, suite_env: |_| Ok(Vec::new()) },
 ];
 
 /// jsonl takes agmsg's `events.jsonl.lock/` as agmsg's bash driver does, retrying every 10 ms

@@ -110,10 +110,10 @@ fn check_new(store_flag: Option<PathBuf>, name: &str, url: Option<&str>) -> Resu
     }
 }
 
-/// A driver whose store is elsewhere than the store directory (a database): one with host settings,
-/// which take a location (`--url`).
+/// A driver whose store is elsewhere than the store directory (a database): its host settings say it
+/// takes a location (`--url`).
 fn takes_url(name: &str) -> bool {
-    drivers::settings(name).is_some()
+    drivers::settings(name).is_some_and(|s| s.takes_location)
 }
 
 /// `name`'s check against the store at `url` (not yet recorded).

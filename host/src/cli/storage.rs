@@ -189,11 +189,15 @@ pub fn run(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Option<
         }
         _ => {}
     }
-    // agmsg's Stage-1 sync ops: records on stdin and stdout, their own argv and exit codes.
-    if let Some(sync_op) = op_name.strip_prefix("sync-")
-        && super::storage_sync::is_sync_op(sync_op)
-    {
-        return super::storage_sync::run(store_flag, driver_flag, sync_op, args);
+    // agmsg's remote-sync ops (Stage-1, and the resync and read-state extensions): records on stdin
+    // and stdout, their own argv and exit codes.
+    if let Some(sync_op) = op_name.strip_prefix("sync-") {
+        if super::storage_sync::is_op(sync_op) {
+            return super::storage_sync::run(store_flag, driver_flag, sync_op, args);
+        }
+        if super::storage_sync_stage2::is_op(sync_op) {
+            return super::storage_sync_stage2::run(store_flag, driver_flag, sync_op, args);
+        }
     }
     let op = match parse(&op_name, args) {
         Ok(op) => op,

@@ -28,16 +28,13 @@ enum Op {
     Reprocess { limit: u32, after: Option<sync::PageKey>, scope: ReprocessScope },
 }
 
-/// Whether `op` (after `sync-`) is one of these ops or of the resync and read-state extensions
-/// (`storage_sync_stage2`).
-pub fn is_sync_op(op: &str) -> bool {
-    matches!(op, "prepare-push" | "reconcile-push" | "apply-pull" | "reprocess") || super::storage_sync_stage2::is_op(op)
+/// Whether `op` (after `sync-`) is one of these Stage-1 ops (the resync and read-state extensions are
+/// `storage_sync_stage2`'s, which shares this file's framing).
+pub fn is_op(op: &str) -> bool {
+    matches!(op, "prepare-push" | "reconcile-push" | "apply-pull" | "reprocess")
 }
 
 pub fn run(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: &str, args: &[String]) -> ExitCode {
-    if super::storage_sync_stage2::is_op(op) {
-        return super::storage_sync_stage2::run(store_flag, driver_flag, op, args);
-    }
     let refuse = |message: String| record_failure(&StorageError::runtime(format!("storage sync-{op}: {message}")));
     let (binding, rest) = match parse_binding(args) {
         Ok(parsed) => parsed,

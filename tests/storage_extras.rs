@@ -52,8 +52,8 @@ fn sqlite_receipts_round_trip_with_agmsgs_three_states() {
     assert_eq!(env.storage(&["receipt-status", "t", &old]).ok().stdout, "legacy_read\n");
     env.storage(&["record-receipts", "t", "bob", "history", &old]).ok();
     assert_eq!(env.storage(&["receipt-status", "t", &old]).ok().stdout, "receipt\n");
-    // The words of the optional interfaces the component exports (sqlite also exports sync since 32a04eb).
-    assert_eq!(env.storage(&["describe"]).ok().lines()[2], "capabilities=receipts,stage1-sync");
+    // The words of the optional interfaces the component exports (sqlite also exports sync since 32a04eb, resync and read-state since d6a2a52; agmsg's words first).
+    assert_eq!(env.storage(&["describe"]).ok().lines()[2], "capabilities=stage1-sync,stage1-resync,stage2-read-state,receipts");
 }
 
 #[test]

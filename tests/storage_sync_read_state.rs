@@ -45,7 +45,7 @@ fn in_order(line: &str, keys: &[&str]) -> bool {
 fn describe_and_the_shim_offer_resync_and_read_state_only_for_a_driver_that_exports_them() {
     let env = Env::new();
     let described = env.run(&["--driver", "sqlite", "storage", "describe"]);
-    assert!(described.ok().lines().contains(&"capabilities=receipts,stage1-sync,stage1-resync,stage2-read-state"), "{described:?}");
+    assert!(described.ok().lines().contains(&"capabilities=stage1-sync,stage1-resync,stage2-read-state,receipts"), "{described:?}");
     let shim = env.run(&["--driver", "sqlite", "shim", "storage"]);
     for f in [
         "storage_sync_resync_status()",

@@ -24,13 +24,15 @@ crate::runtime::world::driver_world! {
         "agmsg:host/lock" => lock,
         "agmsg:host/file-lock" => file_lock,
     }
+    // `describe`'s `capabilities=` lists these in this order: agmsg's own words first, in agmsg's order
+    // (its suites match `capabilities=stage1-sync…` as a prefix), then the host's additions.
     optional {
-        live => "agmsg:storage/live@1.1.0" as "live",
-        receipts => "agmsg:storage/receipts@1.2.0" as "receipts",
-        rename => "agmsg:storage/rename@1.2.0" as "rename",
         sync => "agmsg:storage/sync@1.2.0" as "stage1-sync",
         resync => "agmsg:storage/resync@1.2.0" as "stage1-resync",
         read_state => "agmsg:storage/read-state@1.2.0" as "stage2-read-state",
+        live => "agmsg:storage/live@1.1.0" as "live",
+        receipts => "agmsg:storage/receipts@1.2.0" as "receipts",
+        rename => "agmsg:storage/rename@1.2.0" as "rename",
         purge => "agmsg:storage/purge@1.2.0" as "purge",
     }
 }

@@ -120,18 +120,18 @@ fn a_thousand_message_page_syncs_under_a_memory_cap_far_below_its_size() {
         })
         .collect();
     let reconciled = sync_capped(&env, cap, "reconcile-push", &[], &acks);
-    assert_eq!(json(&reconciled.ok().lines()[0])["push_cursor"], candidates[999]["local_position"]);
+    assert_eq!(json(reconciled.ok().lines()[0])["push_cursor"], candidates[999]["local_position"]);
 
     let applied = sync_capped(&env, cap, "apply-pull", &[], &pull_page(1001, 1000, 133_000, "pending_key"));
     let lines = applied.ok().lines();
     assert_eq!(lines.len(), 1001, "{}", applied.stderr);
-    assert_eq!(json(&lines[0])["transport_cursor"], "2000");
-    assert_eq!(json(&lines[0])["corrupt_count"], 0);
+    assert_eq!(json(lines[0])["transport_cursor"], "2000");
+    assert_eq!(json(lines[0])["corrupt_count"], 0);
 
     let reprocessed = sync_capped(&env, cap, "reprocess", &["1000"], "");
     let lines = reprocessed.ok().lines();
     assert_eq!(lines.len(), 1002, "{}", reprocessed.stderr);
-    assert_eq!(json(&lines[1001])["has_more"], false);
+    assert_eq!(json(lines[1001])["has_more"], false);
 }
 
 /// The largest body agmsg's sync projection takes (1,000,000 bytes): its `none` envelope is ~1.33 MB
@@ -158,7 +158,7 @@ fn a_page_of_1_mib_envelopes_streams_through_prepare_and_apply_pull_under_a_cap_
     let applied = sync_capped(&env, cap, "apply-pull", &[], &pull_page(1, 64, 1_333_336, "malformed"));
     let lines = applied.ok().lines();
     assert_eq!(lines.len(), 65, "{}", applied.stderr);
-    assert_eq!(json(&lines[0])["transport_cursor"], "64");
+    assert_eq!(json(lines[0])["transport_cursor"], "64");
     assert_eq!(count(&env, "SELECT COUNT(*) FROM sync_quarantine WHERE length(blob) = 1333336"), 64);
 }
 

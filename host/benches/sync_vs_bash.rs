@@ -85,6 +85,8 @@ struct Ran {
 
 /// Run `cmd`, `feed` writing its stdin from a thread, stdout kept when `keep` (else counted). Panics,
 /// with stderr, when the process fails: a benchmark of a failing op means nothing.
+// The child is reaped by `wait4` (for its rusage), which clippy cannot see.
+#[allow(clippy::zombie_processes)]
 fn run(what: &str, mut cmd: Command, feed: impl FnOnce(&mut dyn Write) + Send + 'static, keep: bool) -> Ran {
     let started = Instant::now();
     let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();

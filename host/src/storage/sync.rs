@@ -349,7 +349,7 @@ fn base64_size_and_head(text: &str) -> Option<(u64, Vec<u8>)> {
         }
     }
     let b = text.as_bytes();
-    if b.len() % 4 != 0 {
+    if !b.len().is_multiple_of(4) {
         return None;
     }
     let mut head = Vec::new();

@@ -16,7 +16,7 @@ fn generated_drivers_build_and_pass_the_contract_suite() {
     let wasm = build(&store, "scaffold_store");
     let run = env.run(&["driver", "test", wasm.to_str().unwrap()]);
     assert_eq!(run.code, 0, "{}", run.stdout);
-    assert!(run.stdout.ends_with("13 of 20 rules passed, 7 skipped (not applicable to this driver)\n"), "{run:?}");
+    assert!(run.stdout.ends_with("13 of 22 rules passed, 9 skipped (not applicable to this driver)\n"), "{run:?}");
     // And it is a working store.
     let sent = env.run(&["--driver", wasm.to_str().unwrap(), "storage", "send", "t", "alice", "bob", "through the scaffold"]);
     assert_eq!(sent.code, 0, "{sent:?}");

@@ -8,9 +8,13 @@ use common::{Env, fixture};
 #[test]
 fn bundled_drivers_pass() {
     let env = Env::new();
-    // Neither offers `live`; sqlite offers `receipts`, jsonl `rename` (agmsg:storage 1.2.0). The rules
+    // Neither offers `live`; sqlite offers `receipts`, jsonl `rename` (agmsg:storage 1.2.0); both `sync`,
+    // sqlite also `resync` and `read-state`. The rules
     // of an interface a driver lacks are skipped, visibly, not passed.
-    for (driver, passed, skipped) in [("sqlite", 14, ["live_", "live_", "rename_", "rename_"].as_slice()), ("jsonl", 15, &["live_", "live_", "receipts_"])] {
+    for (driver, passed, skipped) in [
+        ("sqlite", 18, ["live_", "live_", "rename_", "rename_"].as_slice()),
+        ("jsonl", 17, &["live_", "live_", "receipts_", "resync_", "read_state_"]),
+    ] {
         let run = env.run(&["driver", "test", driver]);
         assert_eq!(run.code, 0, "{driver}: {run:?}");
         assert_eq!(run.lines().iter().filter(|l| l.starts_with("PASS  ")).count(), passed, "{run:?}");
@@ -19,7 +23,7 @@ fn bundled_drivers_pass() {
         for (skip, prefix) in skips.iter().zip(skipped) {
             assert!(skip.starts_with(prefix), "{skip:?} is not a {prefix} rule: {run:?}");
         }
-        let summary = format!("{passed} of 18 rules passed, {} skipped (not applicable to this driver)\n", skipped.len());
+        let summary = format!("{passed} of 22 rules passed, {} skipped (not applicable to this driver)\n", skipped.len());
         assert!(run.stdout.ends_with(&summary), "{run:?}");
     }
 }
@@ -47,7 +51,7 @@ fn a_broken_driver_fails_with_the_rules_named() {
     assert!(failing.contains(&"round_trip_and_recipient_scope") && failing.contains(&"export_import_round_trip"), "{run:?}");
     // Each failure says why: here the driver refuses every send.
     assert!(run.stdout.contains("unknown misbehaviour"), "{run:?}");
-    assert!(run.stdout.contains(" of 18 rules passed"), "{run:?}");
+    assert!(run.stdout.contains(" of 22 rules passed"), "{run:?}");
 
     // A driver that runs tmux but cannot drive panes fails the pane rules, by name.
     let dir = env.dir.path().join("hostile-terminal");

@@ -13,7 +13,7 @@ macro_rules! contract_suite {
             mod $driver {
                 #[test]
                 fn every_rule_has_a_test() {
-                    assert_eq!(super::RULES.len(), 20, "add the new rule to the list below");
+                    assert_eq!(super::RULES.len(), 22, "add the new rule to the list below");
                 }
                 contract_rules!($driver, [
                     round_trip_and_recipient_scope,
@@ -34,6 +34,8 @@ macro_rules! contract_suite {
                     receipts_record_once_and_report_the_state,
                     rename_agent_keeps_unread_and_frontier,
                     rename_team_keeps_unread,
+                    sync_prepare_is_stable_until_reconcile,
+                    sync_apply_pull_imports_once_and_quarantines,
                     resync_status_is_read_only_and_a_gap_is_accepted_once,
                     read_state_merges_frontiers_and_blocks_members,
                 ]);

@@ -27,7 +27,7 @@ fn contract_suite() {
     env.push(("AGMSG_POSTGRES_NAMESPACE".into(), "rule-{env}".into()));
     let harness = Harness { env, ..common::harness() };
     let rules = agmsg_host::storage::suite::RULES;
-    assert_eq!(rules.len(), 20);
+    assert_eq!(rules.len(), 22);
     let mut failures = Vec::new();
     for rule in rules {
         if let Err(reason) = agmsg_conformance::run_rule(&harness, rule, "postgres") {
@@ -47,7 +47,7 @@ fn driver_test_passes() {
     let env = env_on(&cluster, &database);
     let run = env.run(&["driver", "test", "postgres"]);
     assert_eq!(run.code, 0, "{run:?}");
-    assert!(run.stdout.ends_with("15 of 20 rules passed, 5 skipped (not applicable to this driver)\n"), "{run:?}");
+    assert!(run.stdout.ends_with("15 of 22 rules passed, 7 skipped (not applicable to this driver)\n"), "{run:?}");
     // The rules ran in namespaces of their own: the shared store was never touched.
     assert_eq!(env.run(&["storage", "history", "t"]).ok().stdout, "");
 }

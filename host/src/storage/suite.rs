@@ -1,8 +1,8 @@
 //! The storage contract (spec §2), rule by rule. The `live_*` rules check the optional `live` interface
 //! (`agmsg:storage` 1.1.0) of a driver that offers it; one that does not (it is polled) passes them
 //! vacuously. The `receipts_*` and `rename_*` rules check the optional 1.2.0 interfaces the same way,
-//! and are skipped for a driver that answers `unsupported`; the `resync_*` and `read_state_*` rules
-//! check the optional `resync` and `read-state` interfaces of a driver that offers them (skipped on 14).
+//! and are skipped for a driver that answers `unsupported`; the `sync_*`, `resync_*` and `read_state_*`
+//! rules check the optional `sync`, `resync` and `read-state` interfaces of a driver that offers them (skipped on 14).
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -459,6 +459,85 @@ fn sync_line(run: &agmsg_conformance::Run, kind: &str) -> serde_json::Value {
     v
 }
 
+const NO_SYNC: &str = "the driver offers no `sync` interface (optional): agmsg's engine does not sync this store";
+const PREPARE_NONE: &str = r#"{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"recipients":[],"max_blob_bytes":1048576,"allow_new":true}"#;
+
+fn records(run: &agmsg_conformance::Run) -> Vec<serde_json::Value> {
+    run.ok();
+    run.lines().iter().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON record ({e}): {l}"))).collect()
+}
+
+fn kinds(records: &[serde_json::Value]) -> Vec<&str> {
+    records.iter().map(|r| r["type"].as_str().unwrap_or("?")).collect()
+}
+
+/// stage1-sync, push: prepare reserves each new message once and answers byte for byte the same until
+/// reconcile (agmsg's engine may retry a POST with what it was handed); reconcile moves the push cursor
+/// to the acknowledged messages, which are not offered again.
+fn sync_prepare_is_stable_until_reconcile(harness: &Harness, driver: &str) {
+    let env = env_for(harness, driver);
+    let probe = sync_op(&env, "prepare-push", &["10"], PREPARE_NONE);
+    skip_if_not_offered(&probe, NO_SYNC);
+    assert_eq!(kinds(&records(&probe)), ["sync_state"], "nothing to push yet");
+    env.storage(&["send", "t", "alice", "bob", "one"]).ok();
+    env.storage(&["send", "t", "alice", "bob", "two"]).ok();
+    let first = sync_op(&env, "prepare-push", &["10"], PREPARE_NONE);
+    let prepared = records(&first);
+    assert_eq!(kinds(&prepared), ["sync_state", "sync_push_candidate", "sync_push_candidate"], "two messages sent");
+    let again = sync_op(&env, "prepare-push", &["10"], PREPARE_NONE);
+    assert_eq!(again.stdout, first.stdout, "prepare before reconcile must answer the same bytes");
+    let acks: String = prepared[1..]
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            format!(
+                "{{\"type\":\"sync_push_ack\",\"local_position\":{},\"id\":{},\"server_seq\":\"{}\",\"disposition\":\"stored\"}}\n",
+                c["local_position"],
+                c["id"],
+                i + 1
+            )
+        })
+        .collect();
+    let result = sync_line(&sync_op(&env, "reconcile-push", &[], &acks), "sync_reconcile_result");
+    assert_eq!(result["push_cursor"], prepared[2]["local_position"], "{result}");
+    let after = sync_op(&env, "prepare-push", &["10"], PREPARE_NONE);
+    assert_eq!(kinds(&records(&after)), ["sync_state"], "acknowledged messages offered again");
+}
+
+/// stage1-sync, pull: an importable message becomes one local message, a quarantined one none; the
+/// transport cursor moves to the page's; the same page again imports nothing twice; reprocess offers
+/// the quarantined message back, without touching the cursor.
+fn sync_apply_pull_imports_once_and_quarantines(harness: &Harness, driver: &str) {
+    let env = env_for(harness, driver);
+    let wire = |n: u32| format!("6f1c2a3b-4d5e-4f60-8a7b-{n:012x}");
+    let message = |n: u32, status: &str, projection: &str| {
+        format!(
+            r#"{{"type":"sync_pull_message","server_seq":"{n}","id":"{}","server_received_at":"2026-01-01T00:00:00.000000Z","envelope":{{"v":1,"cipher":"none","key_id":null,"blob":"e30="}},"status":"{status}"{projection}}}"#,
+            wire(n)
+        )
+    };
+    let chat = r#","projection":{"body":"from afar","created_at":"2026-01-01T00:00:00.000000Z","from_agent":"carol","to_agent":"bob"}"#;
+    let page = format!("{}\n{}\n{{\"type\":\"sync_pull_cursor\",\"next_after\":\"2\"}}\n", message(1, "importable", chat), message(2, "pending_key", ""));
+    let run = sync_op(&env, "apply-pull", &[], &page);
+    skip_if_not_offered(&run, NO_SYNC);
+    let applied = records(&run);
+    assert_eq!(kinds(&applied), ["sync_apply_result", "sync_apply_outcome", "sync_apply_outcome"], "{run:?}");
+    assert_eq!(applied[0]["transport_cursor"], "2", "{run:?}");
+    assert_eq!((applied[1]["status"].as_str(), applied[2]["status"].as_str()), (Some("imported"), Some("pending_key")), "{run:?}");
+    let bodies = |env: &Env| -> Vec<String> {
+        let run = env.storage(&["list-unread", "t", "bob"]);
+        run.ok();
+        run.json().iter().map(|m| m["body"].as_str().unwrap_or_default().to_owned()).collect()
+    };
+    assert_eq!(bodies(&env), ["from afar"]);
+    records(&sync_op(&env, "apply-pull", &[], &page));
+    assert_eq!(bodies(&env), ["from afar"], "the same page twice imported a message twice");
+    let reprocessed = records(&sync_op(&env, "reprocess", &["10"], ""));
+    assert_eq!(kinds(&reprocessed), ["sync_state", "sync_reprocess_candidate", "sync_reprocess_page"], "{reprocessed:?}");
+    assert_eq!((reprocessed[1]["id"].as_str(), reprocessed[1]["prior_status"].as_str()), (Some(wire(2).as_str()), Some("pending_key")));
+    assert_eq!(reprocessed[0]["transport_cursor"], "2", "reprocess must not move the cursor");
+}
+
 /// stage1-resync: status creates nothing (a binding it was never told of fails, twice alike); a gap is
 /// recorded once, moving the transport cursor to the floor; the same gap again is refused.
 fn resync_status_is_read_only_and_a_gap_is_accepted_once(harness: &Harness, driver: &str) {
@@ -549,6 +628,8 @@ pub const RULES: &[Rule] = &[
     Rule { name: "receipts_record_once_and_report_the_state", check: receipts_record_once_and_report_the_state },
     Rule { name: "rename_agent_keeps_unread_and_frontier", check: rename_agent_keeps_unread_and_frontier },
     Rule { name: "rename_team_keeps_unread", check: rename_team_keeps_unread },
+    Rule { name: "sync_prepare_is_stable_until_reconcile", check: sync_prepare_is_stable_until_reconcile },
+    Rule { name: "sync_apply_pull_imports_once_and_quarantines", check: sync_apply_pull_imports_once_and_quarantines },
     Rule { name: "resync_status_is_read_only_and_a_gap_is_accepted_once", check: resync_status_is_read_only_and_a_gap_is_accepted_once },
     Rule { name: "read_state_merges_frontiers_and_blocks_members", check: read_state_merges_frontiers_and_blocks_members },
 ];

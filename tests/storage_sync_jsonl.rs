@@ -902,3 +902,39 @@ fn kill_9_during_prepare_publishes_each_reservation_once() {
         assert_eq!(reserved.len(), 300);
     }
 }
+
+/// Kill `sync-reconcile-push` at several moments of a 300-ack batch: the log stays strict, a
+/// reconcile commit is all there (every ack) or absent, and the engine's resend of the same acks then
+/// finishes it; nothing acknowledged is offered again.
+#[test]
+fn kill_9_during_reconcile_records_all_acks_or_none() {
+    use std::process::Stdio;
+    let env = jsonl();
+    fill(&env, 300, 2_000);
+    let run = sync(&env, "prepare-push", &["1000"], PREPARE);
+    let found = candidates(&run.json());
+    assert_eq!(found.len(), 300, "{run:?}");
+    let acks: String = found.iter().enumerate().map(|(i, c)| ack(c, i as u32 + 1) + "\n").collect();
+    for delay_ms in [30u64, 80, 200] {
+        let mut child = env
+            .cmd()
+            .args(["storage", "sync-reconcile-push", "t", SERVER, REMOTE, "1"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut input = child.stdin.take().unwrap();
+        std::io::Write::write_all(&mut input, acks.as_bytes()).unwrap();
+        drop(input);
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        let _ = child.wait();
+        for commit in journal(&env, "sync_reconcile_commit") {
+            assert_eq!(commit["acks"].as_array().map(Vec::len), Some(300), "{delay_ms} ms: a partial reconcile commit");
+        }
+    }
+    let done = sync(&env, "reconcile-push", &[], &acks);
+    assert_eq!(done.code, 0, "{done:?}");
+    assert!(candidates(&sync(&env, "prepare-push", &["1000"], PREPARE).json()).is_empty(), "acknowledged messages offered again");
+}

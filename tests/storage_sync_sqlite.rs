@@ -1,6 +1,6 @@
 //! Stage-1 remote sync through `agmsg-host storage sync-<op>` on the bundled sqlite driver (the component,
 //! in the sandbox): a 1,000-message page of large envelopes under a memory cap far below the page's
-//! size (every op moves bulk a slice at a time), and a `kill -9` in the middle of prepare and of
+//! size (every op moves bulk a slice at a time), and a `kill -9` in the middle of prepare, reconcile and
 //! apply-pull loses and duplicates nothing. The driver's own crash boundaries, statement by statement,
 //! are unit-tested natively in `drivers/storage-sqlite/src/sync/tests.rs`.
 
@@ -185,7 +185,7 @@ fn import_pages_are_bounded_by_bytes_so_large_bodies_fit_under_the_memory_cap() 
 /// Kill a running `sync-<op>` at several moments; afterwards the store holds either nothing of the
 /// interrupted transaction or all of it, and finishing the work gives each message exactly once.
 #[test]
-fn kill_9_during_prepare_or_apply_pull_loses_and_duplicates_nothing() {
+fn kill_9_during_prepare_reconcile_or_apply_pull_loses_and_duplicates_nothing() {
     let env = Env::new();
     fill(&env, 400, 20_000);
     let mut seen_partial = false;
@@ -222,6 +222,41 @@ fn kill_9_during_prepare_or_apply_pull_loses_and_duplicates_nothing() {
         assert_eq!((c["id"].as_str().unwrap(), c["envelope"]["blob"].as_str().unwrap()), (wire_id.as_str(), blob.as_str()));
     }
     eprintln!("prepare: a kill left a partial page: {seen_partial}");
+
+    // Reconcile is one transaction: a kill leaves all 400 acks recorded or none, and the engine's
+    // resend of the same acks then finishes it; nothing acknowledged is offered again.
+    let acks: String = candidates
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            format!(
+                "{{\"type\":\"sync_push_ack\",\"local_position\":{},\"id\":{},\"server_seq\":\"{}\",\"disposition\":\"stored\"}}\n",
+                c["local_position"],
+                c["id"],
+                i + 1001
+            )
+        })
+        .collect();
+    // (Server sequences above the pull page's below: the server numbers every message once.)
+    for delay_ms in [30u64, 80, 200] {
+        let mut child = env
+            .cmd()
+            .args(["--driver", "sqlite", "storage", "sync-reconcile-push", "t", SERVER, REMOTE, "1"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), acks.as_bytes()).unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        let _ = child.wait();
+        let acked = count(&env, "SELECT COUNT(*) FROM sync_messages WHERE server_seq IS NOT NULL");
+        assert!(acked == 0 || acked == 400, "a killed reconcile left {acked} of 400 acks");
+    }
+    sync(&env, "reconcile-push", &[], &acks).ok();
+    assert_eq!(count(&env, "SELECT COUNT(*) FROM sync_messages WHERE server_seq IS NOT NULL"), 400);
+    assert_eq!(sync(&env, "prepare-push", &["1000"], PREPARE).ok().lines().len(), 1, "acknowledged messages offered again");
 
     let page = pull_page(1, 400, 20_000, "importable");
     for delay_ms in [100u64, 300, 600] {

@@ -218,7 +218,7 @@ fn kill_9_during_prepare_reconcile_or_apply_pull_loses_and_duplicates_nothing() 
     let candidates: Vec<serde_json::Value> = finished.ok().lines()[1..].iter().map(|l| json(l)).collect();
     assert_eq!(candidates.len(), 400);
     for (position, wire_id, blob) in &before {
-        let c = candidates.iter().find(|c| c["local_position"] == position.to_string()).unwrap();
+        let c = candidates.iter().find(|c| c["local_position"] == *position.to_string()).unwrap();
         assert_eq!((c["id"].as_str().unwrap(), c["envelope"]["blob"].as_str().unwrap()), (wire_id.as_str(), blob.as_str()));
     }
     eprintln!("prepare: a kill left a partial page: {seen_partial}");

@@ -17,7 +17,7 @@ use common::{ms, time};
 
 use agmsg_host::runtime::cache::CompileCache;
 use agmsg_host::runtime::{Limits, Runtime};
-use agmsg_host::terminal::{Terminal, TerminalSource};
+use agmsg_host::terminal::Terminal;
 
 const BIN: &str = env!("CARGO_BIN_EXE_agmsg-host");
 const RUNS: usize = 100;

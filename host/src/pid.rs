@@ -25,9 +25,10 @@ pub fn zombie(pid: i32) -> bool {
     stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z'))
 }
 
+/// The tests' dead-pid helper, shared with the integration tests (one copy) and `spawn::actas`'s tests.
 #[cfg(test)]
 #[path = "../../tests/common/pid.rs"]
-mod test_pid;
+pub(crate) mod test_pid;
 
 #[cfg(test)]
 mod tests {

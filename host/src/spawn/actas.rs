@@ -68,13 +68,9 @@ fn pid_alive(text: &str) -> bool {
 }
 
 #[cfg(test)]
-#[path = "../../../tests/common/pid.rs"]
-mod test_pid;
-
-#[cfg(test)]
 mod tests {
     use super::*;
-    use super::test_pid::dead_pid;
+    use crate::pid::test_pid::dead_pid;
 
     #[test]
     fn agmsgs_liveness_rules() {

@@ -182,6 +182,30 @@ fn import_pages_are_bounded_by_bytes_so_large_bodies_fit_under_the_memory_cap() 
     assert_eq!(count(&env, "SELECT COUNT(*) FROM events WHERE length(body) = 1048576"), 48);
 }
 
+/// `storage export` asks for pages sized by the bytes per event it has seen: 120 bodies of 1 MiB (one
+/// page of 1,000 by count, 120 MiB) export under a 48 MiB driver memory cap, byte for byte.
+#[test]
+fn export_pages_are_bounded_by_bytes_so_large_bodies_fit_under_the_memory_cap() {
+    let env = Env::new();
+    let mut log = String::new();
+    for i in 0..120 {
+        let body = format!("{i:06}{}", "x".repeat((1 << 20) - 6));
+        log.push_str(&format!(
+            r#"{{"type":"message_sent","id":"0196f3a2-7c1e-7000-8000-{i:012x}","team":"t","from":"alice","to":"bob","body":"{body}","at":"2026-01-01T00:00:00Z"}}"#
+        ));
+        log.push('\n');
+    }
+    let file = env.dir.path().join("import.jsonl");
+    std::fs::write(&file, &log).unwrap();
+    env.run(&["--driver", "sqlite", "storage", "import", file.to_str().unwrap()]).ok();
+    let exported = env.dir.path().join("export.jsonl");
+    let out = env.cmd().args(["--driver", "sqlite", "storage", "export", exported.to_str().unwrap()]).env("AGMSG_DRIVER_MEMORY_MB", "48").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&exported).unwrap();
+    assert_eq!(text.lines().count(), 120);
+    assert!(text.lines().zip(log.lines()).all(|(a, b)| serde_json::from_str::<serde_json::Value>(a).unwrap()["body"] == serde_json::from_str::<serde_json::Value>(b).unwrap()["body"]));
+}
+
 /// Kill a running `sync-<op>` at several moments; afterwards the store holds either nothing of the
 /// interrupted transaction or all of it, and finishing the work gives each message exactly once.
 #[test]

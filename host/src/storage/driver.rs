@@ -34,10 +34,11 @@ const MAX_DESCRIBE_CAPABILITIES: usize = 64;
 /// of 1,000 envelopes of 1 MiB never sits whole in the host's memory or in one call.
 const SYNC_SLICE_BYTES: u32 = 8 << 20;
 
-/// An import page's bounds: this many events, or this many bytes of them ([`event_size`]), whichever
-/// comes first, so a page of large bodies never has to fit in the driver's memory at once.
-const IMPORT_PAGE: usize = 1000;
-const IMPORT_PAGE_BYTES: u64 = 8 << 20;
+/// An import or export page's bounds: this many events, or about this many bytes of them
+/// ([`event_size`]), whichever comes first, so a page of large bodies never has to fit in the
+/// driver's memory at once.
+const PAGE_EVENTS: usize = 1000;
+const PAGE_BYTES: u64 = 8 << 20;
 
 /// A storage driver, loaded and ready for calls: the host's handle on one store through one driver.
 pub struct Storage<'rt> {
@@ -459,20 +460,25 @@ impl<'rt> Storage<'rt> {
     /// Stream the whole v1 event log, page by page, to `sink`; every event is checked as `import` checks
     /// it ([`check_event`]).
     pub fn export_events(&mut self, mut sink: impl FnMut(&[Event]) -> Result<(), StorageError>) -> Result<(), StorageError> {
-        const PAGE: u32 = 1000;
+        // Pages are bounded by bytes as well as count: the driver builds a whole page in its memory, so
+        // a page of 1,000 large bodies would pass its cap. The driver only takes a count, so the first
+        // page is small and each next one is sized from the last one's bytes per event.
+        const FIRST_PAGE: u32 = 16;
+        let mut max = FIRST_PAGE;
         let limits = self.driver.runtime().limits;
         let started = std::time::Instant::now();
         let exporter = self.op("export", |s, b| b.export_events(s))?;
         let mut exported = 0u64;
         let mut bytes = 0u64;
         let result = (|| loop {
-            let page = self.op("export", |s, b| b.next_page(s, exporter, PAGE))?;
+            let page = self.op("export", |s, b| b.next_page(s, exporter, max))?;
             if page.is_empty() {
                 return Ok(());
             }
             // The whole export is bounded too: each call has a deadline, but an exporter that never
             // ends would otherwise run (and fill the disk or memory) for ever.
-            bytes += page.iter().map(event_size).sum::<u64>();
+            let page_bytes = page.iter().map(event_size).sum::<u64>();
+            bytes += page_bytes;
             if bytes > limits.max_export_bytes {
                 return Err(StorageError::runtime(format!(
                     "driver '{}' exported more than {} MiB (AGMSG_EXPORT_MAX_MB); stopped",
@@ -487,7 +493,7 @@ impl<'rt> Storage<'rt> {
                     limits.op_timeout.as_millis()
                 )));
             }
-            if page.len() > PAGE as usize {
+            if page.len() > max as usize {
                 return Err(StorageError::runtime(format!("driver '{}' returned an oversized export page", self.name())));
             }
             // An export is an import file: each event passes the rules `import` applies, or the export
@@ -499,6 +505,7 @@ impl<'rt> Storage<'rt> {
                 })?;
             }
             sink(&page)?;
+            max = (PAGE_BYTES / (page_bytes / page.len() as u64).max(1)).clamp(1, PAGE_EVENTS as u64) as u32;
         })();
         self.drop_resource(exporter);
         result
@@ -524,7 +531,7 @@ impl<'rt> Storage<'rt> {
     /// anything); a second pass reads the file again and streams its events to the driver in pages,
     /// which stages them until the commit. Returns how many events the file held.
     pub fn import_file(&mut self, file: &Path) -> Result<u64, StorageError> {
-        const PAGE: usize = IMPORT_PAGE;
+        const PAGE: usize = PAGE_EVENTS;
         let open = || {
             std::fs::File::open(file)
                 .map(|f| std::io::BufReader::with_capacity(1 << 16, f))
@@ -541,7 +548,7 @@ impl<'rt> Storage<'rt> {
         let staged = scan_import(open()?, |event| {
             page_bytes += event_size(&event);
             page.push(event);
-            if page.len() == PAGE || page_bytes >= IMPORT_PAGE_BYTES {
+            if page.len() == PAGE || page_bytes >= PAGE_BYTES {
                 page_bytes = 0;
                 import.push_page(std::mem::replace(&mut page, Vec::with_capacity(PAGE)))?;
             }
@@ -594,7 +601,7 @@ impl Import<'_, '_> {
         while !rest.is_empty() {
             let mut bytes = 0u64;
             let mut take = 0;
-            while take < rest.len().min(IMPORT_PAGE) && (take == 0 || bytes < IMPORT_PAGE_BYTES) {
+            while take < rest.len().min(PAGE_EVENTS) && (take == 0 || bytes < PAGE_BYTES) {
                 bytes += event_size(&rest[take]);
                 take += 1;
             }

@@ -7,7 +7,7 @@
 //! interfaces: wasmtime finds exports by semver-compatible name (`driver@1.2.0` is looked up as
 //! `driver@1`), so it loads, and `StorageWorld::live()` is `None`; likewise the 1.2.0 interfaces for
 //! 1.0.0 and 1.1.0 drivers. A new optional interface is a file `world/<name>.rs` and a line in
-//! `optional` (see `runtime/world.rs`).
+//! `optional` (see `runtime/src/world.rs`, the `agmsg-runtime` crate).
 
 use wasmtime::Store;
 use wasmtime::component::ResourceAny;

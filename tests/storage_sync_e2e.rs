@@ -14,7 +14,10 @@
 //! mismatch"; and its read-state answer names its fixed `member-1` instead of the team's members,
 //! which the engine refuses ("read-state stream omitted a member frontier") once a real roster has
 //! synced. The relay adds the binding to the push answer and answers read state with a frontier at 0
-//! for each member the server registered for the team; everything else passes through unchanged.
+//! for each member the server registered for the team. The mock also lists members in the order
+//! `/v1/connect` sent them, where the engine requires member-id order (as a real server sends): two
+//! member ids made in the same millisecond fail that half the time, so the relay sorts them.
+//! Everything else passes through unchanged.
 
 mod common;
 
@@ -286,6 +289,15 @@ fn relay_one(conn: TcpStream, mock: u16, team_id: &str) -> std::io::Result<()> {
         body["server_instance_id"] = MOCK_SERVER_ID.into();
         body["team_id"] = team_id.into();
         response.body = serde_json::to_vec(&body).unwrap();
+    } else if ok && request.start.starts_with("GET ") && request.start.split(' ').nth(1).is_some_and(|p| p.split('?').next() == Some("/v1/members")) {
+        // The mock answers members in the order /v1/connect sent them; the engine requires them sorted
+        // by member id (as a real server sends them), and ids made in the same millisecond (UUIDv7)
+        // need not be in roster order: sort, or the engine stops "members response is not canonical".
+        let mut body: Value = serde_json::from_slice(&response.body).unwrap();
+        if let Some(members) = body["members"].as_array_mut() {
+            members.sort_by(|x, y| x["member_id"].as_str().cmp(&y["member_id"].as_str()));
+        }
+        response.body = serde_json::to_vec(&body).unwrap();
     } else if ok && post("/v1/read-state/sync") {
         let members = Message {
             start: "GET /v1/members HTTP/1.0".into(),
@@ -294,12 +306,9 @@ fn relay_one(conn: TcpStream, mock: u16, team_id: &str) -> std::io::Result<()> {
         };
         let members: Value = serde_json::from_slice(&upstream(mock, &members)?.body).unwrap();
         let mut body: Value = serde_json::from_slice(&response.body).unwrap();
-        body["items"] = members["members"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| serde_json::json!({"kind": "frontier", "member_id": m["member_id"], "server_seq": "0"}))
-            .collect();
+        let mut ids: Vec<&str> = members["members"].as_array().unwrap().iter().filter_map(|m| m["member_id"].as_str()).collect();
+        ids.sort_unstable(); // in member-id order, as a server pages them (the engine checks it)
+        body["items"] = ids.iter().map(|id| serde_json::json!({"kind": "frontier", "member_id": id, "server_seq": "0"})).collect();
         response.body = serde_json::to_vec(&body).unwrap();
     }
     response.write_to(&mut out)

@@ -777,16 +777,39 @@ mod tests {
     /// once, and no other unit test of this crate writes a file.
     #[test]
     fn a_failed_append_is_cut_back_to_the_old_size() {
+        // RLIMIT_FSIZE is per process: set in this test binary it would also make the harness's own
+        // report fail to write when its stdout is a file (CI's log), killing the run. So the limited
+        // append runs in a child: this binary again, running only this test, its output a pipe.
+        const CHILD: &str = "AGMSG_JSONL_FSIZE_CHILD";
+        if let Some(path) = std::env::var_os(CHILD) {
+            return append_under_a_file_size_limit(std::path::Path::new(&path));
+        }
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("events.jsonl");
         std::fs::write(&path, "{\"type\":\"message_sent\"}\n").unwrap();
         let before = std::fs::read(&path).unwrap();
+        let child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["tests::a_failed_append_is_cut_back_to_the_old_size", "--exact", "--test-threads=1"])
+            .env(CHILD, &path)
+            .output()
+            .unwrap();
+        assert!(child.status.success(), "{}{}", String::from_utf8_lossy(&child.stdout), String::from_utf8_lossy(&child.stderr));
+        assert!(String::from_utf8_lossy(&child.stdout).contains("1 passed"), "the child ran the test");
+        assert_eq!(std::fs::read(&path).unwrap(), before, "the partial record was cut away");
+        // And without a limit the same append lands whole.
+        append_to(path.to_str().unwrap(), &["{}".into()], true).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), [before.as_slice(), b"{}\n"].concat());
+    }
+
+    /// The child's half: an append that a file-size limit 5 bytes above the log stops part way.
+    fn append_under_a_file_size_limit(path: &std::path::Path) {
+        let size = std::fs::metadata(path).unwrap().len();
         let mut old = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
         // SAFETY: plain libc calls with valid pointers; SIGXFSZ ignored so the write fails with EFBIG.
         let result = unsafe {
             libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
             assert_eq!(libc::getrlimit(libc::RLIMIT_FSIZE, &mut old), 0);
-            let limit = libc::rlimit { rlim_cur: before.len() as libc::rlim_t + 5, rlim_max: old.rlim_max };
+            let limit = libc::rlimit { rlim_cur: size as libc::rlim_t + 5, rlim_max: old.rlim_max };
             assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &limit), 0);
             let result = append_to(path.to_str().unwrap(), &["a record longer than five bytes".into()], true);
             assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &old), 0);
@@ -794,9 +817,5 @@ mod tests {
         };
         let error = result.expect_err("the limit stops the write");
         assert!(error.message.contains("jsonl:"), "{error:?}");
-        assert_eq!(std::fs::read(&path).unwrap(), before, "the partial record was cut away");
-        // And without a limit the same append lands whole.
-        append_to(path.to_str().unwrap(), &["{}".into()], true).unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), [before.as_slice(), b"{}\n"].concat());
     }
 }

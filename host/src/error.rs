@@ -76,6 +76,12 @@ impl HostError {
     pub fn usage(message: impl Into<String>) -> HostError {
         HostError::new(ExitClass::Usage, message)
     }
+
+    /// The same failure said within `context` (`<context>: <message>`): its class stays the one
+    /// given where it was found.
+    pub fn context(self, context: impl fmt::Display) -> HostError {
+        HostError { class: self.class, message: format!("{context}: {}", self.message) }
+    }
 }
 
 impl fmt::Display for HostError {

@@ -7,6 +7,7 @@
 use std::path::Path;
 
 use crate::axis::Axis;
+use crate::error::HostError;
 use crate::plugin::DirPackage;
 pub use crate::plugin::conf::{Entry, MAX_MANIFEST_BYTES, Manifest, is_key, is_space};
 
@@ -26,14 +27,14 @@ impl DirPackage for TypeDirs {
         Axis::Types
     }
 
-    fn check(&self, name: &str, conf: &Manifest, path: &Path) -> Result<(), String> {
+    fn check(&self, name: &str, conf: &Manifest, path: &Path) -> Result<(), HostError> {
         for key in ["template", "spawn"] {
-            check_relative(key, conf.value(key)).map_err(|e| format!("{}: {e}", path.display()))?;
+            check_relative(key, conf.value(key)).map_err(|e| e.context(path.display()))?;
         }
         // Where delivery would write (and delete, for `off`): a runtime's delivery file, not another type's.
         let hooks_file = conf.value("hooks_file");
         if !hooks_file.is_empty() {
-            check_hooks_file(name, hooks_file).map_err(|e| format!("{}: {e}", path.display()))?;
+            check_hooks_file(name, hooks_file).map_err(|e| e.context(path.display()))?;
         }
         Ok(())
     }
@@ -54,10 +55,10 @@ pub fn spawnable(conf: &Manifest) -> bool {
 }
 
 /// Check a manifest path value (`template=`, `spawn=`, `hooks_file=`) the way agmsg does: relative to
-/// its base, never absolute and never containing `..` (agmsg's `case /*|*..*`).
-pub fn check_relative(key: &str, value: &str) -> Result<(), String> {
+/// its base, never absolute and never containing `..` (agmsg's `case /*|*..*`); refused otherwise.
+pub fn check_relative(key: &str, value: &str) -> Result<(), HostError> {
     if value.starts_with('/') || value.contains("..") {
-        return Err(format!("invalid {key} {:?}: must be relative, without '..'", value));
+        return Err(HostError::refused(format!("invalid {key} {:?}: must be relative, without '..'", value)));
     }
     Ok(())
 }
@@ -98,15 +99,15 @@ fn is_lower_name(s: &str) -> bool {
 ///
 /// with `<runtime>` and `<name>` lowercase (`[a-z0-9][a-z0-9_-]*`) and `<runtime>` not a tool's
 /// directory ([`NOT_RUNTIMES`]: `.git`, `.vscode`, ...). agmsg's types' files are all of this form.
-pub fn hooks_location(file: &str) -> Result<HooksLocation<'_>, String> {
+pub fn hooks_location(file: &str) -> Result<HooksLocation<'_>, HostError> {
     let refused = || {
-        format!(
+        HostError::refused(format!(
             "hooks_file \"{}\" is not an agent runtime's delivery file: it must be .<runtime>/hooks.json, .<runtime>/hooks/<name>.json, \
              .<runtime>/settings.local.json or .<runtime>/rules/<name>.md|.mdc (<runtime> and <name> lowercase letters, digits, '-', '_'; \
              not .{})",
             crate::display::line(file),
             NOT_RUNTIMES.join(", .")
-        )
+        ))
     };
     let parts: Vec<&str> = file.split('/').collect();
     let runtime = parts[0].strip_prefix('.').filter(|r| is_lower_name(r) && !NOT_RUNTIMES.contains(r)).ok_or_else(refused)?;
@@ -138,17 +139,17 @@ pub fn hooks_file_owners(name: &str, file: &str) -> Vec<&'static str> {
 /// delivery location ([`hooks_location`]) and not a bundled type's file unless the type replaces that
 /// type ([`hooks_file_owners`]). Checked wherever a type may come from, and again before delivery
 /// opens the file, so a type trusted before this rule cannot write there either.
-pub fn check_hooks_file<'a>(name: &str, file: &'a str) -> Result<HooksLocation<'a>, String> {
+pub fn check_hooks_file<'a>(name: &str, file: &'a str) -> Result<HooksLocation<'a>, HostError> {
     let location = hooks_location(file)?;
     let owners = hooks_file_owners(name, file);
     if !owners.is_empty() {
-        return Err(format!(
+        return Err(HostError::refused(format!(
             "hooks_file {} is bundled {}'s delivery file: type {} may not write into it (only a type named {} replaces it)",
             crate::display::line(file),
             owners.join(" and "),
             crate::display::line(name),
             owners.join(" or ")
-        ));
+        )));
     }
     Ok(location)
 }
@@ -293,15 +294,15 @@ mod tests {
 
     #[test]
     fn malformed() {
-        assert!(Manifest::parse(b"cli=\xff\n", "x").unwrap_err().contains("not UTF-8"));
-        assert!(Manifest::parse(b"cli=a\0b\n", "x").unwrap_err().contains("NUL"));
+        assert!(Manifest::parse(b"cli=\xff\n", "x").unwrap_err().message.contains("not UTF-8"));
+        assert!(Manifest::parse(b"cli=a\0b\n", "x").unwrap_err().message.contains("NUL"));
     }
 
     #[test]
     fn relative_paths() {
         assert!(check_relative("template", "template.md").is_ok());
         assert!(check_relative("template", "sub/t.md").is_ok());
-        assert!(check_relative("template", "/etc/passwd").is_err());
+        assert_eq!(check_relative("template", "/etc/passwd").map_err(|e| e.class), Err(crate::error::ExitClass::Refused));
         assert!(check_relative("template", "../x.md").is_err());
         assert!(check_relative("template", "a..b").is_err(), "agmsg refuses any '..'");
     }
@@ -334,7 +335,7 @@ mod tests {
             "..claude/hooks.json", ".-x/hooks.json", ".claude/rules/.md", ".claude/rules/a.b.md", ".claude/x/rules/a.md", "", ".",
             ".claude/hooks/a\nb.json", ".clau\u{202e}de/hooks.json",
         ] {
-            let e = hooks_location(bad).unwrap_err();
+            let e = hooks_location(bad).unwrap_err().message;
             assert!(e.contains("is not an agent runtime's delivery file"), "{bad:?}: {e}");
             assert!(!e.contains('\n'), "one line: {e}");
         }
@@ -349,9 +350,9 @@ mod tests {
         assert!(hooks_file_owners("gemini", ".agent/rules/agmsg.md").is_empty(), "shared by gemini and antigravity");
         assert!(hooks_file_owners("antigravity", ".agent/rules/agmsg.md").is_empty());
         assert!(hooks_file_owners("kiro", ".kiro/hooks.json").is_empty());
-        let e = check_hooks_file("kiro", ".claude/settings.local.json").unwrap_err();
+        let e = check_hooks_file("kiro", ".claude/settings.local.json").unwrap_err().message;
         assert!(e.contains("bundled claude-code's delivery file") && e.contains("type kiro may not write into it"), "{e}");
-        assert!(check_hooks_file("claude-code", ".codex/hooks.json").unwrap_err().contains("bundled codex's"));
+        assert!(check_hooks_file("claude-code", ".codex/hooks.json").unwrap_err().message.contains("bundled codex's"));
         let effect = check_hooks_file("claude-code", ".claude/settings.local.json").unwrap().effect(".claude/settings.local.json", false);
         assert_eq!(effect, "writes agmsg's hook commands into .claude/settings.local.json, which Claude Code runs as shell commands at its session events, with your rights");
         let effect = hooks_location(".kiro/rules/agmsg.md").unwrap().effect(".kiro/rules/agmsg.md", true);

@@ -31,7 +31,7 @@ fn plug_package(dir: &Path) -> Result<Option<(String, PathBuf)>, String> {
     if path.symlink_metadata().is_err() {
         return Ok(None);
     }
-    let (manifest, _) = PluginManifest::read(&path)?;
+    let (manifest, _) = PluginManifest::read(&path).map_err(|e| e.message)?;
     if manifest.axis != Axis::Types {
         return Err(format!("{} declares a {} driver, not a delivery plug", path.display(), manifest.axis));
     }
@@ -92,7 +92,7 @@ impl AxisModule for AgentModule {
             let package = plug_package(&dir)?;
             let plug = match &package {
                 Some((_, component)) => {
-                    let wasm = crate::plugin::read_file(component, crate::plugin::MAX_COMPONENT_BYTES)?;
+                    let wasm = crate::plugin::read_file(component, crate::plugin::MAX_COMPONENT_BYTES).map_err(|e| e.message)?;
                     Some((component.display().to_string(), sha256_hex(&wasm)))
                 }
                 None => None,
@@ -116,7 +116,7 @@ impl AxisModule for AgentModule {
         let sha256 = match &plug {
             Some((_, sha256)) => sha256.clone(),
             None => match type_ref.strip_prefix("dir:") {
-                Some(dir) => sha256_hex(&super::suite::type_conf(Path::new(dir))?),
+                Some(dir) => sha256_hex(&super::suite::type_conf(Path::new(dir)).map_err(|e| e.message)?),
                 None => super::bundled::get(&type_ref["bundled:".len()..]).map(|t| sha256_hex(t.conf.as_bytes())).unwrap_or_default(),
             },
         };

@@ -141,7 +141,7 @@ impl AgentType {
         }
         // Below the type's directory no link is followed: a template cannot name a file elsewhere.
         let dir = self.dir().expect("a type on disk");
-        let bytes = crate::plugin::tree::read_below(dir, file, crate::plugin::MAX_TEXT_BYTES)?;
+        let bytes = crate::plugin::tree::read_below(dir, file, crate::plugin::MAX_TEXT_BYTES).map_err(|e| e.message)?;
         String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", dir.join(file).display()))
     }
 
@@ -206,11 +206,11 @@ impl Sources {
 
 /// The plugin trust file's answer for external types: the one of `$AGMSG_HOME`
 /// ([`crate::plugin::registry::home_trust`]); tests give their own.
-pub type TrustLoader<'a> = &'a dyn Fn() -> Result<crate::plugin::trust::TrustFile, String>;
+pub type TrustLoader<'a> = &'a dyn Fn() -> Result<crate::plugin::trust::TrustFile, crate::error::HostError>;
 
 /// A trust answer under which no external type is trusted (for callers, tests among them, that must
 /// see bundled and agmsg's types only).
-pub fn trust_none() -> Result<crate::plugin::trust::TrustFile, String> {
+pub fn trust_none() -> Result<crate::plugin::trust::TrustFile, crate::error::HostError> {
     Ok(crate::plugin::trust::TrustFile::default())
 }
 

@@ -80,7 +80,7 @@ impl TypeUnderTest {
             }
             Some(dir) => {
                 // As the host reads a type on disk: below its directory, no link followed.
-                let bytes = crate::plugin::tree::read_below(dir, file, crate::plugin::MAX_TEXT_BYTES)?;
+                let bytes = crate::plugin::tree::read_below(dir, file, crate::plugin::MAX_TEXT_BYTES).map_err(|e| e.message)?;
                 String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", dir.join(file).display()))
             }
         }
@@ -88,7 +88,7 @@ impl TypeUnderTest {
 }
 
 /// The `type.conf` of the type directory `dir`, read as the host reads it (not through a link).
-pub(super) fn type_conf(dir: &Path) -> Result<Vec<u8>, String> {
+pub(super) fn type_conf(dir: &Path) -> Result<Vec<u8>, crate::error::HostError> {
     crate::plugin::tree::read_below(dir, "type.conf", super::manifest::MAX_MANIFEST_BYTES)
 }
 
@@ -141,7 +141,7 @@ fn template_paths_are_guarded(harness: &Harness, _: &str) {
             continue;
         }
         if let Err(e) = manifest::check_relative(key, file) {
-            problems.push(e);
+            problems.push(e.message);
             continue;
         }
         if key == "spawn" && !file.ends_with(".mjs") {

@@ -261,7 +261,7 @@ impl TypeOffer<'_> {
         // Refused types never reach a consent; said all the same should one be shown.
         let mut text = match hooks_manifest::check_hooks_file(self.name, file) {
             Ok(location) => format!("Delivery: {}; `delivery set off` removes what it wrote.\n", location.effect(file, self.plug.is_some())),
-            Err(e) => format!("Delivery: REFUSED: {}\n", display::line(&e)),
+            Err(e) => format!("Delivery: REFUSED: {}\n", display::line(&e.message)),
         };
         if self.plug.is_some() {
             text.push_str("  Its plug component only chooses among the forms agmsg-host itself writes there (any other answer is refused).\n");

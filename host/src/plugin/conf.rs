@@ -16,6 +16,8 @@
 //! Only the format: what the keys mean is the axis's (`agent::manifest`), which plugin/ asks through
 //! [`super::DirPackage`].
 
+use crate::error::HostError;
+
 /// POSIX `[[:space:]]` in the C locale.
 pub fn is_space(c: char) -> bool {
     matches!(c, ' ' | '\t' | '\n' | '\u{0b}' | '\u{0c}' | '\r')
@@ -55,16 +57,16 @@ pub const MAX_MANIFEST_BYTES: u64 = 256 << 10;
 impl Manifest {
     /// A manifest from its bytes; `origin` names it in errors. Refused (malformed): bytes that are not
     /// UTF-8, a NUL byte.
-    pub fn parse(bytes: &[u8], origin: &str) -> Result<Manifest, String> {
-        let text = std::str::from_utf8(bytes).map_err(|e| format!("{origin}: malformed manifest: not UTF-8 text ({e})"))?;
+    pub fn parse(bytes: &[u8], origin: &str) -> Result<Manifest, HostError> {
+        let text = std::str::from_utf8(bytes).map_err(|e| HostError::refused(format!("{origin}: malformed manifest: not UTF-8 text ({e})")))?;
         if text.contains('\0') {
-            return Err(format!("{origin}: malformed manifest: contains a NUL byte"));
+            return Err(HostError::refused(format!("{origin}: malformed manifest: contains a NUL byte")));
         }
         Ok(Manifest { text: text.to_owned() })
     }
 
     /// Read `path` (a regular file, at most [`MAX_MANIFEST_BYTES`]).
-    pub fn read(path: &std::path::Path) -> Result<Manifest, String> {
+    pub fn read(path: &std::path::Path) -> Result<Manifest, HostError> {
         let bytes = crate::plugin::read_file(path, MAX_MANIFEST_BYTES)?;
         Manifest::parse(&bytes, &path.display().to_string())
     }

@@ -28,6 +28,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::HostError;
+
 use crate::axis::Axis;
 use crate::capabilities::{Capabilities, Capability};
 use crate::semver::is_semver;
@@ -106,19 +108,20 @@ pub struct TerminalKeys {
 
 impl PluginManifest {
     /// Parse and validate a manifest's text; `origin` names the file in errors.
-    pub fn parse(text: &str, origin: &Path) -> Result<PluginManifest, String> {
+    /// A manifest that cannot be read or is refused is [`ExitClass::Refused`](crate::error::ExitClass).
+    pub fn parse(text: &str, origin: &Path) -> Result<PluginManifest, HostError> {
         let manifest: PluginManifest = toml::from_str(text).map_err(|e| {
             let line = e.span().map_or(String::new(), |span| format!(":{}", text[..span.start].matches('\n').count() + 1));
-            format!("{}{line}: {}", origin.display(), e.message())
+            HostError::refused(format!("{}{line}: {}", origin.display(), e.message()))
         })?;
-        manifest.validate().map_err(|e| format!("{}: {e}", origin.display()))?;
+        manifest.validate().map_err(|e| HostError::refused(format!("{}: {e}", origin.display())))?;
         Ok(manifest)
     }
 
     /// Read and parse a manifest file; also the sha256 of its bytes (trust pins it).
-    pub fn read(path: &Path) -> Result<(PluginManifest, String), String> {
+    pub fn read(path: &Path) -> Result<(PluginManifest, String), HostError> {
         let bytes = super::read_file(path, super::MAX_TEXT_BYTES)?;
-        let text = String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8", path.display()))?;
+        let text = String::from_utf8(bytes).map_err(|_| HostError::refused(format!("{} is not UTF-8", path.display())))?;
         Ok((PluginManifest::parse(&text, path)?, super::sha256_hex(text.as_bytes())))
     }
 
@@ -245,7 +248,8 @@ capabilities = ["peek"]
             ("name = \"p\"\naxis = \"types\"\nversion = \"0.1.0\"\napi = \"1.0.0\"\n[capabilities]\nnetwork = [\"example.org:443\"]\n".to_owned(), "cannot reach the network"),
         ] {
             let err = PluginManifest::parse(&bad, Path::new("m.toml")).unwrap_err();
-            assert!(err.contains(why), "{why}: {err}");
+            assert!(err.message.contains(why), "{why}: {err}");
+            assert_eq!(err.class, crate::error::ExitClass::Refused, "{why}");
         }
     }
 }

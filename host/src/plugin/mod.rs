@@ -24,6 +24,7 @@ use std::io::Read;
 use std::path::Path;
 
 use crate::axis::Axis;
+use crate::error::HostError;
 
 /// What an axis knows of a plugin directory that is a package of its own kind rather than a component
 /// with `agmsg-driver.toml`: on the types axis, an agent type (`type.conf`, its template, optionally a
@@ -37,7 +38,7 @@ pub trait DirPackage: Sync {
     fn axis(&self) -> Axis;
     /// Refuse the manifest (read at `path`) of the package to be known as `name` if the axis cannot use
     /// it: `Err` says why.
-    fn check(&self, name: &str, manifest: &conf::Manifest, path: &Path) -> Result<(), String>;
+    fn check(&self, name: &str, manifest: &conf::Manifest, path: &Path) -> Result<(), HostError>;
     /// The files its manifest names that an installed package must hold (a type's `template=`).
     /// (its key, the file) for each; an empty value names nothing.
     fn named_files<'m>(&self, manifest: &'m conf::Manifest) -> Vec<(&'static str, &'m str)>;
@@ -57,17 +58,22 @@ pub const MAX_TEXT_BYTES: u64 = 4 << 20;
 
 /// Read a file a plugin directory (or a user) provides, which may be anything: only a regular file
 /// (a FIFO or a device is refused without blocking on its open), and at most `max_bytes`. The error
-/// names the file.
-pub fn read_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>, String> {
+/// names the file; its class is [`crate::error::ExitClass::Refused`] (a caller that reads a driver for
+/// an op says its own).
+pub fn read_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>, HostError> {
     use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| HostError::refused(format!("cannot read {}: {e}", path.display())))?;
     read_opened(file, path, max_bytes)
 }
 
 /// The rest of [`read_file`] for a file already opened (without blocking) as `path`: only a regular
 /// file, and at most `max_bytes`.
-pub fn read_opened(file: std::fs::File, path: &Path, max_bytes: u64) -> Result<Vec<u8>, String> {
-    let fail = |why: String| format!("cannot read {}: {why}", path.display());
+pub fn read_opened(file: std::fs::File, path: &Path, max_bytes: u64) -> Result<Vec<u8>, HostError> {
+    let fail = |why: String| HostError::refused(format!("cannot read {}: {why}", path.display()));
     let meta = file.metadata().map_err(|e| fail(e.to_string()))?;
     if !meta.is_file() {
         return Err(fail("not a regular file".into()));
@@ -110,13 +116,15 @@ mod tests {
         let file = dir.path().join("f");
         std::fs::write(&file, b"12345").unwrap();
         assert_eq!(read_file(&file, 5).unwrap(), b"12345");
-        assert!(read_file(&file, 4).unwrap_err().ends_with("larger than 4 bytes"));
+        let too_large = read_file(&file, 4).unwrap_err();
+        assert!(too_large.message.ends_with("larger than 4 bytes"));
+        assert_eq!(too_large.class, crate::error::ExitClass::Refused);
         assert_eq!(size_text(256 << 10), "256 KiB", "not '0 MiB'");
         assert_eq!(size_text(256 << 20), "256 MiB");
         let fifo = dir.path().join("fifo");
         assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
-        assert!(read_file(&fifo, 5).unwrap_err().contains("not a regular file"));
-        assert!(read_file(Path::new("/dev/zero"), 5).unwrap_err().contains("not a regular file"));
+        assert!(read_file(&fifo, 5).unwrap_err().message.contains("not a regular file"));
+        assert!(read_file(Path::new("/dev/zero"), 5).unwrap_err().message.contains("not a regular file"));
         assert!(read_file(dir.path(), 5).is_err());
     }
 }

@@ -15,17 +15,18 @@ use crate::axis::Axis;
 use super::trust::{TrustFile, TrustState, Untrusted};
 use super::DirPackage;
 use crate::capabilities::Capabilities;
+use crate::error::HostError;
 
 /// `${AGMSG_HOME:-~/.agents/agmsg}`, made absolute (trust records are matched by absolute path).
-pub fn agmsg_home() -> Result<PathBuf, String> {
+pub fn agmsg_home() -> Result<PathBuf, HostError> {
     let home = match std::env::var_os("AGMSG_HOME").filter(|h| !h.is_empty()) {
         Some(home) => PathBuf::from(home),
         None => {
-            let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).ok_or("cannot find agmsg's home: set AGMSG_HOME or HOME")?;
+            let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).ok_or_else(|| HostError::refused("cannot find agmsg's home: set AGMSG_HOME or HOME"))?;
             PathBuf::from(home).join(".agents/agmsg")
         }
     };
-    std::path::absolute(&home).map_err(|e| format!("{}: {e}", home.display()))
+    std::path::absolute(&home).map_err(|e| HostError::refused(format!("{}: {e}", home.display())))
 }
 
 /// A plugin directory found under a base (bundled drivers are not candidates here: callers know
@@ -171,7 +172,7 @@ pub fn read_candidate(axis: Axis, name: &str, dir: &Path, trust: &TrustFile, dir
     let (manifest, manifest_sha256) = match read {
         Ok(read) => read,
         Err(e) => {
-            candidate.broken = Some(e);
+            candidate.broken = Some(e.message);
             return candidate;
         }
     };
@@ -183,16 +184,16 @@ pub fn read_candidate(axis: Axis, name: &str, dir: &Path, trust: &TrustFile, dir
             candidate.sha256 = Some(sha256);
             candidate.wasm = Some(wasm);
         }
-        Err(e) => candidate.broken = Some(e),
+        Err(e) => candidate.broken = Some(e.message),
     }
     candidate.manifest = Some(manifest);
     candidate
 }
 
 /// A component manifest must name the axis and name it is installed as.
-fn check_identity(m: &PluginManifest, axis: Axis, name: &str, dir: &Path) -> Result<(), String> {
+fn check_identity(m: &PluginManifest, axis: Axis, name: &str, dir: &Path) -> Result<(), HostError> {
     if m.axis != axis || m.name != name {
-        return Err(format!("{}: declares {}/{} but is installed as {axis}/{name}", dir.join(MANIFEST_FILE).display(), m.axis, m.name));
+        return Err(HostError::refused(format!("{}: declares {}/{} but is installed as {axis}/{name}", dir.join(MANIFEST_FILE).display(), m.axis, m.name)));
     }
     Ok(())
 }
@@ -224,15 +225,15 @@ impl AgentTypeFiles {
     /// it ([`DirPackage::check`]: for a type, its `template=` or `spawn=` absolute or climbing out, its
     /// `hooks_file=` not a runtime's delivery location or another type's), its plug manifest names
     /// another driver or asks for capabilities (a type's plug runs with none), or its plug component is
-    /// missing.
-    pub fn read(kind: &dyn DirPackage, name: &str, dir: &Path) -> Result<AgentTypeFiles, String> {
+    /// missing. Each is [`crate::error::ExitClass::Refused`].
+    pub fn read(kind: &dyn DirPackage, name: &str, dir: &Path) -> Result<AgentTypeFiles, HostError> {
         let axis = kind.axis();
         let manifest_file = axis.dir_manifest().expect("an axis with directory packages names their manifest");
         let tree = super::tree::read(dir)?;
         let conf_path = dir.join(manifest_file);
-        let conf_bytes = tree.file(Path::new(manifest_file)).ok_or_else(|| format!("{} is not a regular file", conf_path.display()))?;
+        let conf_bytes = tree.file(Path::new(manifest_file)).ok_or_else(|| HostError::refused(format!("{} is not a regular file", conf_path.display())))?;
         if conf_bytes.len() as u64 > super::conf::MAX_MANIFEST_BYTES {
-            return Err(format!("{} is larger than {}", conf_path.display(), super::size_text(super::conf::MAX_MANIFEST_BYTES)));
+            return Err(HostError::refused(format!("{} is larger than {}", conf_path.display(), super::size_text(super::conf::MAX_MANIFEST_BYTES))));
         }
         let conf = super::conf::Manifest::parse(conf_bytes, &conf_path.display().to_string())?;
         kind.check(name, &conf, &conf_path)?;
@@ -242,14 +243,14 @@ impl AgentTypeFiles {
             None => None,
             Some(bytes) => {
                 let path = dir.join(MANIFEST_FILE);
-                let text = std::str::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8", path.display()))?;
+                let text = std::str::from_utf8(bytes).map_err(|_| HostError::refused(format!("{} is not UTF-8", path.display())))?;
                 let m = PluginManifest::parse(text, &path)?;
                 check_identity(&m, axis, name, dir)?;
                 let asked = m.capabilities();
                 if !asked.0.is_empty() {
-                    return Err(format!("{}: an agent type's plug component runs with no capabilities, but it asks for {}", path.display(), asked.summary()));
+                    return Err(HostError::refused(format!("{}: an agent type's plug component runs with no capabilities, but it asks for {}", path.display(), asked.summary())));
                 }
-                let wasm = tree.file(&m.component).ok_or_else(|| format!("its plug component {} is not a file in {}", m.component.display(), dir.display()))?;
+                let wasm = tree.file(&m.component).ok_or_else(|| HostError::refused(format!("its plug component {} is not a file in {}", m.component.display(), dir.display())))?;
                 let wasm = wasm.to_vec();
                 Some((m, wasm))
             }
@@ -301,7 +302,7 @@ fn read_dir_package(kind: &dyn DirPackage, name: &str, dir: &Path, trust: &Trust
                 candidate.manifest = Some(manifest);
             }
         }
-        Err(e) => candidate.broken = Some(e),
+        Err(e) => candidate.broken = Some(e.message),
     }
     candidate
 }
@@ -312,12 +313,12 @@ pub use agmsg_contract::is_driver_name;
 /// Every plugin directory of `axis` (or only those named `name`), in base order.
 /// `dirs`: the readers of package directories of an axis's own kind the caller knows (an agent type's:
 /// `agent::manifest::TypeDirs`); one of an axis read without its reader is a candidate that cannot run.
-pub fn candidates(axis: Axis, name: Option<&str>, dirs: &[&dyn DirPackage]) -> Result<Vec<Candidate>, String> {
+pub fn candidates(axis: Axis, name: Option<&str>, dirs: &[&dyn DirPackage]) -> Result<Vec<Candidate>, HostError> {
     candidates_in(&bases(), axis, name, &home_trust, dirs)
 }
 
 /// The trust file of `$AGMSG_HOME`; without a home nothing can have been trusted.
-pub fn home_trust() -> Result<TrustFile, String> {
+pub fn home_trust() -> Result<TrustFile, HostError> {
     match agmsg_home() {
         Ok(home) => TrustFile::load(&home),
         Err(_) => Ok(TrustFile::default()),
@@ -330,9 +331,9 @@ pub fn candidates_in(
     bases: &[PathBuf],
     axis: Axis,
     name: Option<&str>,
-    load_trust: &dyn Fn() -> Result<TrustFile, String>,
+    load_trust: &dyn Fn() -> Result<TrustFile, HostError>,
     dirs: &[&dyn DirPackage],
-) -> Result<Vec<Candidate>, String> {
+) -> Result<Vec<Candidate>, HostError> {
     if name.is_some_and(|n| !is_driver_name(n)) {
         return Ok(Vec::new());
     }
@@ -384,7 +385,7 @@ pub fn names(axis: Axis) -> Vec<String> {
 
 /// The plugin that runs as `axis/name`, if a trusted one is found (it shadows a bundled driver of that
 /// name); every ignored candidate is warned about on the host log.
-pub fn find(axis: Axis, name: &str, dirs: &[&dyn DirPackage]) -> Result<Option<Candidate>, String> {
+pub fn find(axis: Axis, name: &str, dirs: &[&dyn DirPackage]) -> Result<Option<Candidate>, HostError> {
     Ok(pick(axis, name, candidates(axis, Some(name), dirs)?))
 }
 
@@ -434,8 +435,8 @@ mod dir_package_tests {
             fn axis(&self) -> Axis {
                 Axis::Types
             }
-            fn check(&self, name: &str, conf: &super::super::conf::Manifest, _: &Path) -> Result<(), String> {
-                if conf.value("refuse") == "yes" { Err(format!("{name} refused")) } else { Ok(()) }
+            fn check(&self, name: &str, conf: &super::super::conf::Manifest, _: &Path) -> Result<(), HostError> {
+                if conf.value("refuse") == "yes" { Err(HostError::refused(format!("{name} refused"))) } else { Ok(()) }
             }
             fn named_files<'m>(&self, _: &'m super::super::conf::Manifest) -> Vec<(&'static str, &'m str)> {
                 Vec::new()

@@ -7,6 +7,7 @@
 
 use std::path::{Component, Path};
 
+use crate::error::HostError;
 use crate::fsroot::{self, Why};
 
 /// At most this deep below the directory, this many entries, and this many bytes in all.
@@ -21,10 +22,11 @@ pub struct Tree {
     pub entries: Vec<(String, Option<Vec<u8>>)>,
 }
 
-/// A plugin's file or directory refused or unreadable, in plugin words.
-fn refused(e: fsroot::Error) -> String {
+/// A plugin's file or directory refused or unreadable, in plugin words: the request cannot be met
+/// ([`crate::error::ExitClass::Refused`]), whatever the reason.
+fn refused(e: fsroot::Error) -> HostError {
     let path = e.path.display();
-    match e.why {
+    HostError::refused(match e.why {
         Why::Link => format!("{path} is a symbolic link (refused: a plugin's files must be inside its directory)"),
         Why::NotDir => format!("{path} is not a directory (or is a symbolic link; refused)"),
         // As `read_opened` words it for a file opened by path.
@@ -32,24 +34,24 @@ fn refused(e: fsroot::Error) -> String {
         Why::Missing => format!("{path}: {}", std::io::Error::from_raw_os_error(libc::ENOENT)),
         Why::Io(inner) => format!("{path}: {inner}"),
         Why::BadPath => e.to_string(),
-    }
+    })
 }
 
 /// Read the regular file `name` of `at` without following a link, at most `max_bytes`.
-fn read_regular_at(at: &fsroot::Dir, name: &str, max_bytes: u64) -> Result<Vec<u8>, String> {
+fn read_regular_at(at: &fsroot::Dir, name: &str, max_bytes: u64) -> Result<Vec<u8>, HostError> {
     let file = at.open_regular(name).map_err(refused)?;
     super::read_opened(file, &at.join(name), max_bytes)
 }
 
 /// Read `dir` (itself not a symlink) and everything below it.
-pub fn read(dir: &Path) -> Result<Tree, String> {
-    fn walk(at: &fsroot::Dir, root: &Path, rel: &str, depth: usize, total: &mut u64, out: &mut Vec<(String, Option<Vec<u8>>)>) -> Result<(), String> {
+pub fn read(dir: &Path) -> Result<Tree, HostError> {
+    fn walk(at: &fsroot::Dir, root: &Path, rel: &str, depth: usize, total: &mut u64, out: &mut Vec<(String, Option<Vec<u8>>)>) -> Result<(), HostError> {
         let mut names = Vec::new();
         for name in at.list().map_err(refused)? {
-            let name = name.into_string().map_err(|_| format!("{}: a file name that is not UTF-8", root.join(rel).display()))?;
+            let name = name.into_string().map_err(|_| HostError::refused(format!("{}: a file name that is not UTF-8", root.join(rel).display())))?;
             // Counted while listing: a directory of millions of entries is refused, not first read whole.
             if out.len() + names.len() >= MAX_ENTRIES {
-                return Err(format!("{}: more than {MAX_ENTRIES} files", root.display()));
+                return Err(too_many(root));
             }
             names.push(name);
         }
@@ -58,7 +60,7 @@ pub fn read(dir: &Path) -> Result<Tree, String> {
             let child = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
             let path = root.join(&child);
             if out.len() >= MAX_ENTRIES {
-                return Err(format!("{}: more than {MAX_ENTRIES} files", root.display()));
+                return Err(too_many(root));
             }
             let Some(meta) = at.symlink_metadata(&name).map_err(refused)? else {
                 return Err(refused(fsroot::Error { path, why: Why::Missing }));
@@ -68,23 +70,26 @@ pub fn read(dir: &Path) -> Result<Tree, String> {
                 return Err(refused(fsroot::Error { path, why: Why::Link }));
             } else if kind.is_dir() {
                 if depth >= MAX_DEPTH {
-                    return Err(format!("{}: nested more than {MAX_DEPTH} levels", path.display()));
+                    return Err(HostError::refused(format!("{}: nested more than {MAX_DEPTH} levels", path.display())));
                 }
                 out.push((child.clone(), None));
                 let sub = at.open_dir(&name).map_err(refused)?;
                 walk(&sub, root, &child, depth + 1, total, out)?;
             } else if kind.is_file() {
                 if *total + meta.len() > MAX_TOTAL_BYTES {
-                    return Err(format!("{}: more than {} of files", root.display(), super::size_text(MAX_TOTAL_BYTES)));
+                    return Err(HostError::refused(format!("{}: more than {} of files", root.display(), super::size_text(MAX_TOTAL_BYTES))));
                 }
                 let bytes = read_regular_at(at, &name, MAX_TOTAL_BYTES - *total)?;
                 *total += bytes.len() as u64;
                 out.push((child, Some(bytes)));
             } else {
-                return Err(format!("{} is not a regular file or a directory (refused)", path.display()));
+                return Err(HostError::refused(format!("{} is not a regular file or a directory (refused)", path.display())));
             }
         }
         Ok(())
+    }
+    fn too_many(root: &Path) -> HostError {
+        HostError::refused(format!("{}: more than {MAX_ENTRIES} files", root.display()))
     }
     let root = fsroot::Dir::open_ambient_nofollow(dir).map_err(refused)?;
     let mut entries = Vec::new();
@@ -142,8 +147,8 @@ pub fn pin(hashed: &[(String, Option<(usize, String)>)], skip: &str) -> String {
 
 /// Read the file `rel` below `dir` (the directory itself may be reached through links; nothing below
 /// it is followed): a regular file of at most `max_bytes`.
-pub fn read_below(dir: &Path, rel: &str, max_bytes: u64) -> Result<Vec<u8>, String> {
-    let rel_path = normalize(Path::new(rel)).ok_or_else(|| format!("{rel:?} is not a path inside {}", dir.display()))?;
+pub fn read_below(dir: &Path, rel: &str, max_bytes: u64) -> Result<Vec<u8>, HostError> {
+    let rel_path = normalize(Path::new(rel)).ok_or_else(|| HostError::refused(format!("{rel:?} is not a path inside {}", dir.display())))?;
     let root = fsroot::Dir::open_ambient(dir).map_err(refused)?;
     let file = root.open_regular(&rel_path).map_err(refused)?;
     super::read_opened(file, &dir.join(&rel_path), max_bytes)
@@ -174,32 +179,32 @@ mod tests {
         std::fs::write(t.join("sub/a.md"), "b").unwrap();
         assert_ne!(read(&t).unwrap().sha256_without("type.conf"), before);
         assert_eq!(read_below(&t, "sub/a.md", 10).unwrap(), b"b");
-        assert!(read_below(&t, "sub/a.md", 0).unwrap_err().ends_with("sub/a.md: larger than 0 bytes"));
+        assert!(read_below(&t, "sub/a.md", 0).unwrap_err().message.ends_with("sub/a.md: larger than 0 bytes"));
         assert!(read_below(&t, "../t/sub/a.md", 10).is_err());
 
         let secret = dir.path().join("secret");
         std::fs::write(&secret, "secret").unwrap();
         std::os::unix::fs::symlink(&secret, t.join("sub/link.md")).unwrap();
-        assert!(read(&t).unwrap_err().contains("sub/link.md is a symbolic link"));
-        assert!(read_below(&t, "sub/link.md", 100).unwrap_err().contains("symbolic link"));
+        assert!(read(&t).unwrap_err().message.contains("sub/link.md is a symbolic link"));
+        assert!(read_below(&t, "sub/link.md", 100).unwrap_err().message.contains("symbolic link"));
         std::fs::remove_file(t.join("sub/link.md")).unwrap();
         std::os::unix::fs::symlink(dir.path(), t.join("up")).unwrap();
-        assert!(read(&t).unwrap_err().contains("symbolic link"));
-        assert!(read_below(&t, "up/secret", 100).unwrap_err().contains("symbolic link"));
+        assert!(read(&t).unwrap_err().message.contains("symbolic link"));
+        assert!(read_below(&t, "up/secret", 100).unwrap_err().message.contains("symbolic link"));
         std::fs::remove_file(t.join("up")).unwrap();
 
         let linked = dir.path().join("linked");
         std::os::unix::fs::symlink(&t, &linked).unwrap();
-        assert!(read(&linked).unwrap_err().contains("symbolic link"), "the directory itself may not be a link");
+        assert!(read(&linked).unwrap_err().message.contains("symbolic link"), "the directory itself may not be a link");
 
         let many = dir.path().join("many");
         std::fs::create_dir_all(many.join("sub")).unwrap();
         for i in 0..MAX_ENTRIES {
             std::fs::write(many.join("sub").join(i.to_string()), "").unwrap();
         }
-        assert!(read(&many).unwrap_err().contains(&format!("more than {MAX_ENTRIES} files")));
+        assert!(read(&many).unwrap_err().message.contains(&format!("more than {MAX_ENTRIES} files")));
 
         assert!(std::process::Command::new("mkfifo").arg(t.join("fifo")).status().unwrap().success());
-        assert!(read(&t).unwrap_err().contains("not a regular file or a directory"));
+        assert!(read(&t).unwrap_err().message.contains("not a regular file or a directory"));
     }
 }

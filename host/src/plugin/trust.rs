@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::axis::Axis;
 use crate::capabilities::{Capabilities, Capability};
+use crate::error::HostError;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TrustRecord {
@@ -80,27 +81,30 @@ impl TrustFile {
 
     /// The trust file under `home`; none yet is an empty one. A damaged file is an error (never
     /// silently "nothing is trusted", which would also lose the records on the next write).
-    pub fn load(home: &Path) -> Result<TrustFile, String> {
+    pub fn load(home: &Path) -> Result<TrustFile, HostError> {
         let path = Self::path(home);
         if !path.exists() {
             return Ok(TrustFile { version: 1, plugins: Vec::new() });
         }
         let bytes = super::read_file(&path, super::MAX_TEXT_BYTES)?;
-        serde_json::from_slice(&bytes).map_err(|e| format!("{} is damaged: {e} (fix or delete it)", path.display()))
+        serde_json::from_slice(&bytes).map_err(|e| HostError::refused(format!("{} is damaged: {e} (fix or delete it)", path.display())))
     }
 
     /// Change the trust file: under an exclusive lock (so that two commands changing it at once do not
-    /// lose each other's records), load it afresh, apply `change`, and save it.
-    pub fn update<T>(home: &Path, change: impl FnOnce(&mut TrustFile) -> Result<T, String>) -> Result<T, String> {
-        std::fs::create_dir_all(home).map_err(|e| format!("cannot create {}: {e}", home.display()))?;
+    /// lose each other's records), load it afresh, apply `change`, and save it. Failing to read,
+    /// lock or write it is [`ExitClass::Refused`](crate::error::ExitClass); `change`'s error keeps its
+    /// own class.
+    pub fn update<T>(home: &Path, change: impl FnOnce(&mut TrustFile) -> Result<T, HostError>) -> Result<T, HostError> {
+        let refused = |what: &str, path: &Path, e: std::io::Error| HostError::refused(format!("cannot {what} {}: {e}", path.display()));
+        std::fs::create_dir_all(home).map_err(|e| refused("create", home, e))?;
         let lock_path = home.join("trusted-plugins.lock");
         let lock = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
             .open(&lock_path)
-            .map_err(|e| format!("cannot open {}: {e}", lock_path.display()))?;
-        lock.lock().map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
+            .map_err(|e| refused("open", &lock_path, e))?;
+        lock.lock().map_err(|e| refused("lock", &lock_path, e))?;
         let mut file = TrustFile::load(home)?;
         let result = change(&mut file)?;
         file.save(home)?;
@@ -108,14 +112,15 @@ impl TrustFile {
     }
 
     /// Write atomically (temp file, then rename), private to the user.
-    fn save(&self, home: &Path) -> Result<(), String> {
+    fn save(&self, home: &Path) -> Result<(), HostError> {
         use std::io::Write;
         let path = Self::path(home);
-        std::fs::create_dir_all(home).map_err(|e| format!("cannot create {}: {e}", home.display()))?;
-        let mut tmp = tempfile::NamedTempFile::new_in(home).map_err(|e| format!("cannot write in {}: {e}", home.display()))?;
+        let refused = |what: String, e: &dyn std::fmt::Display| HostError::refused(format!("cannot {what}: {e}"));
+        std::fs::create_dir_all(home).map_err(|e| refused(format!("create {}", home.display()), &e))?;
+        let mut tmp = tempfile::NamedTempFile::new_in(home).map_err(|e| refused(format!("write in {}", home.display()), &e))?;
         let text = serde_json::to_string_pretty(self).expect("the trust file serializes");
-        tmp.write_all(text.as_bytes()).and_then(|()| tmp.as_file().sync_all()).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        tmp.persist(&path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        tmp.write_all(text.as_bytes()).and_then(|()| tmp.as_file().sync_all()).map_err(|e| refused(format!("write {}", path.display()), &e))?;
+        tmp.persist(&path).map_err(|e| refused(format!("write {}", path.display()), &e))?;
         Ok(())
     }
 

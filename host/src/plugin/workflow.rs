@@ -358,7 +358,7 @@ pub fn untrust(reference: &str, dirs: &[&dyn DirPackage]) -> Result<(Axis, Strin
         },
     };
     TrustFile::update(&home, |trust| match trust.untrust(axis, &name) {
-        0 => Err(format!("{axis}/{name} was not trusted")),
+        0 => Err(HostError::refused(format!("{axis}/{name} was not trusted"))),
         _ => Ok(()),
     })?;
     Ok((axis, name))

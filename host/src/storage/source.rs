@@ -27,7 +27,7 @@ pub fn resolve_at(name: &str, partition: Option<&str>, location: Option<&str>) -
     if let Reference::File(path) | Reference::Dir(path) = Reference::of(name) {
         return from_file(path);
     }
-    if let Some(plugin) = registry::find(Axis::Storage, name, &[]).map_err(StorageError::runtime)? {
+    if let Some(plugin) = registry::find(Axis::Storage, name, &[]).map_err(|e| StorageError::runtime(e.message))? {
         return Ok(from_plugin(plugin));
     }
     if let Some(mut source) = bundled_source(name) {
@@ -55,7 +55,7 @@ pub fn resolve_at(name: &str, partition: Option<&str>, location: Option<&str>) -
 /// says (postgres: the configured database and a namespace of its own per rule).
 pub fn suite_env(driver: &str) -> Result<Vec<(String, String)>, StorageError> {
     let Some(settings) = drivers::settings(driver) else { return Ok(Vec::new()) };
-    if registry::find(Axis::Storage, driver, &[]).map_err(StorageError::runtime)?.is_some() {
+    if registry::find(Axis::Storage, driver, &[]).map_err(|e| StorageError::runtime(e.message))?.is_some() {
         return Ok(Vec::new());
     }
     (settings.suite_env)(&|| location::driver_config(driver))

@@ -60,7 +60,7 @@ impl TerminalSource {
     pub fn available() -> Vec<TerminalSource> {
         let mut all = Self::bundled();
         let plugins = registry::candidates(Axis::Terminal, None, &[]).unwrap_or_else(|e| {
-            crate::log::host_log::warn(&e);
+            crate::log::host_log::warn(&e.message);
             Vec::new()
         });
         // Each name's candidates, in base order (as found).
@@ -109,7 +109,7 @@ impl TerminalSource {
     }
 
     fn from_dir(dir: &Path) -> Result<TerminalSource, String> {
-        let read = |file: &str, max: u64| crate::plugin::read_file(&dir.join(file), max);
+        let read = |file: &str, max: u64| crate::plugin::read_file(&dir.join(file), max).map_err(|e| e.message);
         let manifest = String::from_utf8(read("terminal.conf", crate::plugin::MAX_TEXT_BYTES)?).map_err(|_| format!("{}/terminal.conf is not UTF-8", dir.display()))?;
         let manifest = TerminalManifest::parse(&manifest).map_err(|e| format!("{}/terminal.conf: {e}", dir.display()))?;
         let wasm = read("driver.wasm", crate::plugin::MAX_COMPONENT_BYTES)?;
@@ -166,7 +166,7 @@ impl Candidates {
             return all.iter().find(|d| d.manifest.name == name).cloned().ok_or_else(|| unknown(name, all));
         }
         let plugin = registry::find(Axis::Terminal, name, &[]).unwrap_or_else(|e| {
-            crate::log::host_log::warn(&e);
+            crate::log::host_log::warn(&e.message);
             None
         });
         match plugin {

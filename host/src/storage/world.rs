@@ -15,6 +15,23 @@ use wasmtime::component::ResourceAny;
 use super::types::{Description, Directive, Event, Message, Pair, ReadMark, Status, StorageError, StoreFile, WatchBatch};
 use crate::runtime::HostState;
 
+/// `fn binding(&Binding) -> wit::Binding` in an optional interface's file, `wit` being its generated
+/// module: each interface that takes a binding declares its own `binding` record (an optional interface
+/// stands alone in the WIT), so bindgen makes one type per interface, all with these fields. Defined
+/// before the `mod`s below so that they see it.
+macro_rules! wit_binding {
+    () => {
+        fn binding(b: &$crate::storage::sync::Binding) -> wit::Binding {
+            wit::Binding {
+                local_team: b.local_team.clone(),
+                server_instance_id: b.server_instance_id.clone(),
+                remote_team_id: b.remote_team_id.clone(),
+                protocol_version: b.protocol_version.clone(),
+            }
+        }
+    };
+}
+
 crate::runtime::world::driver_world! {
     /// A storage driver's instance: its `driver` exports, and each optional interface it exports.
     world StorageWorld, pre StoragePre, axis Storage;

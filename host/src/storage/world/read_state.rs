@@ -15,14 +15,7 @@ crate::runtime::world::optional_interface! {
 
 use exports::agmsg::storage::read_state as wit;
 
-fn binding(b: &Binding) -> wit::Binding {
-    wit::Binding {
-        local_team: b.local_team.clone(),
-        server_instance_id: b.server_instance_id.clone(),
-        remote_team_id: b.remote_team_id.clone(),
-        protocol_version: b.protocol_version.clone(),
-    }
-}
+wit_binding!();
 
 fn wit_frontiers(f: &[Frontier]) -> Vec<wit::Frontier> {
     f.iter().map(|f| wit::Frontier { member_id: f.member_id.clone(), server_seq: f.server_seq.clone() }).collect()

@@ -15,14 +15,7 @@ crate::runtime::world::optional_interface! {
 
 use exports::agmsg::storage::resync as wit;
 
-fn binding(b: &Binding) -> wit::Binding {
-    wit::Binding {
-        local_team: b.local_team.clone(),
-        server_instance_id: b.server_instance_id.clone(),
-        remote_team_id: b.remote_team_id.clone(),
-        protocol_version: b.protocol_version.clone(),
-    }
-}
+wit_binding!();
 
 fn audit(a: wit::ResyncAudit) -> ResyncAudit {
     ResyncAudit {

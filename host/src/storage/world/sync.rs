@@ -109,14 +109,7 @@ impl StorageSync {
     }
 }
 
-fn binding(b: &Binding) -> wit::Binding {
-    wit::Binding {
-        local_team: b.local_team.clone(),
-        server_instance_id: b.server_instance_id.clone(),
-        remote_team_id: b.remote_team_id.clone(),
-        protocol_version: b.protocol_version.clone(),
-    }
-}
+wit_binding!();
 
 fn state(s: wit::SyncState) -> SyncState {
     SyncState { driver_generation: s.driver_generation, transport_cursor: s.transport_cursor }

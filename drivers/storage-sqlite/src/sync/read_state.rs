@@ -84,9 +84,29 @@ fn sequence(text: &str) -> Result<i64, SyncError> {
     text.parse().map_err(|_| SyncError::Runtime(format!("read-state: invalid sequence {text:?}")))
 }
 
+/// The row aliased `$a` is this binding's under the store's generation (the statement's `:team`,
+/// `:server`, `:remote`, `:protocol` and `:generation`): the five key columns every Stage-2 table shares.
+macro_rules! of_binding {
+    ($a:literal) => {
+        concat!(
+            $a, ".local_team=:team AND ", $a, ".server_instance_id=:server AND ", $a, ".remote_team_id=:remote AND ",
+            $a, ".protocol_version=:protocol AND ", $a, ".driver_generation=:generation"
+        )
+    };
+}
+
 /// `rm` is this binding's member row (alias `rm`).
-const MEMBER_OF_BINDING: &str = "rm.local_team=:team AND rm.server_instance_id=:server AND rm.remote_team_id=:remote \
-    AND rm.protocol_version=:protocol AND rm.driver_generation=:generation";
+const MEMBER_OF_BINDING: &str = of_binding!("rm");
+
+/// The rows aliased `a` and `b` are of one binding and generation (as `of_binding!`, a join's
+/// condition, with whatever else ties the two rows).
+fn same_binding(a: &str, b: &str) -> String {
+    format!(
+        "{a}.local_team={b}.local_team AND {a}.server_instance_id={b}.server_instance_id \
+         AND {a}.remote_team_id={b}.remote_team_id AND {a}.protocol_version={b}.protocol_version \
+         AND {a}.driver_generation={b}.driver_generation"
+    )
+}
 
 pub fn prepare(conn: &Connection, b: &Binding, context: &ReadContext) -> Result<Prepared, SyncError> {
     let floor = sequence(&context.min_available_seq)?;
@@ -133,27 +153,30 @@ pub fn prepare(conn: &Connection, b: &Binding, context: &ReadContext) -> Result<
         // Read aliases: an acknowledged message of this binding its recipient has read here.
         run(
             conn,
-            "INSERT OR IGNORE INTO sync_read_aliases(local_team, server_instance_id, remote_team_id, protocol_version, \
-               driver_generation, agent, local_id, wire_id, server_seq) \
-             SELECT m.local_team, m.server_instance_id, m.remote_team_id, m.protocol_version, m.driver_generation, \
-                    e.to_agent, m.local_id, m.wire_id, m.server_seq \
-               FROM sync_messages m JOIN events e ON e.seq=m.local_position \
-              WHERE m.local_team=:team AND m.server_instance_id=:server AND m.remote_team_id=:remote \
-                AND m.protocol_version=:protocol AND m.driver_generation=:generation AND m.server_seq IS NOT NULL \
-                AND EXISTS(SELECT 1 FROM events r WHERE r.type='message_read' AND r.team=e.team \
-                           AND r.agent=e.to_agent AND r.msg_id=e.id)",
+            &format!(
+                "INSERT OR IGNORE INTO sync_read_aliases(local_team, server_instance_id, remote_team_id, protocol_version, \
+                   driver_generation, agent, local_id, wire_id, server_seq) \
+                 SELECT m.local_team, m.server_instance_id, m.remote_team_id, m.protocol_version, m.driver_generation, \
+                        e.to_agent, m.local_id, m.wire_id, m.server_seq \
+                   FROM sync_messages m JOIN events e ON e.seq=m.local_position \
+                  WHERE {} AND m.server_seq IS NOT NULL \
+                    AND EXISTS(SELECT 1 FROM events r WHERE r.type='message_read' AND r.team=e.team \
+                               AND r.agent=e.to_agent AND r.msg_id=e.id)",
+                of_binding!("m")
+            ),
             &key,
             &[],
         )?;
         run(
             conn,
-            "UPDATE sync_read_aliases AS x SET server_seq=( \
-               SELECT m.server_seq FROM sync_messages m WHERE m.local_team=x.local_team \
-                  AND m.server_instance_id=x.server_instance_id AND m.remote_team_id=x.remote_team_id \
-                  AND m.protocol_version=x.protocol_version AND m.driver_generation=x.driver_generation \
-                  AND m.local_id=x.local_id AND m.wire_id=x.wire_id) \
-             WHERE x.local_team=:team AND x.server_instance_id=:server AND x.remote_team_id=:remote \
-               AND x.protocol_version=:protocol AND x.driver_generation=:generation AND x.server_seq IS NULL",
+            &format!(
+                "UPDATE sync_read_aliases AS x SET server_seq=( \
+                   SELECT m.server_seq FROM sync_messages m WHERE {} \
+                      AND m.local_id=x.local_id AND m.wire_id=x.wire_id) \
+                 WHERE {} AND x.server_seq IS NULL",
+                same_binding("m", "x"),
+                of_binding!("x")
+            ),
             &key,
             &[],
         )?;
@@ -175,17 +198,14 @@ pub fn prepare(conn: &Connection, b: &Binding, context: &ReadContext) -> Result<
                  WITH usable AS ( \
                    SELECT rm.member_id, rm.agent, CAST(rm.remote_server_seq AS INTEGER) AS base, \
                           MIN(CAST(bd.transport_cursor AS INTEGER), :current) AS top \
-                     FROM sync_read_members rm JOIN sync_bindings bd ON bd.local_team=rm.local_team \
-                      AND bd.server_instance_id=rm.server_instance_id AND bd.remote_team_id=rm.remote_team_id \
-                      AND bd.protocol_version=rm.protocol_version AND bd.driver_generation=rm.driver_generation \
+                     FROM sync_read_members rm JOIN sync_bindings bd ON {} \
                     WHERE {MEMBER_OF_BINDING} AND rm.active=1 AND rm.name_mismatch=0), \
                  walk AS ( \
                    SELECT u.member_id, u.agent, u.base, CAST(q.server_seq AS INTEGER) AS seq, q.status, \
                           m.local_position AS position, e.to_agent, e.id AS event_id, \
                           ROW_NUMBER() OVER (PARTITION BY u.member_id ORDER BY CAST(q.server_seq AS INTEGER)) AS n \
                      FROM usable u \
-                     LEFT JOIN sync_quarantine q ON q.local_team=:team AND q.server_instance_id=:server \
-                      AND q.remote_team_id=:remote AND q.protocol_version=:protocol AND q.driver_generation=:generation \
+                     LEFT JOIN sync_quarantine q ON {} \
                       AND CAST(q.server_seq AS INTEGER)>u.base AND CAST(q.server_seq AS INTEGER)<=u.top \
                      LEFT JOIN sync_messages m ON m.server_instance_id=:server AND m.remote_team_id=:remote \
                       AND m.protocol_version=:protocol AND m.wire_id=q.wire_id \
@@ -201,7 +221,9 @@ pub fn prepare(conn: &Connection, b: &Binding, context: &ReadContext) -> Result<
                     GROUP BY member_id) \
                  SELECT :team, :server, :remote, :protocol, :generation, u.member_id, \
                         CAST(MAX(u.base, MIN(u.top, COALESCE(s.at-1, :current))) AS TEXT) \
-                   FROM usable u LEFT JOIN stop s ON s.member_id=u.member_id"
+                   FROM usable u LEFT JOIN stop s ON s.member_id=u.member_id",
+                same_binding("bd", "rm"),
+                of_binding!("q")
             ),
             &key,
             &window,
@@ -210,10 +232,9 @@ pub fn prepare(conn: &Connection, b: &Binding, context: &ReadContext) -> Result<
             conn,
             &format!(
                 "SELECT f.member_id, f.server_seq FROM sync_read_prepared f JOIN sync_read_members rm \
-                   ON rm.local_team=f.local_team AND rm.server_instance_id=f.server_instance_id \
-                  AND rm.remote_team_id=f.remote_team_id AND rm.protocol_version=f.protocol_version \
-                  AND rm.driver_generation=f.driver_generation AND rm.member_id=f.member_id \
-                 WHERE {MEMBER_OF_BINDING} AND rm.blocked_reason IS NULL ORDER BY f.member_id"
+                   ON {} AND rm.member_id=f.member_id \
+                 WHERE {MEMBER_OF_BINDING} AND rm.blocked_reason IS NULL ORDER BY f.member_id",
+                same_binding("rm", "f")
             ),
             &key,
             &[],
@@ -223,15 +244,12 @@ pub fn prepare(conn: &Connection, b: &Binding, context: &ReadContext) -> Result<
             conn,
             &format!(
                 "SELECT rm.member_id, x.wire_id FROM sync_read_aliases x JOIN sync_read_members rm \
-                   ON rm.local_team=x.local_team AND rm.server_instance_id=x.server_instance_id \
-                  AND rm.remote_team_id=x.remote_team_id AND rm.protocol_version=x.protocol_version \
-                  AND rm.driver_generation=x.driver_generation AND rm.agent=x.agent \
-                 JOIN sync_read_prepared f ON f.local_team=rm.local_team AND f.server_instance_id=rm.server_instance_id \
-                  AND f.remote_team_id=rm.remote_team_id AND f.protocol_version=rm.protocol_version \
-                  AND f.driver_generation=rm.driver_generation AND f.member_id=rm.member_id \
+                   ON {} AND rm.agent=x.agent \
+                 JOIN sync_read_prepared f ON {} AND f.member_id=rm.member_id \
                  WHERE {MEMBER_OF_BINDING} AND rm.active=1 AND rm.blocked_reason IS NULL \
                    AND x.server_seq IS NOT NULL AND CAST(x.server_seq AS INTEGER)>CAST(f.server_seq AS INTEGER) \
-                 ORDER BY rm.member_id, x.wire_id"
+                 ORDER BY rm.member_id, x.wire_id",
+                same_binding("rm", "x"), same_binding("f", "rm")
             ),
             &key,
             &[],
@@ -331,20 +349,17 @@ pub fn apply(conn: &Connection, b: &Binding, page: &Snapshot) -> Result<ReadAppl
             conn,
             &format!(
                 "SELECT DISTINCT e.team, rm.agent, e.id FROM sync_read_members rm \
-                   JOIN sync_messages m ON m.local_team=rm.local_team AND m.server_instance_id=rm.server_instance_id \
-                    AND m.remote_team_id=rm.remote_team_id AND m.protocol_version=rm.protocol_version \
-                    AND m.driver_generation=rm.driver_generation AND m.server_seq IS NOT NULL \
+                   JOIN sync_messages m ON {} AND m.server_seq IS NOT NULL \
                    JOIN events e ON e.seq=m.local_position \
                    LEFT JOIN sync_quarantine q ON q.server_instance_id=m.server_instance_id \
                     AND q.remote_team_id=m.remote_team_id AND q.protocol_version=m.protocol_version AND q.wire_id=m.wire_id \
                  WHERE {MEMBER_OF_BINDING} AND rm.active=1 AND e.to_agent=rm.agent \
                    AND (m.direction='push' OR q.status IN ('imported','reconciled')) \
                    AND (CAST(m.server_seq AS INTEGER)<=CAST(rm.remote_server_seq AS INTEGER) \
-                        OR EXISTS(SELECT 1 FROM sync_read_remote_exact x WHERE x.local_team=rm.local_team \
-                          AND x.server_instance_id=rm.server_instance_id AND x.remote_team_id=rm.remote_team_id \
-                          AND x.protocol_version=rm.protocol_version AND x.driver_generation=rm.driver_generation \
+                        OR EXISTS(SELECT 1 FROM sync_read_remote_exact x WHERE {} \
                           AND x.member_id=rm.member_id AND x.wire_id=m.wire_id)) \
-                 ORDER BY e.seq"
+                 ORDER BY e.seq",
+                same_binding("m", "rm"), same_binding("x", "rm")
             ),
             &key,
             &[],
@@ -384,27 +399,28 @@ pub fn apply(conn: &Connection, b: &Binding, page: &Snapshot) -> Result<ReadAppl
         // Exact reads and read aliases the frontier now covers are dropped.
         run(
             conn,
-            "DELETE FROM sync_read_remote_exact AS x WHERE x.local_team=:team AND x.server_instance_id=:server \
-               AND x.remote_team_id=:remote AND x.protocol_version=:protocol AND x.driver_generation=:generation \
-               AND EXISTS(SELECT 1 FROM sync_messages m JOIN sync_read_members rm ON rm.local_team=x.local_team \
-                   AND rm.server_instance_id=x.server_instance_id AND rm.remote_team_id=x.remote_team_id \
-                   AND rm.protocol_version=x.protocol_version AND rm.driver_generation=x.driver_generation \
-                   AND rm.member_id=x.member_id \
-                 WHERE m.server_instance_id=x.server_instance_id AND m.remote_team_id=x.remote_team_id \
-                   AND m.protocol_version=x.protocol_version AND m.wire_id=x.wire_id AND m.server_seq IS NOT NULL \
-                   AND CAST(m.server_seq AS INTEGER)<=CAST(rm.remote_server_seq AS INTEGER))",
+            &format!(
+                "DELETE FROM sync_read_remote_exact AS x WHERE {} \
+                   AND EXISTS(SELECT 1 FROM sync_messages m JOIN sync_read_members rm ON {} \
+                       AND rm.member_id=x.member_id \
+                     WHERE m.server_instance_id=x.server_instance_id AND m.remote_team_id=x.remote_team_id \
+                       AND m.protocol_version=x.protocol_version AND m.wire_id=x.wire_id AND m.server_seq IS NOT NULL \
+                       AND CAST(m.server_seq AS INTEGER)<=CAST(rm.remote_server_seq AS INTEGER))",
+                of_binding!("x"),
+                same_binding("rm", "x")
+            ),
             &key,
             &[],
         )?;
         run(
             conn,
-            "DELETE FROM sync_read_aliases AS x WHERE x.local_team=:team AND x.server_instance_id=:server \
-               AND x.remote_team_id=:remote AND x.protocol_version=:protocol AND x.driver_generation=:generation \
-               AND x.server_seq IS NOT NULL \
-               AND EXISTS(SELECT 1 FROM sync_read_members rm WHERE rm.local_team=x.local_team \
-                   AND rm.server_instance_id=x.server_instance_id AND rm.remote_team_id=x.remote_team_id \
-                   AND rm.protocol_version=x.protocol_version AND rm.driver_generation=x.driver_generation \
-                   AND rm.agent=x.agent AND CAST(x.server_seq AS INTEGER)<=CAST(rm.remote_server_seq AS INTEGER))",
+            &format!(
+                "DELETE FROM sync_read_aliases AS x WHERE {} AND x.server_seq IS NOT NULL \
+                   AND EXISTS(SELECT 1 FROM sync_read_members rm WHERE {} \
+                       AND rm.agent=x.agent AND CAST(x.server_seq AS INTEGER)<=CAST(rm.remote_server_seq AS INTEGER))",
+                of_binding!("x"),
+                same_binding("rm", "x")
+            ),
             &key,
             &[],
         )?;

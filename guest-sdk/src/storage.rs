@@ -1524,6 +1524,64 @@ use crate::bindings::storage_sync::exports::agmsg::storage::sync::{
 /// The most a prepare or reprocess page may hold, and the most acks one reconcile takes (agmsg's bound).
 pub const SYNC_PAGE_MAX: u32 = 1000;
 
+/// Every evaluated status (what [`Evaluated::from_name`] looks among).
+const EVALUATED: [Evaluated; 6] = [
+    Evaluated::Importable,
+    Evaluated::UnsupportedCipher,
+    Evaluated::PendingKey,
+    Evaluated::AuthenticationFailed,
+    Evaluated::Malformed,
+    Evaluated::PolicyViolation,
+];
+
+impl Evaluated {
+    /// agmsg's word for the status, as its drivers store it (`sync_quarantine.status`, the jsonl
+    /// journal's `status`).
+    ///
+    /// ```
+    /// use agmsg_guest_sdk::storage::Evaluated;
+    ///
+    /// assert_eq!(Evaluated::PendingKey.name(), "pending_key");
+    /// assert_eq!(Evaluated::from_name("pending_key"), Some(Evaluated::PendingKey));
+    /// assert_eq!(Evaluated::from_name("imported"), None);
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            Evaluated::Importable => "importable",
+            Evaluated::UnsupportedCipher => "unsupported_cipher",
+            Evaluated::PendingKey => "pending_key",
+            Evaluated::AuthenticationFailed => "authentication_failed",
+            Evaluated::Malformed => "malformed",
+            Evaluated::PolicyViolation => "policy_violation",
+        }
+    }
+
+    /// The status agmsg's word `name` stands for; none for any other word.
+    pub fn from_name(name: &str) -> Option<Evaluated> {
+        EVALUATED.into_iter().find(|e| e.name() == name)
+    }
+}
+
+impl OutcomeStatus {
+    /// The outcome agmsg's word `name` stands for (an evaluated status's, or `imported`, `reconciled`,
+    /// `corrupt_state`); none for any other word.
+    pub fn from_name(name: &str) -> Option<OutcomeStatus> {
+        Some(match name {
+            "imported" => OutcomeStatus::Imported,
+            "reconciled" => OutcomeStatus::Reconciled,
+            "corrupt_state" => OutcomeStatus::CorruptState,
+            _ => match Evaluated::from_name(name)? {
+                Evaluated::Importable => OutcomeStatus::Importable,
+                Evaluated::UnsupportedCipher => OutcomeStatus::UnsupportedCipher,
+                Evaluated::PendingKey => OutcomeStatus::PendingKey,
+                Evaluated::AuthenticationFailed => OutcomeStatus::AuthenticationFailed,
+                Evaluated::Malformed => OutcomeStatus::Malformed,
+                Evaluated::PolicyViolation => OutcomeStatus::PolicyViolation,
+            },
+        })
+    }
+}
+
 /// Whether `text` is a canonical decimal sequence or cursor as agmsg's sync records carry them: digits,
 /// no leading zero (but `0` itself), at most 2^63-1.
 ///
@@ -1590,8 +1648,12 @@ pub trait SyncDriver {
         limit: u32,
         request: &PrepareRequest,
     ) -> Result<(SyncState, Box<dyn SyncPages<PushCandidate>>), DriverError>;
-    /// Record `acks` (1..1000) all or nothing (`corrupt_state` when one matches no reservation) and
-    /// answer the push cursor, advanced through the contiguous acknowledged prefix.
+    /// Record `acks` (1..1000) and answer the push cursor, advanced through the contiguous acknowledged
+    /// prefix. An ack that matches no durable reservation refuses the whole batch (`corrupt_state`). An
+    /// ack that conflicts with a recorded one (another sequence for its wire id, or another wire id's
+    /// sequence) is the driver's to handle as its agmsg driver does: refuse the whole batch
+    /// (`corrupt_state`, sqlite), or record the conflict beside the valid acks, the wire id then blocked
+    /// (jsonl). What the call records, it records in one commit.
     fn reconcile_push(&self, binding: &Binding, acks: &[PushAck]) -> Result<i64, DriverError>;
     /// Begin a pull page: the returned stage takes its messages and commits them with the cursor.
     fn apply_pull(&self, binding: &Binding) -> Result<Box<dyn PullStage>, DriverError>;
@@ -1715,7 +1777,42 @@ fn check_prepare(request: &PrepareRequest) -> Result<(), DriverError> {
 
 fn check_pull_message(m: &PullMessage) -> Result<(), DriverError> {
     check_sequence("server_seq", &m.server_seq)?;
-    check_wire_id(&m.wire_id)
+    check_wire_id(&m.wire_id)?;
+    pull_chat(m).map(drop)
+}
+
+/// The chat message a pull record brings to import: an importable record's message projection; none
+/// for a roster projection (the engine applied it, the driver only acknowledges it) or any other
+/// status. An importable record with no projection is refused, as agmsg's drivers both refuse the page
+/// at it. The SDK checks every record so before [`PullStage::push`] sees it.
+///
+/// ```
+/// use agmsg_guest_sdk::storage::{Chat, Envelope, Evaluated, Projection, PullMessage, pull_chat};
+///
+/// let chat = Chat { body: "hi".into(), created_at: "2026-01-01T00:00:00Z".into(), from_agent: "a".into(), to_agent: "b".into() };
+/// let mut m = PullMessage {
+///     server_seq: "1".into(),
+///     wire_id: "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b".into(),
+///     server_received_at: "2026-01-01T00:00:00Z".into(),
+///     envelope: Envelope { v: 1, cipher: "none".into(), key_id: None, blob: "e30=".into() },
+///     status: Evaluated::Importable,
+///     reason: None,
+///     policy_revision: None,
+///     local_security_revision: None,
+///     projection: Some(Projection::Message(chat.clone())),
+/// };
+/// assert_eq!(pull_chat(&m).unwrap(), Some(&chat));
+/// m.projection = None;
+/// assert!(pull_chat(&m).is_err());
+/// m.status = Evaluated::PendingKey;
+/// assert_eq!(pull_chat(&m).unwrap(), None);
+/// ```
+pub fn pull_chat(m: &PullMessage) -> Result<Option<&Chat>, DriverError> {
+    match (m.status, &m.projection) {
+        (Evaluated::Importable, None) => Err(refuse(format!("importable pull message {} has no projection", m.wire_id))),
+        (Evaluated::Importable, Some(Projection::Message(chat))) => Ok(Some(chat)),
+        _ => Ok(None),
+    }
 }
 
 fn check_page_key(key: &PageKey) -> Result<(), DriverError> {

@@ -350,7 +350,8 @@ impl<'rt> Storage<'rt> {
         }
     }
 
-    /// `sync.reconcile-push`: record `acks` all or nothing; the push cursor.
+    /// `sync.reconcile-push`: record `acks` at once (a batch refused, or conflicts kept beside the valid
+    /// acks, as the WIT's `reconcile-push` says for each driver); the push cursor.
     pub fn sync_reconcile_push(&mut self, b: &Binding, acks: &[PushAck]) -> Result<i64, StorageError> {
         self.optional("sync-reconcile-push", "sync", |o| o.sync, |s, w| w.sync().map(|y| y.reconcile_push(s, b, acks)))
     }

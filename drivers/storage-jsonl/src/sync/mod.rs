@@ -58,43 +58,6 @@ fn open_locked() -> Result<LogLock, DriverError> {
     Ok(lock)
 }
 
-fn evaluated_name(e: Evaluated) -> &'static str {
-    match e {
-        Evaluated::Importable => "importable",
-        Evaluated::UnsupportedCipher => "unsupported_cipher",
-        Evaluated::PendingKey => "pending_key",
-        Evaluated::AuthenticationFailed => "authentication_failed",
-        Evaluated::Malformed => "malformed",
-        Evaluated::PolicyViolation => "policy_violation",
-    }
-}
-
-fn evaluated_of(name: &str) -> Option<Evaluated> {
-    Some(match name {
-        "importable" => Evaluated::Importable,
-        "unsupported_cipher" => Evaluated::UnsupportedCipher,
-        "pending_key" => Evaluated::PendingKey,
-        "authentication_failed" => Evaluated::AuthenticationFailed,
-        "malformed" => Evaluated::Malformed,
-        "policy_violation" => Evaluated::PolicyViolation,
-        _ => return None,
-    })
-}
-
-fn outcome_of(name: &str) -> OutcomeStatus {
-    match name {
-        "imported" => OutcomeStatus::Imported,
-        "reconciled" => OutcomeStatus::Reconciled,
-        "corrupt_state" => OutcomeStatus::CorruptState,
-        "unsupported_cipher" => OutcomeStatus::UnsupportedCipher,
-        "pending_key" => OutcomeStatus::PendingKey,
-        "authentication_failed" => OutcomeStatus::AuthenticationFailed,
-        "malformed" => OutcomeStatus::Malformed,
-        "policy_violation" => OutcomeStatus::PolicyViolation,
-        _ => OutcomeStatus::Importable,
-    }
-}
-
 fn envelope_json(e: &Envelope) -> Value {
     serde_json::json!({ "v": e.v, "cipher": e.cipher, "key_id": e.key_id, "blob": e.blob })
 }
@@ -455,7 +418,7 @@ impl SyncDriver for Jsonl {
         let items = eligible
             .iter()
             .map(|p| {
-                let prior = evaluated_of(&p.status).unwrap_or(Evaluated::Malformed);
+                let prior = Evaluated::from_name(&p.status).unwrap_or(Evaluated::Malformed);
                 (p.seq.clone(), p.wire.clone(), p.received_at.clone().unwrap_or_default(), p.place, prior)
             })
             .collect();
@@ -494,9 +457,6 @@ impl PullStage for Pull {
         for m in messages {
             if self.last.as_deref().is_some_and(|last| !seq_cmp(last, &m.server_seq).is_lt()) {
                 return Err(fail("pull messages are not ordered"));
-            }
-            if m.status == Evaluated::Importable && m.projection.is_none() {
-                return Err(fail("importable pull message has no supported projection"));
             }
             self.last = Some(m.server_seq.clone());
             self.stage(m)?;
@@ -553,7 +513,7 @@ impl Pull {
             || prior.is_some_and(|p| p.seq != m.server_seq || p.envelope != digest)
             || reservation.is_some_and(|r| r.envelope != digest);
         let importable = m.status == Evaluated::Importable;
-        let mut status = evaluated_name(m.status).to_owned();
+        let mut status = m.status.name().to_owned();
         let mut reason = m.reason.clone().unwrap_or_default();
         let mut local_event = None;
         if conflict {
@@ -628,7 +588,9 @@ impl Pull {
         };
         self.state.pulled.insert(m.wire_id.clone(), pulled);
         self.state.wire_by_seq.entry(m.server_seq.clone()).or_insert_with(|| m.wire_id.clone());
-        self.outcomes.push(Outcome { wire_id: m.wire_id, server_seq: m.server_seq, status: outcome_of(&status) });
+        // A status outside agmsg's words (a prior outcome from some other writer's journal) reads as importable.
+        let status = OutcomeStatus::from_name(&status).unwrap_or(OutcomeStatus::Importable);
+        self.outcomes.push(Outcome { wire_id: m.wire_id, server_seq: m.server_seq, status });
         Ok(())
     }
 }

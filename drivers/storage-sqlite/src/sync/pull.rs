@@ -9,51 +9,13 @@ use std::collections::BTreeSet;
 
 use agmsg_guest_sdk::ids::new_id;
 use agmsg_guest_sdk::storage::{
-    ApplyResult, Binding, Envelope, Evaluated, Outcome, OutcomeStatus, PageKey, Projection, PullMessage, PullStage,
-    ReprocessCandidate, ReprocessPage, ReprocessScope, SyncState,
+    ApplyResult, Binding, Envelope, Evaluated, Outcome, OutcomeStatus, PageKey, PullMessage, PullStage, ReprocessCandidate,
+    ReprocessPage, ReprocessScope, SyncState, pull_chat,
 };
 use rusqlite::types::ToSql;
 use rusqlite::{Connection, params};
 
 use super::{Db, Key, Pages, SyncError, crash_point, open_binding, schema, state, write_tx};
-
-pub fn evaluated_text(status: Evaluated) -> &'static str {
-    match status {
-        Evaluated::Importable => "importable",
-        Evaluated::UnsupportedCipher => "unsupported_cipher",
-        Evaluated::PendingKey => "pending_key",
-        Evaluated::AuthenticationFailed => "authentication_failed",
-        Evaluated::Malformed => "malformed",
-        Evaluated::PolicyViolation => "policy_violation",
-    }
-}
-
-fn evaluated_of(text: &str) -> Option<Evaluated> {
-    Some(match text {
-        "importable" => Evaluated::Importable,
-        "unsupported_cipher" => Evaluated::UnsupportedCipher,
-        "pending_key" => Evaluated::PendingKey,
-        "authentication_failed" => Evaluated::AuthenticationFailed,
-        "malformed" => Evaluated::Malformed,
-        "policy_violation" => Evaluated::PolicyViolation,
-        _ => return None,
-    })
-}
-
-fn outcome_of(text: &str) -> Option<OutcomeStatus> {
-    Some(match text {
-        "importable" => OutcomeStatus::Importable,
-        "unsupported_cipher" => OutcomeStatus::UnsupportedCipher,
-        "pending_key" => OutcomeStatus::PendingKey,
-        "authentication_failed" => OutcomeStatus::AuthenticationFailed,
-        "malformed" => OutcomeStatus::Malformed,
-        "policy_violation" => OutcomeStatus::PolicyViolation,
-        "imported" => OutcomeStatus::Imported,
-        "reconciled" => OutcomeStatus::Reconciled,
-        "corrupt_state" => OutcomeStatus::CorruptState,
-        _ => return None,
-    })
-}
 
 /// Execute `sql` with the named parameters it uses out of `values` (agmsg's statements each use a
 /// different subset of one message's fields).
@@ -186,31 +148,20 @@ impl<D: Db> PullPage<D> {
         let key_id = m.envelope.key_id.clone().filter(|k| !k.is_empty());
         let keyc = key_id.clone().unwrap_or_default();
         let v = i64::from(m.envelope.v);
-        let status = evaluated_text(m.status);
+        let status = m.status.name();
         let (policy, localrev, reason) = (
             m.policy_revision.clone().unwrap_or_default(),
             m.local_security_revision.clone().unwrap_or_default(),
             m.reason.clone().unwrap_or_default(),
         );
         // Refused before anything of this message is written (the page is then abandoned).
-        let chat = match (&m.status, &m.projection) {
-            (Evaluated::Importable, None) => {
-                return Err(SyncError::Runtime(format!(
-                    "sync: importable message {} arrived without its projection",
-                    m.wire_id
-                )));
-            }
-            (Evaluated::Importable, Some(Projection::Message(chat))) => {
-                if [&chat.body, &chat.created_at, &chat.from_agent, &chat.to_agent].iter().any(|f| f.is_empty()) {
-                    return Err(SyncError::Runtime(format!(
-                        "sync: importable message {} has an incomplete projection",
-                        m.wire_id
-                    )));
-                }
-                Some(chat)
-            }
-            _ => None,
-        };
+        let chat = pull_chat(m).map_err(|e| SyncError::Runtime(e.message))?;
+        // agmsg's sqlite driver (not its jsonl one) also wants every field of the chat.
+        if let Some(chat) = chat
+            && [&chat.body, &chat.created_at, &chat.from_agent, &chat.to_agent].iter().any(|f| f.is_empty())
+        {
+            return Err(SyncError::Runtime(format!("sync: importable message {} has an incomplete projection", m.wire_id)));
+        }
         let values: [(&str, &dyn ToSql); 16] = [
             (":team", &k.team),
             (":server", &k.server),
@@ -345,7 +296,7 @@ impl<D: Db> PullPage<D> {
             )?;
             match quarantined {
                 Some((server_seq, status)) => {
-                    let status = outcome_of(&status).ok_or_else(|| {
+                    let status = OutcomeStatus::from_name(&status).ok_or_else(|| {
                         SyncError::Corrupt(format!("sync: quarantined wire id {wire} has an unknown status {status:?}"))
                     })?;
                     outcomes.push(Outcome { wire_id: wire.clone(), server_seq, status });
@@ -495,7 +446,7 @@ fn fetch_quarantined(conn: &Connection, key: &Key, at: &PageKey) -> Result<Repro
         .query_row(params![key.server, key.remote, key.protocol, at.wire_id], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
         })?;
-    let prior_status = evaluated_of(&status)
+    let prior_status = Evaluated::from_name(&status)
         .ok_or_else(|| SyncError::Corrupt(format!("sync: quarantined wire id {} has status {status:?}", at.wire_id)))?;
     Ok(ReprocessCandidate {
         server_seq: at.server_seq.clone(),

@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::sync::push_ack;
 use common::{Env, fixture};
 
 const SERVER: &str = "0196f3a2-7c1e-7000-8000-000000000001";
@@ -111,9 +112,7 @@ fn prepare_prints_the_state_then_every_candidate_read_in_slices() {
 fn reconcile_answers_the_push_cursor_and_a_corrupt_batch_exits_12() {
     let env = Env::new();
     let driver = sync_fixture();
-    let ack = |position: i64, n: u64| {
-        format!(r#"{{"type":"sync_push_ack","local_position":"{position}","id":"{}","server_seq":"{n}","disposition":"stored"}}"#, wire(n))
-    };
+    let ack = |position: i64, n: u64| push_ack(position, &wire(n), n);
     let run = sync(&env, &driver, "reconcile-push", &[], &format!("{}\n{}\n", ack(1, 10), ack(2, 11)));
     assert_eq!(run.ok().lines(), [r#"{"type":"sync_reconcile_result","push_cursor":"2"}"#]);
     let corrupt = sync(&env, &driver, "reconcile-push", &[], &format!("{}\n{}\n", ack(1, 10), ack(2000, 11)));
@@ -224,7 +223,7 @@ fn sqlite_round_trip_through_the_cli() {
 
     let position = candidate["local_position"].as_str().unwrap().to_owned();
     let wire_id = candidate["id"].as_str().unwrap().to_owned();
-    let ack = format!(r#"{{"type":"sync_push_ack","local_position":"{position}","id":"{wire_id}","server_seq":"1","disposition":"stored"}}"#);
+    let ack = push_ack(&position, &wire_id, 1);
     let reconciled = sync(&env, "sqlite", "reconcile-push", &[], &ack);
     assert_eq!(reconciled.ok().lines(), [format!(r#"{{"type":"sync_reconcile_result","push_cursor":"{position}"}}"#)]);
 

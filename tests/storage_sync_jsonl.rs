@@ -10,6 +10,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use common::Env;
+use common::sync::{ack_line as ack, import_file, kill_after, message_log, run_fed};
 use serde::de::{DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
@@ -282,18 +283,7 @@ fn agmsg_rereads_a_log_compacted_here() {
     assert!(new_second.parse::<u64>().unwrap() < old_second.parse::<u64>().unwrap(), "{old_second} -> {new_second}");
 
     // Acks for the positions the engine was given before the rewrite.
-    let acks: String = old
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            format!(
-                r#"{{"type":"sync_push_ack","local_position":{},"id":{},"server_seq":"{}","disposition":"stored"}}"#,
-                c["local_position"],
-                c["id"],
-                i + 1
-            ) + "\\n"
-        })
-        .collect();
+    let acks: String = old.iter().enumerate().map(|(i, c)| ack(c, i + 1) + "\\n").collect();
     let result = agmsg_op(&format!("printf '{acks}' | storage_sync_reconcile_push t $S $T 1"));
     let result: Value = serde_json::from_str(result.trim()).unwrap();
     assert_eq!(result["push_cursor"].as_str(), Some(new_second), "{result}");
@@ -315,20 +305,11 @@ fn sync(env: &Env, op: &str, extra: &[&str], stdin: &str) -> agmsg_conformance::
 }
 
 fn sync_cmd(env: &Env, op: &str, extra: &[&str], stdin: &str, tweak: impl FnOnce(&mut std::process::Command)) -> agmsg_conformance::Run {
-    use std::process::Stdio;
     let op = format!("sync-{op}");
     let mut cmd = env.cmd();
     cmd.args(["storage", op.as_str(), "t", SERVER, REMOTE, "1"]).args(extra);
     tweak(&mut cmd);
-    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let mut input = child.stdin.take().unwrap();
-    let stdin = stdin.to_owned();
-    let writer = std::thread::spawn(move || {
-        let _ = std::io::Write::write_all(&mut input, stdin.as_bytes());
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    out.into()
+    run_fed(&mut cmd, stdin)
 }
 
 fn send(env: &Env, body: &str) -> String {
@@ -353,13 +334,6 @@ fn log_of(env: &Env) -> Vec<u8> {
 
 fn journal(env: &Env, kind: &str) -> Vec<Value> {
     strict_records(&log_of(env)).into_iter().filter(|r| r["type"] == kind).collect()
-}
-
-fn ack(candidate: &Value, seq: u32) -> String {
-    format!(
-        r#"{{"type":"sync_push_ack","local_position":{},"id":{},"server_seq":"{seq}","disposition":"stored"}}"#,
-        candidate["local_position"], candidate["id"]
-    )
 }
 
 fn base64(bytes: &[u8]) -> String {
@@ -689,16 +663,7 @@ fn agmsgs_mkdir_lock_is_held_against_a_bash_writer() {
 
 /// `count` messages to bob of `body_bytes` each, imported as one v1 event log.
 fn fill(env: &Env, count: usize, body_bytes: usize) {
-    let mut log = String::new();
-    for i in 0..count {
-        let body = format!("{i:06}{}", "x".repeat(body_bytes - 6));
-        log.push_str(&format!(
-            r#"{{"type":"message_sent","id":"0196f3a2-7c1e-7000-8000-{i:012x}","team":"t","from":"alice","to":"bob","body":"{body}","at":"2026-01-01T00:00:00Z"}}"#
-        ));
-        log.push('\n');
-    }
-    let file = env.dir.path().join("import.jsonl");
-    std::fs::write(&file, log).unwrap();
+    let file = import_file(env, &message_log(count, body_bytes));
     env.storage(&["import", file.to_str().unwrap()]).ok();
 }
 
@@ -759,7 +724,6 @@ fn a_page_of_1_mb_envelopes_syncs_under_a_cap_well_below_its_size() {
 /// none of the page or all of it with the cursor; finishing the work imports every message once.
 #[test]
 fn kill_9_during_apply_pull_loses_and_duplicates_nothing() {
-    use std::process::Stdio;
     let env = jsonl();
     let mut page = String::new();
     for n in 1..=300u32 {
@@ -768,23 +732,9 @@ fn kill_9_during_apply_pull_loses_and_duplicates_nothing() {
     }
     page.push_str("{\"type\":\"sync_pull_cursor\",\"next_after\":\"300\"}\n");
     for delay_ms in [100u64, 300, 600, 1000] {
-        let mut child = env
-            .cmd()
-            .args(["storage", "sync-apply-pull", "t", SERVER, REMOTE, "1"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut input = child.stdin.take().unwrap();
-        let text = page.clone();
-        let writer = std::thread::spawn(move || {
-            let _ = std::io::Write::write_all(&mut input, text.as_bytes());
-        });
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        let _ = child.kill();
-        let _ = child.wait();
-        writer.join().unwrap();
+        let mut cmd = env.cmd();
+        cmd.args(["storage", "sync-apply-pull", "t", SERVER, REMOTE, "1"]);
+        kill_after(&mut cmd, &page, Duration::from_millis(delay_ms));
         // The next op (under the locks) cuts back whatever the kill left half-written.
         let state = prepare(&env);
         let cursor = state[0]["transport_cursor"].as_str().unwrap().to_owned();
@@ -868,24 +818,12 @@ fn agmsg_and_agmsg_host_take_turns_on_one_synced_log() {
 /// is all there or not at all), and the next prepare answers every message once.
 #[test]
 fn kill_9_during_prepare_publishes_each_reservation_once() {
-    use std::process::Stdio;
     let env = jsonl();
     fill(&env, 300, 20_000);
     for delay_ms in [100u64, 300, 600] {
-        let mut child = env
-            .cmd()
-            .args(["storage", "sync-prepare-push", "t", SERVER, REMOTE, "1", "1000"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut input = child.stdin.take().unwrap();
-        std::io::Write::write_all(&mut input, format!("{PREPARE}\n").as_bytes()).unwrap();
-        drop(input);
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        let _ = child.kill();
-        let _ = child.wait();
+        let mut cmd = env.cmd();
+        cmd.args(["storage", "sync-prepare-push", "t", SERVER, REMOTE, "1", "1000"]);
+        kill_after(&mut cmd, &format!("{PREPARE}\n"), Duration::from_millis(delay_ms));
         let run = sync(&env, "prepare-push", &["1000"], PREPARE);
         assert_eq!(run.code, 0, "{delay_ms} ms: {run:?}");
         let found = candidates(&run.json());
@@ -908,7 +846,6 @@ fn kill_9_during_prepare_publishes_each_reservation_once() {
 /// finishes it; nothing acknowledged is offered again.
 #[test]
 fn kill_9_during_reconcile_records_all_acks_or_none() {
-    use std::process::Stdio;
     let env = jsonl();
     fill(&env, 300, 2_000);
     let run = sync(&env, "prepare-push", &["1000"], PREPARE);
@@ -916,20 +853,9 @@ fn kill_9_during_reconcile_records_all_acks_or_none() {
     assert_eq!(found.len(), 300, "{run:?}");
     let acks: String = found.iter().enumerate().map(|(i, c)| ack(c, i as u32 + 1) + "\n").collect();
     for delay_ms in [30u64, 80, 200] {
-        let mut child = env
-            .cmd()
-            .args(["storage", "sync-reconcile-push", "t", SERVER, REMOTE, "1"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut input = child.stdin.take().unwrap();
-        std::io::Write::write_all(&mut input, acks.as_bytes()).unwrap();
-        drop(input);
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        let _ = child.kill();
-        let _ = child.wait();
+        let mut cmd = env.cmd();
+        cmd.args(["storage", "sync-reconcile-push", "t", SERVER, REMOTE, "1"]);
+        kill_after(&mut cmd, &acks, Duration::from_millis(delay_ms));
         for commit in journal(&env, "sync_reconcile_commit") {
             assert_eq!(commit["acks"].as_array().map(Vec::len), Some(300), "{delay_ms} ms: a partial reconcile commit");
         }

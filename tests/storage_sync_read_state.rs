@@ -7,8 +7,8 @@
 
 mod common;
 
+use common::sync::{count, db, json};
 use common::{Env, fixture};
-use rusqlite::Connection;
 
 const SERVER: &str = "018f3f7e-0000-7000-8000-000000000000";
 const REMOTE: &str = "018f3f7e-0000-7000-8000-000000000001";
@@ -21,18 +21,6 @@ fn sync(env: &Env, driver: &str, op: &str, extra: &[&str], stdin: &str) -> agmsg
     let op = format!("sync-{op}");
     let args: Vec<&str> = ["--driver", driver, "storage", op.as_str(), "demo", SERVER, REMOTE, "1"].into_iter().chain(extra.iter().copied()).collect();
     env.run_stdin(&args, stdin.as_bytes())
-}
-
-fn db(env: &Env) -> Connection {
-    Connection::open(env.store.join("messages.db")).unwrap()
-}
-
-fn count(env: &Env, sql: &str) -> i64 {
-    db(env).query_row(sql, [], |r| r.get(0)).unwrap()
-}
-
-fn json(line: &str) -> serde_json::Value {
-    serde_json::from_str(line).unwrap()
 }
 
 /// Whether `line` holds `keys` in this order (agmsg's; serde_json's map would sort them).

@@ -6,11 +6,10 @@
 
 mod common;
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use common::Env;
-use rusqlite::Connection;
+use common::sync::{ack_line, count, db, import_file, json, kill_after, message_log, run_fed};
 
 const SERVER: &str = "0196f3a2-7c1e-7000-8000-000000000001";
 const REMOTE: &str = "0196f3a2-7c1e-7000-8000-000000000002";
@@ -30,43 +29,13 @@ fn sync_capped(env: &Env, cap_mb: Option<u32>, op: &str, extra: &[&str], stdin: 
     if let Some(mb) = cap_mb {
         cmd.env("AGMSG_DRIVER_MEMORY_MB", mb.to_string());
     }
-    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let mut input = child.stdin.take().unwrap();
-    let stdin = stdin.to_owned();
-    // Fed from a thread: a large page and a large answer must not wait for each other.
-    let writer = std::thread::spawn(move || {
-        let _ = std::io::Write::write_all(&mut input, stdin.as_bytes());
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    out.into()
+    run_fed(&mut cmd, stdin)
 }
 
 /// `count` messages to bob of `body_bytes` each, imported as one v1 event log.
 fn fill(env: &Env, count: usize, body_bytes: usize) {
-    let mut log = String::new();
-    for i in 0..count {
-        let body = format!("{i:06}{}", "x".repeat(body_bytes - 6));
-        log.push_str(&format!(
-            r#"{{"type":"message_sent","id":"0196f3a2-7c1e-7000-8000-{i:012x}","team":"t","from":"alice","to":"bob","body":"{body}","at":"2026-01-01T00:00:00Z"}}"#
-        ));
-        log.push('\n');
-    }
-    let file = env.dir.path().join("import.jsonl");
-    std::fs::write(&file, log).unwrap();
+    let file = import_file(env, &message_log(count, body_bytes));
     env.run(&["--driver", "sqlite", "storage", "import", file.to_str().unwrap()]).ok();
-}
-
-fn db(env: &Env) -> Connection {
-    Connection::open(env.store.join("messages.db")).unwrap()
-}
-
-fn count(env: &Env, sql: &str) -> i64 {
-    db(env).query_row(sql, [], |r| r.get(0)).unwrap()
-}
-
-fn json(line: &str) -> serde_json::Value {
-    serde_json::from_str(line).unwrap()
 }
 
 fn wire(n: usize) -> String {
@@ -109,16 +78,7 @@ fn a_thousand_message_page_syncs_under_a_memory_cap_far_below_its_size() {
     let candidates: Vec<serde_json::Value> = lines[1..].iter().map(|l| json(l)).collect();
     assert!(candidates.iter().all(|c| c["envelope"]["blob"].as_str().unwrap().len() > 133_000));
 
-    let acks: String = candidates
-        .iter()
-        .zip(1..)
-        .map(|(c, seq)| {
-            format!(
-                r#"{{"type":"sync_push_ack","local_position":{},"id":{},"server_seq":"{seq}","disposition":"stored"}}"#,
-                c["local_position"], c["id"]
-            ) + "\n"
-        })
-        .collect();
+    let acks: String = candidates.iter().zip(1..).map(|(c, seq)| ack_line(c, seq) + "\n").collect();
     let reconciled = sync_capped(&env, cap, "reconcile-push", &[], &acks);
     assert_eq!(json(reconciled.ok().lines()[0])["push_cursor"], candidates[999]["local_position"]);
 
@@ -167,16 +127,7 @@ fn a_page_of_1_mib_envelopes_streams_through_prepare_and_apply_pull_under_a_cap_
 #[test]
 fn import_pages_are_bounded_by_bytes_so_large_bodies_fit_under_the_memory_cap() {
     let env = Env::new();
-    let mut log = String::new();
-    for i in 0..48 {
-        let body = format!("{i:06}{}", "x".repeat((1 << 20) - 6));
-        log.push_str(&format!(
-            r#"{{"type":"message_sent","id":"0196f3a2-7c1e-7000-8000-{i:012x}","team":"t","from":"alice","to":"bob","body":"{body}","at":"2026-01-01T00:00:00Z"}}"#
-        ));
-        log.push('\n');
-    }
-    let file = env.dir.path().join("import.jsonl");
-    std::fs::write(&file, log).unwrap();
+    let file = import_file(&env, &message_log(48, 1 << 20));
     let out = env.cmd().args(["--driver", "sqlite", "storage", "import", file.to_str().unwrap()]).env("AGMSG_DRIVER_MEMORY_MB", "32").output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(count(&env, "SELECT COUNT(*) FROM events WHERE length(body) = 1048576"), 48);
@@ -187,16 +138,8 @@ fn import_pages_are_bounded_by_bytes_so_large_bodies_fit_under_the_memory_cap() 
 #[test]
 fn export_pages_are_bounded_by_bytes_so_large_bodies_fit_under_the_memory_cap() {
     let env = Env::new();
-    let mut log = String::new();
-    for i in 0..120 {
-        let body = format!("{i:06}{}", "x".repeat((1 << 20) - 6));
-        log.push_str(&format!(
-            r#"{{"type":"message_sent","id":"0196f3a2-7c1e-7000-8000-{i:012x}","team":"t","from":"alice","to":"bob","body":"{body}","at":"2026-01-01T00:00:00Z"}}"#
-        ));
-        log.push('\n');
-    }
-    let file = env.dir.path().join("import.jsonl");
-    std::fs::write(&file, &log).unwrap();
+    let log = message_log(120, 1 << 20);
+    let file = import_file(&env, &log);
     env.run(&["--driver", "sqlite", "storage", "import", file.to_str().unwrap()]).ok();
     let exported = env.dir.path().join("export.jsonl");
     let out = env.cmd().args(["--driver", "sqlite", "storage", "export", exported.to_str().unwrap()]).env("AGMSG_DRIVER_MEMORY_MB", "48").output().unwrap();
@@ -214,18 +157,9 @@ fn kill_9_during_prepare_reconcile_or_apply_pull_loses_and_duplicates_nothing() 
     fill(&env, 400, 20_000);
     let mut seen_partial = false;
     for delay_ms in [150u64, 400, 800] {
-        let mut child = env
-            .cmd()
-            .args(["--driver", "sqlite", "storage", "sync-prepare-push", "t", SERVER, REMOTE, "1", "1000"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::io::Write::write_all(&mut child.stdin.take().unwrap(), PREPARE.as_bytes()).unwrap();
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        let _ = child.kill();
-        let _ = child.wait();
+        let mut cmd = env.cmd();
+        cmd.args(["--driver", "sqlite", "storage", "sync-prepare-push", "t", SERVER, REMOTE, "1", "1000"]);
+        kill_after(&mut cmd, PREPARE, Duration::from_millis(delay_ms));
         let kept = count(&env, "SELECT COUNT(*) FROM sync_messages");
         seen_partial |= kept > 0 && kept < 400;
         // Every row is a whole reservation: a wire id with its envelope.
@@ -249,32 +183,12 @@ fn kill_9_during_prepare_reconcile_or_apply_pull_loses_and_duplicates_nothing() 
 
     // Reconcile is one transaction: a kill leaves all 400 acks recorded or none, and the engine's
     // resend of the same acks then finishes it; nothing acknowledged is offered again.
-    let acks: String = candidates
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            format!(
-                "{{\"type\":\"sync_push_ack\",\"local_position\":{},\"id\":{},\"server_seq\":\"{}\",\"disposition\":\"stored\"}}\n",
-                c["local_position"],
-                c["id"],
-                i + 1001
-            )
-        })
-        .collect();
+    let acks: String = candidates.iter().enumerate().map(|(i, c)| ack_line(c, i + 1001) + "\n").collect();
     // (Server sequences above the pull page's below: the server numbers every message once.)
     for delay_ms in [30u64, 80, 200] {
-        let mut child = env
-            .cmd()
-            .args(["--driver", "sqlite", "storage", "sync-reconcile-push", "t", SERVER, REMOTE, "1"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::io::Write::write_all(&mut child.stdin.take().unwrap(), acks.as_bytes()).unwrap();
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        let _ = child.kill();
-        let _ = child.wait();
+        let mut cmd = env.cmd();
+        cmd.args(["--driver", "sqlite", "storage", "sync-reconcile-push", "t", SERVER, REMOTE, "1"]);
+        kill_after(&mut cmd, &acks, Duration::from_millis(delay_ms));
         let acked = count(&env, "SELECT COUNT(*) FROM sync_messages WHERE server_seq IS NOT NULL");
         assert!(acked == 0 || acked == 400, "a killed reconcile left {acked} of 400 acks");
     }
@@ -284,23 +198,9 @@ fn kill_9_during_prepare_reconcile_or_apply_pull_loses_and_duplicates_nothing() 
 
     let page = pull_page(1, 400, 20_000, "importable");
     for delay_ms in [100u64, 300, 600] {
-        let mut child = env
-            .cmd()
-            .args(["--driver", "sqlite", "storage", "sync-apply-pull", "t", SERVER, REMOTE, "1"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        let feed = page.clone();
-        let writer = std::thread::spawn(move || {
-            let _ = std::io::Write::write_all(&mut stdin, feed.as_bytes());
-        });
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        let _ = child.kill();
-        let _ = child.wait();
-        let _ = writer.join();
+        let mut cmd = env.cmd();
+        cmd.args(["--driver", "sqlite", "storage", "sync-apply-pull", "t", SERVER, REMOTE, "1"]);
+        kill_after(&mut cmd, &page, Duration::from_millis(delay_ms));
         let imported = count(&env, "SELECT COUNT(*) FROM events WHERE body LIKE 'pulled %'");
         let cursor: String = db(&env).query_row("SELECT transport_cursor FROM sync_bindings", [], |r| r.get(0)).unwrap();
         assert!((imported, cursor.as_str()) == (0, "0") || (imported, cursor.as_str()) == (400, "400"), "{imported} {cursor}");

@@ -1,0 +1,89 @@
+//! What the remote-sync tests share: a store filled with large messages, a look into a sqlite store,
+//! an ack for a prepared candidate, and a `sync-<op>` run or killed with its records fed on stdin.
+
+use std::fmt::Display;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use agmsg_conformance::{Env, Run};
+use rusqlite::Connection;
+use serde_json::Value;
+
+/// A v1 event log of `count` messages alice -> bob in team `t`, each body `body_bytes` long and
+/// starting with its number.
+pub fn message_log(count: usize, body_bytes: usize) -> String {
+    let mut log = String::new();
+    for i in 0..count {
+        let body = format!("{i:06}{}", "x".repeat(body_bytes - 6));
+        log.push_str(&format!(
+            r#"{{"type":"message_sent","id":"0196f3a2-7c1e-7000-8000-{i:012x}","team":"t","from":"alice","to":"bob","body":"{body}","at":"2026-01-01T00:00:00Z"}}"#
+        ));
+        log.push('\n');
+    }
+    log
+}
+
+/// `log` written to `import.jsonl` in the test's directory, for `storage import`; its path.
+pub fn import_file(env: &Env, log: &str) -> PathBuf {
+    let file = env.dir.path().join("import.jsonl");
+    std::fs::write(&file, log).unwrap();
+    file
+}
+
+/// The sqlite store of `env`.
+pub fn db(env: &Env) -> Connection {
+    Connection::open(env.store.join("messages.db")).unwrap()
+}
+
+/// The one number `sql` answers on the sqlite store of `env`.
+pub fn count(env: &Env, sql: &str) -> i64 {
+    db(env).query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+pub fn json(line: &str) -> Value {
+    serde_json::from_str(line).unwrap()
+}
+
+/// agmsg's `sync_push_ack` line (no newline): the server stored the reservation at `position` under
+/// `wire_id` at sequence `seq`.
+pub fn push_ack(position: impl Display, wire_id: &str, seq: impl Display) -> String {
+    format!(r#"{{"type":"sync_push_ack","local_position":"{position}","id":"{wire_id}","server_seq":"{seq}","disposition":"stored"}}"#)
+}
+
+/// [`push_ack`] for the `sync_push_candidate` record `candidate`.
+pub fn ack_line(candidate: &Value, seq: impl Display) -> String {
+    push_ack(candidate["local_position"].as_str().unwrap(), candidate["id"].as_str().unwrap(), seq)
+}
+
+/// Spawn `cmd` with `stdin` written from a thread: a large input and a large answer must not wait for
+/// each other, and a child killed mid-read must not hold the test up.
+fn spawn_fed(cmd: &mut Command, stdin: &str, output: fn() -> Stdio) -> (Child, JoinHandle<()>) {
+    let mut child = cmd.stdin(Stdio::piped()).stdout(output()).stderr(output()).spawn().unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let stdin = stdin.to_owned();
+    let writer = std::thread::spawn(move || {
+        // The child may stop reading (a refused record, a kill): what it did not take is its answer's.
+        let _ = std::io::Write::write_all(&mut input, stdin.as_bytes());
+    });
+    (child, writer)
+}
+
+/// Run `cmd` to its end with `stdin` fed in.
+pub fn run_fed(cmd: &mut Command, stdin: &str) -> Run {
+    let (child, writer) = spawn_fed(cmd, stdin, Stdio::piped);
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out.into()
+}
+
+/// Start `cmd` with `stdin` fed in, SIGKILL it after `delay`, and reap it: the kill -9 tests' one step.
+/// Whether the kill lands mid-op or after the op ended, the test's checks after it must hold.
+pub fn kill_after(cmd: &mut Command, stdin: &str, delay: Duration) {
+    let (mut child, writer) = spawn_fed(cmd, stdin, Stdio::null);
+    std::thread::sleep(delay);
+    let _ = child.kill();
+    let _ = child.wait();
+    writer.join().unwrap();
+}

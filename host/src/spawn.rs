@@ -89,7 +89,7 @@ pub struct Spawned {
     /// The pre-join's answer.
     pub joined: Joined,
     /// The placement record's path, or why it could not be written (the pane exists either way).
-    pub record: Result<PathBuf, String>,
+    pub record: Result<PathBuf, HostError>,
     /// agmsg's run directory, where the readiness sentinel appears.
     pub run: RunDir,
 }

@@ -36,14 +36,20 @@ pub struct OptionalOps {
     pub read_state: bool,
 }
 
+/// Every failure of `shim storage` is a storage `runtime_error`, as the driver the shim stands for
+/// would report it to agmsg (a refused `--name` and an unwritable output included).
+fn runtime_error(e: impl std::fmt::Display) -> HostError {
+    HostError::new(ExitClass::RUNTIME, e.to_string())
+}
+
 /// Load `driver` (a bundled name or a component path) and see which optional interfaces it exports.
 /// No op is called; an empty private directory stands in for the store.
-pub fn optional_ops(driver: &str) -> Result<OptionalOps, String> {
-    let source = agmsg_host::storage::source::resolve(driver).map_err(|e| e.to_string())?;
-    let runtime = agmsg_host::runtime::Runtime::from_env()?;
-    let empty = tempfile::Builder::new().prefix("agmsg-host-probe-").tempdir().map_err(|e| format!("cannot create a directory: {e}"))?;
-    let dir = agmsg_host::runtime::sandbox::StoreDir::open(empty.path()).map_err(|e| format!("cannot open {}: {e}", empty.path().display()))?;
-    let storage = agmsg_host::storage::Storage::open(&runtime, &source, dir).map_err(|e| e.to_string())?;
+pub fn optional_ops(driver: &str) -> Result<OptionalOps, HostError> {
+    let source = agmsg_host::storage::source::resolve(driver).map_err(runtime_error)?;
+    let runtime = agmsg_host::runtime::Runtime::from_env().map_err(runtime_error)?;
+    let empty = tempfile::Builder::new().prefix("agmsg-host-probe-").tempdir().map_err(|e| runtime_error(format!("cannot create a directory: {e}")))?;
+    let dir = agmsg_host::runtime::sandbox::StoreDir::open(empty.path()).map_err(|e| runtime_error(format!("cannot open {}: {e}", empty.path().display())))?;
+    let storage = agmsg_host::storage::Storage::open(&runtime, &source, dir).map_err(runtime_error)?;
     Ok(OptionalOps {
         receipts: storage.offers_receipts(),
         rename: storage.offers_rename(),
@@ -243,42 +249,39 @@ _agmsg_host_storage_team_of_two() {
 
 /// `agmsg-host shim storage [--name N] [--output FILE]`, with the global `--driver`.
 pub fn run(driver_flag: Option<String>, name: Option<String>, output: Option<PathBuf>) -> ExitCode {
-    match write_shim(driver_flag, name, output) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => exit::fail("shim storage", &HostError::new(ExitClass::RUNTIME, message)),
-    }
+    exit::report("shim storage", write_shim(driver_flag, name, output))
 }
 
-fn write_shim(driver_flag: Option<String>, name: Option<String>, output: Option<PathBuf>) -> Result<(), String> {
-    let driver = location::storage_driver(driver_flag).map_err(|e| e.to_string())?;
+fn write_shim(driver_flag: Option<String>, name: Option<String>, output: Option<PathBuf>) -> Result<(), HostError> {
+    let driver = location::storage_driver(driver_flag).map_err(runtime_error)?;
     // Resolve now, so a typo fails here rather than inside agmsg.
-    let source = agmsg_host::storage::source::resolve(&driver).map_err(|e| e.to_string())?;
+    let source = agmsg_host::storage::source::resolve(&driver).map_err(runtime_error)?;
     let driver = match &source.path {
-        Some(path) => std::path::absolute(path).map_err(|e| e.to_string())?.display().to_string(),
+        Some(path) => std::path::absolute(path).map_err(runtime_error)?.display().to_string(),
         None => source.name.clone(),
     };
     let name = name.unwrap_or_else(|| format!("host-{}", source.name));
     if !agmsg_contract::is_driver_name(&name) {
-        return Err(format!("--name must match [a-zA-Z0-9_-]+ (agmsg's driver names), not {name:?}"));
+        return Err(runtime_error(format!("--name must match [a-zA-Z0-9_-]+ (agmsg's driver names), not {name:?}")));
     }
-    let bin = this_binary()?;
+    let bin = this_binary().map_err(runtime_error)?;
     let text = storage_shim_with(&name, &bin, &driver, optional_ops(&driver)?);
-    write(&text, output, &format!("select it with AGMSG_STORAGE_DRIVER={name}"))
+    write(&text, output, &format!("select it with AGMSG_STORAGE_DRIVER={name}")).map_err(runtime_error)
 }
 
-/// This binary's path, as a shim names it.
-pub fn this_binary() -> Result<String, String> {
-    let bin = std::env::current_exe().and_then(|p| p.canonicalize()).map_err(|e| format!("cannot locate agmsg-host itself: {e}"))?;
-    bin.to_str().map(str::to_owned).ok_or_else(|| "the path of agmsg-host is not UTF-8".to_owned())
+/// This binary's path, as a shim names it; not found is refused.
+pub fn this_binary() -> Result<String, HostError> {
+    let bin = std::env::current_exe().and_then(|p| p.canonicalize()).map_err(|e| HostError::refused(format!("cannot locate agmsg-host itself: {e}")))?;
+    bin.to_str().map(str::to_owned).ok_or_else(|| HostError::refused("the path of agmsg-host is not UTF-8"))
 }
 
 /// `text` to stdout, or to `output` atomically (agmsg may be sourcing the old file right now), then
-/// `hint` on stderr.
-fn write(text: &str, output: Option<PathBuf>, hint: &str) -> Result<(), String> {
+/// `hint` on stderr. Not written is refused (`shim storage` says its own class).
+fn write(text: &str, output: Option<PathBuf>, hint: &str) -> Result<(), HostError> {
     match output {
-        None => std::io::stdout().write_all(text.as_bytes()).map_err(|e| format!("cannot write to stdout: {e}")),
+        None => std::io::stdout().write_all(text.as_bytes()).map_err(|e| HostError::refused(format!("cannot write to stdout: {e}"))),
         Some(path) => {
-            let failed = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
+            let failed = |e: std::io::Error| HostError::refused(format!("cannot write {}: {e}", path.display()));
             agmsg_host::storage::atomic_file::write_atomically(&path, failed, |w| w.write_all(text.as_bytes()).map_err(failed))?;
             eprintln!("wrote {} ({hint})", path.display());
             Ok(())
@@ -294,38 +297,40 @@ pub fn run_terminal(name: &str, output: Option<PathBuf>) -> ExitCode {
             eprintln!("wrote {} (terminal.conf, ops.sh): agmsg finds it as a driver directory scripts/drivers/terminals/{name}/", dir.display());
             ExitCode::SUCCESS
         }
-        Err(message) => exit::fail("shim terminal", &HostError::refused(message)),
+        Err(e) => exit::fail("shim terminal", &e),
     }
 }
 
-/// The directory's two files, for a driver agmsg-host runs under `name`.
-pub fn terminal_files(name: &str, bin: &str) -> Result<[(&'static str, String); 2], String> {
+/// The directory's two files, for a driver agmsg-host runs under `name`; an unknown driver is refused.
+pub fn terminal_files(name: &str, bin: &str) -> Result<[(&'static str, String); 2], HostError> {
     use agmsg_host::terminal::shim;
     // A name, not a driver directory's path: the name is also the directory agmsg finds it by.
     if !agmsg_contract::is_driver_name(name) {
-        return Err(format!("a terminal driver's name matches [a-zA-Z0-9_-]+, not {name:?}"));
+        return Err(HostError::refused(format!("a terminal driver's name matches [a-zA-Z0-9_-]+, not {name:?}")));
     }
-    let source = agmsg_host::terminal::source::Candidates::new().resolve(name)?;
+    let source = agmsg_host::terminal::source::Candidates::new().resolve(name).map_err(HostError::refused)?;
     // ops.sh first: agmsg takes a directory with terminal.conf for a driver.
     Ok([("ops.sh", shim::ops_sh(name, bin)), ("terminal.conf", shim::terminal_conf(&source.manifest))])
 }
 
-fn write_terminal(name: &str, output: Option<PathBuf>) -> Result<PathBuf, String> {
+/// Every failure here is refused: an unknown driver, a directory that cannot be written.
+fn write_terminal(name: &str, output: Option<PathBuf>) -> Result<PathBuf, HostError> {
     let files = terminal_files(name, &this_binary()?)?;
     let dir = output.unwrap_or_else(|| PathBuf::from(".")).join(name);
+    let refused = HostError::refused;
     match std::fs::symlink_metadata(&dir) {
         // Written into, so never through a link to somewhere else.
-        Ok(meta) if meta.file_type().is_symlink() => return Err(format!("{} is a symlink (not followed)", dir.display())),
-        Ok(meta) if !meta.is_dir() => return Err(format!("{} exists and is not a directory", dir.display())),
+        Ok(meta) if meta.file_type().is_symlink() => return Err(refused(format!("{} is a symlink (not followed)", dir.display()))),
+        Ok(meta) if !meta.is_dir() => return Err(refused(format!("{} exists and is not a directory", dir.display()))),
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::create_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            std::fs::create_dir(&dir).map_err(|e| refused(format!("cannot create {}: {e}", dir.display())))?;
         }
-        Err(e) => return Err(format!("cannot read {}: {e}", dir.display())),
+        Err(e) => return Err(refused(format!("cannot read {}: {e}", dir.display()))),
     }
     for (file, text) in files {
         let path = dir.join(file);
-        let failed = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
+        let failed = |e: std::io::Error| refused(format!("cannot write {}: {e}", path.display()));
         agmsg_host::storage::atomic_file::write_atomically(&path, failed, |w| w.write_all(text.as_bytes()).map_err(failed))?;
     }
     Ok(dir)
@@ -334,7 +339,6 @@ fn write_terminal(name: &str, output: Option<PathBuf>) -> Result<PathBuf, String
 /// `agmsg-host shim types <type> [--output FILE]`: exit 0 written, 1 refused (an unknown type, one
 /// whose delivery agmsg-host cannot answer) or not written (2 is left to usage errors).
 pub fn run_types(agent_type: &str, output: Option<PathBuf>) -> ExitCode {
-    let refused = |message: String| exit::fail("shim types", &HostError::refused(message));
     let registry = agmsg_host::agent::Registry::from_env();
     let t = match registry.require(agent_type) {
         Ok(t) => t,
@@ -349,7 +353,7 @@ pub fn run_types(agent_type: &str, output: Option<PathBuf>) -> ExitCode {
         write(&agmsg_host::agent::delivery::shim::text(&t.name, &bin), output, &hint)
     });
     if let Err(e) = written {
-        return refused(e);
+        return exit::fail("shim types", &e);
     }
     for warning in &warnings {
         eprintln!("warning: {}", agmsg_host::display::line(warning));

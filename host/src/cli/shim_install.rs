@@ -300,7 +300,7 @@ struct Shim {
 
 /// Every shim for this install, and what is left out with why.
 fn shims(root_path: &Path, items: &mut Vec<Item>) -> Result<Vec<Shim>, String> {
-    let bin = super::shim::this_binary()?;
+    let bin = super::shim::this_binary().map_err(|e| e.message)?;
     let mut out = Vec::new();
     for name in ["sqlite", "jsonl"] {
         out.push(Shim {
@@ -329,7 +329,7 @@ fn shims(root_path: &Path, items: &mut Vec<Item>) -> Result<Vec<Shim>, String> {
         }
     }
     for driver in agmsg_host::bundled::of(agmsg_host::axis::Axis::Terminal) {
-        for (file, text) in super::shim::terminal_files(driver.name, &bin)? {
+        for (file, text) in super::shim::terminal_files(driver.name, &bin).map_err(|e| e.message)? {
             out.push(Shim { path: format!("scripts/drivers/terminals/{}/{file}", driver.name), text, warnings: Vec::new() });
         }
     }

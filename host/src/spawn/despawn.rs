@@ -69,7 +69,7 @@ pub fn despawn(run: &RunDir, skill_dir: &Path, req: &DespawnRequest<'_>) -> Resu
     for (what, name) in [("team", req.team), ("from", req.from), ("agent", req.agent)] {
         agmsg_contract::check_name(what, name).map_err(|e| HostError::refused(e.to_string()))?;
     }
-    let record = place::read_record(run, req.team, req.agent).map_err(HostError::refused)?;
+    let record = place::read_record(run, req.team, req.agent)?;
     let mut warnings = Vec::new();
     if req.force {
         let Some(record) = record else {

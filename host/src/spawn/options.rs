@@ -71,7 +71,7 @@ pub fn load(path: &Path) -> Result<Option<SpawnOptions>, HostError> {
         return Err(HostError::refused(format!("spawn options file {}: larger than {} KiB", path.display(), MAX_FILE >> 10)));
     }
     let text = String::from_utf8(bytes).map_err(|_| HostError::refused(format!("spawn options file {}: not UTF-8", path.display())))?;
-    SpawnOptions::parse(&text).map(Some).map_err(|e| HostError::refused(format!("spawn options file {}: {e}", path.display())))
+    SpawnOptions::parse(&text).map(Some).map_err(|e| e.context(format_args!("spawn options file {}", path.display())))
 }
 
 /// The regular file at `path` (links followed: the user's), opened without blocking and checked on
@@ -97,11 +97,12 @@ fn strip_comment(text: &str) -> &str {
 }
 
 impl SpawnOptions {
-    pub fn parse(text: &str) -> Result<SpawnOptions, String> {
+    /// A file agmsg would misread is refused, naming its line.
+    pub fn parse(text: &str) -> Result<SpawnOptions, HostError> {
         let mut sections: Vec<Section> = Vec::new();
         for (n, line) in text.split('\n').enumerate() {
             let n = n + 1;
-            let bad = |why: &str| Err(format!("line {n}: {why}: {line:?}"));
+            let bad = |why: &str| Err(HostError::refused(format!("line {n}: {why}: {line:?}")));
             if line.contains('\r') {
                 return bad("a carriage return (CRLF line ends are not read as the options they look like)");
             }
@@ -180,11 +181,11 @@ impl SpawnOptions {
 
     /// agmsg's required-role-overlay policy for `agent_type`: whether the type must be spawned with
     /// a role whose section exists. A value other than `true` or `false` is an error.
-    fn requires_role(&self, agent_type: &str) -> Result<bool, String> {
+    fn requires_role(&self, agent_type: &str) -> Result<bool, HostError> {
         match self.entries(POLICY_SECTION).find(|(k, _)| k.trim_end_matches([' ', '\t']) == agent_type).map(|(_, v)| v.as_str()) {
             None | Some("false") => Ok(false),
             Some("true") => Ok(true),
-            Some(other) => Err(format!("{POLICY_SECTION} for type {agent_type:?} must be true or false (got {other:?})")),
+            Some(other) => Err(HostError::refused(format!("{POLICY_SECTION} for type {agent_type:?} must be true or false (got {other:?})"))),
         }
     }
 }
@@ -272,8 +273,8 @@ fn is_safe_alias(alias: &str) -> bool {
 }
 
 /// agmsg's profile check of a required role overlay; the variable and directory the boot exports.
-fn check_profile(file: &SpawnOptions, agent_type: &str, role: &str, contract: &ProfileContract<'_>) -> Result<(String, String), String> {
-    let fail = |why: String| Err(format!("required role overlay for type {agent_type:?} role {role:?}: {why}"));
+fn check_profile(file: &SpawnOptions, agent_type: &str, role: &str, contract: &ProfileContract<'_>) -> Result<(String, String), HostError> {
+    let fail = |why: String| Err(HostError::refused(format!("required role overlay for type {agent_type:?} role {role:?}: {why}")));
     let env = contract.home_env;
     if !(env.starts_with(|c: char| c == '_' || c.is_ascii_alphabetic()) && env.chars().all(|c| c == '_' || c.is_ascii_alphanumeric())) {
         return fail(format!("the manifest's profile home variable {env:?} is not a variable name"));
@@ -313,13 +314,13 @@ fn check_profile(file: &SpawnOptions, agent_type: &str, role: &str, contract: &P
         None => PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(contract.default_dir),
     };
     // As `cd dir && pwd -P`: the physical directory, when there is one.
-    let home = std::fs::canonicalize(&dir).or_else(|_| std::path::absolute(&dir)).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let home = std::fs::canonicalize(&dir).or_else(|_| std::path::absolute(&dir)).map_err(|e| HostError::refused(format!("{}: {e}", dir.display())))?;
     let profile = home.join(format!("{alias}{}", contract.suffix));
     let readable = open_regular(&profile).is_ok();
     if !readable {
         return fail(format!("profile {alias:?} needs the readable file {}", profile.display()));
     }
-    let home = home.into_os_string().into_string().map_err(|h| format!("the profile directory {} is not UTF-8", PathBuf::from(h).display()))?;
+    let home = home.into_os_string().into_string().map_err(|h| HostError::refused(format!("the profile directory {} is not UTF-8", PathBuf::from(h).display())))?;
     Ok((env.to_owned(), home))
 }
 
@@ -359,7 +360,7 @@ pub fn resolve(
     };
     let Some(file) = file else { return Ok(Resolved::default()) };
     let mut env = None;
-    if file.requires_role(agent_type).map_err(HostError::refused)? {
+    if file.requires_role(agent_type)? {
         let Some(role) = &role else {
             return Err(HostError::refused(format!("spawn options require a role overlay for type {agent_type:?}: pass --role <role> or name the agent <project>_<role>_<vendor>")));
         };
@@ -368,7 +369,7 @@ pub fn resolve(
             return Err(HostError::refused(format!("spawn options require a role overlay for type {agent_type:?}: section {section} is missing")));
         }
         if let Some(contract) = contract {
-            env = Some(check_profile(file, agent_type, role, contract).map_err(HostError::refused)?);
+            env = Some(check_profile(file, agent_type, role, contract)?);
         }
     }
     Ok(Resolved { tokens: file.tokens(agent_type, role.as_deref()), env })
@@ -431,7 +432,8 @@ mod tests {
             ("codex:\n  # off: x\n", "line 2: an indented comment"),
         ] {
             let err = SpawnOptions::parse(text).unwrap_err();
-            assert!(err.starts_with(why), "{text:?}: {err}");
+            assert!(err.message.starts_with(why), "{text:?}: {err}");
+            assert_eq!(err.class, crate::error::ExitClass::Refused);
         }
         // Comments and blank lines anywhere are fine.
         assert_eq!(parse("# mine\n\ncodex:\n\n  -a: b\n# end\n").tokens("codex", None), ["-a", "b"]);

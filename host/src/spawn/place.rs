@@ -11,6 +11,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::error::HostError;
 use crate::fsroot::{self, Why};
 
 /// The largest file in the run directory spawn reads (a record or a lock is one short line).
@@ -30,8 +31,8 @@ impl RunDir {
 
     /// The run directory of agmsg's install ([`crate::agent::registry::skill_dir`], the one delivery's
     /// watcher pidfile is found under).
-    pub fn from_env() -> Result<RunDir, String> {
-        crate::agent::registry::require_skill_dir().map(|d| RunDir::new(&d)).map_err(|e| e.message)
+    pub fn from_env() -> Result<RunDir, HostError> {
+        crate::agent::registry::require_skill_dir().map(|d| RunDir::new(&d))
     }
 
     pub fn path(&self) -> &Path {
@@ -138,22 +139,22 @@ pub struct PlacementRecord {
 impl PlacementRecord {
     /// The record's bytes; a field holding a TAB or a line break would change what agmsg reads
     /// back, so it is refused.
-    pub fn line(&self) -> Result<String, String> {
+    pub fn line(&self) -> Result<String, HostError> {
         for (what, value) in [("reference", &self.reference), ("project", &self.project), ("type", &self.agent_type)] {
             if value.is_empty() || value.contains(['\t', '\n', '\r', '\0']) {
-                return Err(format!("the placement record's {what} {value:?} is empty or holds a TAB, line break or NUL"));
+                return Err(HostError::refused(format!("the placement record's {what} {value:?} is empty or holds a TAB, line break or NUL")));
             }
         }
         Ok(format!("{}\t{}\t{}\n", self.reference, self.project, self.agent_type))
     }
 
     /// As agmsg reads it (`read -r id project type` on the first line: the type takes the rest).
-    pub fn parse(text: &str) -> Result<PlacementRecord, String> {
+    pub fn parse(text: &str) -> Result<PlacementRecord, HostError> {
         let line = text.lines().next().unwrap_or("");
         let mut fields = line.splitn(3, '\t');
         let reference = fields.next().unwrap_or("").to_owned();
         if reference.is_empty() {
-            return Err("the placement record names no pane".to_owned());
+            return Err(HostError::refused("the placement record names no pane"));
         }
         let project = fields.next().unwrap_or("").to_owned();
         let agent_type = fields.next().unwrap_or("").to_owned();
@@ -161,20 +162,22 @@ impl PlacementRecord {
     }
 }
 
-/// Write the placement record of `team`/`agent`; its path.
-pub fn write_record(run: &RunDir, team: &str, agent: &str, record: &PlacementRecord) -> Result<PathBuf, String> {
+/// Write the placement record of `team`/`agent`; its path. A record that cannot be written is
+/// refused ([`crate::error::ExitClass::Refused`]).
+pub fn write_record(run: &RunDir, team: &str, agent: &str, record: &PlacementRecord) -> Result<PathBuf, HostError> {
     let name = record_name(team, agent);
     let path = run.path().join(&name);
     let line = record.line()?;
-    run.write(&name, &line).map_err(|e| format!("cannot write the placement record {}: {e}", path.display()))?;
+    run.write(&name, &line).map_err(|e| HostError::refused(format!("cannot write the placement record {}: {e}", path.display())))?;
     Ok(path)
 }
 
-/// The placement record of `team`/`agent`, if there is one.
-pub fn read_record(run: &RunDir, team: &str, agent: &str) -> Result<Option<PlacementRecord>, String> {
+/// The placement record of `team`/`agent`, if there is one; one that cannot be read is refused
+/// (despawn refuses to guess which pane to close).
+pub fn read_record(run: &RunDir, team: &str, agent: &str) -> Result<Option<PlacementRecord>, HostError> {
     let name = record_name(team, agent);
-    let text = run.read(&name).map_err(|e| format!("cannot read the placement record: {e}"))?;
-    text.map(|t| PlacementRecord::parse(&t).map_err(|e| format!("{}: {e}", run.path().join(&name).display()))).transpose()
+    let text = run.read(&name).map_err(|e| HostError::refused(format!("cannot read the placement record: {e}")))?;
+    text.map(|t| PlacementRecord::parse(&t).map_err(|e| e.context(run.path().join(&name).display()))).transpose()
 }
 
 /// How a readiness wait ended.
@@ -234,7 +237,7 @@ mod tests {
         assert!(PlacementRecord { project: "/a\tb".into(), ..r.clone() }.line().is_err());
         assert!(PlacementRecord { project: "/a\nb".into(), ..r.clone() }.line().is_err());
         assert_eq!(PlacementRecord::parse("%5\n").unwrap(), PlacementRecord { reference: "%5".into(), project: String::new(), agent_type: String::new() });
-        assert!(PlacementRecord::parse("\t/p\tx\n").is_err());
+        assert_eq!(PlacementRecord::parse("\t/p\tx\n").map_err(|e| e.class), Err(crate::error::ExitClass::Refused));
     }
 
     #[test]

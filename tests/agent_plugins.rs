@@ -221,6 +221,54 @@ fn among_trusted_candidates_the_later_wins_and_shadowing_is_said() {
     assert_eq!(describe["shadows"], serde_json::json!([{ "source": "bundled", "dir": null }]));
 }
 
+/// `types list` reads the one enumeration (the catalog): each row says where it comes from, for a
+/// bundled type, one agmsg installed and a trusted plugin that replaces one agmsg installed, in JSON
+/// (source, dir, what it shadows) and in the table's SOURCE column.
+#[test]
+fn types_list_rows_carry_their_catalog_source() {
+    let env0 = Env::new();
+    let skill = env0.dir.path().join("skills/agmsg");
+    let agmsg_types = skill.join("scripts/drivers/types");
+    write(&agmsg_types.join("devin"), "type.conf", "name=devin
+cli=devin
+");
+    write(&agmsg_types.join("kiro"), "type.conf", "name=kiro
+cli=kiro-old
+");
+    let env = env0.env("AGMSG_SKILL_DIR", skill.to_str().unwrap());
+    let pkg = kiro_package(&env.dir.path().join("pkg"), "kiro-cli");
+    run(&env, &["plugin", "install", pkg.to_str().unwrap(), "--yes"]).ok();
+
+    let list = run(&env, &["types", "list", "--json"]);
+    list.ok();
+    assert!(list.stderr.is_empty(), "{list:#?}");
+    let rows = list.json();
+    let row = |name: &str| {
+        let r = rows.iter().find(|r| r["name"] == name).unwrap_or_else(|| panic!("{name} in {rows:#?}"));
+        serde_json::json!({ "name": r["name"], "source": r["source"], "dir": r["dir"], "shadows": r["shadows"] })
+    };
+    let dir = |p: PathBuf| p.to_str().unwrap().to_owned();
+    assert_eq!(row("gemini"), serde_json::json!({ "name": "gemini", "source": "bundled", "dir": null, "shadows": [] }));
+    assert_eq!(row("devin"), serde_json::json!({ "name": "devin", "source": "agmsg", "dir": dir(agmsg_types.join("devin")), "shadows": [] }));
+    assert_eq!(
+        row("kiro"),
+        serde_json::json!({
+            "name": "kiro", "source": "plugin", "dir": dir(installed(&env, "kiro")),
+            "shadows": [{ "source": "agmsg", "dir": dir(agmsg_types.join("kiro")) }],
+        })
+    );
+    let names: Vec<&str> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(names.len(), 12, "the ten bundled, devin and kiro, once each: {names:?}");
+    assert!(names.windows(2).all(|w| w[0] < w[1]), "by name: {names:?}");
+
+    let table = run(&env, &["types", "list"]);
+    table.ok();
+    for (name, source) in [("gemini", "bundled"), ("devin", "agmsg"), ("kiro", "plugin")] {
+        let line = table.stdout.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or_else(|| panic!("{name}: {table:#?}"));
+        assert!(line.starts_with(&format!("{name:<14} {source:<8} ")), "{line}");
+    }
+}
+
 #[test]
 fn a_hostile_type_directory_is_refused_and_nothing_outside_is_read() {
     let env = env();

@@ -13,8 +13,9 @@
 //!   resolvers; agent types, detection, boot argv and delivery files). [`spawn`] composes two of them:
 //!   an agent type's boot command started in a new pane of a terminal, which is then named.
 //! - [`plugin`] finds third-party drivers, reads their manifests, keeps the user's trust and grants, and
-//!   installs them; [`catalog`] is what `<axis> list` shows; [`capabilities`] is the vocabulary of what a
-//!   driver may touch, shared by manifests, trust and the sandbox.
+//!   installs them; [`catalog`] is the one enumeration of each axis's drivers, which every list reads;
+//!   [`capabilities`] is the vocabulary of what a driver may touch, shared by manifests, trust and the
+//!   sandbox.
 //! - [`error`] is the error model (every failure's exit class); [`scaffold`] writes `driver new`'s
 //!   project; [`pid`] is the one pid liveness check.
 //! - [`directive`] is what of a driver's `AGMSG-DIRECTIVE` the host relays to an agent;

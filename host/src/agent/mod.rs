@@ -4,8 +4,8 @@
 //! - [`manifest`]: agmsg's reader (never executed, first matching line, trimmed, one pair of quotes
 //!   stripped, a missing key reads as empty), and the keys agmsg reads.
 //! - [`bundled`]: the ten types agmsg 1.2.1 ships, built into this binary.
-//! - [`registry`]: bundled types, agmsg's own installed types, and trusted external types; the later
-//!   candidate of a name wins.
+//! - [`registry`]: bundled types, agmsg's own installed types, and trusted external types, as the
+//!   types axis's rows of the one enumeration ([`crate::catalog`]): the later candidate of a name wins.
 //! - [`plug`]: what a type's code plug (`_delivery.sh`) overrides in agmsg's delivery engine, as data;
 //!   [`shim_text`]: the `_delivery.sh` agmsg-host writes, which the scan recognises.
 //! - [`detect`]: which runtime is calling (session variables, the process tree, shared credentials,

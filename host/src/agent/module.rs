@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::registry::{Origin, Registry};
+use super::registry::Registry;
 use super::suite::{MANIFEST_RULES, PLUG_RULES, PLUG_VAR, TYPE_VAR};
 use crate::axis::Axis;
 use crate::axis_module::{AxisModule, Reference, Suite, absolute};
@@ -53,9 +53,9 @@ fn plug_file(reference: &str) -> Option<(String, String)> {
 
 /// How the suite names a type of the registry ([`TYPE_VAR`]).
 fn type_var(t: &super::AgentType) -> String {
-    match &t.origin {
-        Origin::Bundled => format!("bundled:{}", t.name),
-        Origin::Agmsg(dir) | Origin::Plugin(dir) => format!("dir:{}", dir.display()),
+    match t.origin.dir() {
+        None => format!("bundled:{}", t.name),
+        Some(dir) => format!("dir:{}", dir.display()),
     }
 }
 

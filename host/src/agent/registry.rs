@@ -1,4 +1,7 @@
-//! Which agent types exist and where each one comes from.
+//! Which agent types exist and where each one comes from: the types axis's rows of the one
+//! enumeration ([`crate::catalog`]), each with its manifest. This file says what comes before the
+//! plugins (bundled and agmsg's installed types) and reads the manifests; which candidate of a name
+//! wins, what it shadows and what is warned about is the catalog's.
 //!
 //! Bases, in order (a later candidate of a name replaces an earlier one, as on the other axes and in
 //! agmsg's `agmsg_type_dir`):
@@ -19,50 +22,20 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::bundled::{self, BundledType};
+use super::bundled;
 use crate::axis::Axis;
+use crate::catalog::{self, Entry};
 use crate::error::HostError;
 use crate::plugin::registry;
 use super::manifest::{self, Manifest};
 use super::plug::PlugInfo;
 
-/// Where a type comes from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Origin {
-    /// Built into this binary (agmsg 1.2.1's types).
-    Bundled,
-    /// agmsg's own installed type, in this directory.
-    Agmsg(PathBuf),
-    /// A trusted external type, in this directory.
-    Plugin(PathBuf),
-}
+/// Where a type comes from: the catalog's origin (`Bundled`; `Installed` by [`AGMSG`], agmsg's own
+/// installed type; `Plugin`, a trusted external type), whose word listings show.
+pub use crate::catalog::Origin;
 
-impl Origin {
-    /// `bundled`, `agmsg` or `plugin`.
-    pub fn label(&self) -> &'static str {
-        match self {
-            Origin::Bundled => "bundled",
-            Origin::Agmsg(_) => "agmsg",
-            Origin::Plugin(_) => "plugin",
-        }
-    }
-
-    /// The type's directory, for a type on disk.
-    pub fn dir(&self) -> Option<&Path> {
-        match self {
-            Origin::Bundled => None,
-            Origin::Agmsg(dir) | Origin::Plugin(dir) => Some(dir),
-        }
-    }
-
-    /// One line for people: `bundled` or `agmsg /path` / `plugin /path`.
-    pub fn describe(&self) -> String {
-        match self.dir() {
-            None => self.label().to_owned(),
-            Some(dir) => format!("{} {}", self.label(), dir.display()),
-        }
-    }
-}
+/// The word for agmsg's own installed types ([`Origin::Installed`]'s `by`).
+pub const AGMSG: &str = "agmsg";
 
 /// An agent type: its manifest and where it came from.
 #[derive(Clone, Debug)]
@@ -92,11 +65,6 @@ pub struct Template {
 }
 
 impl AgentType {
-    fn bundled(t: &'static BundledType) -> AgentType {
-        let manifest = Manifest::parse(t.conf.as_bytes(), t.name).expect("bundled manifests are text");
-        AgentType { name: t.name.to_owned(), origin: Origin::Bundled, manifest, shadows: Vec::new(), bundled: Some(t.name), plugin_plug: None }
-    }
-
     /// `key`'s value (agmsg's reader); `None` when missing.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.manifest.get(key)
@@ -249,48 +217,45 @@ impl Registry {
     /// `type.conf`) is no type: it replaces a type's plug ([`AgentType::plug_component`]).
     pub fn load(sources: &Sources, trust: TrustLoader<'_>) -> Registry {
         let mut reg = Registry::default();
-        for t in bundled::TYPES {
-            reg.types.insert(t.name.to_owned(), AgentType::bundled(t));
-        }
+        let mut fixed: Vec<Entry> = bundled::TYPES.iter().map(|t| Entry { name: t.name.to_owned(), origin: Origin::Bundled }).collect();
+        // agmsg's installed types' manifests, read once here: a row the catalog keeps takes its own.
+        let mut installed: BTreeMap<PathBuf, Manifest> = BTreeMap::new();
         if let Some(skill) = &sources.skill_dir {
             for (name, dir) in type_dirs(&skill.join("scripts/drivers/types")) {
                 match Manifest::read(&dir.join("type.conf")) {
-                    Ok(manifest) => reg.add(name, Origin::Agmsg(dir), manifest),
+                    Ok(manifest) => {
+                        installed.insert(dir.clone(), manifest);
+                        fixed.push(Entry { name, origin: Origin::Installed { dir, by: AGMSG } });
+                    }
                     Err(e) => reg.warnings.push(format!("agmsg's type '{name}' cannot be read (ignored): {e}")),
                 }
             }
         }
-        let candidates = match registry::candidates_in(&sources.plugin_bases, Axis::Types, None, trust, &[&super::manifest::TypeDirs]) {
-            Ok(candidates) => candidates,
-            Err(e) => {
-                reg.warnings.push(format!("external types are ignored: {e}"));
-                return reg;
-            }
-        };
-        let mut by_name: BTreeMap<String, Vec<registry::Candidate>> = BTreeMap::new();
-        for candidate in candidates {
-            by_name.entry(candidate.name.clone()).or_default().push(candidate);
+        let plugins = registry::candidates_in(&sources.plugin_bases, Axis::Types, None, trust, &[&super::manifest::TypeDirs]).map_err(|e| e.to_string());
+        let catalog = catalog::read(Axis::Types, catalog::Sources { fixed, plugins });
+        if let Some(e) = &catalog.plugins_unread {
+            reg.warnings.push(format!("external types are ignored: {e}"));
         }
-        for (name, candidates) in by_name {
-            // The plug component that answers for the name: the last candidate that may run, of either kind.
-            let plugin_plug = candidates.iter().rev().find(|c| c.problem().is_none()).map(registry::Candidate::source);
-            // Plug components alone are chosen where the plug is needed (delivery); here only warned about.
-            let (types, plugs): (Vec<_>, Vec<_>) = candidates.into_iter().partition(|c| c.is_type_dir);
-            let plug_warnings = registry::choose(Axis::Types, &name, plugs).1;
-            let runnable: Vec<PathBuf> = types.iter().filter(|c| c.problem().is_none()).map(|c| c.dir.clone()).collect();
-            let (chosen, warnings) = registry::choose(Axis::Types, &name, types);
-            for warning in plug_warnings.into_iter().chain(warnings) {
-                reg.ignored.entry(name.clone()).or_default().push(warning.clone());
-                reg.warnings.push(warning);
-            }
-            if let Some(registry::Candidate { dir, package_manifest: Some(manifest), .. }) = chosen {
-                let earlier: Vec<Origin> = runnable.into_iter().filter(|d| *d != dir).map(Origin::Plugin).collect();
-                reg.add(name.clone(), Origin::Plugin(dir), manifest);
-                reg.types.get_mut(&name).expect("just added").shadows.extend(earlier);
-            }
-            if let (Some(plug), Some(t)) = (plugin_plug, reg.types.get_mut(&name)) {
-                t.plugin_plug = Some(plug);
-            }
+        reg.warnings.extend(catalog.warnings);
+        reg.ignored = catalog.ignored;
+        for row in catalog.rows {
+            let name = row.entry.name.clone();
+            let (manifest, bundled) = match &row.entry.origin {
+                Origin::Bundled => match bundled::get(&name) {
+                    Some(t) => (Manifest::parse(t.conf.as_bytes(), t.name).expect("bundled manifests are text"), Some(t.name)),
+                    None => continue,
+                },
+                Origin::Installed { dir, .. } => match installed.remove(dir) {
+                    Some(manifest) => (manifest, None),
+                    None => continue,
+                },
+                // A row's plugin was read with its manifest (a type directory that can run has one).
+                _ => match row.plugin.and_then(|c| c.package_manifest) {
+                    Some(manifest) => (manifest, None),
+                    None => continue,
+                },
+            };
+            reg.types.insert(name.clone(), AgentType { name, origin: row.entry.origin, manifest, shadows: row.shadows, bundled, plugin_plug: row.plugin_component });
         }
         reg
     }
@@ -298,18 +263,6 @@ impl Registry {
     /// The registry from the environment: external types as the plugin trust file allows.
     pub fn from_env() -> Registry {
         Registry::load(&Sources::from_env(), &registry::home_trust)
-    }
-
-    fn add(&mut self, name: String, origin: Origin, manifest: Manifest) {
-        let shadows = match self.types.remove(&name) {
-            Some(old) => {
-                let mut shadows = old.shadows;
-                shadows.push(old.origin);
-                shadows
-            }
-            None => Vec::new(),
-        };
-        self.types.insert(name.clone(), AgentType { name, origin, manifest, shadows, bundled: None, plugin_plug: None });
     }
 
     /// The type `name`, if it exists.
@@ -387,7 +340,7 @@ mod tests {
         std::fs::create_dir_all(types.join("broken/type.conf")).unwrap();
         let reg = Registry::load(&Sources { skill_dir: Some(skill.path().to_owned()), plugin_bases: vec![] }, &no_trust);
         let codex = reg.get("codex").unwrap();
-        assert_eq!(codex.origin, Origin::Agmsg(types.join("codex")));
+        assert_eq!(codex.origin, Origin::Installed { dir: types.join("codex"), by: AGMSG });
         assert_eq!(codex.shadows, [Origin::Bundled]);
         assert_eq!(codex.value("cli"), "codex-next");
         assert_eq!(codex.value("model_arg"), "", "read unchanged: nothing merged from the bundled copy");
@@ -432,8 +385,8 @@ mod tests {
         let reg = Registry::load(&sources, &|| Ok(TrustFile { version: 1, plugins: all.plugins.clone() }));
         let kiro = reg.get("kiro").unwrap();
         assert_eq!(kiro.value("cli"), "kiro-b");
-        assert_eq!(kiro.origin, Origin::Plugin(b_kiro.clone()));
-        assert_eq!(kiro.shadows, [Origin::Plugin(a_kiro.clone())]);
+        assert_eq!(kiro.origin, Origin::Plugin { dir: b_kiro.clone() });
+        assert_eq!(kiro.shadows, [Origin::Plugin { dir: a_kiro.clone() }]);
         let codex = reg.get("codex").unwrap();
         assert_eq!(codex.value("cli"), "evil");
         assert_eq!(codex.shadows, [Origin::Bundled]);

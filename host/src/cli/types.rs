@@ -181,7 +181,7 @@ fn list(json: bool) -> Result<(), HostError> {
         if json {
             let row = json!({
                 "name": t.name,
-                "source": t.origin.label(),
+                "source": t.origin.word(),
                 "dir": dir_text(&t.origin),
                 "spawnable": t.spawnable(),
                 "cli": t.value("cli"),
@@ -195,7 +195,7 @@ fn list(json: bool) -> Result<(), HostError> {
             let spawnable = if t.spawnable() { "yes" } else { "no" };
             let modes = delivery_modes(t).join(" ");
             let [name, cli, detect, modes] = [t.name.as_str(), or_dash(t.value("cli")), or_dash(&detect), &modes].map(display::line);
-            out.push_str(&format!("{name:<14} {:<8} {spawnable:<9} {cli:<14} {modes:<22} {detect}", t.origin.label()));
+            out.push_str(&format!("{name:<14} {:<8} {spawnable:<9} {cli:<14} {modes:<22} {detect}", t.origin.word()));
             if let Some(dir) = t.dir() {
                 out.push_str(&format!("  ({})", display::line(&dir.display().to_string())));
             }
@@ -221,7 +221,7 @@ fn delivery_modes(t: &AgentType) -> Vec<&'static str> {
 }
 
 fn origin_json(origin: &Origin) -> Value {
-    json!({ "source": origin.label(), "dir": dir_text(origin) })
+    json!({ "source": origin.word(), "dir": dir_text(origin) })
 }
 
 fn require<'a>(reg: &'a Registry, name: &str) -> Result<&'a AgentType, HostError> {
@@ -257,7 +257,7 @@ fn describe(name: &str, json: bool) -> Result<(), HostError> {
         };
         let value = json!({
             "name": t.name,
-            "source": t.origin.label(),
+            "source": t.origin.word(),
             "dir": dir_text(&t.origin),
             "manifest": manifest_path,
             "shadows": t.shadows.iter().map(origin_json).collect::<Vec<_>>(),

@@ -156,7 +156,7 @@ impl Behaviour {
             _ => None,
         };
         // A bundled type, or agmsg's own installed copy of one: the behaviour of agmsg's plug.
-        if let (Some(b), Origin::Bundled | Origin::Agmsg(_)) = (by_name, &t.origin) {
+        if let (Some(b), Origin::Bundled | Origin::Installed { .. }) = (by_name, &t.origin) {
             return Ok(b);
         }
         let plug = t.plug();

@@ -227,6 +227,8 @@ pub fn read(axis: Axis, sources: Sources) -> Catalog {
 /// Every driver of `axis` as `<axis> list` shows it: the bundled ones in their order (each replaced by
 /// a trusted plugin of its name), then trusted plugins of new names, then the untrusted plugins, by
 /// name. `dirs`: how to read the axis's own packages, if it has them (`AxisModule::dir_package`).
+/// An axis whose rows are packages of its own kind rather than its bundled components (agent types)
+/// builds its [`Sources`] itself and calls [`read`] (`agent::registry`).
 pub fn entries(axis: Axis, dirs: &[&dyn crate::plugin::DirPackage]) -> Result<Vec<Entry>, String> {
     let catalog = read(axis, Sources::bundled_and_plugins(axis, dirs));
     if let Some(e) = catalog.plugins_unread {

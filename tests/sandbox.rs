@@ -72,6 +72,8 @@ fn no_environment_and_no_network() {
 #[test]
 fn infinite_loop_hits_the_deadline() {
     let env = env_with_store();
+    // Built (or waited for, while another test builds a fixture) before the clock starts.
+    fixture("hostile-storage");
     let started = std::time::Instant::now();
     let run = hostile(&env, "loop");
     assert_eq!(run.code, 13, "{run:?}");
@@ -282,10 +284,15 @@ fn a_partition_symlink_out_of_the_store_is_not_followed() {
 fn the_call_deadline_binds_inside_host_calls() {
     let env = Env::new().env("AGMSG_DRIVER_TIMEOUT_MS", "1000");
     env.send("t", "alice", "bob", "before");
+    // The bound is far below what an unbounded call takes (the fixture sleeps 30 s, waits for the lock
+    // up to 60 s) and far above a 1 s deadline plus a loaded machine's process start (4 s was too close).
+    // The fixture is built (or waited for, while another test of this binary builds one) before the
+    // clock starts: inside it, a build took 28 s of a timed 'sleep'.
+    fixture("hostile-storage");
     let timed = |what: &str| {
         let started = std::time::Instant::now();
         let run = hostile(&env, what);
-        assert!(started.elapsed() < std::time::Duration::from_secs(4), "{what} took {:?}: {run:?}", started.elapsed());
+        assert!(started.elapsed() < std::time::Duration::from_secs(15), "{what} took {:?}: {run:?}", started.elapsed());
         run
     };
     // A WASI sleep (epoch interruption alone would wait for it to return).

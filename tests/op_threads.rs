@@ -74,7 +74,11 @@ fn terminal_driver_running(script: &str) -> (Env, std::path::PathBuf, std::path:
 /// has its main thread and the I/O worker while the program runs, and no thread per pipe.
 #[test]
 fn a_terminal_op_reads_its_programs_pipes_without_threads_of_their_own() {
-    let (env, driver, bin) = terminal_driver_running(": > \"$here/running\"\n/bin/sleep 1\necho done\necho noted >&2\n");
+    // The program runs until the test has looked (it waits for `go`): a fixed run time raced the look on
+    // a loaded machine. The program's own limit (10 s) bounds the wait if the test never says go.
+    let (env, driver, bin) = terminal_driver_running(
+        ": > \"$here/running\"\nwhile [ ! -e \"$here/go\" ]; do /bin/sleep 0.05; done\necho done\necho noted >&2\n",
+    );
     let host = env
         .cmd()
         .args(["terminal", "--driver", driver.to_str().unwrap(), "peek", "child-environment"])
@@ -88,6 +92,7 @@ fn a_terminal_op_reads_its_programs_pipes_without_threads_of_their_own() {
         std::thread::sleep(Duration::from_millis(10));
     }
     let names = thread_names(host.id());
+    std::fs::write(bin.join("go"), "").unwrap();
     let out = host.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!((out.status.code(), stdout.trim()), (Some(0), "ran: status Some(0): done"), "{}", String::from_utf8_lossy(&out.stderr));
@@ -96,11 +101,21 @@ fn a_terminal_op_reads_its_programs_pipes_without_threads_of_their_own() {
 
 /// A background child that keeps the program's pipes open holds the op up for a short grace period
 /// only: what the program printed before it exited is the output.
+///
+/// The child holds them for 60 s and the program's own limit is 25 s, so an op that waited for the
+/// pipes would take 25 s at least; the bound (15 s) is far from both that and the op's real time, so
+/// a loaded machine does not fail it (a 5 s child and a 4 s bound left 1 s of margin).
 #[test]
 fn a_programs_background_child_holding_its_pipes_does_not_hold_up_the_op() {
-    let (env, driver, _) = terminal_driver_running("/bin/sleep 5 &\necho early\n");
+    let (env, driver, bin) = terminal_driver_running("/bin/sleep 60 &\necho $! > \"$here/child\"\necho early\n");
+    let env = env.env("AGMSG_PROCESS_TIMEOUT_MS", "25000");
     let started = std::time::Instant::now();
     let run = env.run(&["terminal", "--driver", driver.to_str().unwrap(), "peek", "child-environment"]);
+    let took = started.elapsed();
+    // The background child is the test's to end, whatever the outcome.
+    if let Ok(pid) = std::fs::read_to_string(bin.join("child")) {
+        let _ = std::process::Command::new("kill").arg(pid.trim()).status();
+    }
     assert_eq!((run.code, run.stdout.trim()), (0, "ran: status Some(0): early"), "{run:?}");
-    assert!(started.elapsed() < Duration::from_secs(4), "took {:?}", started.elapsed());
+    assert!(took < Duration::from_secs(15), "took {took:?}");
 }

@@ -87,10 +87,12 @@ fn send_and_time(watcher: &mut Watcher, env: &Env, team: &str, body: &str, give_
     send_and_time_to(watcher, env, team, "bob", body, give_up)
 }
 
-/// Send from `env` to `to` and return how long the watcher took to print it.
+/// Send from `env` to `to` and return how long the watcher took to print it, counted from when the send
+/// returned (the message is committed by then): a loaded machine's slow start of the sending process
+/// is not the watcher's latency.
 fn send_and_time_to(watcher: &mut Watcher, env: &Env, team: &str, to: &str, body: &str, give_up: Duration) -> Duration {
-    let sent = Instant::now();
     env.send(team, "alice", to, body);
+    let sent = Instant::now();
     let (at, line) = watcher.next_line(give_up).unwrap_or_else(|| panic!("{body:?} was not printed within {give_up:?}"));
     assert!(line.contains(&format!("alice → {to}")) && line.ends_with(body), "{line:?}");
     at.saturating_duration_since(sent)
@@ -127,7 +129,7 @@ fn postgres_lost_notifications_only_delay() {
     // the cursor.
     sending_home.send("t", "alice", "bob", "before anyone listened");
     let mut watcher = Watcher::start(&watching_home, &[], "t", "bob", "2");
-    let (_, line) = watcher.next_line(Duration::from_secs(1)).expect("the earlier message, already printed");
+    let (_, line) = watcher.next_line(Duration::from_secs(15)).expect("the earlier message, printed by the first round");
     assert!(line.ends_with("before anyone listened"), "{line:?}");
     // Written with no notification at all (as by a writer that never NOTIFYs): the round at the end of
     // the interval delivers it.
@@ -199,8 +201,8 @@ fn a_driver_built_against_1_0_0_loads_and_is_polled() {
     with(&["init"]).ok();
     assert_eq!(with(&["wait-after", "0", "t:bob"]).ok().stdout, "unsupported\n");
     let mut watcher = Watcher::start(&env, &["--driver", driver], "t", "bob", "0.5");
-    let sent = Instant::now();
     with(&["send", "t", "alice", "bob", "to an old driver"]).ok();
+    let sent = Instant::now(); // the send has committed: its own start-up is not the watcher's latency
     let (at, line) = watcher.next_line(Duration::from_secs(10)).expect("printed");
     assert!(line.ends_with("to an old driver"), "{line:?}");
     assert!(at.duration_since(sent) < Duration::from_secs(3));
@@ -269,7 +271,7 @@ fn a_per_team_partition_is_watched_where_it_is() {
     env.send("split", "alice", "bob", "first");
     assert!(env.store.join("teams/split/messages.db").is_file(), "the team's store is its partition");
     let mut watcher = Watcher::start(&env, &[], "split", "bob", "30");
-    let (_, line) = watcher.next_line(Duration::from_secs(1)).expect("the earlier message, already printed");
+    let (_, line) = watcher.next_line(Duration::from_secs(15)).expect("the earlier message, printed by the first round");
     assert!(line.ends_with("first"), "{line:?}");
     // Traffic in the shared store does not concern this team's watcher.
     env.send("other", "alice", "bob", "shared store");
@@ -376,11 +378,19 @@ fn an_idle_woken_watch_sleeps() {
     env.storage(&["init"]).ok();
     let watcher = Watcher::start(&env, &[], "t", "bob", "30");
     let pid = watcher.child.id();
-    let before = wakeups(pid);
-    std::thread::sleep(Duration::from_secs(3));
-    let woken = wakeups(pid) - before;
     // Waiting on the store watch in slices of 1 s (for Ctrl-C): a few wake-ups. Before, the epoch ticker
-    // alone woke every 10 ms, 300 times in 3 s, whether or not a driver call was running.
-    assert!(woken < 60, "an idle watcher woke {woken} times in 3 s");
+    // alone woke every 10 ms, 300 times in 3 s, whether or not a driver call was running. On a loaded
+    // machine the first round (its calls tick) may still be going on in the first window, so up to three
+    // windows are measured: an idle watch passes in one, one that ticks while idle fails in all.
+    let mut windows = Vec::new();
+    for _ in 0..3 {
+        let before = wakeups(pid);
+        std::thread::sleep(Duration::from_secs(3));
+        windows.push(wakeups(pid) - before);
+        if windows.last() < Some(&60) {
+            break;
+        }
+    }
+    assert!(windows.last() < Some(&60), "an idle watcher woke this often in each 3 s: {windows:?}");
     drop(watcher);
 }

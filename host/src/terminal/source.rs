@@ -45,36 +45,32 @@ fn conf_capabilities(manifest: &TerminalManifest) -> Capabilities {
 
 impl TerminalSource {
     fn bundled() -> Vec<TerminalSource> {
-        bundled::of(Axis::Terminal)
-            .map(|d| {
-                let manifest = TerminalManifest::parse(d.manifest.expect("terminal drivers are bundled with their manifest"))
-                    .expect("bundled manifests are valid (checked by the test suite)");
-                let capabilities = conf_capabilities(&manifest);
-                TerminalSource::new(manifest, d.sha256.to_owned(), Cow::Borrowed(d.wasm), capabilities, Origin::Bundled)
-            })
-            .collect()
+        bundled::of(Axis::Terminal).map(Self::of_bundled).collect()
+    }
+
+    fn of_bundled(d: &'static bundled::BundledDriver) -> TerminalSource {
+        let manifest = TerminalManifest::parse(d.manifest.expect("terminal drivers are bundled with their manifest"))
+            .expect("bundled manifests are valid (checked by the test suite)");
+        let capabilities = conf_capabilities(&manifest);
+        TerminalSource::new(manifest, d.sha256.to_owned(), Cow::Borrowed(d.wasm), capabilities, Origin::Bundled)
     }
 
     /// Every driver detection may pick, in resolution order (priority ascending, then name): the
-    /// bundled ones, each shadowed by a trusted plugin of the same name, and trusted plugins.
+    /// catalog's rows ([`crate::catalog::read`]: the bundled ones, each shadowed by a trusted plugin of
+    /// the same name, and trusted plugins), every passed-over plugin warned about on the host log.
     pub fn available() -> Vec<TerminalSource> {
-        let mut all = Self::bundled();
-        let plugins = registry::candidates(Axis::Terminal, None, &[]).unwrap_or_else(|e| {
-            crate::log::host_log::warn(&e.message);
-            Vec::new()
-        });
-        // Each name's candidates, in base order (as found).
-        let mut by_name: std::collections::BTreeMap<String, Vec<Candidate>> = Default::default();
-        for candidate in plugins {
-            by_name.entry(candidate.name.clone()).or_default().push(candidate);
+        let catalog = crate::catalog::read(Axis::Terminal, crate::catalog::Sources::bundled_and_plugins(Axis::Terminal, &[]));
+        for warning in catalog.plugins_unread.iter().chain(&catalog.warnings) {
+            crate::log::host_log::warn(warning);
         }
-        for (name, candidates) in by_name {
-            if let Some(plugin) = registry::pick(Axis::Terminal, &name, candidates) {
-                let plugin = Self::from_plugin(plugin);
-                all.retain(|d| d.manifest.name != plugin.manifest.name);
-                all.push(plugin);
-            }
-        }
+        let mut all: Vec<TerminalSource> = catalog
+            .rows
+            .into_iter()
+            .filter_map(|row| match row.plugin {
+                Some(plugin) => Some(Self::from_plugin(plugin)),
+                None => bundled::of(Axis::Terminal).find(|d| d.name == row.entry.name).map(Self::of_bundled),
+            })
+            .collect();
         all.sort_by(|a, b| (a.manifest.priority, &a.manifest.name).cmp(&(b.manifest.priority, &b.manifest.name)));
         all
     }

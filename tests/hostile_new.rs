@@ -363,3 +363,157 @@ fn a_sync_drivers_answers_are_checked_against_the_request_and_nothing_is_printed
     assert_eq!(run("reprocess", &["2", "", "malformed"], "").ok().lines().len(), 4);
     refused("reprocess out of scope", run("reprocess", &["6", "", "malformed"], ""), r#"prior_status "pending_key" in the malformed scope"#);
 }
+
+/// Every entry under `dir`, a file with its bytes: what "the store is unchanged" compares.
+fn entries(dir: &Path) -> std::collections::BTreeMap<PathBuf, Option<Vec<u8>>> {
+    let mut all = std::collections::BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                todo.push(path.clone());
+                all.insert(path, None);
+            } else {
+                all.insert(path.clone(), Some(std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    all
+}
+
+/// The resync and read-state answers a driver hands back (tests/fixtures/stage2-fixture, hostile by
+/// request) are printed for agmsg's engine only if they are what the spec and the engine allow: a
+/// member id that is no lowercase UUIDv7 of the context, a non-canonical or huge sequence, a string
+/// with a line break or escape sequences, a record for a member not asked about, a 1 MiB value, an
+/// audit or result that does not match the gap asked about. Each refusal: 13, nothing on stdout, a
+/// short inert message, and the store as it was.
+#[test]
+fn resync_and_read_state_answers_are_checked_and_nothing_is_printed_on_refusal() {
+    const GENERATION: &str = "0c3e1f5a-8d2b-4e6f-9a1c-2b3d4e5f6a7b";
+    const M1: &str = "0196f3a2-7c1e-7000-8000-000000000010";
+    const M2: &str = "0196f3a2-7c1e-7000-8000-000000000011";
+    const STRANGER: &str = "0196f3a2-7c1e-7000-8000-0000000000ff";
+    let env = Env::new();
+    let driver = common::fixture("stage2-fixture");
+    let driver = driver.to_str().unwrap();
+    let run = |op: &str, extra: &[&str], stdin: &str| {
+        let op = format!("sync-{op}");
+        let args: Vec<&str> = ["--driver", driver, "storage", op.as_str(), "t", SERVER, REMOTE, "1"].into_iter().chain(extra.iter().copied()).collect();
+        env.run_stdin(&args, stdin.as_bytes())
+    };
+    let request = |current: &str| {
+        format!(r#"{{"type":"sync_resync","expected_transport_cursor":"0","min_available_seq":"5","current_seq":"{current}","reason":"retention-gap-accepted"}}"#)
+    };
+    let context = |selector: &str| {
+        format!(
+            r#"{{"type":"sync_read_context","min_available_seq":"0","current_seq":"9","members":[{{"member_id":"{M1}","name":"alice"}},{{"member_id":"{M2}","name":"bob"}}],"local_agents":["{selector}"]}}"#
+        )
+    };
+    let page = |current: &str| {
+        format!(
+            "{{\"type\":\"sync_read_snapshot\",\"min_available_seq\":\"50\",\"current_seq\":\"{current}\"}}\n\
+             {{\"type\":\"sync_read_frontier\",\"member_id\":\"{M1}\",\"server_seq\":\"60\"}}\n\
+             {{\"type\":\"sync_read_frontier\",\"member_id\":\"{M2}\",\"server_seq\":\"60\"}}\n"
+        )
+    };
+
+    // Good answers print as agmsg's records.
+    assert_eq!(
+        run("resync-status", &["5"], "").ok().lines(),
+        [format!(
+            r#"{{"type":"sync_resync_status","driver_generation":"{GENERATION}","transport_cursor":"20","audit":{{"expected_transport_cursor":"0","accepted_floor":"5","gap_start":"1","gap_end":"5","reason":"retention-gap-accepted"}}}}"#
+        )]
+    );
+    assert_eq!(
+        run("resync-status", &["6"], "").ok().lines(),
+        [format!(r#"{{"type":"sync_resync_status","driver_generation":"{GENERATION}","transport_cursor":"20","audit":null}}"#)]
+    );
+    assert_eq!(
+        run("resync", &[], &request("7")).ok().lines(),
+        [format!(
+            r#"{{"type":"sync_resync_result","driver_generation":"{GENERATION}","expected_transport_cursor":"0","transport_cursor":"5","accepted_floor":"5","gap_start":"1","gap_end":"5","reason":"retention-gap-accepted"}}"#
+        )]
+    );
+    assert_eq!(
+        run("prepare-read-state", &[], &context("ok")).ok().lines(),
+        [
+            format!(r#"{{"type":"sync_read_frontier","member_id":"{M1}","server_seq":"9"}}"#),
+            format!(r#"{{"type":"sync_read_frontier","member_id":"{M2}","server_seq":"9"}}"#),
+            format!(r#"{{"type":"sync_read_exact","member_id":"{M1}","wire_id":"00000000-0000-4000-8000-000000000001"}}"#),
+        ]
+    );
+    // No bound on the count of exact reads (the relay's limit is per member and the engine's to handle).
+    assert_eq!(run("prepare-read-state", &[], &context("many")).ok().lines().len(), 5002);
+    assert_eq!(run("apply-read-state", &[], &page("100")).ok().lines(), [r#"{"type":"sync_read_apply_result","min_available_seq":"50","member_count":2}"#]);
+
+    let before = entries(env.dir.path());
+    let refused = |what: &str, run: agmsg_conformance::Run, why: &str| {
+        assert_eq!((run.code, run.stdout.as_str()), (13, ""), "{what}: {run:?}");
+        assert!(run.stderr.contains(why), "{what}: expected {why:?} in {}", run.stderr);
+        assert!(run.stderr.len() < 1024, "{what}: a refusal of {} bytes", run.stderr.len());
+        assert_inert(what, &run.stderr);
+    };
+    for (floor, why) in [
+        ("11", "sync_resync_status.driver_generation \"0c3e1f5a-8d2b-4e6f-9a1c-2b3d4e5f6a7b1\\n{"),
+        ("12", r#"sync_resync_status.transport_cursor "07" is not a canonical decimal"#),
+        ("13", r#"sync_resync_status.transport_cursor "-1" is not a canonical decimal"#),
+        ("14", r#"sync_resync_status.transport_cursor "9223372036854775808" is not a canonical decimal"#),
+        ("15", "a gap 2..15 that is not the expected cursor + 1 to the accepted floor"),
+        ("16", "accepted floor 16 not above the expected cursor 0 or above the transport cursor 3"),
+        ("17", "(1048576 bytes) is not a lowercase UUID"),
+        ("18", "sync_resync_status.audit.reason \"retention-gap-accepted1\\n{"),
+        ("19", r#"an audit of floor "4" for floor 19"#),
+    ] {
+        refused(&format!("resync-status {floor}"), run("resync-status", &[floor], ""), why);
+    }
+    for (current, why) in [
+        ("8", "a resync result for another gap than the one asked"),
+        ("9", "a gap 1..6 that is not the expected cursor + 1 to the accepted floor"),
+        ("10", r#"sync_resync_result.driver_generation "generation" is not a lowercase UUID"#),
+        ("11", r#"sync_resync_result.expected_transport_cursor "00" is not a canonical decimal"#),
+    ] {
+        refused(&format!("resync, current_seq {current}"), run("resync", &[], &request(current)), why);
+    }
+    let upper = format!("{:?} is not a lowercase UUIDv7", M1.to_uppercase());
+    let stranger_frontier = format!("a frontier for {STRANGER} (unknown or repeated)");
+    let stranger_exact = format!("an exact read for unknown member {STRANGER}");
+    let stranger_block = format!("a block for {STRANGER} (unknown or repeated)");
+    let missing = format!("no frontier for member {M2}, which it did not block");
+    let twice_frontier = format!("a frontier for {M1} (unknown or repeated)");
+    let twice_exact = format!("the exact read 00000000-0000-4000-8000-000000000001 of {M1} twice");
+    let blocked = format!("a frontier for {M2}, which it blocked");
+    for (selector, why) in [
+        ("v4-member", r#"sync_read_frontier.member_id "00000000-0000-4000-8000-000000000007" is not a lowercase UUIDv7"#),
+        ("upper-member", upper.as_str()),
+        ("nasty-member", "sync_read_frontier.member_id \"0196f3a2-7c1e-7000-8000-0000000000101\\n{"),
+        ("stranger", stranger_frontier.as_str()),
+        ("stranger-exact", stranger_exact.as_str()),
+        ("stranger-block", stranger_block.as_str()),
+        ("seq-01", r#"sync_read_frontier.server_seq "01" is not a canonical decimal"#),
+        ("seq-minus", r#"sync_read_frontier.server_seq "-1" is not a canonical decimal"#),
+        ("seq-huge", r#"sync_read_frontier.server_seq "9223372036854775808" is not a canonical decimal"#),
+        ("seq-nasty", "sync_read_frontier.server_seq \"1\\n{"),
+        ("nasty-wire", "sync_read_exact.wire_id \"00000000-0000-4000-8000-0000000000011\\n{"),
+        ("oversized", "(1048576 bytes) is not a lowercase UUIDv4"),
+        ("missing", missing.as_str()),
+        ("twice-frontier", twice_frontier.as_str()),
+        ("twice-exact", twice_exact.as_str()),
+        ("blocked-updates", blocked.as_str()),
+    ] {
+        refused(&format!("prepare {selector}"), run("prepare-read-state", &[], &context(selector)), why);
+    }
+    for (current, why) in [
+        ("101", r#"sync_read_apply_result.min_available_seq "01" is not a canonical decimal"#),
+        ("102", r#"sync_read_apply_result.min_available_seq "-1" is not a canonical decimal"#),
+        ("103", r#"sync_read_apply_result.min_available_seq "9223372036854775808" is not a canonical decimal"#),
+        ("104", "sync_read_apply_result.member_count 4000000000, more than a context's 1000 members"),
+        ("105", "sync_read_apply_result.min_available_seq 7, below the page's 50"),
+        ("106", "sync_read_apply_result.min_available_seq null with 2 active members"),
+        ("107", "sync_read_apply_result.min_available_seq \"1\\n{"),
+        ("108", "sync_read_apply_result.min_available_seq 50 with no active member"),
+    ] {
+        refused(&format!("apply, current_seq {current}"), run("apply-read-state", &[], &page(current)), why);
+    }
+    assert_eq!(entries(env.dir.path()), before, "a refused answer changed the store or the home");
+}

@@ -118,7 +118,7 @@ fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, b: &Binding
         }
         Input::Apply(page) => {
             let result = driver.sync_apply_read_state(b, &page)?;
-            checked(read_state::check_apply_result(&result))?;
+            checked(read_state::check_apply_result(&result, &page))?;
             lines.push(read_state::apply_result_line(&result));
         }
         Input::Block(member, block) => {

@@ -261,12 +261,22 @@ pub fn is_lower_uuid(text: &str, version: u8) -> bool {
 // JSON escaping keeps every record on its line; these checks keep a driver from handing the engine a
 // value the spec refuses (a record with one is not printed: the op fails with 13).
 
+/// A driver's value quoted in a refusal, cut to its first 64 characters: a driver can hand back a value
+/// as large as its memory, and the message must stay one short line.
+fn quoted(text: &str) -> String {
+    const SHOWN: usize = 64;
+    match text.char_indices().nth(SHOWN) {
+        Some((end, _)) => format!("{:?}... ({} bytes)", &text[..end], text.len()),
+        None => format!("{text:?}"),
+    }
+}
+
 fn answer_sequence(what: &str, text: &str) -> Result<(), String> {
-    if is_sequence(text) { Ok(()) } else { Err(format!("{what} {text:?} is not a canonical decimal no greater than 2^63-1")) }
+    if is_sequence(text) { Ok(()) } else { Err(format!("{what} {} is not a canonical decimal no greater than 2^63-1", quoted(text))) }
 }
 
 fn answer_wire(what: &str, text: &str) -> Result<(), String> {
-    if is_lower_uuid(text, 4) { Ok(()) } else { Err(format!("{what} {text:?} is not a lowercase UUIDv4")) }
+    if is_lower_uuid(text, 4) { Ok(()) } else { Err(format!("{what} {} is not a lowercase UUIDv4", quoted(text))) }
 }
 
 /// A driver generation as agmsg's drivers make it: a lowercase UUID (v4 from sqlite and jsonl; jsonl's
@@ -275,7 +285,7 @@ fn answer_generation(what: &str, text: &str) -> Result<(), String> {
     if is_lower_uuid(text, 4) || is_lower_uuid(text, 7) {
         Ok(())
     } else {
-        Err(format!("{what} {text:?} is not a lowercase UUID (v4 or v7)"))
+        Err(format!("{what} {} is not a lowercase UUID (v4 or v7)", quoted(text)))
     }
 }
 

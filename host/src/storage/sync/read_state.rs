@@ -9,7 +9,7 @@
 use serde_json::Value;
 
 use super::resync::decimal_le;
-use super::{Record, answer_sequence, answer_wire, expect_kind, is_lower_uuid, js, object_line};
+use super::{Record, answer_sequence, answer_wire, expect_kind, is_lower_uuid, js, object_line, quoted};
 
 /// The most members, and local agents, a context holds (agmsg's bound).
 pub const MEMBERS_MAX: usize = 1000;
@@ -198,39 +198,75 @@ pub fn parse_unblock(line: &str) -> Result<String, String> {
 }
 
 fn answer_member(what: &str, id: &str) -> Result<(), String> {
-    if is_lower_uuid(id, 7) { Ok(()) } else { Err(format!("{what} {id:?} is not a lowercase UUIDv7")) }
+    if is_lower_uuid(id, 7) { Ok(()) } else { Err(format!("{what} {} is not a lowercase UUIDv7", quoted(id))) }
 }
 
-/// A driver's prepared state is printed only if every value is the spec's and every member was asked
-/// about (agmsg's engine refuses an unknown member, a second frontier or a second block).
+/// A driver's prepared state is printed only if every value is the spec's and it is what agmsg's engine
+/// takes (`readStateUpdateBatches`): only members asked about, one frontier for each member not
+/// blocked, none and no exact read for a blocked one, no block twice, no exact read twice. No bound on
+/// the count of exact reads: the relay answers one member's excess with `read-state-limit-exceeded` and
+/// the engine blocks that member alone; a bound here would stop the whole team's read state instead
+/// (the driver's memory cap bounds what it can hand back).
 pub fn check_prepared(p: &Prepared, context: &ReadContext) -> Result<(), String> {
+    use std::collections::BTreeSet;
     let known = |id: &str| context.members.iter().any(|m| m.member_id == id);
-    let mut seen = std::collections::BTreeSet::new();
+    let mut blocked = BTreeSet::new();
+    for b in &p.blocked {
+        answer_member("sync_read_blocked.member_id", &b.member_id)?;
+        if !known(&b.member_id) || !blocked.insert(b.member_id.as_str()) {
+            return Err(format!("a block for {} (unknown or repeated)", b.member_id));
+        }
+    }
+    let mut framed = BTreeSet::new();
     for f in &p.frontiers {
         answer_member("sync_read_frontier.member_id", &f.member_id)?;
         answer_sequence("sync_read_frontier.server_seq", &f.server_seq)?;
-        if !known(&f.member_id) || !seen.insert(&f.member_id) {
+        if !known(&f.member_id) || !framed.insert(f.member_id.as_str()) {
             return Err(format!("a frontier for {} (unknown or repeated)", f.member_id));
         }
+        if blocked.contains(f.member_id.as_str()) {
+            return Err(format!("a frontier for {}, which it blocked", f.member_id));
+        }
     }
+    let mut read = BTreeSet::new();
     for x in &p.exacts {
+        answer_member("sync_read_exact.member_id", &x.member_id)?;
         answer_wire("sync_read_exact.wire_id", &x.wire_id)?;
         if !known(&x.member_id) {
             return Err(format!("an exact read for unknown member {}", x.member_id));
         }
-    }
-    let mut seen = std::collections::BTreeSet::new();
-    for b in &p.blocked {
-        if !known(&b.member_id) || !seen.insert(&b.member_id) {
-            return Err(format!("a block for {} (unknown or repeated)", b.member_id));
+        if blocked.contains(x.member_id.as_str()) {
+            return Err(format!("an exact read for {}, which it blocked", x.member_id));
         }
+        if !read.insert((x.member_id.as_str(), x.wire_id.as_str())) {
+            return Err(format!("the exact read {} of {} twice", x.wire_id, x.member_id));
+        }
+    }
+    if let Some(m) = context.members.iter().find(|m| !blocked.contains(m.member_id.as_str()) && !framed.contains(m.member_id.as_str())) {
+        return Err(format!("no frontier for member {}, which it did not block", m.member_id));
     }
     Ok(())
 }
 
-pub fn check_apply_result(r: &ReadApplyResult) -> Result<(), String> {
+/// A driver's apply result is printed only if it can follow from `page`: the floor of its active
+/// members (there are at most [`MEMBERS_MAX`], a context's), none exactly when it has none, and the
+/// page's floor max-merged into it, so not below it.
+pub fn check_apply_result(r: &ReadApplyResult, page: &Snapshot) -> Result<(), String> {
+    if r.member_count as usize > MEMBERS_MAX {
+        return Err(format!("sync_read_apply_result.member_count {}, more than a context's {MEMBERS_MAX} members", r.member_count));
+    }
     match &r.min_available_seq {
-        Some(floor) => answer_sequence("sync_read_apply_result.min_available_seq", floor),
+        Some(floor) => {
+            answer_sequence("sync_read_apply_result.min_available_seq", floor)?;
+            if r.member_count == 0 {
+                return Err(format!("sync_read_apply_result.min_available_seq {floor} with no active member"));
+            }
+            if !decimal_le(&page.min_available_seq, floor) {
+                return Err(format!("sync_read_apply_result.min_available_seq {floor}, below the page's {}", page.min_available_seq));
+            }
+            Ok(())
+        }
+        None if r.member_count > 0 => Err(format!("sync_read_apply_result.min_available_seq null with {} active members", r.member_count)),
         None => Ok(()),
     }
 }

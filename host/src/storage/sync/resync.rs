@@ -2,7 +2,7 @@
 //! (exactly its keys, none twice, one record), and `sync_resync_status` / `sync_resync_result` out in
 //! agmsg's key order.
 
-use super::{Record, answer_sequence, expect_kind, is_sequence, js, object_line};
+use super::{Record, answer_generation, answer_sequence, expect_kind, is_sequence, js, object_line};
 
 /// The one reason agmsg records for an accepted gap.
 pub const REASON: &str = "retention-gap-accepted";
@@ -72,7 +72,10 @@ pub fn parse_floor(text: &str) -> Result<String, String> {
     if is_sequence(text) { Ok(text.to_owned()) } else { Err(format!("accepted floor {text:?} is not a canonical decimal no greater than 2^63-1")) }
 }
 
-fn check_audit(what: &str, a: &ResyncAudit) -> Result<(), String> {
+/// An audit as agmsg's engine takes it (`validateResyncAudit`): canonical sequences, the gap from the
+/// expected cursor + 1 to the accepted floor, that floor above the expected cursor and not above the
+/// binding's transport cursor `cursor`, agmsg's one reason.
+fn check_audit(what: &str, a: &ResyncAudit, cursor: &str) -> Result<(), String> {
     for (key, value) in [
         ("expected_transport_cursor", &a.expected_transport_cursor),
         ("accepted_floor", &a.accepted_floor),
@@ -82,24 +85,38 @@ fn check_audit(what: &str, a: &ResyncAudit) -> Result<(), String> {
         answer_sequence(&format!("{what}.{key}"), value)?;
     }
     if a.reason != REASON {
-        return Err(format!("{what}.reason {:?}", a.reason));
+        return Err(format!("{what}.reason {:?}", a.reason.chars().take(64).collect::<String>()));
+    }
+    // Canonical decimals up to 2^63-1: the + 1 fits a u64.
+    let expected: u64 = a.expected_transport_cursor.parse().map_err(|_| format!("{what}: an unreadable expected cursor"))?;
+    if a.gap_start != (expected + 1).to_string() || a.gap_end != a.accepted_floor {
+        return Err(format!("{what}: a gap {}..{} that is not the expected cursor + 1 to the accepted floor", a.gap_start, a.gap_end));
+    }
+    if decimal_le(&a.accepted_floor, &a.expected_transport_cursor) || !decimal_le(&a.accepted_floor, cursor) {
+        return Err(format!(
+            "{what}: accepted floor {} not above the expected cursor {} or above the transport cursor {cursor}",
+            a.accepted_floor, a.expected_transport_cursor
+        ));
     }
     Ok(())
 }
 
 /// A driver's status is printed only if its values are the spec's, and its audit the floor asked about.
 pub fn check_report(r: &ResyncReport, floor: &str) -> Result<(), String> {
+    answer_generation("sync_resync_status.driver_generation", &r.driver_generation)?;
     answer_sequence("sync_resync_status.transport_cursor", &r.transport_cursor)?;
     match &r.audit {
-        Some(a) if a.accepted_floor != floor => Err(format!("an audit of floor {} for floor {floor}", a.accepted_floor)),
-        Some(a) => check_audit("sync_resync_status.audit", a),
+        Some(a) if a.accepted_floor != floor => Err(format!("an audit of floor {} for floor {floor}", super::quoted(&a.accepted_floor))),
+        Some(a) => check_audit("sync_resync_status.audit", a, &r.transport_cursor),
         None => Ok(()),
     }
 }
 
-/// A driver's result is printed only if it records the gap it was asked to accept.
+/// A driver's result is printed only if it records the gap it was asked to accept (its transport
+/// cursor, printed, is that floor).
 pub fn check_result(r: &ResyncResult, asked: &ResyncRequest) -> Result<(), String> {
-    check_audit("sync_resync_result", &r.audit)?;
+    answer_generation("sync_resync_result.driver_generation", &r.driver_generation)?;
+    check_audit("sync_resync_result", &r.audit, &r.audit.accepted_floor)?;
     if r.audit.accepted_floor != asked.min_available_seq || r.audit.expected_transport_cursor != asked.expected_transport_cursor {
         return Err("a resync result for another gap than the one asked".into());
     }

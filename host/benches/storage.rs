@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use common::{alternating, ms, row, time, which};
 
-use agmsg_host::runtime::cache::CompileCache;
+use agmsg_host::runtime::cache::{CompileCache, NoEmbeddedCode};
 use agmsg_host::runtime::sandbox::StoreDir;
 use agmsg_host::runtime::{Limits, Runtime};
 use agmsg_host::storage::Storage;
@@ -98,8 +98,8 @@ fn main() {
     // SAFETY: the machine code build.rs produced for this engine configuration.
     let copied = time(50, |_| unsafe { wasmtime::component::Component::deserialize(&runtime.engine, code) }.unwrap());
     // A plugin's path: compiled once into the cache, then mapped from the cache file.
-    runtime.cache.load(&runtime.engine, &source.wasm, &source.sha256, None).unwrap();
-    let cached = time(50, |_| runtime.cache.load(&runtime.engine, &source.wasm, &source.sha256, None).unwrap());
+    runtime.cache.load(&runtime.engine, &source.wasm, &source.sha256, &NoEmbeddedCode).unwrap();
+    let cached = time(50, |_| runtime.cache.load(&runtime.engine, &source.wasm, &source.sha256, &NoEmbeddedCode).unwrap());
     row("bundled component load, in place", in_place, copied, "the same bytes copied");
     row("bundled component load, in place", in_place, cached, "cache file (mmap)");
     row("component load from cache file (plugins)", cached, compile, "Cranelift compile");

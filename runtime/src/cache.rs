@@ -20,6 +20,30 @@ use wasmtime::component::Component;
 
 use crate::log::host_log;
 
+/// Machine code a host built into its binary for the components it ships, found by a component's
+/// sha256. The runtime knows nothing of which drivers those are: the host hands it one of these (the
+/// `agmsg-host` binary, its bundled drivers), so this crate stays below every axis and driver.
+///
+/// # Safety
+/// Code returned by [`EmbeddedCode::precompiled`] is run in place (see [`crate::code_memory`]): it must be
+/// what `wasmtime` precompiled with [`crate::engine_config::engine_config`] for the component whose
+/// sha256 is asked, embedded in the binary (static, never written). wasmtime still checks that it fits
+/// the engine and the CPU.
+pub unsafe trait EmbeddedCode: Sync {
+    /// The machine code embedded for the component whose sha256 is `sha256`, if any.
+    fn precompiled(&self, sha256: &str) -> Option<&'static [u8]>;
+}
+
+/// No embedded code: every component is compiled (through the cache).
+pub struct NoEmbeddedCode;
+
+// SAFETY: it returns no code.
+unsafe impl EmbeddedCode for NoEmbeddedCode {
+    fn precompiled(&self, _: &str) -> Option<&'static [u8]> {
+        None
+    }
+}
+
 pub struct CompileCache {
     dir: Option<PathBuf>,
 }
@@ -54,15 +78,17 @@ impl CompileCache {
         self.dir.as_deref()
     }
 
-    /// Load the component `wasm` (whose sha256 is `sha256`). `bundled` is its machine code built into
-    /// this binary, if it is a bundled driver: then it runs in place (see [`super::code_memory`]), with
-    /// no cache involved and nothing compiled, unless that code does not fit this engine or CPU.
-    pub fn load(&self, engine: &Engine, wasm: &[u8], sha256: &str, bundled: Option<&'static [u8]>) -> Result<Component> {
+    /// Load the component `wasm` (whose sha256 is `sha256`). If `embedded` has machine code for it (a
+    /// bundled driver), that code runs in place (see [`super::code_memory`]), with no cache involved and
+    /// nothing compiled, unless it does not fit this engine or CPU. Code to run comes only through the
+    /// `unsafe` trait [`EmbeddedCode`], whose implementor vouches for it: a safe caller cannot hand this
+    /// function arbitrary bytes to execute.
+    pub fn load(&self, engine: &Engine, wasm: &[u8], sha256: &str, embedded: &dyn EmbeddedCode) -> Result<Component> {
         // Outcomes are logged at debug level (the tests read them): bundled, hit, miss, rebuilt.
-        if let Some(code) = bundled {
-            // SAFETY: `code` is the machine code the host embedded for exactly this component, with
-            // this engine's configuration, and is part of the binary (what `EmbeddedCode`'s implementor
-            // promises; the agmsg-host binary's comes from its build.rs).
+        if let Some(code) = embedded.precompiled(sha256) {
+            // SAFETY: `code` is what `EmbeddedCode`'s implementor promises: the machine code embedded
+            // for exactly this component, with this engine's configuration, part of the binary (the
+            // agmsg-host binary's comes from its build.rs).
             match unsafe { super::code_memory::load_in_place(engine, code) } {
                 Ok(component) => {
                     host_log::debug(&format!("bundled machine code: loaded {sha256}"));

@@ -13,29 +13,9 @@ use super::cache::CompileCache;
 use super::sandbox::HostState;
 use crate::axis::Axis;
 
-/// Machine code a host built into its binary for the components it ships, found by a component's
-/// sha256. The runtime knows nothing of which drivers those are: the host hands it one of these (the
-/// `agmsg-host` binary, its bundled drivers), so this crate stays below every axis and driver.
-///
-/// # Safety
-/// Code returned by [`EmbeddedCode::precompiled`] is run in place (see [`crate::code_memory`]): it must be
-/// what `wasmtime` precompiled with [`crate::engine_config::engine_config`] for the component whose
-/// sha256 is asked, embedded in the binary (static, never written). wasmtime still checks that it fits
-/// the engine and the CPU.
-pub unsafe trait EmbeddedCode: Sync {
-    /// The machine code embedded for the component whose sha256 is `sha256`, if any.
-    fn precompiled(&self, sha256: &str) -> Option<&'static [u8]>;
-}
-
-/// No embedded code: every component is compiled (through the cache).
-pub struct NoEmbeddedCode;
-
-// SAFETY: it returns no code.
-unsafe impl EmbeddedCode for NoEmbeddedCode {
-    fn precompiled(&self, _: &str) -> Option<&'static [u8]> {
-        None
-    }
-}
+// The embedded-code trait lives with the loader that runs the code; named here too, where a runtime is
+// built with one.
+pub use super::cache::{EmbeddedCode, NoEmbeddedCode};
 
 /// The process-wide runtime: engine, linker and compile cache.
 pub struct Runtime {
@@ -74,7 +54,7 @@ impl Runtime {
     /// Load a component through the compile cache; one with machine code embedded in the binary runs
     /// that code (never compiled at run time).
     pub fn load(&self, wasm: &[u8], sha256: &str) -> Result<Component> {
-        self.cache.load(&self.engine, wasm, sha256, self.embedded.precompiled(sha256))
+        self.cache.load(&self.engine, wasm, sha256, self.embedded)
     }
 }
 

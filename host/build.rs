@@ -6,6 +6,7 @@
 //! The drivers are built by a nested cargo in a separate target directory (`target/wasm`): the outer
 //! cargo holds the lock of the main one.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -83,15 +84,58 @@ fn driver_members(workspace: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The local crates the crate at `dir` builds from, transitively, into `found`: its manifest's path
+/// dependencies (normal, build and per-target; not dev), and its `workspace = true` ones that the root's
+/// `[workspace.dependencies]` gives a path. A driver embeds their code, so their sources are watched.
+fn path_dependencies(workspace: &Path, workspace_deps: &toml::Table, dir: &Path, found: &mut BTreeSet<PathBuf>) {
+    let file = dir.join("Cargo.toml");
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let manifest: toml::Table = toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let kinds = ["dependencies", "build-dependencies"];
+    let targets = manifest.get("target").and_then(|t| t.as_table()).into_iter().flat_map(|t| t.values());
+    let tables = kinds.iter().filter_map(|k| manifest.get(*k)).chain(targets.flat_map(|t| kinds.iter().filter_map(move |k| t.get(*k))));
+    for (name, spec) in tables.filter_map(|t| t.as_table()).flat_map(|t| t.iter()) {
+        let path = match spec.get("path").and_then(|p| p.as_str()) {
+            Some(path) => dir.join(path),
+            None if spec.get("workspace").and_then(|w| w.as_bool()) == Some(true) => {
+                match workspace_deps.get(name).and_then(|d| d.get("path")).and_then(|p| p.as_str()) {
+                    Some(path) => workspace.join(path),
+                    None => continue,
+                }
+            }
+            None => continue,
+        };
+        let path = path.canonicalize().unwrap_or_else(|e| panic!("{}: dependency {name} at {}: {e}", file.display(), path.display()));
+        if found.insert(path.clone()) {
+            path_dependencies(workspace, workspace_deps, &path, found);
+        }
+    }
+}
+
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let workspace = manifest_dir.parent().unwrap().to_path_buf();
-    for watched in ["Cargo.toml", "guest-sdk/src", "guest-sdk/Cargo.toml", "wit", "contract/src", "Cargo.lock", ".cargo/config.toml"] {
+    for watched in ["Cargo.toml", "wit", "Cargo.lock", ".cargo/config.toml"] {
         println!("cargo:rerun-if-changed={}", workspace.join(watched).display());
     }
     // The listed drivers only: a directory being written beside them does not rebuild the host.
-    for dir in driver_members(&workspace) {
+    let drivers = driver_members(&workspace);
+    for dir in &drivers {
         println!("cargo:rerun-if-changed={}", dir.display());
+    }
+    // And the local crates they build from (the SDK, the contract, sync-seal, ...): their sources and
+    // manifests, not their tests or data.
+    let root: toml::Table = toml::from_str(&std::fs::read_to_string(workspace.join("Cargo.toml")).expect("the root Cargo.toml")).expect("the root Cargo.toml");
+    let empty = toml::Table::new();
+    let workspace_deps = root.get("workspace").and_then(|w| w.get("dependencies")).and_then(|d| d.as_table()).unwrap_or(&empty);
+    let mut shared = BTreeSet::new();
+    for dir in &drivers {
+        path_dependencies(&workspace, workspace_deps, dir, &mut shared);
+    }
+    for dir in shared.iter().filter(|d| !drivers.iter().any(|driver| driver.canonicalize().is_ok_and(|c| &c == *d))) {
+        for part in ["src", "Cargo.toml", "build.rs"].map(|p| dir.join(p)).iter().filter(|p| p.exists()) {
+            println!("cargo:rerun-if-changed={}", part.display());
+        }
     }
     println!("cargo:rerun-if-env-changed=AGMSG_PREBUILT_DRIVERS");
     println!("cargo:rerun-if-changed=../runtime/src/engine_config.rs");

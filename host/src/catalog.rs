@@ -1,8 +1,9 @@
 //! The one enumeration of every axis: what `<axis> list` shows, what an unknown name's error lists,
-//! and what the agent-type registry is built from. Each driver a user could select — bundled, one the
-//! axis finds installed elsewhere (agmsg's own agent types), or a trusted plugin (which shadows an
-//! earlier row of its name) — and each plugin that would run once trusted, with the command that
-//! trusts it. A plugin that cannot run at all is not offered for trust (a warning says why).
+//! the terminal drivers detection may pick, and what the agent-type registry is built from. Each
+//! driver a user could select — bundled, one the axis finds installed elsewhere (agmsg's own agent
+//! types), or a trusted plugin (which shadows an earlier row of its name) — and each plugin that would
+//! run once trusted, with the command that trusts it. A plugin that cannot run at all is not offered
+//! for trust (a warning says why).
 //!
 //! What comes before the plugins is the axis's to say ([`Sources::fixed`]: bundled drivers for
 //! storage and terminal, `agent::registry` for types): this file names no axis.

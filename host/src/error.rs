@@ -92,9 +92,33 @@ impl fmt::Display for HostError {
 
 impl std::error::Error for HostError {}
 
-/// Most of the library's checks still say why in a `String`: a refusal.
-impl From<String> for HostError {
-    fn from(message: String) -> HostError {
-        HostError::refused(message)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether `T: From<F>`, answered at compile time without requiring it: the inherent const is
+    /// only there when the bound holds, else the trait's default is found.
+    struct Probe<T, F>(std::marker::PhantomData<(T, F)>);
+    trait Otherwise {
+        const CONVERTS: bool = false;
+    }
+    impl<T, F> Otherwise for Probe<T, F> {}
+    impl<T: From<F>, F> Probe<T, F> {
+        const CONVERTS: bool = true;
+    }
+
+    /// Text never becomes a failure by itself: a blanket conversion would give every `?` on a
+    /// `String` one class (a refusal), wherever the failure was (issue 26). Each site says its class.
+    #[test]
+    fn text_does_not_convert_into_a_failure() {
+        assert!(Probe::<HostError, HostError>::CONVERTS, "the probe answers yes for a conversion that exists");
+        assert!(!Probe::<HostError, String>::CONVERTS, "From<String> for HostError is back");
+        assert!(!Probe::<HostError, &str>::CONVERTS, "From<&str> for HostError is back");
+    }
+
+    #[test]
+    fn context_keeps_the_class() {
+        let e = HostError::usage("bad").context("while reading x");
+        assert_eq!((e.class, e.message.as_str()), (ExitClass::Usage, "while reading x: bad"));
     }
 }

@@ -213,8 +213,8 @@ pub fn launch_template(conf: &Manifest, dir: &std::path::Path, skill: &str) -> L
 
 /// The launch command for `t`, or why it cannot be launched.
 pub fn boot_command(t: &AgentType, req: &BootRequest) -> Result<BootCommand, HostError> {
-    agmsg_contract::check_name("team", &req.team).map_err(|e| e.to_string())?;
-    agmsg_contract::check_name("agent", &req.agent).map_err(|e| e.to_string())?;
+    agmsg_contract::check_name("team", &req.team).map_err(|e| HostError::refused(e.to_string()))?;
+    agmsg_contract::check_name("agent", &req.agent).map_err(|e| HostError::refused(e.to_string()))?;
     if !t.spawnable() {
         return Err(HostError::refused(format!("agent type {} is not spawnable (its manifest has neither spawnable=yes nor spawn=)", t.name)));
     }

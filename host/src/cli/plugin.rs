@@ -349,7 +349,8 @@ fn ask(request: &ConsentRequest, consent: &Consent) -> Result<Capabilities, Host
     }
     eprint!("{text}");
     if !consent.grants.is_empty() {
-        let granted = consent.grants.iter().map(|g| Capability::parse_grant(g)).collect::<Result<Vec<_>, _>>()?;
+        // A grant that names no capability refuses the whole install or trust (nothing is written).
+        let granted = consent.grants.iter().map(|g| Capability::parse_grant(g)).collect::<Result<Vec<_>, _>>().map_err(HostError::refused)?;
         return Ok(Capabilities(granted));
     }
     if consent.yes {

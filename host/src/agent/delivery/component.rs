@@ -118,7 +118,9 @@ impl<'rt> Plug<'rt> {
     /// Call `op`; `Ok(None)` when the plug does not override it.
     fn call<T>(&mut self, op: &str, f: impl FnOnce(&mut wasmtime::Store<crate::runtime::HostState>, &PlugWorld, &PlugTarget) -> Call<T>) -> Result<Option<T>, HostError> {
         let target = &self.target;
-        let answer = self.driver.call(op, |store, world| f(store, world, target)).map_err(|f| f.message)?;
+        // The plug trapped, ran out of time or memory: delivery refuses, as agmsg's does when a type's
+        // `_delivery.sh` function fails.
+        let answer = self.driver.call(op, |store, world| f(store, world, target)).map_err(|f| HostError::refused(f.message))?;
         match answer {
             Ok(value) => Ok(Some(value)),
             Err(PlugError::NotOverridden) => Ok(None),

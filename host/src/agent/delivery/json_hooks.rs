@@ -200,17 +200,18 @@ impl<'a> Parser<'a> {
 
 /// The file's JSON, checked: valid JSON (serde_json's message, with line and column), an object at
 /// the top. An absent file is `{}`, as agmsg reads it; so is an empty one.
-fn parse(current: Option<&str>) -> Result<Node<'_>, String> {
+/// A file that is not so is refused: delivery leaves it as it is.
+fn parse(current: Option<&str>) -> Result<Node<'_>, HostError> {
     let text = current.unwrap_or("{}");
     let text = if text.trim().is_empty() { "{}" } else { text };
     if text.len() > MAX_BYTES {
-        return Err(format!("it is larger than {} MiB", MAX_BYTES >> 20));
+        return Err(HostError::refused(format!("it is larger than {} MiB", MAX_BYTES >> 20)));
     }
-    serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(|e| format!("it is not valid JSON ({e})"))?;
+    serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(|e| HostError::refused(format!("it is not valid JSON ({e})")))?;
     let mut parser = Parser { text, pos: 0 };
-    let root = parser.value()?;
+    let root = parser.value().map_err(HostError::refused)?;
     if !matches!(root, Node::Object(_)) {
-        return Err("its top level is not a JSON object".to_owned());
+        return Err(HostError::refused("its top level is not a JSON object"));
     }
     Ok(root)
 }
@@ -271,17 +272,17 @@ fn quoted_words(text: &str) -> Option<Vec<String>> {
 }
 
 /// `hooks`, as an object (`None`: absent or null).
-fn hooks_mut<'n, 'a>(root: &'n mut Node<'a>) -> Result<Option<&'n mut Vec<(&'a str, Node<'a>)>>, String> {
+fn hooks_mut<'n, 'a>(root: &'n mut Node<'a>) -> Result<Option<&'n mut Vec<(&'a str, Node<'a>)>>, HostError> {
     let Node::Object(members) = root else { unreachable!("checked by parse") };
     match members.iter_mut().find(|(k, _)| key_is(k, "hooks")) {
         None => Ok(None),
         Some((_, v)) if v.is_null() => Ok(None),
         Some((_, Node::Object(hooks))) => Ok(Some(hooks)),
-        Some(_) => Err("its \"hooks\" is not a JSON object".to_owned()),
+        Some(_) => Err(HostError::refused("its \"hooks\" is not a JSON object")),
     }
 }
 
-fn strip(root: &mut Node<'_>, event: &str, skill_dir: &str) -> Result<(), String> {
+fn strip(root: &mut Node<'_>, event: &str, skill_dir: &str) -> Result<(), HostError> {
     let Some(hooks) = hooks_mut(root)? else { return Ok(()) };
     let Some(i) = hooks.iter().position(|(k, _)| key_is(k, event)) else { return Ok(()) };
     match &mut hooks[i].1 {
@@ -292,12 +293,16 @@ fn strip(root: &mut Node<'_>, event: &str, skill_dir: &str) -> Result<(), String
                 hooks.remove(i);
             }
         }
-        _ => return Err(format!("its \"hooks\".\"{event}\" is not a JSON array")),
+        _ => return Err(not_an_array(event)),
     }
     Ok(())
 }
 
-fn add<'a>(root: &mut Node<'a>, event: &'static str, entry: String) -> Result<(), String> {
+fn not_an_array(event: &str) -> HostError {
+    HostError::refused(format!("its \"hooks\".\"{event}\" is not a JSON array"))
+}
+
+fn add<'a>(root: &mut Node<'a>, event: &'static str, entry: String) -> Result<(), HostError> {
     if hooks_mut(root)?.is_none() {
         let Node::Object(members) = root else { unreachable!() };
         match members.iter_mut().find(|(k, _)| key_is(k, "hooks")) {
@@ -311,7 +316,7 @@ fn add<'a>(root: &mut Node<'a>, event: &'static str, entry: String) -> Result<()
         None => hooks.push((quoted(event), Node::Array(vec![entry]))),
         Some((_, v)) if v.is_null() => *v = Node::Array(vec![entry]),
         Some((_, Node::Array(entries))) => entries.push(entry),
-        Some(_) => return Err(format!("its \"hooks\".\"{event}\" is not a JSON array")),
+        Some(_) => return Err(not_an_array(event)),
     }
     Ok(())
 }

@@ -414,7 +414,8 @@ fn open_plug<'rt>(t: &AgentType, ctx: &Context, runtime: &'rt mut Option<crate::
             None => return Ok(Box::new(component::NoPlug)),
         },
     };
-    let runtime = runtime.insert(crate::runtime::Runtime::from_env()?);
+    // The engine cannot be made (a bad limit in the environment): delivery refuses.
+    let runtime = runtime.insert(crate::runtime::Runtime::from_env().map_err(HostError::refused)?);
     Ok(Box::new(component::Plug::open(runtime, &source, ctx, t.value("hooks_file"))?))
 }
 

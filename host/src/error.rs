@@ -110,6 +110,7 @@ mod tests {
     /// Text never becomes a failure by itself: a blanket conversion would give every `?` on a
     /// `String` one class (a refusal), wherever the failure was (issue 26). Each site says its class.
     #[test]
+    #[allow(clippy::assertions_on_constants, reason = "a test, not a const block, so a failure names what came back")]
     fn text_does_not_convert_into_a_failure() {
         assert!(Probe::<HostError, HostError>::CONVERTS, "the probe answers yes for a conversion that exists");
         assert!(!Probe::<HostError, String>::CONVERTS, "From<String> for HostError is back");

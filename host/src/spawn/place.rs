@@ -29,12 +29,6 @@ impl RunDir {
         RunDir { path: skill_dir.join("run") }
     }
 
-    /// The run directory of agmsg's install ([`crate::agent::registry::skill_dir`], the one delivery's
-    /// watcher pidfile is found under).
-    pub fn from_env() -> Result<RunDir, HostError> {
-        crate::agent::registry::require_skill_dir().map(|d| RunDir::new(&d))
-    }
-
     pub fn path(&self) -> &Path {
         &self.path
     }

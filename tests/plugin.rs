@@ -294,6 +294,38 @@ fn a_terminal_plugin_runs_only_its_granted_programs_with_their_argument_shapes()
     assert!(run.code == 12 && run.stderr.contains("never given by path"), "{run:?}");
 }
 
+/// `terminal list` shows, from the one enumeration, the drivers that run and, after them, a terminal
+/// plugin that runs only once trusted, with the command that trusts it (text and JSON); trusted, it is
+/// a row of its own, from its directory.
+#[test]
+fn terminal_list_offers_an_untrusted_plugin_with_its_trust_command() {
+    let env = Env::new();
+    let dropped = env.dir.path().join(".agents/agmsg/plugins/terminal/quiet");
+    std::fs::create_dir_all(&dropped).unwrap();
+    std::fs::copy(fixture("hostile-terminal"), dropped.join("driver.wasm")).unwrap();
+    let manifest = "name = \"quiet\"\naxis = \"terminal\"\nversion = \"1.0.0\"\napi = \"1.0.0\"\n[terminal]\npriority = 90\n";
+    std::fs::write(dropped.join("agmsg-driver.toml"), manifest).unwrap();
+
+    let run = env.run(&["terminal", "list"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let last = run.stdout.lines().last().unwrap_or_default();
+    assert!(last.starts_with("quiet ") && last.ends_with(" untrusted: agmsg-host plugin trust terminal/quiet"), "{run:?}");
+    assert_eq!(run.stderr.matches("external plugin 'terminal/quiet'").count(), 1, "warned about once: {run:?}");
+    let run = env.run(&["terminal", "list", "--json"]);
+    let rows: serde_json::Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {run:?}"));
+    let quiet: Vec<&serde_json::Value> = rows.as_array().unwrap().iter().filter(|r| r["name"] == "quiet").collect();
+    assert_eq!(quiet.len(), 1, "{run:?}");
+    assert_eq!((quiet[0]["source"].as_str(), quiet[0]["trust_command"].as_str()), (Some("untrusted"), Some("agmsg-host plugin trust terminal/quiet")), "{run:?}");
+
+    plugin(&env, &["trust", "terminal/quiet", "--yes"]).ok();
+    let run = env.run(&["terminal", "list", "--json"]);
+    let rows: serde_json::Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {run:?}"));
+    let quiet: Vec<&serde_json::Value> = rows.as_array().unwrap().iter().filter(|r| r["name"] == "quiet").collect();
+    assert_eq!(quiet.len(), 1, "{run:?}");
+    assert_eq!((quiet[0]["source"].as_str(), quiet[0]["priority"].as_u64()), (Some("plugin"), Some(90)), "{run:?}");
+    assert!(run.stderr.is_empty(), "{run:?}");
+}
+
 #[test]
 fn limits_are_raised_only_as_far_as_granted() {
     let env = Env::new().env("AGMSG_DRIVER_MEMORY_MB", "32").env("AGMSG_DRIVER_TIMEOUT_MS", "1000");

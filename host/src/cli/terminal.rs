@@ -10,8 +10,7 @@ use std::process::ExitCode;
 
 use super::exit;
 use super::framing::Shape;
-use agmsg_host::axis::Axis;
-use agmsg_host::catalog::{self, Entry, Origin};
+use agmsg_host::catalog::{Entry, Origin};
 use agmsg_host::display;
 use agmsg_host::error::ExitClass;
 use agmsg_host::terminal::driver::{ArrangeOutcome, Detection, PanePresence, TermFailKind};
@@ -102,7 +101,7 @@ fn print(text: &str) -> Result<(), Outcome> {
 fn run_op(driver_flag: Option<&str>, op: &str, args: &[String]) -> Result<ExitCode, Outcome> {
     let candidates = Candidates::new();
     match op {
-        "list" => return list(candidates.all(), args),
+        "list" => return list(args),
         "resolve-placement" | "resolve-name" => {
             let runtime = op::runtime().map_err(|e| Outcome::failed(Shape::Record, e))?;
             let session = session_arg(args);
@@ -180,14 +179,15 @@ fn print_reply(op: &str, reply: Reply) -> Result<ExitCode, Outcome> {
 
 /// `terminal list [--json]`: the drivers detection may pick, in resolution order, then the plugins that
 /// run once trusted, with the command that trusts them (the catalog's rows, as `storage list` shows them).
-fn list(candidates: &[TerminalSource], args: &[String]) -> Result<ExitCode, Outcome> {
+fn list(args: &[String]) -> Result<ExitCode, Outcome> {
     let json = match args {
         [] => false,
         [flag] if flag == "--json" => true,
         _ => return Err(Outcome::Usage("list: expected [--json]".into())),
     };
-    let entries = catalog::entries(Axis::Terminal, &[]).map_err(|e| Outcome::failed(Shape::Record, TerminalError::new(TermFailKind::Unreachable, e)))?;
-    let untrusted = entries.iter().filter(|e| !e.origin.runs());
+    // One read of the plugin directories for both parts of the list.
+    let (candidates, untrusted) = TerminalSource::listing().map_err(|e| Outcome::failed(Shape::Record, TerminalError::new(TermFailKind::Unreachable, e)))?;
+    let untrusted = untrusted.iter();
     if json {
         let mut rows: Vec<_> = candidates
             .iter()

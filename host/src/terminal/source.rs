@@ -59,6 +59,20 @@ impl TerminalSource {
     /// catalog's rows ([`crate::catalog::read`]: the bundled ones, each shadowed by a trusted plugin of
     /// the same name, and trusted plugins), every passed-over plugin warned about on the host log.
     pub fn available() -> Vec<TerminalSource> {
+        Self::from_catalog().0
+    }
+
+    /// What `terminal list` shows, from one read of the plugin directories: [`TerminalSource::available`]
+    /// and the plugins that would run once trusted (the catalog's untrusted rows); an error when the
+    /// plugins cannot be read at all (the trust file cannot), as `storage list` fails then.
+    pub fn listing() -> Result<(Vec<TerminalSource>, Vec<crate::catalog::Entry>), String> {
+        match Self::from_catalog() {
+            (_, _, Some(unread)) => Err(unread),
+            (all, untrusted, None) => Ok((all, untrusted)),
+        }
+    }
+
+    fn from_catalog() -> (Vec<TerminalSource>, Vec<crate::catalog::Entry>, Option<String>) {
         let catalog = crate::catalog::read(Axis::Terminal, crate::catalog::Sources::bundled_and_plugins(Axis::Terminal, &[]));
         for warning in catalog.plugins_unread.iter().chain(&catalog.warnings) {
             crate::log::host_log::warn(warning);
@@ -72,7 +86,7 @@ impl TerminalSource {
             })
             .collect();
         all.sort_by(|a, b| (a.manifest.priority, &a.manifest.name).cmp(&(b.manifest.priority, &b.manifest.name)));
-        all
+        (all, catalog.untrusted, catalog.plugins_unread)
     }
 
     /// The names of [`TerminalSource::available`] drivers.

@@ -112,7 +112,7 @@ fn wait_for_text(env: &Env, driver: &str, id: &str, needle: &str) {
         if peek.stdout.contains(needle) {
             return;
         }
-        assert!(started.elapsed() < Duration::from_secs(10), "pane {id} never showed {needle:?}; peek printed:\n{}", peek.stdout);
+        assert!(started.elapsed() < Duration::from_secs(20), "pane {id} never showed {needle:?}; peek printed:\n{}", peek.stdout);
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -251,7 +251,7 @@ fn wait_for_cwd(server: &TmuxServer, target: &str, want: &str) {
         if cwd == want {
             return;
         }
-        assert!(started.elapsed() < Duration::from_secs(5), "the pane {target} runs in {cwd:?}, not the project {want:?}");
+        assert!(started.elapsed() < Duration::from_secs(20), "the pane {target} runs in {cwd:?}, not the project {want:?}");
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -319,9 +319,11 @@ fn hostile_names_are_data(harness: &Harness, driver: &str) {
         }
     }
 
-    // Boot words are the pane's argv, each as given (one ending in `;` too).
+    // Boot words are the pane's argv, each as given (one ending in `;` too). The word file appears whole
+    // (written aside, then renamed): the shell's `>` creates it before printf fills it, and a look in
+    // between read it empty.
     let script = server.dir.path().join("write-word.sh");
-    std::fs::write(&script, "printf %s \"$2\" > \"$1\"\n").expect("writing the boot's script");
+    std::fs::write(&script, "printf %s \"$2\" > \"$1.part\" && mv \"$1.part\" \"$1\"\n").expect("writing the boot's script");
     let out = server.dir.path().join("boot-word");
     let word = "$(cd;touch PWNED-10) `cd;touch PWNED-11` #(cd;touch PWNED-12) #{pane_id} it's \"q\" a;";
     let (script_text, out_text) = (script.to_str().expect("UTF-8"), out.to_str().expect("UTF-8"));
@@ -329,7 +331,7 @@ fn hostile_names_are_data(harness: &Harness, driver: &str) {
         let spawned = run(&env, driver, &["spawn", "boot", project_text, target, "/bin/sh", script_text, out_text, word]);
         assert_eq!(spawned.code, 0, "spawn {target} with a hostile boot word: {spawned:?}");
         let started = Instant::now();
-        while !out.exists() && started.elapsed() < Duration::from_secs(5) {
+        while !out.exists() && started.elapsed() < Duration::from_secs(20) {
             std::thread::sleep(Duration::from_millis(25));
         }
         let written = std::fs::read_to_string(&out).unwrap_or_default();

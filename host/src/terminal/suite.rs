@@ -145,10 +145,11 @@ fn hostile_names_and_boot_are_data(harness: &Harness, driver: &str) {
     let out = home.join("boot-words");
     let out_text = out.to_str().expect("a UTF-8 temp dir");
     let env = env.env("AGMSG_TERMINAL", "{cmd}").env("TMUX_TMPDIR", no_server.to_str().expect("UTF-8"));
-    // The boot writes its last word to the file its first argument names; every other boot word is
-    // plain, so a driver that runs plain words at all runs this boot.
+    // The boot writes its last word to the file its first argument names (aside, then renamed: `>`
+    // creates the file before printf fills it); every other boot word is plain, so a driver that runs
+    // plain words at all runs this boot.
     let script = home.join("write-word.sh");
-    std::fs::write(&script, "printf %s \"$2\" > \"$1\"\n").expect("writing the boot's script");
+    std::fs::write(&script, "printf %s \"$2\" > \"$1.part\" && mv \"$1.part\" \"$1\"\n").expect("writing the boot's script");
     let script = script.to_str().expect("a UTF-8 temp dir").to_owned();
     let spawn = |name: &str, project: &str, word: &str| {
         let spawned = run(&env, driver, &["spawn", name, project, "window", "/bin/sh", &script, out_text, word]);
@@ -156,7 +157,7 @@ fn hostile_names_and_boot_are_data(harness: &Harness, driver: &str) {
         assert!(matches!(spawned.code, 0 | 10 | 12 | 13), "spawn {name:?} succeeds or fails with a terminal class: {spawned:?}");
         if spawned.code == 0 {
             let started = std::time::Instant::now();
-            while !out.exists() && started.elapsed() < std::time::Duration::from_secs(5) {
+            while !out.exists() && started.elapsed() < std::time::Duration::from_secs(20) {
                 std::thread::sleep(std::time::Duration::from_millis(25));
             }
             let written = std::fs::read_to_string(&out).unwrap_or_default();

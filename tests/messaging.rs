@@ -73,8 +73,11 @@ fn watch_in_a_tmux_pane_while_another_terminal_sends() {
     let socket = tmux_dir.path().join("sock");
     let env = Env::new();
     env.storage(&["init"]).ok();
+    // The pane's environment is the tmux server's, which is this process's: the watch gets the test's
+    // own home and nothing else (the user's ~/.agents/agmsg/config.json could pick another driver).
     let command = format!(
-        "env AGMSG_STORAGE_PATH='{}' AGMSG_CACHE_DIR='{}' '{}' watch t bob --interval 0.1",
+        "env -i HOME='{}' PATH=\"$PATH\" AGMSG_STORAGE_PATH='{}' AGMSG_CACHE_DIR='{}' '{}' watch t bob --interval 0.1",
+        env.dir.path().display(),
         env.store.display(),
         env.cache.display(),
         common::BIN

@@ -477,3 +477,20 @@ fn inspect_reports_bundled_drivers_as_list_shows_them() {
     let run = plugin(&env, &["inspect", "storage/nosuch"]);
     assert_eq!(run.code, 1, "{run:?}");
 }
+
+/// A `--grant` that names no capability is a malformed argument: a usage error (2), as any other bad
+/// argument of the command line, said before anything is written, never a refusal of the plugin.
+#[test]
+fn a_malformed_grant_is_a_usage_error_and_installs_nothing() {
+    let env = Env::new();
+    let pkg = hostile_storage(&env, "typo", "store = true\ninert_sockets = true\n");
+    for grant in ["stroe", "memory:0", "timeout:soon"] {
+        let run = plugin(&env, &["install", pkg.to_str().unwrap(), "--grant", "store", "--grant", grant]);
+        assert_eq!(run.code, 2, "{grant}: {run:?}");
+        assert!(run.stderr.contains(&format!("--grant {grant}: ")), "{grant}: {run:?}");
+        assert!(!installed(&env, "storage", "typo").exists(), "{grant}");
+    }
+    plugin(&env, &["install", pkg.to_str().unwrap(), "--grant", "store", "--grant", "inert-sockets"]).ok();
+    let run = plugin(&env, &["trust", "storage/typo", "--grant", "env:"]);
+    assert_eq!(run.code, 2, "{run:?}");
+}

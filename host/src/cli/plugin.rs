@@ -349,8 +349,8 @@ fn ask(request: &ConsentRequest, consent: &Consent) -> Result<Capabilities, Host
     }
     eprint!("{text}");
     if !consent.grants.is_empty() {
-        // A grant that names no capability refuses the whole install or trust (nothing is written).
-        let granted = consent.grants.iter().map(|g| Capability::parse_grant(g)).collect::<Result<Vec<_>, _>>().map_err(HostError::refused)?;
+        // A grant that names no capability is a malformed argument (usage), before anything is written.
+        let granted = consent.grants.iter().map(|g| Capability::parse_grant(g)).collect::<Result<Vec<_>, _>>().map_err(HostError::usage)?;
         return Ok(Capabilities(granted));
     }
     if consent.yes {

@@ -127,10 +127,18 @@ pub struct Row {
     pub shadows: Vec<Origin>,
     /// The plugin candidate the row is ([`Origin::Plugin`]), as read: manifests, component, trust.
     pub plugin: Option<Candidate>,
+    /// On an axis with packages of its own kind, a bare component of the name that may run and comes
+    /// after every package of the name that may (it answers for the name: [`Row::into_plugin_component`]).
+    pub bare: Option<Candidate>,
+}
+
+impl Row {
     /// The component that answers for the name among its plugins: the last candidate that may run, of
-    /// either kind (on an axis with packages of its own kind, a bare component beside a package;
-    /// `Some(None)`: a package without one); `None`: no plugin of the name may run.
-    pub plugin_component: Option<Option<crate::runtime::DriverSource>>,
+    /// either kind (`Some(None)`: a package without one); `None`: no plugin of the name may run. Moved
+    /// out, not copied.
+    pub fn into_plugin_component(self) -> Option<Option<crate::runtime::DriverSource>> {
+        self.bare.or(self.plugin).map(Candidate::into_source)
+    }
 }
 
 /// An axis's enumeration.
@@ -151,13 +159,13 @@ pub struct Catalog {
 
 /// The enumeration of `axis` from `sources`. On an axis whose plugins may be packages of its own kind
 /// (an agent type's directory), only such a package is a row; a bare component of a name only stands
-/// beside it ([`Row::plugin_component`]) and is chosen where it runs.
+/// beside it ([`Row::into_plugin_component`]) and is chosen where it runs.
 pub fn read(axis: Axis, sources: Sources) -> Catalog {
     let mut catalog = Catalog::default();
     for entry in sources.fixed {
         match catalog.rows.iter_mut().find(|r| r.entry.name == entry.name) {
             Some(row) => row.shadows.push(std::mem::replace(&mut row.entry, entry).origin),
-            None => catalog.rows.push(Row { entry, shadows: Vec::new(), plugin: None, plugin_component: None }),
+            None => catalog.rows.push(Row { entry, shadows: Vec::new(), plugin: None, bare: None }),
         }
     }
     let candidates = match sources.plugins {
@@ -173,8 +181,10 @@ pub fn read(axis: Axis, sources: Sources) -> Catalog {
     }
     let packages_only = axis.dir_manifest().is_some();
     for (name, candidates) in by_name {
-        let plugin_component = candidates.iter().rev().find(|c| c.problem().is_none()).map(Candidate::source);
-        let (rows, bare): (Vec<Candidate>, Vec<Candidate>) = candidates.into_iter().partition(|c| c.is_type_dir || !packages_only);
+        let makes_row = |c: &Candidate| c.is_type_dir || !packages_only;
+        // Whether the last candidate that may run is a bare component (else it is the chosen package).
+        let bare_answers = candidates.iter().rev().find(|c| c.problem().is_none()).is_some_and(|c| !makes_row(c));
+        let (rows, bare): (Vec<Candidate>, Vec<Candidate>) = candidates.into_iter().partition(|c| makes_row(c));
         let several = rows.len() > 1;
         for candidate in rows.iter().filter(|c| c.problem().is_some() && c.only_untrusted()) {
             let path = if several { format!(" --path {}", crate::shell::word(&candidate.dir.to_string_lossy())) } else { String::new() };
@@ -190,7 +200,8 @@ pub fn read(axis: Axis, sources: Sources) -> Catalog {
         let runnable: Vec<PathBuf> = rows.iter().filter(|c| c.problem().is_none()).map(|c| c.dir.clone()).collect();
         // Bare components are warned about first, then the packages: each kind's `--path` hint counts
         // its own kind.
-        let (_, mut warnings) = registry::choose(axis, &name, bare);
+        let (bare, mut warnings) = registry::choose(axis, &name, bare);
+        let bare = bare.filter(|_| bare_answers);
         let (chosen, row_warnings) = registry::choose(axis, &name, rows);
         warnings.extend(row_warnings);
         if !warnings.is_empty() {
@@ -210,15 +221,15 @@ pub fn read(axis: Axis, sources: Sources) -> Catalog {
                         row
                     }
                     None => {
-                        catalog.rows.push(Row { entry, shadows: Vec::new(), plugin: None, plugin_component: None });
+                        catalog.rows.push(Row { entry, shadows: Vec::new(), plugin: None, bare: None });
                         catalog.rows.last_mut().expect("just pushed")
                     }
                 };
                 row.shadows.extend(earlier);
                 row.plugin = Some(plugin);
-                row.plugin_component = plugin_component;
+                row.bare = bare;
             }
-            (None, Some(i)) => catalog.rows[i].plugin_component = plugin_component,
+            (None, Some(i)) => catalog.rows[i].bare = bare,
             (None, None) => {}
         }
     }

@@ -238,7 +238,7 @@ impl Registry {
         }
         reg.warnings.extend(catalog.warnings);
         reg.ignored = catalog.ignored;
-        for row in catalog.rows {
+        for mut row in catalog.rows {
             let name = row.entry.name.clone();
             let (manifest, bundled) = match &row.entry.origin {
                 Origin::Bundled => match bundled::get(&name) {
@@ -250,12 +250,14 @@ impl Registry {
                     None => continue,
                 },
                 // A row's plugin was read with its manifest (a type directory that can run has one).
-                _ => match row.plugin.and_then(|c| c.package_manifest) {
+                _ => match row.plugin.as_mut().and_then(|c| c.package_manifest.take()) {
                     Some(manifest) => (manifest, None),
                     None => continue,
                 },
             };
-            reg.types.insert(name.clone(), AgentType { name, origin: row.entry.origin, manifest, shadows: row.shadows, bundled, plugin_plug: row.plugin_component });
+            let (origin, shadows) = (row.entry.origin.clone(), std::mem::take(&mut row.shadows));
+            let plugin_plug = row.into_plugin_component();
+            reg.types.insert(name.clone(), AgentType { name, origin, manifest, shadows, bundled, plugin_plug });
         }
         reg
     }
@@ -430,6 +432,33 @@ mod tests {
         let bundled = crate::agent::bundled::plug("codex").map(|p| p.sha256);
         assert_eq!(reg.get("codex").unwrap().plug_component().map(|p| p.sha256), bundled);
         assert!(reg.ignored("codex")[0].contains("agmsg-host plugin trust types/codex"), "{:?}", reg.warnings);
+    }
+
+    /// Of a name's trusted candidates, the last one answers for the plug, whichever its kind: a plug
+    /// package after the type directory replaces the directory's (absent) plug; a type directory after
+    /// the plug package answers with its own, here none (not the bundled plug either).
+    #[test]
+    fn the_last_trusted_candidate_answers_for_the_plug() {
+        let a = tempfile::tempdir().unwrap();
+        let b = tempfile::tempdir().unwrap();
+        let codex_dir = a.path().join("types/codex");
+        write(&codex_dir, "name=codex\ncli=codex-fork\n");
+        let codex_plug = b.path().join("types/codex");
+        plug_package(&codex_plug, "codex", b"a later codex plug");
+        let trust = trusting(&[&codex_dir, &codex_plug]);
+        let load = |bases: Vec<PathBuf>| {
+            let sources = Sources { skill_dir: None, plugin_bases: bases };
+            Registry::load(&sources, &|| Ok(TrustFile { version: 1, plugins: trust.plugins.clone() }))
+        };
+        let reg = load(vec![a.path().to_owned(), b.path().to_owned()]);
+        let codex = reg.get("codex").unwrap();
+        assert_eq!((codex.value("cli"), &codex.origin), ("codex-fork", &Origin::Plugin { dir: codex_dir.clone() }));
+        assert_eq!(codex.plug_component().map(|p| p.wasm.into_owned()), Some(b"a later codex plug".to_vec()));
+        let reg = load(vec![b.path().to_owned(), a.path().to_owned()]);
+        let codex = reg.get("codex").unwrap();
+        assert_eq!(codex.origin, Origin::Plugin { dir: codex_dir.clone() });
+        assert!(codex.plug_component().is_none(), "the type directory, last, ships no plug");
+        assert!(reg.warnings.is_empty(), "{:?}", reg.warnings);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 use agmsg_conformance::Rule;
 
+use crate::error::HostError;
 use crate::runtime::DriverSource;
 
 /// A driver's contract suite, ready to run.
@@ -28,8 +29,9 @@ pub trait AxisModule: Sync {
     /// axis, without loading it.
     fn claims(&self, reference: &str) -> bool;
 
-    /// The contract suite for the driver `reference` names.
-    fn suite(&self, reference: &str) -> Result<Suite, String>;
+    /// The contract suite for the driver `reference` names; a driver that cannot be read or set up for
+    /// it is refused (`driver test`'s failure), whatever class the same failure has in an op.
+    fn suite(&self, reference: &str) -> Result<Suite, HostError>;
 
     /// The cargo project `driver new` writes: (path relative to the project, template text), where the
     /// text's `{{name}}`, `{{crate}}` and `{{sdk}}` are filled in.
@@ -76,8 +78,8 @@ impl<'a> Reference<'a> {
 }
 
 /// A path made absolute, for a rule that runs in its own directory.
-pub fn absolute(path: &std::path::Path) -> Result<String, String> {
-    std::path::absolute(path).map(|p| p.display().to_string()).map_err(|e| format!("{}: {e}", path.display()))
+pub fn absolute(path: &std::path::Path) -> Result<String, HostError> {
+    std::path::absolute(path).map(|p| p.display().to_string()).map_err(|e| HostError::refused(format!("{}: {e}", path.display())))
 }
 
 /// The axis a component is a driver of: the one whose driver interface (`<package>/driver@<version>`)
@@ -110,6 +112,19 @@ pub fn component_axis(wasm: &[u8]) -> Option<crate::axis::Axis> {
 mod tests {
     use super::component_axis;
     use crate::axis::Axis;
+
+    /// A driver a suite cannot be set up for is refused on every axis, said by the axis's module (the
+    /// binary only prints it): here a component file that is not there.
+    #[test]
+    fn a_suite_that_cannot_be_set_up_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("gone.wasm");
+        for axis in Axis::ALL {
+            let Err(e) = crate::module(axis).suite(missing.to_str().unwrap()) else { panic!("{axis}: a suite for a missing file") };
+            assert_eq!(e.class, crate::error::ExitClass::Refused, "{axis}: {e}");
+            assert!(e.message.contains("gone.wasm"), "{axis}: {e}");
+        }
+    }
 
     #[test]
     fn a_component_names_its_axis_by_the_driver_interface_it_exports() {

@@ -9,6 +9,7 @@ use super::registry::Registry;
 use super::suite::{MANIFEST_RULES, PLUG_RULES, PLUG_VAR, TYPE_VAR};
 use crate::axis::Axis;
 use crate::axis_module::{AxisModule, Reference, Suite, absolute};
+use crate::error::HostError;
 use crate::plugin::manifest::{MANIFEST_FILE, PluginManifest};
 use super::manifest::TYPE_CONF;
 use crate::plugin::registry::sha256_hex;
@@ -26,14 +27,14 @@ const TEMPLATE: &[(&str, &str)] = &[
 
 /// The plug package a directory holds (its `agmsg-driver.toml` of the types axis): its name and its
 /// component's absolute path.
-fn plug_package(dir: &Path) -> Result<Option<(String, PathBuf)>, String> {
+fn plug_package(dir: &Path) -> Result<Option<(String, PathBuf)>, HostError> {
     let path = dir.join(MANIFEST_FILE);
     if path.symlink_metadata().is_err() {
         return Ok(None);
     }
-    let (manifest, _) = PluginManifest::read(&path).map_err(|e| e.message)?;
+    let (manifest, _) = PluginManifest::read(&path)?;
     if manifest.axis != Axis::Types {
-        return Err(format!("{} declares a {} driver, not a delivery plug", path.display(), manifest.axis));
+        return Err(HostError::refused(format!("{} declares a {} driver, not a delivery plug", path.display(), manifest.axis)));
     }
     let component = dir.join(&manifest.component);
     Ok(Some((manifest.name, PathBuf::from(absolute(&component)?))))
@@ -60,7 +61,7 @@ fn type_var(t: &super::AgentType) -> String {
 }
 
 /// The plug of `source` as `--driver` takes it: a bundled plug by name, anything else by its path.
-fn plug_var(source: &DriverSource) -> Result<String, String> {
+fn plug_var(source: &DriverSource) -> Result<String, HostError> {
     match &source.path {
         Some(path) => absolute(path),
         None => Ok(source.name.clone()),
@@ -82,17 +83,18 @@ impl AxisModule for AgentModule {
     /// or the one its directory ships); a plug package alone: the plug rules, for the type of its name
     /// (one the user has, else a made-up one with a JSON hooks file); a plug component file: the plug
     /// rules, for a made-up type named after the file.
-    fn suite(&self, reference: &str) -> Result<Suite, String> {
+    fn suite(&self, reference: &str) -> Result<Suite, HostError> {
         let registry = Registry::from_env();
         let (type_ref, plug): (String, Option<(String, String)>) = if let Reference::File(path) = Reference::of(reference) {
-            let (name, sha256) = plug_file(reference).ok_or_else(|| format!("{reference} is not a delivery plug component (it exports no agmsg:agent/driver)"))?;
+            let (name, sha256) =
+                plug_file(reference).ok_or_else(|| HostError::refused(format!("{reference} is not a delivery plug component (it exports no agmsg:agent/driver)")))?;
             (format!("new:{name}"), Some((absolute(path)?, sha256)))
         } else if let Reference::Dir(dir) = Reference::of(reference) {
             let dir = PathBuf::from(absolute(dir)?);
             let package = plug_package(&dir)?;
             let plug = match &package {
                 Some((_, component)) => {
-                    let wasm = crate::plugin::read_file(component, crate::plugin::MAX_COMPONENT_BYTES).map_err(|e| e.message)?;
+                    let wasm = crate::plugin::read_file(component, crate::plugin::MAX_COMPONENT_BYTES)?;
                     Some((component.display().to_string(), sha256_hex(&wasm)))
                 }
                 None => None,
@@ -107,8 +109,7 @@ impl AxisModule for AgentModule {
             let plug = t.plug_component().map(|s| plug_var(&s).map(|p| (p, s.sha256))).transpose()?;
             (type_var(t), plug)
         } else {
-            // The axis modules' suites say why in a String, whatever the axis.
-            let source = super::delivery::component::source_named(reference).map_err(|e| e.message)?;
+            let source = super::delivery::component::source_named(reference)?;
             (format!("new:{reference}"), Some((plug_var(&source)?, source.sha256)))
         };
         let has_manifest = !type_ref.starts_with("new:");
@@ -116,7 +117,7 @@ impl AxisModule for AgentModule {
         let sha256 = match &plug {
             Some((_, sha256)) => sha256.clone(),
             None => match type_ref.strip_prefix("dir:") {
-                Some(dir) => sha256_hex(&super::suite::type_conf(Path::new(dir)).map_err(|e| e.message)?),
+                Some(dir) => sha256_hex(&super::suite::type_conf(Path::new(dir))?),
                 None => super::bundled::get(&type_ref["bundled:".len()..]).map(|t| sha256_hex(t.conf.as_bytes())).unwrap_or_default(),
             },
         };

@@ -1,6 +1,7 @@
 //! The storage axis's descriptor for the host's shared commands (see [`crate::axis_module`]).
 
 use crate::axis_module::{AxisModule, Reference, Suite, absolute};
+use crate::error::HostError;
 use crate::runtime::DriverSource;
 
 pub struct StorageModule;
@@ -23,13 +24,13 @@ impl AxisModule for StorageModule {
         }
     }
 
-    fn suite(&self, reference: &str) -> Result<Suite, String> {
-        let source = super::source::resolve(reference).map_err(|e| e.to_string())?;
+    fn suite(&self, reference: &str) -> Result<Suite, HostError> {
+        let source = super::source::resolve(reference).map_err(|e| HostError::refused(e.message))?;
         let driver = match &source.path {
             Some(path) => absolute(path)?,
             None => source.name.clone(),
         };
-        let env = super::source::suite_env(&driver).map_err(|e| e.to_string())?;
+        let env = super::source::suite_env(&driver).map_err(|e| HostError::refused(e.message))?;
         Ok(Suite { rules: super::suite::RULES.iter().collect(), driver, sha256: source.sha256, env })
     }
 

@@ -4,6 +4,7 @@ use std::path::Path;
 
 use super::source::{Candidates, TerminalSource};
 use crate::axis_module::{AxisModule, Reference, Suite, absolute};
+use crate::error::HostError;
 use crate::runtime::DriverSource;
 
 pub struct TerminalModule;
@@ -30,8 +31,8 @@ impl AxisModule for TerminalModule {
 
     /// The rules that need no terminal; for a driver that may run tmux (tmux-like), also the pane rules,
     /// against a private tmux server.
-    fn suite(&self, reference: &str) -> Result<Suite, String> {
-        let source = Candidates::new().resolve(reference)?;
+    fn suite(&self, reference: &str) -> Result<Suite, HostError> {
+        let source = Candidates::new().resolve(reference).map_err(HostError::refused)?;
         let driver = if is_driver_dir(reference) { absolute(Path::new(reference))? } else { reference.to_owned() };
         let runs_tmux = source.driver.capabilities.programs().any(|(program, _)| program == "tmux");
         let pane_rules: &[agmsg_conformance::Rule] = if runs_tmux { agmsg_conformance::tmux::PANE_RULES } else { &[] };

@@ -94,6 +94,8 @@ impl Item {
     }
 }
 
+/// `shim install | uninstall`: exit 0 done (or a dry run), 1 refused (each failure says so where it is
+/// found: not an agmsg directory, a link or a damaged record or backup, a file not written).
 pub fn run(action: Action, dir: &Path, dry_run: bool, json: bool) -> ExitCode {
     let verb = match action {
         Action::Install => "install",
@@ -107,7 +109,7 @@ pub fn run(action: Action, dir: &Path, dry_run: bool, json: bool) -> ExitCode {
     if json {
         let mut out = json!({ "command": verb, "dir": dir.display().to_string(), "dry_run": dry_run, "items": items, "ok": result.is_ok() });
         if let Err(e) = &result {
-            out["error"] = e.clone().into();
+            out["error"] = e.message.clone().into();
         }
         println!("{out}");
     } else {
@@ -123,7 +125,7 @@ pub fn run(action: Action, dir: &Path, dry_run: bool, json: bool) -> ExitCode {
             println!("(dry run: nothing was changed)");
         }
     }
-    exit::report(&format!("shim {verb}"), result.map_err(HostError::refused))
+    exit::report(&format!("shim {verb}"), result)
 }
 
 /// agmsg's install directory, opened; everything below it is reached without following a link.
@@ -143,35 +145,35 @@ fn split(rel: &str) -> (&str, &str) {
 }
 
 impl Root {
-    fn open(dir: &Path) -> Result<Root, String> {
+    fn open(dir: &Path) -> Result<Root, HostError> {
         // The directory the user named is theirs to name (it may be a link); only what is below it is
         // never followed.
         let opened = fsroot::Dir::open_ambient(dir).map_err(|e| match e.why {
-            Why::Io(inner) => format!("cannot open {}: {inner}", dir.display()),
-            _ => format!("cannot open {}: {e}", dir.display()),
+            Why::Io(inner) => HostError::refused(format!("cannot open {}: {inner}", dir.display())),
+            _ => HostError::refused(format!("cannot open {}: {e}", dir.display())),
         })?;
-        let lock = opened.reopen().map_err(|e| format!("cannot open {}: {e}", dir.display()))?;
-        let path = std::path::absolute(dir).map_err(|e| format!("cannot resolve {}: {e}", dir.display()))?;
+        let lock = opened.reopen().map_err(|e| HostError::refused(format!("cannot open {}: {e}", dir.display())))?;
+        let path = std::path::absolute(dir).map_err(|e| HostError::refused(format!("cannot resolve {}: {e}", dir.display())))?;
         let root = Root { dir: opened, lock, path };
         let layout = root.dir_at("scripts/drivers", None)?.is_some() && root.read("scripts/lib/storage.sh")?.is_some();
         if !layout {
-            return Err(format!("{} is not an agmsg install directory (no scripts/drivers/ and scripts/lib/storage.sh): name the directory holding agmsg's scripts/, e.g. ~/.agents/skills/agmsg", dir.display()));
+            return Err(HostError::refused(format!("{} is not an agmsg install directory (no scripts/drivers/ and scripts/lib/storage.sh): name the directory holding agmsg's scripts/, e.g. ~/.agents/skills/agmsg", dir.display())));
         }
         // One install or uninstall at a time per directory (the kernel drops the lock with the
         // process): two at once could each record what the other is replacing.
         match rustix::fs::flock(&root.lock, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => {}
             Err(rustix::io::Errno::WOULDBLOCK) => {
-                return Err(format!("another agmsg-host shim install or uninstall is running on {}: try again once it has finished", dir.display()));
+                return Err(HostError::refused(format!("another agmsg-host shim install or uninstall is running on {}: try again once it has finished", dir.display())));
             }
-            Err(e) => return Err(format!("cannot lock {}: {e}", dir.display())),
+            Err(e) => return Err(HostError::refused(format!("cannot lock {}: {e}", dir.display()))),
         }
         Ok(root)
     }
 
     /// The directory `rel` (`""`: the root), no link followed at any component; `None` if a
     /// component does not exist. With `create`, missing components are made (0755) and each recorded.
-    fn dir_at(&self, rel: &str, mut create: Option<&mut BTreeSet<String>>) -> Result<Option<fsroot::Dir>, String> {
+    fn dir_at(&self, rel: &str, mut create: Option<&mut BTreeSet<String>>) -> Result<Option<fsroot::Dir>, HostError> {
         let mut dir = self.dir.clone();
         let mut walked = String::new();
         for part in rel.split('/').filter(|p| !p.is_empty()) {
@@ -184,7 +186,7 @@ impl Root {
                     None => return Ok(None),
                     Some(created) => {
                         let made = dir.create_dir_all(part, 0o755).map_err(|e| match e.why {
-                            Why::Io(inner) => format!("cannot create {walked}: {inner}"),
+                            Why::Io(inner) => HostError::refused(format!("cannot create {walked}: {inner}")),
                             why => refusal(&walked, why, "a directory"),
                         })?;
                         created.insert(walked.clone());
@@ -200,29 +202,29 @@ impl Root {
 
     /// The regular file `rel`, or `None` if it (or its directory) does not exist; a link or anything
     /// but a regular file is refused.
-    fn read(&self, rel: &str) -> Result<Found, String> {
+    fn read(&self, rel: &str) -> Result<Found, HostError> {
         let (parent, name) = split(rel);
         let Some(dir) = self.dir_at(parent, None)? else { return Ok(None) };
         let file = match dir.open_regular(name) {
             Ok(file) => file,
             Err(fsroot::Error { why: Why::Missing, .. }) => return Ok(None),
-            Err(fsroot::Error { why: Why::Io(e), .. }) => return Err(format!("cannot read {rel}: {e}")),
+            Err(fsroot::Error { why: Why::Io(e), .. }) => return Err(HostError::refused(format!("cannot read {rel}: {e}"))),
             Err(e) => return Err(refusal(rel, e.why, "a regular file")),
         };
-        let mode = file.metadata().map_err(|e| format!("cannot read {rel}: {e}"))?.mode() & 0o7777;
+        let mode = file.metadata().map_err(|e| HostError::refused(format!("cannot read {rel}: {e}")))?.mode() & 0o7777;
         let mut bytes = Vec::new();
-        file.take(MAX_FILE + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read {rel}: {e}"))?;
+        file.take(MAX_FILE + 1).read_to_end(&mut bytes).map_err(|e| HostError::refused(format!("cannot read {rel}: {e}")))?;
         if bytes.len() as u64 > MAX_FILE {
-            return Err(format!("{rel} is larger than {} MiB: not a driver file", MAX_FILE >> 20));
+            return Err(HostError::refused(format!("{rel} is larger than {} MiB: not a driver file", MAX_FILE >> 20)));
         }
         Ok(Some((bytes, mode)))
     }
 
     /// Write `rel` atomically with `bytes` and `mode`; its directory must exist.
-    fn write(&self, rel: &str, bytes: &[u8], mode: u32) -> Result<(), String> {
+    fn write(&self, rel: &str, bytes: &[u8], mode: u32) -> Result<(), HostError> {
         let (parent, name) = split(rel);
-        let dir = self.dir_at(parent, None)?.ok_or_else(|| format!("cannot write {rel}: its directory is gone"))?;
-        let failed = |e: std::io::Error| format!("cannot write {rel}: {e}");
+        let dir = self.dir_at(parent, None)?.ok_or_else(|| HostError::refused(format!("cannot write {rel}: its directory is gone")))?;
+        let failed = |e: std::io::Error| HostError::refused(format!("cannot write {rel}: {e}"));
         dir.write_atomically(name, failed, |w| {
             w.get_ref().set_permissions(Permissions::from_mode(mode)).map_err(failed)?;
             w.write_all(bytes).map_err(failed)
@@ -243,9 +245,9 @@ impl Root {
         }
     }
 
-    fn record(&self) -> Result<Option<Record>, String> {
+    fn record(&self) -> Result<Option<Record>, HostError> {
         let Some((bytes, _)) = self.read(&format!("{STATE_DIR}/{RECORD}"))? else { return Ok(None) };
-        let bad = |why: String| format!("{STATE_DIR}/{RECORD} cannot be used ({why}): fix or remove it by hand");
+        let bad = |why: String| HostError::refused(format!("{STATE_DIR}/{RECORD} cannot be used ({why}): fix or remove it by hand"));
         let record: Record = serde_json::from_slice(&bytes).map_err(|e| bad(e.to_string()))?;
         // Uninstall removes and rewrites what the record names: only paths install itself writes.
         let is_sha = |h: &str| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit());
@@ -262,20 +264,20 @@ impl Root {
         Ok(Some(record))
     }
 
-    fn save_record(&self, record: &Record) -> Result<(), String> {
-        let text = serde_json::to_string_pretty(record).map_err(|e| e.to_string())? + "\n";
+    fn save_record(&self, record: &Record) -> Result<(), HostError> {
+        let text = serde_json::to_string_pretty(record).map_err(|e| HostError::refused(e.to_string()))? + "\n";
         self.write(&format!("{STATE_DIR}/{RECORD}"), text.as_bytes(), 0o644)
     }
 }
 
 /// Why `rel` could not be opened as `what`, in install's words: a symlink is named as one.
-fn refusal(rel: &str, why: Why, what: &str) -> String {
+fn refusal(rel: &str, why: Why, what: &str) -> HostError {
     match why {
-        Why::Link => format!("{rel} is a symlink: not followed, nothing changed"),
-        Why::NotDir | Why::NotRegular => format!("{rel} is not {what}: nothing changed"),
-        Why::Io(e) => format!("cannot open {rel}: {e}"),
-        Why::Missing => format!("cannot open {rel}: {}", std::io::Error::from_raw_os_error(libc::ENOENT)),
-        Why::BadPath => format!("{rel} is not a path install writes: nothing changed"),
+        Why::Link => HostError::refused(format!("{rel} is a symlink: not followed, nothing changed")),
+        Why::NotDir | Why::NotRegular => HostError::refused(format!("{rel} is not {what}: nothing changed")),
+        Why::Io(e) => HostError::refused(format!("cannot open {rel}: {e}")),
+        Why::Missing => HostError::refused(format!("cannot open {rel}: {}", std::io::Error::from_raw_os_error(libc::ENOENT))),
+        Why::BadPath => HostError::refused(format!("{rel} is not a path install writes: nothing changed")),
     }
 }
 
@@ -299,8 +301,8 @@ struct Shim {
 }
 
 /// Every shim for this install, and what is left out with why.
-fn shims(root_path: &Path, items: &mut Vec<Item>) -> Result<Vec<Shim>, String> {
-    let bin = super::shim::this_binary().map_err(|e| e.message)?;
+fn shims(root_path: &Path, items: &mut Vec<Item>) -> Result<Vec<Shim>, HostError> {
+    let bin = super::shim::this_binary()?;
     let mut out = Vec::new();
     for name in ["sqlite", "jsonl"] {
         out.push(Shim {
@@ -329,7 +331,7 @@ fn shims(root_path: &Path, items: &mut Vec<Item>) -> Result<Vec<Shim>, String> {
         }
     }
     for driver in agmsg_host::bundled::of(agmsg_host::axis::Axis::Terminal) {
-        for (file, text) in super::shim::terminal_files(driver.name, &bin).map_err(|e| e.message)? {
+        for (file, text) in super::shim::terminal_files(driver.name, &bin)? {
             out.push(Shim { path: format!("scripts/drivers/terminals/{}/{file}", driver.name), text, warnings: Vec::new() });
         }
     }
@@ -337,7 +339,7 @@ fn shims(root_path: &Path, items: &mut Vec<Item>) -> Result<Vec<Shim>, String> {
 }
 
 /// The components of directory `rel` that do not exist yet, shallowest first.
-fn missing_dirs(root: &Root, rel: &str) -> Result<Vec<String>, String> {
+fn missing_dirs(root: &Root, rel: &str) -> Result<Vec<String>, HostError> {
     let mut missing = Vec::new();
     let mut prefix = String::new();
     for part in rel.split('/').filter(|p| !p.is_empty()) {
@@ -352,7 +354,7 @@ fn missing_dirs(root: &Root, rel: &str) -> Result<Vec<String>, String> {
     Ok(missing)
 }
 
-fn install(root: &Root, dry_run: bool, items: &mut Vec<Item>) -> Result<(), String> {
+fn install(root: &Root, dry_run: bool, items: &mut Vec<Item>) -> Result<(), HostError> {
     let old = root.record()?.unwrap_or_default();
     let mut wanted = Vec::new();
     for shim in shims(&root.path, items)? {
@@ -453,11 +455,11 @@ fn install(root: &Root, dry_run: bool, items: &mut Vec<Item>) -> Result<(), Stri
 }
 
 /// The names in an open directory.
-fn list_names(dir: &fsroot::Dir) -> Result<Vec<String>, String> {
-    Ok(dir.list().map_err(|e| e.to_string())?.into_iter().map(|name| name.to_string_lossy().into_owned()).collect())
+fn list_names(dir: &fsroot::Dir) -> Result<Vec<String>, HostError> {
+    Ok(dir.list().map_err(|e| HostError::refused(e.to_string()))?.into_iter().map(|name| name.to_string_lossy().into_owned()).collect())
 }
 
-fn uninstall(root: &Root, dry_run: bool, items: &mut Vec<Item>) -> Result<(), String> {
+fn uninstall(root: &Root, dry_run: bool, items: &mut Vec<Item>) -> Result<(), HostError> {
     let Some(record) = root.record()? else {
         items.push(Item::new(&format!("{STATE_DIR}/"), "nothing", Some("agmsg-host installed no shims here".into())));
         return Ok(());
@@ -487,7 +489,7 @@ fn uninstall(root: &Root, dry_run: bool, items: &mut Vec<Item>) -> Result<(), St
         let restore = match (&entry.original, action) {
             (Some(o), "restore") => {
                 let backup = root.read(&backup_path(&o.sha256))?.filter(|(b, _)| sha256_hex(b) == o.sha256);
-                let bytes = backup.ok_or_else(|| format!("the backup of {path}, {}, is missing or damaged: nothing changed", backup_path(&o.sha256)))?.0;
+                let bytes = backup.ok_or_else(|| HostError::refused(format!("the backup of {path}, {}, is missing or damaged: nothing changed", backup_path(&o.sha256))))?.0;
                 Some((bytes, o.mode))
             }
             _ => None,
@@ -511,7 +513,7 @@ fn uninstall(root: &Root, dry_run: bool, items: &mut Vec<Item>) -> Result<(), St
             (None, "remove") => match root.remove(undo.path, false) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(format!("cannot remove {}: {e}", undo.path)),
+                Err(e) => return Err(HostError::refused(format!("cannot remove {}: {e}", undo.path))),
             },
             _ => {}
         }
@@ -535,7 +537,7 @@ fn uninstall(root: &Root, dry_run: bool, items: &mut Vec<Item>) -> Result<(), St
         }
     }
     let _ = root.remove(&format!("{STATE_DIR}/{BACKUP_DIR}"), true);
-    root.remove(&format!("{STATE_DIR}/{RECORD}"), false).map_err(|e| format!("cannot remove {STATE_DIR}/{RECORD}: {e}"))?;
+    root.remove(&format!("{STATE_DIR}/{RECORD}"), false).map_err(|e| HostError::refused(format!("cannot remove {STATE_DIR}/{RECORD}: {e}")))?;
     match root.remove(STATE_DIR, true) {
         Ok(()) => items.push(Item::new(&format!("{STATE_DIR}/"), "remove", None)),
         Err(e) => items.push(Item::new(&format!("{STATE_DIR}/"), "keep", Some(format!("not removed: {e}")))),

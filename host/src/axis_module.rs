@@ -113,19 +113,6 @@ mod tests {
     use super::component_axis;
     use crate::axis::Axis;
 
-    /// A driver a suite cannot be set up for is refused on every axis, said by the axis's module (the
-    /// binary only prints it): here a component file that is not there.
-    #[test]
-    fn a_suite_that_cannot_be_set_up_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let missing = dir.path().join("gone.wasm");
-        for axis in Axis::ALL {
-            let Err(e) = crate::module(axis).suite(missing.to_str().unwrap()) else { panic!("{axis}: a suite for a missing file") };
-            assert_eq!(e.class, crate::error::ExitClass::Refused, "{axis}: {e}");
-            assert!(e.message.contains("gone.wasm"), "{axis}: {e}");
-        }
-    }
-
     #[test]
     fn a_component_names_its_axis_by_the_driver_interface_it_exports() {
         for axis in Axis::ALL {

@@ -18,66 +18,87 @@ use rusqlite::{Connection, ToSql};
 
 use super::{Key, SyncError, schema, write_tx};
 
-/// The binding's key under the store's generation (tables made if needed), inside the caller's
-/// transaction; prepare also makes its `sync_bindings` row (its frontiers are capped by its cursor).
-fn key(conn: &Connection, b: &Binding, with_binding: bool) -> Result<Key, SyncError> {
-    let protocol = b
-        .protocol_version
-        .parse()
-        .map_err(|_| SyncError::Runtime(format!("sync: invalid protocol version {:?}", b.protocol_version)))?;
-    let key = Key {
-        team: b.local_team.clone(),
-        server: b.server_instance_id.clone(),
-        remote: b.remote_team_id.clone(),
-        protocol,
-        generation: schema::ensure(conn)?,
-    };
-    if with_binding {
-        schema::ensure_binding(conn, &key)?;
-    }
-    Ok(key)
+/// One op's statements: its transaction's connection and the binding key every statement is bound with.
+struct Op<'c> {
+    conn: &'c Connection,
+    key: Key,
 }
 
-/// Run `sql` with those of the binding's parameters (`:team`, `:server`, `:remote`, `:protocol`,
-/// `:generation`) and of `extra` that it names.
-fn run(conn: &Connection, sql: &str, key: &Key, extra: &[(&str, &dyn ToSql)]) -> rusqlite::Result<usize> {
-    let mut stmt = conn.prepare_cached(sql)?;
-    bind(&mut stmt, key, extra)?;
-    stmt.raw_execute()
-}
-
-fn bind(stmt: &mut rusqlite::CachedStatement<'_>, key: &Key, extra: &[(&str, &dyn ToSql)]) -> rusqlite::Result<()> {
-    let base: [(&str, &dyn ToSql); 5] = [
-        (":team", &key.team),
-        (":server", &key.server),
-        (":remote", &key.remote),
-        (":protocol", &key.protocol),
-        (":generation", &key.generation),
-    ];
-    for (name, value) in base.iter().chain(extra) {
-        if let Some(index) = stmt.parameter_index(name)? {
-            stmt.raw_bind_parameter(index, value)?;
+impl<'c> Op<'c> {
+    /// The binding's key under the store's generation (tables made if needed), inside the caller's
+    /// transaction; prepare also makes its `sync_bindings` row (its frontiers are capped by its cursor).
+    fn open(conn: &'c Connection, b: &Binding, with_binding: bool) -> Result<Self, SyncError> {
+        let protocol = b
+            .protocol_version
+            .parse()
+            .map_err(|_| SyncError::Runtime(format!("sync: invalid protocol version {:?}", b.protocol_version)))?;
+        let key = Key {
+            team: b.local_team.clone(),
+            server: b.server_instance_id.clone(),
+            remote: b.remote_team_id.clone(),
+            protocol,
+            generation: schema::ensure(conn)?,
+        };
+        if with_binding {
+            schema::ensure_binding(conn, &key)?;
         }
+        Ok(Op { conn, key })
     }
-    Ok(())
+
+    /// Run `sql` with those of the binding's parameters (`:team`, `:server`, `:remote`, `:protocol`,
+    /// `:generation`) and of `extra` that it names.
+    fn run(&self, sql: &str, extra: &[(&str, &dyn ToSql)]) -> rusqlite::Result<usize> {
+        let mut stmt = self.conn.prepare_cached(sql)?;
+        self.bind(&mut stmt, extra)?;
+        stmt.raw_execute()
+    }
+
+    /// The rows of `sql` (bound as [`Op::run`] binds), each read by `row`.
+    fn rows<T>(
+        &self,
+        sql: &str,
+        extra: &[(&str, &dyn ToSql)],
+        row: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> rusqlite::Result<Vec<T>> {
+        let mut stmt = self.conn.prepare_cached(sql)?;
+        self.bind(&mut stmt, extra)?;
+        let mut out = Vec::new();
+        let mut cursor = stmt.raw_query();
+        while let Some(r) = cursor.next()? {
+            out.push(row(r)?);
+        }
+        Ok(out)
+    }
+
+    fn bind(&self, stmt: &mut rusqlite::CachedStatement<'_>, extra: &[(&str, &dyn ToSql)]) -> rusqlite::Result<()> {
+        let key = &self.key;
+        let base: [(&str, &dyn ToSql); 5] = [
+            (":team", &key.team),
+            (":server", &key.server),
+            (":remote", &key.remote),
+            (":protocol", &key.protocol),
+            (":generation", &key.generation),
+        ];
+        for (name, value) in base.iter().chain(extra) {
+            if let Some(index) = stmt.parameter_index(name)? {
+                stmt.raw_bind_parameter(index, value)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuse `member` unless it is an active member of the binding.
+    fn require_active(&self, member: &str) -> Result<(), SyncError> {
+        let sql = format!("SELECT 1 FROM sync_read_members rm WHERE {THE_ACTIVE_MEMBER}");
+        if self.rows(&sql, &[(":member", &member)], |_| Ok(()))?.is_empty() {
+            return Err(not_active(member));
+        }
+        Ok(())
+    }
 }
 
-/// The rows of `sql` (bound as [`run`] binds), each read by `row`.
-fn rows<T>(
-    conn: &Connection,
-    sql: &str,
-    key: &Key,
-    extra: &[(&str, &dyn ToSql)],
-    row: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
-) -> rusqlite::Result<Vec<T>> {
-    let mut stmt = conn.prepare_cached(sql)?;
-    bind(&mut stmt, key, extra)?;
-    let mut out = Vec::new();
-    let mut cursor = stmt.raw_query();
-    while let Some(r) = cursor.next()? {
-        out.push(row(r)?);
-    }
-    Ok(out)
+fn not_active(member: &str) -> SyncError {
+    SyncError::Runtime(format!("read-state: {member} is not an active member of this binding"))
 }
 
 fn sequence(text: &str) -> Result<i64, SyncError> {
@@ -97,6 +118,10 @@ macro_rules! of_binding {
 
 /// `rm` is this binding's member row (alias `rm`).
 const MEMBER_OF_BINDING: &str = of_binding!("rm");
+/// `rm` is an active member of the binding.
+const ACTIVE_MEMBER: &str = concat!(of_binding!("rm"), " AND rm.active=1");
+/// `rm` is the active member `:member` of the binding.
+const THE_ACTIVE_MEMBER: &str = concat!(of_binding!("rm"), " AND rm.member_id=:member AND rm.active=1");
 
 /// The rows aliased `a` and `b` are of one binding and generation (as `of_binding!`, a join's
 /// condition, with whatever else ties the two rows).
@@ -112,7 +137,7 @@ pub fn prepare(conn: &Connection, b: &Binding, context: &ReadContext) -> Result<
     let floor = sequence(&context.min_available_seq)?;
     let current = sequence(&context.current_seq)?;
     write_tx(conn, |conn| {
-        let key = key(conn, b, true)?;
+        let op = Op::open(conn, b, true)?;
         // The incoming roster, as two scratch tables of this transaction (dropped before it commits; a
         // failure rolls their creation back with everything else). A name or id given twice fails here.
         conn.execute_batch(
@@ -130,9 +155,8 @@ pub fn prepare(conn: &Connection, b: &Binding, context: &ReadContext) -> Result<
         let window: [(&str, &dyn ToSql); 2] = [(":floor", &floor), (":current", &current)];
         // Every member goes inactive, then the roster's come back: a new one keyed by its remote name; a
         // known one keeps its local name, and matches only while both names agree and it is local.
-        run(conn, &format!("UPDATE sync_read_members AS rm SET active=0 WHERE {MEMBER_OF_BINDING}"), &key, &[])?;
-        run(
-            conn,
+        op.run(&format!("UPDATE sync_read_members AS rm SET active=0 WHERE {MEMBER_OF_BINDING}"), &[])?;
+        op.run(
             "INSERT INTO sync_read_members(local_team, server_instance_id, remote_team_id, protocol_version, \
                driver_generation, member_id, agent, remote_agent, active, name_mismatch, remote_server_seq, \
                min_available_seq) \
@@ -146,13 +170,11 @@ pub fn prepare(conn: &Connection, b: &Binding, context: &ReadContext) -> Result<
                  AND EXISTS(SELECT 1 FROM temp.agmsg_read_local l WHERE l.agent=excluded.agent)), \
                remote_server_seq=CAST(MAX(CAST(sync_read_members.remote_server_seq AS INTEGER), :floor) AS TEXT), \
                min_available_seq=CAST(MAX(CAST(sync_read_members.min_available_seq AS INTEGER), :floor) AS TEXT)",
-            &key,
             &window,
         )?;
         conn.execute_batch("DROP TABLE temp.agmsg_read_incoming; DROP TABLE temp.agmsg_read_local;")?;
         // Read aliases: an acknowledged message of this binding its recipient has read here.
-        run(
-            conn,
+        op.run(
             &format!(
                 "INSERT OR IGNORE INTO sync_read_aliases(local_team, server_instance_id, remote_team_id, protocol_version, \
                    driver_generation, agent, local_id, wire_id, server_seq) \
@@ -164,11 +186,9 @@ pub fn prepare(conn: &Connection, b: &Binding, context: &ReadContext) -> Result<
                                AND r.agent=e.to_agent AND r.msg_id=e.id)",
                 of_binding!("m")
             ),
-            &key,
             &[],
         )?;
-        run(
-            conn,
+        op.run(
             &format!(
                 "UPDATE sync_read_aliases AS x SET server_seq=( \
                    SELECT m.server_seq FROM sync_messages m WHERE {} \
@@ -177,21 +197,14 @@ pub fn prepare(conn: &Connection, b: &Binding, context: &ReadContext) -> Result<
                 same_binding("m", "x"),
                 of_binding!("x")
             ),
-            &key,
             &[],
         )?;
         // Frontiers. For each usable member, walk the quarantined sequences after its frontier up to
         // min(transport cursor, current), numbered from 1; the first that is missing (a hole), not
         // imported or reconciled, not mapped to a local message, or addressed to the member and unread
         // here stops the walk. The frontier ends just before it (never moving back).
-        run(
-            conn,
-            &format!("DELETE FROM sync_read_prepared AS rm WHERE {MEMBER_OF_BINDING}"),
-            &key,
-            &[],
-        )?;
-        run(
-            conn,
+        op.run(&format!("DELETE FROM sync_read_prepared AS rm WHERE {MEMBER_OF_BINDING}"), &[])?;
+        op.run(
             &format!(
                 "INSERT INTO sync_read_prepared(local_team, server_instance_id, remote_team_id, protocol_version, \
                    driver_generation, member_id, server_seq) \
@@ -199,7 +212,7 @@ pub fn prepare(conn: &Connection, b: &Binding, context: &ReadContext) -> Result<
                    SELECT rm.member_id, rm.agent, CAST(rm.remote_server_seq AS INTEGER) AS base, \
                           MIN(CAST(bd.transport_cursor AS INTEGER), :current) AS top \
                      FROM sync_read_members rm JOIN sync_bindings bd ON {} \
-                    WHERE {MEMBER_OF_BINDING} AND rm.active=1 AND rm.name_mismatch=0), \
+                    WHERE {ACTIVE_MEMBER} AND rm.name_mismatch=0), \
                  walk AS ( \
                    SELECT u.member_id, u.agent, u.base, CAST(q.server_seq AS INTEGER) AS seq, q.status, \
                           m.local_position AS position, e.to_agent, e.id AS event_id, \
@@ -225,44 +238,37 @@ pub fn prepare(conn: &Connection, b: &Binding, context: &ReadContext) -> Result<
                 same_binding("bd", "rm"),
                 of_binding!("q")
             ),
-            &key,
             &window,
         )?;
-        let frontiers = rows(
-            conn,
+        let frontiers = op.rows(
             &format!(
                 "SELECT f.member_id, f.server_seq FROM sync_read_prepared f JOIN sync_read_members rm \
                    ON {} AND rm.member_id=f.member_id \
                  WHERE {MEMBER_OF_BINDING} AND rm.blocked_reason IS NULL ORDER BY f.member_id",
                 same_binding("rm", "f")
             ),
-            &key,
             &[],
             |r| Ok(Frontier { member_id: r.get(0)?, server_seq: r.get(1)? }),
         )?;
-        let exacts = rows(
-            conn,
+        let exacts = op.rows(
             &format!(
                 "SELECT rm.member_id, x.wire_id FROM sync_read_aliases x JOIN sync_read_members rm \
                    ON {} AND rm.agent=x.agent \
                  JOIN sync_read_prepared f ON {} AND f.member_id=rm.member_id \
-                 WHERE {MEMBER_OF_BINDING} AND rm.active=1 AND rm.blocked_reason IS NULL \
+                 WHERE {ACTIVE_MEMBER} AND rm.blocked_reason IS NULL \
                    AND x.server_seq IS NOT NULL AND CAST(x.server_seq AS INTEGER)>CAST(f.server_seq AS INTEGER) \
                  ORDER BY rm.member_id, x.wire_id",
                 same_binding("rm", "x"), same_binding("f", "rm")
             ),
-            &key,
             &[],
             |r| Ok(Exact { member_id: r.get(0)?, wire_id: r.get(1)? }),
         )?;
-        let blocked = rows(
-            conn,
+        let blocked = op.rows(
             &format!(
                 "SELECT rm.member_id, rm.name_mismatch, rm.blocked_reason FROM sync_read_members rm \
-                 WHERE {MEMBER_OF_BINDING} AND rm.active=1 AND (rm.name_mismatch=1 OR rm.blocked_reason IS NOT NULL) \
+                 WHERE {ACTIVE_MEMBER} AND (rm.name_mismatch=1 OR rm.blocked_reason IS NOT NULL) \
                  ORDER BY rm.member_id"
             ),
-            &key,
             &[],
             |r| Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?, r.get::<_, Option<String>>(2)?)),
         )?
@@ -283,77 +289,50 @@ pub fn prepare(conn: &Connection, b: &Binding, context: &ReadContext) -> Result<
     })
 }
 
-/// Whether `member` is an active member of the binding.
-fn active(conn: &Connection, key: &Key, member: &str) -> rusqlite::Result<bool> {
-    let found = rows(
-        conn,
-        &format!("SELECT 1 FROM sync_read_members rm WHERE {MEMBER_OF_BINDING} AND rm.member_id=:member AND rm.active=1"),
-        key,
-        &[(":member", &member)],
-        |_| Ok(()),
-    )?;
-    Ok(!found.is_empty())
-}
-
-fn require_active(conn: &Connection, key: &Key, member: &str) -> Result<(), SyncError> {
-    if active(conn, key, member)? {
-        Ok(())
-    } else {
-        Err(SyncError::Runtime(format!("read-state: {member} is not an active member of this binding")))
-    }
-}
-
 pub fn apply(conn: &Connection, b: &Binding, page: &Snapshot) -> Result<ReadApplyResult, SyncError> {
     let floor = sequence(&page.min_available_seq)?;
     write_tx(conn, |conn| {
-        let key = key(conn, b, false)?;
+        let op = Op::open(conn, b, false)?;
         for f in &page.frontiers {
-            require_active(conn, &key, &f.member_id)?;
+            op.require_active(&f.member_id)?;
             let seq = sequence(&f.server_seq)?;
-            run(
-                conn,
+            op.run(
                 &format!(
                     "UPDATE sync_read_members AS rm SET remote_server_seq=CAST(MAX(CAST(remote_server_seq AS INTEGER), :seq) AS TEXT) \
-                     WHERE {MEMBER_OF_BINDING} AND rm.member_id=:member AND rm.active=1"
+                     WHERE {THE_ACTIVE_MEMBER}"
                 ),
-                &key,
                 &[(":seq", &seq), (":member", &f.member_id)],
             )?;
         }
         for x in &page.exacts {
-            require_active(conn, &key, &x.member_id)?;
-            run(
-                conn,
+            op.require_active(&x.member_id)?;
+            op.run(
                 "INSERT OR IGNORE INTO sync_read_remote_exact(local_team, server_instance_id, remote_team_id, \
                    protocol_version, driver_generation, member_id, wire_id) \
                  VALUES(:team, :server, :remote, :protocol, :generation, :member, :wire)",
-                &key,
                 &[(":member", &x.member_id), (":wire", &x.wire_id)],
             )?;
         }
         // The page's floor raises every active member's.
-        run(
-            conn,
+        op.run(
             &format!(
                 "UPDATE sync_read_members AS rm SET \
                    min_available_seq=CAST(MAX(CAST(min_available_seq AS INTEGER), :floor) AS TEXT), \
                    remote_server_seq=CAST(MAX(CAST(remote_server_seq AS INTEGER), :floor) AS TEXT) \
-                 WHERE {MEMBER_OF_BINDING} AND rm.active=1"
+                 WHERE {ACTIVE_MEMBER}"
             ),
-            &key,
             &[(":floor", &floor)],
         )?;
         // What the members' coverage reaches: their messages of this binding that were pushed from here
         // or durably imported or reconciled, at or below the frontier or read exactly.
-        let covered = rows(
-            conn,
+        let covered = op.rows(
             &format!(
                 "SELECT DISTINCT e.team, rm.agent, e.id FROM sync_read_members rm \
                    JOIN sync_messages m ON {} AND m.server_seq IS NOT NULL \
                    JOIN events e ON e.seq=m.local_position \
                    LEFT JOIN sync_quarantine q ON q.server_instance_id=m.server_instance_id \
                     AND q.remote_team_id=m.remote_team_id AND q.protocol_version=m.protocol_version AND q.wire_id=m.wire_id \
-                 WHERE {MEMBER_OF_BINDING} AND rm.active=1 AND e.to_agent=rm.agent \
+                 WHERE {ACTIVE_MEMBER} AND e.to_agent=rm.agent \
                    AND (m.direction='push' OR q.status IN ('imported','reconciled')) \
                    AND (CAST(m.server_seq AS INTEGER)<=CAST(rm.remote_server_seq AS INTEGER) \
                         OR EXISTS(SELECT 1 FROM sync_read_remote_exact x WHERE {} \
@@ -361,7 +340,6 @@ pub fn apply(conn: &Connection, b: &Binding, page: &Snapshot) -> Result<ReadAppl
                  ORDER BY e.seq",
                 same_binding("m", "rm"), same_binding("x", "rm")
             ),
-            &key,
             &[],
             |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)),
         )?;
@@ -372,17 +350,14 @@ pub fn apply(conn: &Connection, b: &Binding, page: &Snapshot) -> Result<ReadAppl
         }
         // Each member's read cursor moves over the now-covered prefix, up to the first message to it
         // that is still unread (or the event high-water), never back.
-        run(
-            conn,
+        op.run(
             &format!(
                 "INSERT OR IGNORE INTO read_cursors(team, agent, local_position) \
-                 SELECT :team, rm.agent, 0 FROM sync_read_members rm WHERE {MEMBER_OF_BINDING} AND rm.active=1"
+                 SELECT :team, rm.agent, 0 FROM sync_read_members rm WHERE {ACTIVE_MEMBER}"
             ),
-            &key,
             &[],
         )?;
-        run(
-            conn,
+        op.run(
             &format!(
                 "UPDATE read_cursors SET local_position=MAX(local_position, COALESCE(( \
                    SELECT MIN(e.seq)-1 FROM events e WHERE e.type='message_sent' AND e.team=:team \
@@ -391,14 +366,12 @@ pub fn apply(conn: &Connection, b: &Binding, page: &Snapshot) -> Result<ReadAppl
                                      AND r.agent=read_cursors.agent AND r.msg_id=e.id)), \
                    COALESCE((SELECT seq FROM sqlite_sequence WHERE name='events'), 0))) \
                  WHERE team=:team AND agent IN (SELECT rm.agent FROM sync_read_members rm \
-                   WHERE {MEMBER_OF_BINDING} AND rm.active=1)"
+                   WHERE {ACTIVE_MEMBER})"
             ),
-            &key,
             &[],
         )?;
         // Exact reads and read aliases the frontier now covers are dropped.
-        run(
-            conn,
+        op.run(
             &format!(
                 "DELETE FROM sync_read_remote_exact AS x WHERE {} \
                    AND EXISTS(SELECT 1 FROM sync_messages m JOIN sync_read_members rm ON {} \
@@ -409,11 +382,9 @@ pub fn apply(conn: &Connection, b: &Binding, page: &Snapshot) -> Result<ReadAppl
                 of_binding!("x"),
                 same_binding("rm", "x")
             ),
-            &key,
             &[],
         )?;
-        run(
-            conn,
+        op.run(
             &format!(
                 "DELETE FROM sync_read_aliases AS x WHERE {} AND x.server_seq IS NOT NULL \
                    AND EXISTS(SELECT 1 FROM sync_read_members rm WHERE {} \
@@ -421,17 +392,14 @@ pub fn apply(conn: &Connection, b: &Binding, page: &Snapshot) -> Result<ReadAppl
                 of_binding!("x"),
                 same_binding("rm", "x")
             ),
-            &key,
             &[],
         )?;
         // The members' floor, compared as numbers (text order would put "9" above "10").
-        let (floor, count) = rows(
-            conn,
+        let (floor, count) = op.rows(
             &format!(
                 "SELECT CAST(MAX(CAST(rm.min_available_seq AS INTEGER)) AS TEXT), COUNT(*) FROM sync_read_members rm \
-                 WHERE {MEMBER_OF_BINDING} AND rm.active=1"
+                 WHERE {ACTIVE_MEMBER}"
             ),
-            &key,
             &[],
             |r| Ok((r.get::<_, Option<String>>(0)?, r.get::<_, u32>(1)?)),
         )?
@@ -445,18 +413,16 @@ pub fn apply(conn: &Connection, b: &Binding, page: &Snapshot) -> Result<ReadAppl
 /// Hold back an active member's read state until the operator lifts it.
 pub fn block(conn: &Connection, b: &Binding, member: &str) -> Result<(), SyncError> {
     write_tx(conn, |conn| {
-        let key = key(conn, b, false)?;
-        let changed = run(
-            conn,
+        let op = Op::open(conn, b, false)?;
+        let changed = op.run(
             &format!(
                 "UPDATE sync_read_members AS rm SET blocked_reason='read-state-limit-exceeded' \
-                 WHERE {MEMBER_OF_BINDING} AND rm.member_id=:member AND rm.active=1"
+                 WHERE {THE_ACTIVE_MEMBER}"
             ),
-            &key,
             &[(":member", &member)],
         )?;
         if changed != 1 {
-            return Err(SyncError::Runtime(format!("read-state: {member} is not an active member of this binding")));
+            return Err(not_active(member));
         }
         Ok(())
     })
@@ -465,15 +431,13 @@ pub fn block(conn: &Connection, b: &Binding, member: &str) -> Result<(), SyncErr
 /// Lift the limit hold of an active member (a name mismatch stays: only a roster change ends it).
 pub fn unblock(conn: &Connection, b: &Binding, member: &str) -> Result<(), SyncError> {
     write_tx(conn, |conn| {
-        let key = key(conn, b, false)?;
-        require_active(conn, &key, member)?;
-        run(
-            conn,
+        let op = Op::open(conn, b, false)?;
+        op.require_active(member)?;
+        op.run(
             &format!(
-                "UPDATE sync_read_members AS rm SET blocked_reason=NULL WHERE {MEMBER_OF_BINDING} \
-                 AND rm.member_id=:member AND rm.active=1 AND rm.blocked_reason='read-state-limit-exceeded'"
+                "UPDATE sync_read_members AS rm SET blocked_reason=NULL \
+                 WHERE {THE_ACTIVE_MEMBER} AND rm.blocked_reason='read-state-limit-exceeded'"
             ),
-            &key,
             &[(":member", &member)],
         )?;
         Ok(())

@@ -291,39 +291,17 @@ pub fn reconcile(conn: &Connection, b: &Binding, acks: &[PushAck]) -> Result<i64
             )));
         }
     }
+    // The reservation an ack names: the binding's (?1-?5) row at the ack's position (?6) with its wire
+    // id (?7); ?8 is the ack's sequence. The check and the write below name the same row.
+    macro_rules! acked_reservation {
+        () => {
+            "local_team=?1 AND server_instance_id=?2 AND remote_team_id=?3 AND protocol_version=?4 \
+             AND driver_generation=?5 AND local_position=?6 AND wire_id=?7"
+        };
+    }
     write_tx(conn, |conn| {
         for ack in acks {
-            let matches: bool = conn
-                .prepare_cached(
-                    "SELECT EXISTS(SELECT 1 FROM sync_messages WHERE local_team=?1 AND server_instance_id=?2 \
-                     AND remote_team_id=?3 AND protocol_version=?4 AND driver_generation=?5 AND local_position=?6 \
-                     AND wire_id=?7 AND (server_seq IS NULL OR server_seq=?8))",
-                )?
-                .query_row(
-                    params![
-                        key.team,
-                        key.server,
-                        key.remote,
-                        key.protocol,
-                        key.generation,
-                        ack.local_position,
-                        ack.wire_id,
-                        ack.server_seq
-                    ],
-                    |r| r.get(0),
-                )?;
-            if !matches {
-                return Err(SyncError::Corrupt(format!(
-                    "sync: ack of wire id {} at position {} (server_seq {}) matches no reservation; nothing recorded",
-                    ack.wire_id, ack.local_position, ack.server_seq
-                )));
-            }
-            conn.prepare_cached(
-                "UPDATE sync_messages SET server_seq=?8 WHERE local_team=?1 AND server_instance_id=?2 \
-                 AND remote_team_id=?3 AND protocol_version=?4 AND driver_generation=?5 AND local_position=?6 \
-                 AND wire_id=?7",
-            )?
-            .execute(params![
+            let ack_params = params![
                 key.team,
                 key.server,
                 key.remote,
@@ -332,7 +310,22 @@ pub fn reconcile(conn: &Connection, b: &Binding, acks: &[PushAck]) -> Result<i64
                 ack.local_position,
                 ack.wire_id,
                 ack.server_seq
-            ])?;
+            ];
+            let matches: bool = conn
+                .prepare_cached(concat!(
+                    "SELECT EXISTS(SELECT 1 FROM sync_messages WHERE ",
+                    acked_reservation!(),
+                    " AND (server_seq IS NULL OR server_seq=?8))"
+                ))?
+                .query_row(ack_params, |r| r.get(0))?;
+            if !matches {
+                return Err(SyncError::Corrupt(format!(
+                    "sync: ack of wire id {} at position {} (server_seq {}) matches no reservation; nothing recorded",
+                    ack.wire_id, ack.local_position, ack.server_seq
+                )));
+            }
+            conn.prepare_cached(concat!("UPDATE sync_messages SET server_seq=?8 WHERE ", acked_reservation!()))?
+                .execute(ack_params)?;
         }
         let binding = params![key.team, key.server, key.remote, key.protocol, key.generation];
         conn.prepare_cached(
@@ -347,14 +340,8 @@ pub fn reconcile(conn: &Connection, b: &Binding, acks: &[PushAck]) -> Result<i64
         .execute(binding)?;
         advance_push_cursor(conn, &key)?;
         crash_point("reconcile:before-commit");
-        let cursor: Option<i64> = conn
-            .prepare_cached(
-                "SELECT push_cursor FROM sync_bindings WHERE local_team=?1 AND server_instance_id=?2 \
-                 AND remote_team_id=?3 AND protocol_version=?4 AND driver_generation=?5",
-            )?
-            .query_row(binding, |r| r.get(0))
-            .optional()?;
-        cursor.ok_or_else(|| SyncError::Corrupt("sync: reconcile for a binding that was never prepared".into()))
+        push_cursor(conn, &key)?
+            .ok_or_else(|| SyncError::Corrupt("sync: reconcile for a binding that was never prepared".into()))
     })
 }
 
@@ -363,15 +350,7 @@ pub fn reconcile(conn: &Connection, b: &Binding, acks: &[PushAck]) -> Result<i64
 /// stops at the first gap (agmsg's correlated query is quadratic in the messages after the cursor: 1,000
 /// acknowledgements took longer than the call deadline).
 fn advance_push_cursor(conn: &Connection, key: &Key) -> Result<(), SyncError> {
-    let binding = params![key.team, key.server, key.remote, key.protocol, key.generation];
-    let Some(start): Option<i64> = conn
-        .prepare_cached(
-            "SELECT push_cursor FROM sync_bindings WHERE local_team=?1 AND server_instance_id=?2 \
-             AND remote_team_id=?3 AND protocol_version=?4 AND driver_generation=?5",
-        )?
-        .query_row(binding, |r| r.get(0))
-        .optional()?
-    else {
+    let Some(start) = push_cursor(conn, key)? else {
         return Ok(());
     };
     let mut cursor = start;
@@ -398,4 +377,14 @@ fn advance_push_cursor(conn: &Connection, key: &Key) -> Result<(), SyncError> {
         .execute(params![key.team, key.server, key.remote, key.protocol, key.generation, cursor])?;
     }
     Ok(())
+}
+
+/// The binding's push cursor; none when the binding has no row (it was never prepared).
+fn push_cursor(conn: &Connection, key: &Key) -> rusqlite::Result<Option<i64>> {
+    conn.prepare_cached(
+        "SELECT push_cursor FROM sync_bindings WHERE local_team=?1 AND server_instance_id=?2 \
+         AND remote_team_id=?3 AND protocol_version=?4 AND driver_generation=?5",
+    )?
+    .query_row(params![key.team, key.server, key.remote, key.protocol, key.generation], |r| r.get(0))
+    .optional()
 }

@@ -76,6 +76,26 @@ pub struct Key {
     pub generation: String,
 }
 
+impl Key {
+    /// `b`'s key under the store's `generation`, its protocol version read by [`protocol`].
+    pub fn new(b: &Binding, protocol: i64, generation: String) -> Key {
+        Key {
+            team: b.local_team.clone(),
+            server: b.server_instance_id.clone(),
+            remote: b.remote_team_id.clone(),
+            protocol,
+            generation,
+        }
+    }
+}
+
+/// The binding's protocol version as the tables hold it (a number).
+pub fn protocol(b: &Binding) -> Result<i64, SyncError> {
+    b.protocol_version
+        .parse()
+        .map_err(|_| SyncError::Runtime(format!("sync: invalid protocol version {:?}", b.protocol_version)))
+}
+
 /// A new lowercase UUIDv4 (wire ids, the store generation), from WASI's random source in a component.
 pub fn new_uuid4() -> String {
     uuid::Uuid::new_v4().to_string()
@@ -115,20 +135,8 @@ pub fn write_tx<T>(conn: &Connection, f: impl FnOnce(&Connection) -> Result<T, S
 
 /// Create the sync tables if needed and key the binding with the store's generation (one transaction).
 pub fn open_binding(conn: &Connection, b: &Binding) -> Result<Key, SyncError> {
-    let protocol = b
-        .protocol_version
-        .parse::<i64>()
-        .map_err(|_| SyncError::Runtime(format!("sync: invalid protocol version {:?}", b.protocol_version)))?;
-    write_tx(conn, |conn| {
-        let generation = schema::ensure(conn)?;
-        Ok(Key {
-            team: b.local_team.clone(),
-            server: b.server_instance_id.clone(),
-            remote: b.remote_team_id.clone(),
-            protocol,
-            generation,
-        })
-    })
+    let protocol = protocol(b)?;
+    write_tx(conn, |conn| Ok(Key::new(b, protocol, schema::ensure(conn)?)))
 }
 
 /// The binding's `sync_state` record.

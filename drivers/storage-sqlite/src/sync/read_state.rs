@@ -28,17 +28,7 @@ impl<'c> Op<'c> {
     /// The binding's key under the store's generation (tables made if needed), inside the caller's
     /// transaction; prepare also makes its `sync_bindings` row (its frontiers are capped by its cursor).
     fn open(conn: &'c Connection, b: &Binding, with_binding: bool) -> Result<Self, SyncError> {
-        let protocol = b
-            .protocol_version
-            .parse()
-            .map_err(|_| SyncError::Runtime(format!("sync: invalid protocol version {:?}", b.protocol_version)))?;
-        let key = Key {
-            team: b.local_team.clone(),
-            server: b.server_instance_id.clone(),
-            remote: b.remote_team_id.clone(),
-            protocol,
-            generation: schema::ensure(conn)?,
-        };
+        let key = Key::new(b, super::protocol(b)?, schema::ensure(conn)?);
         if with_binding {
             schema::ensure_binding(conn, &key)?;
         }

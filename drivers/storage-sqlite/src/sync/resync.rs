@@ -5,11 +5,7 @@
 use agmsg_guest_sdk::storage::{Binding, RESYNC_REASON, ResyncAudit, ResyncReport, ResyncRequest, ResyncResult};
 use rusqlite::{Connection, OptionalExtension, named_params};
 
-use super::{Key, SyncError, schema, write_tx};
-
-fn protocol(b: &Binding) -> Result<i64, SyncError> {
-    b.protocol_version.parse().map_err(|_| SyncError::Runtime(format!("sync: invalid protocol version {:?}", b.protocol_version)))
-}
+use super::{Key, SyncError, protocol, schema, write_tx};
 
 /// The binding's transport cursor and the audit of `floor`, if any, under the store's generation.
 /// `None` (nothing created) when the store has no sync tables, no generation or no such binding.
@@ -73,7 +69,7 @@ pub fn resync(conn: &Connection, b: &Binding, request: &ResyncRequest) -> Result
         .to_string();
     write_tx(conn, |conn| {
         let generation = schema::ensure(conn)?;
-        let key = Key { team: b.local_team.clone(), server: b.server_instance_id.clone(), remote: b.remote_team_id.clone(), protocol, generation };
+        let key = Key::new(b, protocol, generation);
         let moved = conn
             .prepare_cached(
                 "UPDATE sync_bindings SET transport_cursor=:floor WHERE local_team=:team AND server_instance_id=:server \

@@ -133,6 +133,17 @@ pub fn write_tx<T>(conn: &Connection, f: impl FnOnce(&Connection) -> Result<T, S
     }
 }
 
+/// Run `f` in a `BEGIN` (read) transaction that is left open when it succeeds, for the [`Pages`] of its
+/// answer to end with their last slice; rolled back if it fails.
+pub fn read_tx<T>(conn: &Connection, f: impl FnOnce(&Connection) -> Result<T, SyncError>) -> Result<T, SyncError> {
+    conn.execute_batch("BEGIN")?;
+    let answer = f(conn);
+    if answer.is_err() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    answer
+}
+
 /// Create the sync tables if needed and key the binding with the store's generation (one transaction).
 pub fn open_binding(conn: &Connection, b: &Binding) -> Result<Key, SyncError> {
     let protocol = protocol(b)?;

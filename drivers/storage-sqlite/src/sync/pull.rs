@@ -15,7 +15,7 @@ use agmsg_guest_sdk::storage::{
 use rusqlite::types::ToSql;
 use rusqlite::{Connection, params};
 
-use super::{Db, Key, Pages, SyncError, crash_point, open_binding, schema, state, write_tx};
+use super::{Db, Key, Pages, SyncError, crash_point, open_binding, read_tx, schema, state, write_tx};
 
 /// Execute `sql` with the named parameters it uses out of `values` (agmsg's statements each use a
 /// different subset of one message's fields).
@@ -412,8 +412,7 @@ pub fn reprocess<D: Db>(
             AND (?6 IS NULL OR CAST(server_seq AS INTEGER)>?6 OR (CAST(server_seq AS INTEGER)=?6 AND wire_id>?7)) \
           ORDER BY CAST(server_seq AS INTEGER), wire_id LIMIT ?8"
     );
-    conn.execute_batch("BEGIN")?;
-    let page = (|| {
+    let (page, keys) = read_tx(conn, |conn| {
         let state: SyncState = state(conn, &key)?;
         let mut keys: Vec<PageKey> = conn
             .prepare_cached(&sql)?
@@ -425,15 +424,8 @@ pub fn reprocess<D: Db>(
         let has_more = keys.len() > limit as usize;
         keys.truncate(limit as usize);
         let next_after = if has_more { keys.last().cloned() } else { None };
-        Ok::<_, SyncError>((ReprocessPage { state, next_after, has_more }, keys))
-    })();
-    let (page, keys) = match page {
-        Ok(page) => page,
-        Err(e) => {
-            let _ = conn.execute_batch("ROLLBACK");
-            return Err(e);
-        }
-    };
+        Ok((ReprocessPage { state, next_after, has_more }, keys))
+    })?;
     Ok((page, Pages::new(db, key, keys, fetch_quarantined, |c: &ReprocessCandidate| c.envelope.blob.len())))
 }
 

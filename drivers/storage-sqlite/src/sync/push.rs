@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use agmsg_guest_sdk::storage::{Binding, Envelope, PrepareRequest, PushAck, PushCandidate, SyncState, WriteProfile};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{Db, Key, Pages, SyncError, crash_point, new_uuid4, open_binding, schema, state, write_tx};
+use super::{Db, Key, Pages, SyncError, crash_point, new_uuid4, open_binding, read_tx, schema, state, write_tx};
 
 /// Reservations commit in groups rather than one transaction each (agmsg's bounds): what a crash
 /// mid-page makes the next prepare seal again is at most this many messages or this much blob.
@@ -232,8 +232,7 @@ pub fn prepare<D: Db>(
 
     // The answer: re-read from committed rows (so byte-stable), in one read transaction that the pages
     // keep until the last one.
-    conn.execute_batch("BEGIN")?;
-    let answer = (|| {
+    let (state, positions) = read_tx(conn, |conn| {
         let state = state(conn, &key)?;
         let positions: Vec<i64> = conn
             .prepare_cached(
@@ -247,15 +246,8 @@ pub fn prepare<D: Db>(
             )?
             .query_map(params![key.team, key.server, key.remote, key.protocol, key.generation, limit], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
-        Ok::<_, SyncError>((state, positions))
-    })();
-    let (state, positions) = match answer {
-        Ok(answer) => answer,
-        Err(e) => {
-            let _ = conn.execute_batch("ROLLBACK");
-            return Err(e);
-        }
-    };
+        Ok((state, positions))
+    })?;
     Ok((state, Pages::new(db, key, positions, fetch_candidate, |c: &PushCandidate| c.envelope.blob.len())))
 }
 

@@ -25,7 +25,7 @@ use agmsg_guest_sdk::storage::{
     Binding, DriverError, PageKey, PrepareRequest, PullStage, PushAck, PushCandidate, ReprocessCandidate, ReprocessPage,
     ReprocessScope, SyncDriver, SyncPages, SyncState,
 };
-use rusqlite::Connection;
+use rusqlite::{CachedStatement, Connection, ToSql};
 
 use crate::{Session, Sqlite, sql_error};
 
@@ -87,6 +87,30 @@ impl Key {
             generation,
         }
     }
+
+    /// The key as the named parameters `:team`, `:server`, `:remote`, `:protocol` and `:generation`.
+    pub fn named(&self) -> [(&'static str, &dyn ToSql); 5] {
+        [
+            (":team", &self.team),
+            (":server", &self.server),
+            (":remote", &self.remote),
+            (":protocol", &self.protocol),
+            (":generation", &self.generation),
+        ]
+    }
+}
+
+/// Bind those of `values` that `stmt` names: an op's statements each use a subset of its parameters.
+pub fn bind_named<'v>(
+    stmt: &mut CachedStatement<'_>,
+    values: impl IntoIterator<Item = &'v (&'v str, &'v dyn ToSql)>,
+) -> rusqlite::Result<()> {
+    for (name, value) in values {
+        if let Some(index) = stmt.parameter_index(name)? {
+            stmt.raw_bind_parameter(index, value)?;
+        }
+    }
+    Ok(())
 }
 
 /// The binding's protocol version as the tables hold it (a number).

@@ -15,17 +15,13 @@ use agmsg_guest_sdk::storage::{
 use rusqlite::types::ToSql;
 use rusqlite::{Connection, params};
 
-use super::{Db, Key, Pages, SyncError, crash_point, open_binding, read_tx, schema, state, write_tx};
+use super::{Db, Key, Pages, SyncError, bind_named, crash_point, open_binding, read_tx, schema, state, write_tx};
 
 /// Execute `sql` with the named parameters it uses out of `values` (agmsg's statements each use a
 /// different subset of one message's fields).
 fn run(conn: &Connection, sql: &str, values: &[(&str, &dyn ToSql)]) -> rusqlite::Result<usize> {
     let mut stmt = conn.prepare_cached(sql)?;
-    for (name, value) in values {
-        if let Some(index) = stmt.parameter_index(name)? {
-            stmt.raw_bind_parameter(index, value)?;
-        }
-    }
+    bind_named(&mut stmt, values)?;
     stmt.raw_execute()
 }
 
@@ -144,7 +140,6 @@ pub fn begin<D: Db>(db: D, b: &Binding) -> Result<PullPage<D>, SyncError> {
 impl<D: Db> PullPage<D> {
     fn stage(&mut self, m: &PullMessage) -> Result<(), SyncError> {
         let conn = self.db.db();
-        let k = &self.key;
         let key_id = m.envelope.key_id.clone().filter(|k| !k.is_empty());
         let keyc = key_id.clone().unwrap_or_default();
         let v = i64::from(m.envelope.v);
@@ -162,13 +157,9 @@ impl<D: Db> PullPage<D> {
         {
             return Err(SyncError::Runtime(format!("sync: importable message {} has an incomplete projection", m.wire_id)));
         }
-        let values: [(&str, &dyn ToSql); 16] = [
-            (":team", &k.team),
-            (":server", &k.server),
-            (":remote", &k.remote),
-            (":protocol", &k.protocol),
-            (":generation", &k.generation),
-            (":seq", &m.server_seq),
+        let mut values = self.key.named().to_vec();
+        values.extend([
+            (":seq", &m.server_seq as &dyn ToSql),
             (":wire", &m.wire_id),
             (":received", &m.server_received_at),
             (":v", &v),
@@ -179,9 +170,8 @@ impl<D: Db> PullPage<D> {
             (":status", &status),
             (":policy", &policy),
             (":localrev", &localrev),
-        ];
-        let mut values = values.to_vec();
-        values.push((":reason", &reason));
+            (":reason", &reason),
+        ]);
         for sql in &self.statements {
             run(conn, sql, &values)?;
         }

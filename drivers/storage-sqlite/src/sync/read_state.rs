@@ -61,20 +61,7 @@ impl<'c> Op<'c> {
     }
 
     fn bind(&self, stmt: &mut rusqlite::CachedStatement<'_>, extra: &[(&str, &dyn ToSql)]) -> rusqlite::Result<()> {
-        let key = &self.key;
-        let base: [(&str, &dyn ToSql); 5] = [
-            (":team", &key.team),
-            (":server", &key.server),
-            (":remote", &key.remote),
-            (":protocol", &key.protocol),
-            (":generation", &key.generation),
-        ];
-        for (name, value) in base.iter().chain(extra) {
-            if let Some(index) = stmt.parameter_index(name)? {
-                stmt.raw_bind_parameter(index, value)?;
-            }
-        }
-        Ok(())
+        super::bind_named(stmt, self.key.named().iter().chain(extra))
     }
 
     /// Refuse `member` unless it is an active member of the binding.

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use agmsg_host::storage::sync::{self, ApplyResult, Envelope, Evaluated, Outcome, OutcomeStatus, PushCandidate, ReprocessCandidate, SyncState};
 use common::Env;
+use common::sync::{REMOTE, SERVER, sync_op};
 
 /// Control characters, a forged record on a line of its own, quotes and backslashes, DEL, C1, the JS
 /// line separators and a bidi override: what a hostile driver might put in any string it hands back.
@@ -45,6 +46,13 @@ fn run_bounded(env: &Env, skill: &Path, args: &[&str], deadline: Duration) -> ag
 fn assert_inert(what: &str, text: &str) {
     let bad = text.chars().find(|&c| (c.is_control() && c != '\n' && c != '\t') || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'));
     assert!(bad.is_none(), "{what} carries {bad:?}: {text:?}");
+}
+
+/// A refusal of what a driver handed back: 13, nothing on stdout, an inert stderr that says `why`.
+fn assert_refused(what: &str, run: agmsg_conformance::Run, why: &str) {
+    assert_eq!((run.code, run.stdout.as_str()), (13, ""), "{what}: {run:?}");
+    assert!(run.stderr.contains(why), "{what}: expected {why:?} in {}", run.stderr);
+    assert_inert(what, &run.stderr);
 }
 
 /// agmsg's install with a `run/` directory and a fake `scripts/reset.sh` that writes its argv, one
@@ -237,8 +245,6 @@ fn driver_strings_are_printed_as_one_json_line_each_that_reads_back_exactly() {
     }
 }
 
-const SERVER: &str = "0196f3a2-7c1e-7000-8000-000000000001";
-const REMOTE: &str = "0196f3a2-7c1e-7000-8000-000000000002";
 const WIRE: &str = "0b9a7c1e-2f3d-4a5b-8c6d-7e8f9a0b1c2d";
 
 /// A stdin record agmsg's strict framing refuses (a repeated key, at the top or nested; an unknown key;
@@ -287,17 +293,18 @@ fn sync_values_a_driver_hands_back_are_checked_before_they_are_printed() {
     let env = Env::new();
     let driver = common::fixture("sync-fixture");
     let driver = driver.to_str().unwrap();
+    let sync = sync_op(&env, driver);
     let prepare = |max: u32| format!(r#"{{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"max_blob_bytes":{max},"allow_new":true}}"#);
-    let run = env.run_stdin(&["--driver", driver, "storage", "sync-prepare-push", "t", SERVER, REMOTE, "1", "2"], prepare(8).as_bytes());
+    let run = sync("prepare-push", &["2"], &prepare(8));
     assert_eq!((run.code, run.stdout.lines().count()), (0, 3), "{run:?}");
-    let run = env.run_stdin(&["--driver", driver, "storage", "sync-prepare-push", "t", SERVER, REMOTE, "1", "2"], prepare(7).as_bytes());
+    let run = sync("prepare-push", &["2"], &prepare(7));
     assert_eq!(run.code, 13, "{run:?}");
     assert!(!run.stdout.contains("not-a-uuid"), "{}", run.stdout);
     assert!(run.stderr.contains("sync_push_candidate.id") && run.stderr.contains("not a lowercase UUIDv4"), "{}", run.stderr);
 
-    let run = env.run_stdin(&["--driver", driver, "storage", "sync-reprocess", "t", SERVER, REMOTE, "1", "3"], b"");
+    let run = sync("reprocess", &["3"], "");
     assert_eq!(run.code, 0, "{run:?}");
-    let run = env.run_stdin(&["--driver", driver, "storage", "sync-reprocess", "t", SERVER, REMOTE, "1", "7"], b"");
+    let run = sync("reprocess", &["7"], "");
     assert_eq!(run.code, 13, "{run:?}");
     assert!(!run.stdout.contains("sync_reprocess_page"), "{}", run.stdout);
     assert!(run.stderr.contains("next_after"), "{}", run.stderr);
@@ -315,16 +322,7 @@ fn a_sync_drivers_answers_are_checked_against_the_request_and_nothing_is_printed
     let env = Env::new();
     let driver = common::fixture("sync-fixture");
     let driver = driver.to_str().unwrap();
-    let run = |op: &str, extra: &[&str], stdin: &str| {
-        let op = format!("sync-{op}");
-        let args: Vec<&str> = ["--driver", driver, "storage", op.as_str(), "t", SERVER, REMOTE, "1"].into_iter().chain(extra.iter().copied()).collect();
-        env.run_stdin(&args, stdin.as_bytes())
-    };
-    let refused = |what: &str, run: agmsg_conformance::Run, why: &str| {
-        assert_eq!((run.code, run.stdout.as_str()), (13, ""), "{what}: {run:?}");
-        assert!(run.stderr.contains(why), "{what}: expected {why:?} in {}", run.stderr);
-        assert_inert("sync's stderr", &run.stderr);
-    };
+    let run = sync_op(&env, driver);
     let none = |max: u32| format!(r#"{{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"max_blob_bytes":{max},"allow_new":true}}"#);
     let recipient = format!("age1{}", "q".repeat(58));
     let age = |key: &str| {
@@ -341,10 +339,10 @@ fn a_sync_drivers_answers_are_checked_against_the_request_and_nothing_is_printed
         (10, "sync_push_candidate.envelope.blob is not canonical base64"),
         (12, "sync_push_candidate.envelope.blob holds 18 bytes, not 1 to max_blob_bytes (12)"),
     ] {
-        refused(&format!("prepare, max_blob_bytes {max}"), run("prepare-push", &["2"], &none(max)), why);
+        assert_refused(&format!("prepare, max_blob_bytes {max}"), run("prepare-push", &["2"], &none(max)), why);
     }
-    refused("a plaintext envelope for age-v1", run("prepare-push", &["2"], &age("downgrade")), r#"cipher "none" where the engine asked for "age-v1""#);
-    refused("an age-v1 blob that is no age file", run("prepare-push", &["2"], &age("plain")), "not an age v1 file");
+    assert_refused("a plaintext envelope for age-v1", run("prepare-push", &["2"], &age("downgrade")), r#"cipher "none" where the engine asked for "age-v1""#);
+    assert_refused("an age-v1 blob that is no age file", run("prepare-push", &["2"], &age("plain")), "not an age v1 file");
 
     let message = |n: u64| {
         format!(
@@ -356,12 +354,12 @@ fn a_sync_drivers_answers_are_checked_against_the_request_and_nothing_is_printed
     // A conflict the driver reports carries the other sequence of a wire id of the page: taken.
     let conflict = run("apply-pull", &[], &page(95));
     assert!(conflict.ok().stdout.contains(r#""server_seq":"1001","status":"corrupt_state""#), "{conflict:?}");
-    refused("an outcome for a wire id not sent", run("apply-pull", &[], &page(97)), "which the page did not hold");
-    refused("another transport cursor", run("apply-pull", &[], &page(98)), r#"transport_cursor "99", not the page's next_after "98""#);
-    refused("an outcome moved to another sequence", run("apply-pull", &[], &page(96)), "server_seq 1001, which the page did not hold");
+    assert_refused("an outcome for a wire id not sent", run("apply-pull", &[], &page(97)), "which the page did not hold");
+    assert_refused("another transport cursor", run("apply-pull", &[], &page(98)), r#"transport_cursor "99", not the page's next_after "98""#);
+    assert_refused("an outcome moved to another sequence", run("apply-pull", &[], &page(96)), "server_seq 1001, which the page did not hold");
 
     assert_eq!(run("reprocess", &["2", "", "malformed"], "").ok().lines().len(), 4);
-    refused("reprocess out of scope", run("reprocess", &["6", "", "malformed"], ""), r#"prior_status "pending_key" in the malformed scope"#);
+    assert_refused("reprocess out of scope", run("reprocess", &["6", "", "malformed"], ""), r#"prior_status "pending_key" in the malformed scope"#);
 }
 
 /// Every entry under `dir`, a file with its bytes: what "the store is unchanged" compares.
@@ -397,11 +395,7 @@ fn resync_and_read_state_answers_are_checked_and_nothing_is_printed_on_refusal()
     let env = Env::new();
     let driver = common::fixture("stage2-fixture");
     let driver = driver.to_str().unwrap();
-    let run = |op: &str, extra: &[&str], stdin: &str| {
-        let op = format!("sync-{op}");
-        let args: Vec<&str> = ["--driver", driver, "storage", op.as_str(), "t", SERVER, REMOTE, "1"].into_iter().chain(extra.iter().copied()).collect();
-        env.run_stdin(&args, stdin.as_bytes())
-    };
+    let run = sync_op(&env, driver);
     let request = |current: &str| {
         format!(r#"{{"type":"sync_resync","expected_transport_cursor":"0","min_available_seq":"5","current_seq":"{current}","reason":"retention-gap-accepted"}}"#)
     };
@@ -449,10 +443,8 @@ fn resync_and_read_state_answers_are_checked_and_nothing_is_printed_on_refusal()
 
     let before = entries(env.dir.path());
     let refused = |what: &str, run: agmsg_conformance::Run, why: &str| {
-        assert_eq!((run.code, run.stdout.as_str()), (13, ""), "{what}: {run:?}");
-        assert!(run.stderr.contains(why), "{what}: expected {why:?} in {}", run.stderr);
         assert!(run.stderr.len() < 1024, "{what}: a refusal of {} bytes", run.stderr.len());
-        assert_inert(what, &run.stderr);
+        assert_refused(what, run, why);
     };
     for (floor, why) in [
         ("11", "sync_resync_status.driver_generation \"0c3e1f5a-8d2b-4e6f-9a1c-2b3d4e5f6a7b1\\n{"),

@@ -15,6 +15,10 @@
 //! (1.6) gets a wrapper that drops the flag, as `scripts/agmsg-suites` does.
 
 mod common;
+// The tests' sync helpers: the ack line agmsg's engine sends for a candidate.
+#[allow(dead_code)]
+#[path = "../../tests/common/sync.rs"]
+mod sync_records;
 
 use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -233,16 +237,7 @@ fn one_run(side: &dyn Side, base: &Path, store: &Path, page: &str) -> [Duration;
     let text = String::from_utf8(prepared.stdout).unwrap();
     let candidates: Vec<serde_json::Value> = text.lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(candidates.len(), MESSAGES, "{}: prepare answered {} candidates", side.name(), candidates.len());
-    let acks: String = candidates
-        .iter()
-        .zip(1..)
-        .map(|(c, seq)| {
-            format!(
-                "{{\"type\":\"sync_push_ack\",\"local_position\":{},\"id\":{},\"server_seq\":\"{seq}\",\"disposition\":\"stored\"}}\n",
-                c["local_position"], c["id"]
-            )
-        })
-        .collect();
+    let acks: String = candidates.iter().zip(1..).map(|(c, seq)| sync_records::ack_line(c, seq) + "\n").collect();
     let reconciled = run(&format!("{} reconcile-push", side.name()), side.op(store, "reconcile-push", &[]), feed_text(acks), true);
     assert!(String::from_utf8_lossy(&reconciled.stdout).contains("sync_reconcile_result"));
     let applied = run(&format!("{} apply-pull", side.name()), side.op(store, "apply-pull", &[]), feed_text(page.to_owned()), true);

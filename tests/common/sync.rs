@@ -57,6 +57,20 @@ pub fn ack_line(candidate: &Value, seq: impl Display) -> String {
     push_ack(candidate["local_position"].as_str().unwrap(), candidate["id"].as_str().unwrap(), seq)
 }
 
+/// The server and remote ids [`sync_op`] runs between.
+pub const SERVER: &str = "0196f3a2-7c1e-7000-8000-000000000001";
+pub const REMOTE: &str = "0196f3a2-7c1e-7000-8000-000000000002";
+
+/// A runner of `driver`'s sync ops: `run(op, extra, stdin)` is `agmsg-host --driver <driver> storage
+/// sync-<op> t SERVER REMOTE 1 <extra>...` with `stdin` on its stdin.
+pub fn sync_op<'a>(env: &'a Env, driver: &'a str) -> impl Fn(&str, &[&str], &str) -> Run + 'a {
+    move |op: &str, extra: &[&str], stdin: &str| {
+        let op = format!("sync-{op}");
+        let args: Vec<&str> = ["--driver", driver, "storage", op.as_str(), "t", SERVER, REMOTE, "1"].into_iter().chain(extra.iter().copied()).collect();
+        env.run_stdin(&args, stdin.as_bytes())
+    }
+}
+
 /// Spawn `cmd` with `stdin` written from a thread: a large input and a large answer must not wait for
 /// each other, and a child killed mid-read must not hold the test up.
 fn spawn_fed(cmd: &mut Command, stdin: &str, output: fn() -> Stdio) -> (Child, JoinHandle<()>) {

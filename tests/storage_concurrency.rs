@@ -17,30 +17,7 @@ fn eight_processes_times_250_sends() {
     const SENDS: usize = 250;
     let env = Env::new();
     env.storage(&["init"]).ok();
-    // Each writer is a shell loop of real agmsg-host processes, as agmsg's scripts would run them.
-    let script = format!(
-        r#"for i in $(seq 1 {SENDS}); do "$0" storage send t "w$1" bob "w$1-$i" || echo "FAILED $i" >&2; done"#
-    );
-    let writers: Vec<_> = (0..WRITERS)
-        .map(|w| {
-            env.program("bash")
-                .args(["-c", &script, common::BIN, &w.to_string()])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let mut ids = HashSet::new();
-    for writer in writers {
-        let out = writer.wait_with_output().unwrap();
-        assert!(out.status.success());
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!stderr.contains("FAILED"), "a send failed instead of waiting: {stderr}");
-        for id in String::from_utf8(out.stdout).unwrap().lines() {
-            assert!(ids.insert(id.to_owned()), "duplicate id {id}");
-        }
-    }
+    let ids = common::concurrent_sends(WRITERS, SENDS, |_| &env);
     assert_eq!(ids.len(), WRITERS * SENDS);
     let db = Connection::open(env.db()).unwrap();
     let ok: String = db.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();

@@ -88,30 +88,7 @@ fn eight_processes_times_250_sends_from_two_homes() {
     let database = cluster.create_database();
     let homes = [env_on(&cluster, &database), env_on(&cluster, &database)];
     homes[0].storage(&["init"]).ok();
-    let script = format!(
-        r#"for i in $(seq 1 {SENDS}); do "$0" storage send t "w$1" bob "w$1-$i" || echo "FAILED $i" >&2; done"#
-    );
-    let writers: Vec<_> = (0..WRITERS)
-        .map(|w| {
-            homes[w % 2]
-                .program("bash")
-                .args(["-c", &script, common::BIN, &w.to_string()])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let mut ids = HashSet::new();
-    for writer in writers {
-        let out = writer.wait_with_output().unwrap();
-        assert!(out.status.success());
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!stderr.contains("FAILED"), "a send failed: {stderr}");
-        for id in String::from_utf8(out.stdout).unwrap().lines() {
-            assert!(ids.insert(id.to_owned()), "duplicate id {id}");
-        }
-    }
+    let ids = common::concurrent_sends(WRITERS, SENDS, |w| &homes[w % 2]);
     assert_eq!(ids.len(), WRITERS * SENDS);
     let row = cluster.psql(
         &database,

@@ -2,8 +2,9 @@
 //! binary, and fixture components built by the test suite.
 #![allow(dead_code)]
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 #[allow(unused_imports)]
@@ -110,4 +111,25 @@ pub fn kill_tree(pid: u32) {
         let _ = Command::new("pkill").args(["-KILL", "-P", &pid]).status();
         let _ = Command::new("kill").args(["-KILL", &pid]).status();
     }
+}
+
+/// `writers` shell loops at once, loop `w` running `sends` real `agmsg-host storage send t w<w> bob
+/// w<w>-<i>` one after another (as agmsg's scripts would) in the home `home(w)`: the ids they printed,
+/// once checked that every loop ended well, no send failed and no id came twice.
+pub fn concurrent_sends<'a>(writers: usize, sends: usize, home: impl Fn(usize) -> &'a Env) -> HashSet<String> {
+    let script = format!(r#"for i in $(seq 1 {sends}); do "$0" storage send t "w$1" bob "w$1-$i" || echo "FAILED $i" >&2; done"#);
+    let loops: Vec<_> = (0..writers)
+        .map(|w| home(w).program("bash").args(["-c", &script, BIN, &w.to_string()]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap())
+        .collect();
+    let mut ids = HashSet::new();
+    for writer in loops {
+        let out = writer.wait_with_output().unwrap();
+        assert!(out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("FAILED"), "a send failed instead of waiting: {stderr}");
+        for id in String::from_utf8(out.stdout).unwrap().lines() {
+            assert!(ids.insert(id.to_owned()), "duplicate id {id}");
+        }
+    }
+    ids
 }

@@ -6,8 +6,9 @@ mod common;
 
 use common::Env;
 
-/// Generate the shim for `driver` and run `script` in bash with it sourced, as agmsg's core would.
-fn with_shim(env: &Env, driver: &str, script: &str) -> common::Run {
+/// Generate the shim for `driver` and run `script` in bash with it sourced, as agmsg's core would;
+/// the script ends with `echo done`, and must get there (`set -e`) and print nothing else.
+fn with_shim(env: &Env, driver: &str, script: &str) {
     let shim = env.dir.path().join(format!("host-{driver}.sh"));
     let run = env.run(&["--driver", driver, "shim", "storage", "--output", shim.to_str().unwrap()]);
     assert_eq!(run.code, 0, "{run:?}");
@@ -17,7 +18,8 @@ fn with_shim(env: &Env, driver: &str, script: &str) -> common::Run {
         .env("OUT", env.dir.path())
         .arg("-c")
         .arg(format!("set -euo pipefail\nsource {}\n{script}", shim.display()));
-    cmd.output().unwrap().into()
+    let run: common::Run = cmd.output().unwrap().into();
+    assert_eq!((run.code, run.stdout.as_str()), (0, "done\n"), "{driver}: {run:?}");
 }
 
 #[test]
@@ -32,7 +34,7 @@ fn agmsg_core_drives_the_component_through_the_shim() {
         }
         body.push_str("the end");
         std::fs::write(env.dir.path().join("body"), &body).unwrap();
-        let run = with_shim(
+        with_shim(
             &env,
             driver,
             r#"
@@ -60,7 +62,6 @@ fn agmsg_core_drives_the_component_through_the_shim() {
             echo done
             "#,
         );
-        assert_eq!((run.code, run.stdout.as_str()), (0, "done\n"), "{driver}: {run:?}");
         let read = |f: &str| std::fs::read_to_string(env.dir.path().join(f)).unwrap();
         let unread: Vec<serde_json::Value> = read("unread.jsonl").lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(unread.len(), 2, "{driver}");
@@ -111,7 +112,7 @@ fn sourced_by_agmsg_the_shim_opens_the_store_agmsgs_facade_resolves() {
         let env = env.env("AGMSG_TEAMS_DIR", teams.to_str().unwrap());
         // agmsg's store: its skill directory's db/, not AGMSG_STORAGE_PATH (env.store).
         let agmsg_db = env.dir.path().join("skill/db");
-        let run = with_shim(
+        with_shim(
             &env,
             driver,
             &format!(
@@ -148,7 +149,6 @@ fn sourced_by_agmsg_the_shim_opens_the_store_agmsgs_facade_resolves() {
                 dir = agmsg_db.display()
             ),
         );
-        assert_eq!((run.code, run.stdout.as_str()), (0, "done\n"), "{driver}: {run:?}");
         let read = |f: &str| std::fs::read_to_string(env.dir.path().join(f)).unwrap();
         let solo_dir = agmsg_db.join("teams/solo");
         assert!(!env.store.exists(), "{driver}: nothing in AGMSG_STORAGE_PATH, which agmsg's facade overrides");
@@ -186,8 +186,7 @@ fn sourced_by_agmsg_the_shim_opens_the_store_agmsgs_facade_resolves() {
 #[test]
 fn init_reruns_the_cursor_migration_when_agmsgs_marker_is_gone() {
     let env = Env::new();
-    let run = with_shim(&env, "sqlite", "[ \"$(storage_init t)\" = ok ]\nstorage_send t alice carol 'sent before' > /dev/null\necho done");
-    assert_eq!((run.code, run.stdout.as_str()), (0, "done\n"), "{run:?}");
+    with_shim(&env, "sqlite", "[ \"$(storage_init t)\" = ok ]\nstorage_send t alice carol 'sent before' > /dev/null\necho done");
     let db = rusqlite::Connection::open(env.db()).unwrap();
     let marker = |db: &rusqlite::Connection| -> Option<String> {
         use rusqlite::OptionalExtension;
@@ -206,7 +205,7 @@ fn init_reruns_the_cursor_migration_when_agmsgs_marker_is_gone() {
     let legacy_id: i64 = db.query_row("SELECT id FROM messages WHERE body='legacy backlog'", [], |r| r.get(0)).unwrap();
     drop(db);
 
-    let run = with_shim(
+    with_shim(
         &env,
         "sqlite",
         r#"
@@ -218,7 +217,6 @@ fn init_reruns_the_cursor_migration_when_agmsgs_marker_is_gone() {
         echo done
         "#,
     );
-    assert_eq!((run.code, run.stdout.as_str()), (0, "done\n"), "{run:?}");
     let read = |f: &str| std::fs::read_to_string(env.dir.path().join(f)).unwrap();
     let db = rusqlite::Connection::open(env.db()).unwrap();
     assert_eq!(marker(&db).as_deref(), Some("1"), "init puts agmsg's marker back");
@@ -238,7 +236,7 @@ fn init_reruns_the_cursor_migration_when_agmsgs_marker_is_gone() {
     drop(db);
 
     // Once: with the marker back, init is the fast path again, and new mail is delivered.
-    let run = with_shim(
+    with_shim(
         &env,
         "sqlite",
         r#"
@@ -248,7 +246,6 @@ fn init_reruns_the_cursor_migration_when_agmsgs_marker_is_gone() {
         echo done
         "#,
     );
-    assert_eq!((run.code, run.stdout.as_str()), (0, "done\n"), "{run:?}");
     let unread: Vec<serde_json::Value> = read("bob.jsonl").lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(unread.len(), 1);
     assert_eq!(unread[0]["body"], "after");

@@ -152,6 +152,14 @@ const READY: &str = r#"{"result":{"process_info":{"pane_id":"w1:p9","shell_pid":
 const BUSY: &str = r#"{"result":{"process_info":{"pane_id":"w1:p9","shell_pid":4242,
   "foreground_process_group_id":5151,"foreground_processes":[{"pid":5151}]}}}"#;
 
+/// As [`in_herdr`], with `tab create` answering a new tab w1:t3 whose root pane w1:pA is at its prompt.
+fn in_herdr_with_new_tab() -> (Env, Fake) {
+    let (env, fake) = in_herdr();
+    fake.answer("tab-create", r#"{"result":{"tab":{"tab_id":"w1:t3"},"root_pane":{"pane_id":"w1:pA"}}}"#)
+        .answer("pane-process-info", READY.replace("w1:p9", "w1:pA").as_str());
+    (env, fake)
+}
+
 #[test]
 fn herdr_detect_check_and_describe() {
     let (env, fake) = in_herdr();
@@ -213,9 +221,7 @@ fn herdr_spawn_splits_the_callers_pane_and_waits_for_its_prompt() {
     );
 
     // A window is a new tab in this workspace; without a team the label is the bare name.
-    let (env, fake) = in_herdr();
-    fake.answer("tab-create", r#"{"result":{"tab":{"tab_id":"w1:t3"},"root_pane":{"pane_id":"w1:pA"}}}"#)
-        .answer("pane-process-info", READY.replace("w1:p9", "w1:pA").as_str());
+    let (env, fake) = in_herdr_with_new_tab();
     expect(&herdr(&env, &["spawn", "worker", "/work/proj", "window", "claude"]), 0, &format!("{}\n", herdr_id("w1:pA")));
     assert_eq!(
         fake.take_calls(),
@@ -229,9 +235,7 @@ fn herdr_spawn_splits_the_callers_pane_and_waits_for_its_prompt() {
 
     // A label herdr's `pane rename` would read as its `--clear` flag is not sent: it would clear the
     // label the tab was just created with, not set it.
-    let (env, fake) = in_herdr();
-    fake.answer("tab-create", r#"{"result":{"tab":{"tab_id":"w1:t3"},"root_pane":{"pane_id":"w1:pA"}}}"#)
-        .answer("pane-process-info", READY.replace("w1:p9", "w1:pA").as_str());
+    let (env, fake) = in_herdr_with_new_tab();
     expect(&herdr(&env, &["spawn", "--clear", "/work/proj", "window", "claude"]), 0, &format!("{}\n", herdr_id("w1:pA")));
     assert_eq!(
         fake.take_calls(),

@@ -247,6 +247,11 @@ fn driver_strings_are_printed_as_one_json_line_each_that_reads_back_exactly() {
 
 const WIRE: &str = "0b9a7c1e-2f3d-4a5b-8c6d-7e8f9a0b1c2d";
 
+/// agmsg's `sync_prepare` record for plaintext (`none`) envelopes of at most `max_blob_bytes`.
+fn prepare_none(max_blob_bytes: u32) -> String {
+    format!(r#"{{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"max_blob_bytes":{max_blob_bytes},"allow_new":true}}"#)
+}
+
 /// A stdin record agmsg's strict framing refuses (a repeated key, at the top or nested; an unknown key;
 /// two records on a line; a string with an escape sequence where a canonical decimal belongs; a line
 /// that is not UTF-8) is refused with 13 before the driver sees it: nothing on stdout, one shown line on
@@ -255,7 +260,7 @@ const WIRE: &str = "0b9a7c1e-2f3d-4a5b-8c6d-7e8f9a0b1c2d";
 fn sync_stdin_records_with_repeated_or_unknown_keys_are_refused_with_13() {
     let env = Env::new();
     let ack = format!(r#"{{"type":"sync_push_ack","local_position":"3","id":"{WIRE}","server_seq":"7","disposition":"stored"}}"#);
-    let prepare = r#"{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"max_blob_bytes":1048576,"allow_new":true}"#;
+    let prepare = prepare_none(1048576);
     let message = format!(
         r#"{{"type":"sync_pull_message","server_seq":"1","id":"{WIRE}","server_received_at":"t","envelope":{{"v":1,"cipher":"none","key_id":null,"blob":"eA=="}},"status":"importable","projection":{{"body":"hi","created_at":"t","from_agent":"a","to_agent":"b"}}}}"#
     );
@@ -294,10 +299,9 @@ fn sync_values_a_driver_hands_back_are_checked_before_they_are_printed() {
     let driver = common::fixture("sync-fixture");
     let driver = driver.to_str().unwrap();
     let sync = sync_op(&env, driver);
-    let prepare = |max: u32| format!(r#"{{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"max_blob_bytes":{max},"allow_new":true}}"#);
-    let run = sync("prepare-push", &["2"], &prepare(8));
+    let run = sync("prepare-push", &["2"], &prepare_none(8));
     assert_eq!((run.code, run.stdout.lines().count()), (0, 3), "{run:?}");
-    let run = sync("prepare-push", &["2"], &prepare(7));
+    let run = sync("prepare-push", &["2"], &prepare_none(7));
     assert_eq!(run.code, 13, "{run:?}");
     assert!(!run.stdout.contains("not-a-uuid"), "{}", run.stdout);
     assert!(run.stderr.contains("sync_push_candidate.id") && run.stderr.contains("not a lowercase UUIDv4"), "{}", run.stderr);
@@ -323,12 +327,11 @@ fn a_sync_drivers_answers_are_checked_against_the_request_and_nothing_is_printed
     let driver = common::fixture("sync-fixture");
     let driver = driver.to_str().unwrap();
     let run = sync_op(&env, driver);
-    let none = |max: u32| format!(r#"{{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"max_blob_bytes":{max},"allow_new":true}}"#);
     let recipient = format!("age1{}", "q".repeat(58));
     let age = |key: &str| {
         format!(r#"{{"type":"sync_prepare","envelope_v":1,"cipher":"age-v1","key_id":"{key}","recipients":["{recipient}"],"max_blob_bytes":64,"allow_new":true}}"#)
     };
-    assert_eq!(run("prepare-push", &["2"], &none(8)).ok().lines().len(), 3);
+    assert_eq!(run("prepare-push", &["2"], &prepare_none(8)).ok().lines().len(), 3);
     let sealed = run("prepare-push", &["2"], &age("k1"));
     assert_eq!(sealed.ok().lines().len(), 3, "{sealed:?}");
     assert!(sealed.stdout.contains(r#""cipher":"age-v1","key_id":"k1""#), "{}", sealed.stdout);
@@ -339,7 +342,7 @@ fn a_sync_drivers_answers_are_checked_against_the_request_and_nothing_is_printed
         (10, "sync_push_candidate.envelope.blob is not canonical base64"),
         (12, "sync_push_candidate.envelope.blob holds 18 bytes, not 1 to max_blob_bytes (12)"),
     ] {
-        assert_refused(&format!("prepare, max_blob_bytes {max}"), run("prepare-push", &["2"], &none(max)), why);
+        assert_refused(&format!("prepare, max_blob_bytes {max}"), run("prepare-push", &["2"], &prepare_none(max)), why);
     }
     assert_refused("a plaintext envelope for age-v1", run("prepare-push", &["2"], &age("downgrade")), r#"cipher "none" where the engine asked for "age-v1""#);
     assert_refused("an age-v1 blob that is no age file", run("prepare-push", &["2"], &age("plain")), "not an age v1 file");

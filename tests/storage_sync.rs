@@ -6,11 +6,8 @@
 
 mod common;
 
-use common::sync::push_ack;
+use common::sync::{REMOTE, SERVER, push_ack, sync_op};
 use common::{Env, fixture};
-
-const SERVER: &str = "0196f3a2-7c1e-7000-8000-000000000001";
-const REMOTE: &str = "0196f3a2-7c1e-7000-8000-000000000002";
 
 fn wire(n: u64) -> String {
     format!("00000000-0000-4000-8000-{n:012x}")
@@ -22,9 +19,7 @@ fn sync_fixture() -> String {
 
 /// `storage sync-<op> t SERVER REMOTE 1 <extra>...` on `driver`, `stdin` fed in.
 fn sync(env: &Env, driver: &str, op: &str, extra: &[&str], stdin: &str) -> agmsg_conformance::Run {
-    let op = format!("sync-{op}");
-    let args: Vec<&str> = ["--driver", driver, "storage", op.as_str(), "t", SERVER, REMOTE, "1"].into_iter().chain(extra.iter().copied()).collect();
-    env.run_stdin(&args, stdin.as_bytes())
+    sync_op(env, driver)(op, extra, stdin)
 }
 
 fn pull_message(n: u64, status: &str, blob: &str) -> String {

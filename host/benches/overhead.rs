@@ -14,7 +14,8 @@
 //! times (100 by default), the order of the two sides swapped every run; the table gives medians and p90.
 //!
 //! Run: `cargo bench -p agmsg-host --bench overhead`. `AGMSG_HOST_BIN=<path>` measures another
-//! `agmsg-host` binary (say, one linked differently) with the same harness.
+//! `agmsg-host` binary (say, one linked differently) with the same harness; either is copied first, as an
+//! install places it (see `common::host_binary`).
 
 mod common;
 #[path = "common/postgres_sql.rs"]
@@ -32,10 +33,6 @@ use common::{ms, which};
 /// Messages to bob, unread: the list-unread row's size (the issue's).
 const UNREAD: usize = 164;
 const WARM_UP: usize = 5;
-
-fn bin() -> PathBuf {
-    std::env::var_os("AGMSG_HOST_BIN").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_agmsg-host")))
-}
 
 fn runs() -> usize {
     match std::env::var("OVERHEAD_RUNS") {
@@ -192,7 +189,7 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     std::fs::create_dir_all(home.join("cache")).unwrap();
-    let host = Host { bin: bin(), home: home.clone() };
+    let host = Host { bin: common::host_binary().to_path_buf(), home: home.clone() };
     eprintln!("agmsg-host: {}; {n} runs a side, alternating", host.bin.display());
     let mut table = Table(Vec::new());
 

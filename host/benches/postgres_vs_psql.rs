@@ -27,7 +27,6 @@ use common::{alternating, row};
 use postgres_cluster::{Cluster, PASSWORD, USER};
 use postgres_sql::{PROBE, send_sql};
 
-const BIN: &str = env!("CARGO_BIN_EXE_agmsg-host");
 
 /// Runs per op, each side.
 const P: usize = 30;
@@ -64,7 +63,7 @@ impl Bench<'_> {
     /// `agmsg-host <args>` in a home configured for the database (URL and password in the environment,
     /// as `storage switch postgres --url` and `PGPASSWORD` would leave them); its stdout.
     fn host(&self, args: &[&str]) -> String {
-        let out = Command::new(BIN)
+        let out = Command::new(common::host_binary())
             .args(args)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())

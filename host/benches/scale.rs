@@ -25,7 +25,6 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_agmsg-host");
 
 const AGENTS: usize = 50;
 const UNREAD_PER_AGENT: usize = 10;
@@ -166,10 +165,10 @@ fn run(store: &Path, cache: &Path, driver: &str, args: &[&str]) -> (Duration, f6
     let time = Path::new("/usr/bin/time");
     let mut cmd = if time.exists() {
         let mut cmd = Command::new(time);
-        cmd.args(["-f", "maxrss=%M", BIN]);
+        cmd.args(["-f", "maxrss=%M"]).arg(common::host_binary());
         cmd
     } else {
-        Command::new(BIN)
+        Command::new(common::host_binary())
     };
     cmd.arg("--store").arg(store).args(["--driver", driver]).args(args).env("AGMSG_CACHE_DIR", cache);
     let started = Instant::now();

@@ -25,7 +25,6 @@ use agmsg_host::runtime::{Limits, Runtime};
 use agmsg_host::storage::Storage;
 use rusqlite::{Connection, params};
 
-const BIN: &str = env!("CARGO_BIN_EXE_agmsg-host");
 
 /// agmsg's schema, for the native baseline.
 /// agmsg's schema in a native database with the given journal mode.
@@ -169,7 +168,7 @@ fn cold_start_breakdown(source: &agmsg_host::runtime::DriverSource, dir: &Path, 
 
 /// `agmsg-host <args>` as agmsg's scripts run it: a new process per op.
 fn host(store: &Path, cache: &Path, args: &[&str]) {
-    let out = Command::new(BIN).arg("--store").arg(store).args(args).env("AGMSG_CACHE_DIR", cache).output().unwrap();
+    let out = Command::new(common::host_binary()).arg("--store").arg(store).args(args).env("AGMSG_CACHE_DIR", cache).output().unwrap();
     assert!(out.status.success(), "{args:?}: {out:?}");
 }
 
@@ -254,6 +253,6 @@ fn host_quiet_send(store: &Path, cache: &Path, driver: &str, i: usize) {
 }
 
 fn watch_tip(store: &Path, cache: &Path, driver: &str) -> String {
-    let out = Command::new(BIN).arg("--store").arg(store).args(["--driver", driver, "storage", "watch-tip", "t:bob"]).env("AGMSG_CACHE_DIR", cache).output().unwrap();
+    let out = Command::new(common::host_binary()).arg("--store").arg(store).args(["--driver", driver, "storage", "watch-tip", "t:bob"]).env("AGMSG_CACHE_DIR", cache).output().unwrap();
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }

@@ -35,10 +35,6 @@ const MESSAGES: usize = 1000;
 /// The largest body agmsg's sync projection takes: its `none` envelope is ~1.33 MB of base64.
 const MIB_BODY: usize = 1_000_000;
 
-fn bin() -> PathBuf {
-    std::env::var_os("AGMSG_HOST_BIN").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_agmsg-host")))
-}
-
 fn base64(bytes: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
@@ -151,7 +147,7 @@ impl Side for Host {
         "agmsg-host (sqlite component)"
     }
     fn op(&self, store: &Path, op: &str, extra: &[&str]) -> Command {
-        let mut cmd = Command::new(bin());
+        let mut cmd = Command::new(common::host_binary());
         cmd.args(["--driver", "sqlite", "storage", &format!("sync-{op}"), "t", SERVER, REMOTE, "1"]).args(extra).env("AGMSG_STORAGE_PATH", store);
         cmd
     }
@@ -257,7 +253,7 @@ fn main() {
     std::fs::create_dir_all(&base).unwrap();
     let log = dir.path().join("messages.jsonl");
     write_log(&log, MESSAGES, 200);
-    let mut import = Command::new(bin());
+    let mut import = Command::new(common::host_binary());
     import.args(["--driver", "sqlite", "storage", "import"]).arg(&log).env("AGMSG_STORAGE_PATH", &base);
     run("import", import, |_| {}, false);
 
@@ -310,7 +306,7 @@ fn main() {
     std::fs::create_dir_all(&full).unwrap();
     let big_log = dir.path().join("big.jsonl");
     write_log(&big_log, MESSAGES, MIB_BODY);
-    let mut import = Command::new(bin());
+    let mut import = Command::new(common::host_binary());
     import.args(["--driver", "sqlite", "storage", "import"]).arg(&big_log).env("AGMSG_STORAGE_PATH", &full);
     let imported = run("import of 1,000 x 1 MiB", import, |_| {}, false);
     let store_bytes = std::fs::metadata(full.join("messages.db")).map(|m| m.len()).unwrap_or(0);

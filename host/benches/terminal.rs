@@ -19,7 +19,6 @@ use agmsg_host::runtime::cache::CompileCache;
 use agmsg_host::runtime::{Limits, Runtime};
 use agmsg_host::terminal::Terminal;
 
-const BIN: &str = env!("CARGO_BIN_EXE_agmsg-host");
 const RUNS: usize = 100;
 /// poke sleeps 300 ms between its two bursts (agmsg's #619 fix), in both columns.
 const POKE_RUNS: usize = 10;
@@ -91,7 +90,7 @@ fn main() {
     row("poke (two bursts, 300 ms apart), warm", ours, raw);
 
     let ours = time(RUNS / 2, |_| {
-        let mut cmd = Command::new(BIN);
+        let mut cmd = Command::new(common::host_binary());
         cmd.env_clear().env("PATH", std::env::var("PATH").unwrap_or_default()).env("AGMSG_CACHE_DIR", cache.path());
         cmd.args(["terminal", "peek", &format!("tmux:{id}")]);
         run_ok(cmd).len()

@@ -39,7 +39,6 @@ use common::ms;
 use lines::timestamped_lines;
 use postgres_cluster::Cluster;
 
-const BIN: &str = env!("CARGO_BIN_EXE_agmsg-host");
 
 /// Sends per configuration.
 const N: usize = 40;
@@ -73,7 +72,7 @@ impl Home {
     }
 
     fn cmd(&self) -> Command {
-        let mut cmd = Command::new(BIN);
+        let mut cmd = Command::new(common::host_binary());
         cmd.env_clear().env("PATH", std::env::var("PATH").unwrap_or_default()).current_dir(self.dir.path()).stdin(Stdio::null());
         for (k, v) in &self.env {
             cmd.env(k, v);

@@ -84,8 +84,10 @@ fn shim_names_are_checked_and_the_driver_resolved_up_front() {
     let run = env.run(&["--driver", "nosuch", "shim", "storage"]);
     assert_eq!(run.code, 13, "{run:?}");
     assert!(run.stderr.contains("unknown storage driver 'nosuch'"), "{run:?}");
+    // A malformed --name is a usage error (2), as clap's own argument errors, and nothing is printed.
     let run = env.run(&["shim", "storage", "--name", "bad name"]);
-    assert_eq!(run.code, 13, "{run:?}");
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("--name must match") && run.stdout.is_empty(), "{run:?}");
     let run = env.run(&["shim", "storage"]);
     assert!(run.stdout.contains("AGMSG_STORAGE_DRIVER=host-sqlite") && run.stdout.contains("storage_send()"), "{run:?}");
 }

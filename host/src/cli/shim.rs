@@ -262,7 +262,8 @@ fn write_shim(driver_flag: Option<String>, name: Option<String>, output: Option<
     };
     let name = name.unwrap_or_else(|| format!("host-{}", source.name));
     if !agmsg_contract::is_driver_name(&name) {
-        return Err(runtime_error(format!("--name must match [a-zA-Z0-9_-]+ (agmsg's driver names), not {name:?}")));
+        // A malformed argument, as clap's own argument errors: usage (2), nothing written.
+        return Err(HostError::usage(format!("--name must match [a-zA-Z0-9_-]+ (agmsg's driver names), not {name:?}")));
     }
     let bin = this_binary().map_err(runtime_error)?;
     let text = storage_shim_with(&name, &bin, &driver, optional_ops(&driver)?);

@@ -91,15 +91,16 @@ fn create(conn: &Connection) -> rusqlite::Result<()> {
     }
 }
 
+/// Whether `table` has `column`: what decides an `ALTER TABLE ... ADD COLUMN` migration (SQLite has no
+/// `ADD COLUMN IF NOT EXISTS`).
+pub fn has_column(conn: &Connection, table: &str, column: &str) -> rusqlite::Result<bool> {
+    conn.query_row("SELECT EXISTS(SELECT 1 FROM pragma_table_info(?1) WHERE name=?2)", params![table, column], |r| r.get(0))
+}
+
 /// The schema, the additions and the migration, in the caller's write transaction.
 fn create_tables(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(AGMSG_SCHEMA)?;
-    let has_legacy_id: bool = conn.query_row(
-        "SELECT EXISTS(SELECT 1 FROM pragma_table_info('events') WHERE name='legacy_id')",
-        [],
-        |r| r.get(0),
-    )?;
-    if !has_legacy_id {
+    if !has_column(conn, "events", "legacy_id")? {
         conn.execute_batch("ALTER TABLE events ADD COLUMN legacy_id INTEGER")?;
     }
     conn.execute_batch(PRIVATE_SCHEMA)?;

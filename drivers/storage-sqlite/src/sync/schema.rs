@@ -5,6 +5,7 @@
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{Key, SyncError, new_uuid4};
+use crate::schema::has_column;
 
 /// Every sync table agmsg creates, Stage-2's included, so a store looks the same whoever synced it.
 const SYNC_SCHEMA: &str = "
@@ -191,12 +192,7 @@ const LEGACY_PROJECTED_KEY: &str = "legacy_push_projected_v1";
 pub fn ensure(conn: &Connection) -> Result<String, SyncError> {
     conn.execute_batch(SYNC_SCHEMA)?;
     conn.execute_batch(PRIVATE_INDEXES)?;
-    let has_remote_agent: bool = conn.query_row(
-        "SELECT EXISTS(SELECT 1 FROM pragma_table_info('sync_read_members') WHERE name='remote_agent')",
-        [],
-        |r| r.get(0),
-    )?;
-    if !has_remote_agent {
+    if !has_column(conn, "sync_read_members", "remote_agent")? {
         conn.execute_batch(READ_MEMBERS_MIGRATION)?;
     }
     if let Some(generation) = generation(conn)? {

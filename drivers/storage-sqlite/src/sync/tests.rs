@@ -737,3 +737,37 @@ fn age_requests_carry_the_key_id_into_the_envelope() {
     let c = drain(&mut pages, 1 << 20);
     assert_eq!((c[0].envelope.cipher.as_str(), c[0].envelope.key_id.as_deref()), ("age-v1", Some("k1")));
 }
+
+/// A store whose `sync_read_members` predates agmsg's three added columns is migrated in place: the
+/// columns are added and every member's `remote_agent` starts as its local name. A current table is left
+/// as it is (the migration's `UPDATE` does not run again).
+#[test]
+fn an_old_read_members_table_gains_the_three_columns() {
+    let conn = Connection::open_in_memory().unwrap();
+    conn.execute_batch(
+        "CREATE TABLE sync_read_members (
+           local_team TEXT NOT NULL, server_instance_id TEXT NOT NULL, remote_team_id TEXT NOT NULL,
+           protocol_version INTEGER NOT NULL, driver_generation TEXT NOT NULL, member_id TEXT NOT NULL,
+           agent TEXT NOT NULL, active INTEGER NOT NULL DEFAULT 1,
+           remote_server_seq TEXT NOT NULL DEFAULT '0', min_available_seq TEXT NOT NULL DEFAULT '0');
+         INSERT INTO sync_read_members(local_team, server_instance_id, remote_team_id, protocol_version,
+           driver_generation, member_id, agent) VALUES('t', 's', 'r', 1, 'g', 'm1', 'alice');",
+    )
+    .unwrap();
+    assert!(!crate::schema::has_column(&conn, "sync_read_members", "remote_agent").unwrap());
+    super::schema::ensure(&conn).unwrap();
+    for column in ["remote_agent", "name_mismatch", "blocked_reason"] {
+        assert!(crate::schema::has_column(&conn, "sync_read_members", column).unwrap(), "{column}");
+    }
+    let member = |conn: &Connection| -> (String, i64, Option<String>) {
+        conn.query_row("SELECT remote_agent, name_mismatch, blocked_reason FROM sync_read_members WHERE member_id='m1'", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .unwrap()
+    };
+    assert_eq!(member(&conn), ("alice".into(), 0, None));
+    conn.execute("UPDATE sync_read_members SET remote_agent='alice-remote'", []).unwrap();
+    super::schema::ensure(&conn).unwrap();
+    assert_eq!(member(&conn).0, "alice-remote", "the migration ran again on a current table");
+    assert!(!crate::schema::has_column(&conn, "no_such_table", "agent").unwrap());
+}

@@ -163,3 +163,73 @@ fn private_dir(dir: &Path) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::private_dir;
+
+    /// The refusal `private_dir` gives for `dir`, as text.
+    fn refusal(dir: &std::path::Path) -> String {
+        format!("{:#}", private_dir(dir).expect_err("the directory was accepted"))
+    }
+
+    #[test]
+    fn a_private_directory_is_created_and_accepted() {
+        let parent = tempfile::tempdir().unwrap();
+        let dir = parent.path().join("a/b/cache");
+        private_dir(&dir).unwrap();
+        assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+        private_dir(&dir).unwrap();
+    }
+
+    /// A symlink, even to a private directory of this user, is not the cache: whoever can change the
+    /// link chooses where native code is loaded from.
+    #[test]
+    fn a_symlink_to_a_directory_is_refused() {
+        let parent = tempfile::tempdir().unwrap();
+        let real = parent.path().join("real");
+        private_dir(&real).unwrap();
+        let link = parent.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let why = refusal(&link);
+        assert_eq!(why, format!("{} is not a directory", link.display()));
+    }
+
+    #[test]
+    fn a_file_in_its_place_is_refused() {
+        let parent = tempfile::tempdir().unwrap();
+        let file = parent.path().join("cache");
+        std::fs::write(&file, "not a directory").unwrap();
+        let why = refusal(&file);
+        assert!(why.starts_with(&format!("cannot create {}: ", file.display())), "{why}");
+    }
+
+    #[test]
+    fn a_directory_others_can_write_is_refused() {
+        let parent = tempfile::tempdir().unwrap();
+        for mode in [0o720, 0o702, 0o777] {
+            let dir = parent.path().join(format!("cache-{mode:o}"));
+            private_dir(&dir).unwrap();
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).unwrap();
+            assert_eq!(refusal(&dir), format!("{} is writable by other users (mode {mode:o})", dir.display()));
+        }
+    }
+
+    /// Owned by another user: as root, a directory given to `nobody`; as anyone else, `/` (root's).
+    #[test]
+    fn a_directory_of_another_user_is_refused() {
+        let me = rustix::process::geteuid().as_raw();
+        let parent = tempfile::tempdir().unwrap();
+        let (dir, owner) = if me == 0 {
+            let dir = parent.path().join("cache");
+            private_dir(&dir).unwrap();
+            std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
+            (dir, 65534)
+        } else {
+            (std::path::PathBuf::from("/"), 0)
+        };
+        assert_eq!(refusal(&dir), format!("{} belongs to uid {owner}, not to this user ({me})", dir.display()));
+    }
+}

@@ -47,7 +47,11 @@ pub struct NameError {
 
 impl fmt::Display for NameError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid {} name {:?}: {}", self.what, self.name, self.reason)
+        write!(
+            f,
+            "invalid {} name {:?}: {}",
+            self.what, self.name, self.reason
+        )
     }
 }
 
@@ -59,7 +63,13 @@ impl std::error::Error for NameError {}
 /// Names become path segments (per-team partitions) and halves of `<team>:<agent>` pairs, so a name is
 /// refused when it is empty or contains `:`, `/`, `\`, `..` or a control character.
 pub fn check_name(what: &'static str, name: &str) -> Result<(), NameError> {
-    let refuse = |reason| Err(NameError { what, name: name.to_owned(), reason });
+    let refuse = |reason| {
+        Err(NameError {
+            what,
+            name: name.to_owned(),
+            reason,
+        })
+    };
     if name.is_empty() {
         return refuse("must not be empty");
     }
@@ -80,7 +90,9 @@ pub fn check_name(what: &'static str, name: &str) -> Result<(), NameError> {
 
 /// Split a `<team>:<agent>` subscription pair at its first `:` and check both halves.
 pub fn split_pair(pair: &str) -> Result<(&str, &str), String> {
-    let (team, agent) = pair.split_once(':').ok_or_else(|| format!("not a team:agent pair: {pair:?}"))?;
+    let (team, agent) = pair
+        .split_once(':')
+        .ok_or_else(|| format!("not a team:agent pair: {pair:?}"))?;
     check_name("team", team).map_err(|e| format!("not a team:agent pair: {pair:?} ({e})"))?;
     check_name("agent", agent).map_err(|e| format!("not a team:agent pair: {pair:?} ({e})"))?;
     Ok((team, agent))
@@ -102,7 +114,9 @@ impl fmt::Display for PairsError {
         match self {
             PairsError::Empty => f.write_str("at least one team:agent pair is required"),
             PairsError::Pair(message) => f.write_str(message),
-            PairsError::Teams { first, other } => write!(f, "one call cannot span teams ({first}, {other})"),
+            PairsError::Teams { first, other } => {
+                write!(f, "one call cannot span teams ({first}, {other})")
+            }
         }
     }
 }
@@ -111,14 +125,19 @@ impl std::error::Error for PairsError {}
 
 /// Check the already split `(team, agent)` pairs of one watch call and return their team: at least one
 /// pair, valid names, and one team for all (a call reads one team's store partition).
-pub fn check_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<&'a str, PairsError> {
+pub fn check_pairs<'a>(
+    pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Result<&'a str, PairsError> {
     let mut first = None;
     for (team, agent) in pairs {
         check_name("team", team).map_err(|e| PairsError::Pair(e.to_string()))?;
         check_name("agent", agent).map_err(|e| PairsError::Pair(e.to_string()))?;
         let first = *first.get_or_insert(team);
         if team != first {
-            return Err(PairsError::Teams { first: first.to_owned(), other: team.to_owned() });
+            return Err(PairsError::Teams {
+                first: first.to_owned(),
+                other: team.to_owned(),
+            });
         }
     }
     first.ok_or(PairsError::Empty)
@@ -133,7 +152,10 @@ pub fn split_pairs<S: AsRef<str>>(args: &[S]) -> Result<Vec<(&str, &str)>, Pairs
         if let Some(&(first, _)) = pairs.first()
             && team != first
         {
-            return Err(PairsError::Teams { first: first.to_owned(), other: team.to_owned() });
+            return Err(PairsError::Teams {
+                first: first.to_owned(),
+                other: team.to_owned(),
+            });
         }
         pairs.push((team, agent));
     }
@@ -154,7 +176,11 @@ pub struct DriverNameError {
 
 impl fmt::Display for DriverNameError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "name must match {DRIVER_NAME_PATTERN}, not {:?}", self.name)
+        write!(
+            f,
+            "name must match {DRIVER_NAME_PATTERN}, not {:?}",
+            self.name
+        )
     }
 }
 
@@ -164,12 +190,21 @@ impl std::error::Error for DriverNameError {}
 /// agmsg's registry accepts. A driver is selected by it and it is a directory name, so it is never a
 /// path and never empty.
 pub fn check_driver_name(name: &str) -> Result<(), DriverNameError> {
-    if is_driver_name(name) { Ok(()) } else { Err(DriverNameError { name: name.to_owned() }) }
+    if is_driver_name(name) {
+        Ok(())
+    } else {
+        Err(DriverNameError {
+            name: name.to_owned(),
+        })
+    }
 }
 
 /// Whether [`check_driver_name`] accepts `name`.
 pub fn is_driver_name(name: &str) -> bool {
-    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// The §2.3 failure classes of a terminal op, with their exit codes (the terminal counterpart of
@@ -210,13 +245,20 @@ pub fn shell_quote(value: &str) -> String {
 /// Whether `value` is one shell word as it is: non-empty, only ASCII letters, digits and `/._-+:,=@%`
 /// (nothing a shell expands, splits or reads as syntax, even when words are joined by spaces).
 pub fn is_plain_word(value: &str) -> bool {
-    !value.is_empty() && value.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+:,=@%".contains(&b))
+    !value.is_empty()
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:,=@%".contains(&b))
 }
 
 /// `value` as one shell word: as it is when [`is_plain_word`], else [`shell_quote`]d. For command lines a
 /// person or a shell reads (commands users paste, a boot typed into a terminal's shell).
 pub fn shell_word(value: &str) -> String {
-    if is_plain_word(value) { value.to_owned() } else { shell_quote(value) }
+    if is_plain_word(value) {
+        value.to_owned()
+    } else {
+        shell_quote(value)
+    }
 }
 
 /// bash's `printf %q`, which agmsg uses to quote the words of a command it prints for an agent to run
@@ -226,14 +268,11 @@ pub fn shell_word(value: &str) -> String {
 /// printable line whatever the text holds; else each character the shell reads as syntax
 /// backslash-escaped. Shared by the host and the guest SDK: one quoting for every directive.
 pub fn printf_q(value: &str) -> String {
-    fn unprintable(c: char) -> bool {
-        c.is_control() || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}')
-    }
     if value.is_empty() {
         return "''".to_owned();
     }
     let mut out = String::with_capacity(value.len() + 8);
-    if value.chars().any(unprintable) {
+    if value.chars().any(is_unprintable) {
         out.push_str("$'");
         for c in value.chars() {
             match c {
@@ -247,8 +286,10 @@ pub fn printf_q(value: &str) -> String {
                 '\u{8}' => out.push_str("\\b"),
                 '\u{b}' => out.push_str("\\v"),
                 '\u{c}' => out.push_str("\\f"),
-                c if (c as u32) < 0x80 && unprintable(c) => out.push_str(&format!("\\{:03o}", c as u32)),
-                c if unprintable(c) => out.push_str(&format!("\\u{:04x}", c as u32)),
+                c if (c as u32) < 0x80 && is_unprintable(c) => {
+                    out.push_str(&format!("\\{:03o}", c as u32))
+                }
+                c if is_unprintable(c) => out.push_str(&format!("\\u{:04x}", c as u32)),
                 c => out.push(c),
             }
         }
@@ -258,7 +299,27 @@ pub fn printf_q(value: &str) -> String {
     for (i, c) in value.chars().enumerate() {
         let special = matches!(
             c,
-            ' ' | '\'' | '"' | '\\' | '|' | '&' | ';' | '(' | ')' | '<' | '>' | '!' | '{' | '}' | '*' | '[' | '?' | ']' | '^' | '$' | '`' | ','
+            ' ' | '\''
+                | '"'
+                | '\\'
+                | '|'
+                | '&'
+                | ';'
+                | '('
+                | ')'
+                | '<'
+                | '>'
+                | '!'
+                | '{'
+                | '}'
+                | '*'
+                | '['
+                | '?'
+                | ']'
+                | '^'
+                | '$'
+                | '`'
+                | ','
         ) || (i == 0 && matches!(c, '~' | '#'));
         if special {
             out.push('\\');
@@ -300,7 +361,9 @@ pub fn printf_q_word(word: &str) -> Option<String> {
                 }
                 d @ '0'..='7' => {
                     let rest: String = chars.by_ref().take(2).collect();
-                    text.push(char::from_u32(u32::from_str_radix(&format!("{d}{rest}"), 8).ok()?)?);
+                    text.push(char::from_u32(
+                        u32::from_str_radix(&format!("{d}{rest}"), 8).ok()?,
+                    )?);
                 }
                 _ => return None,
             }
@@ -330,9 +393,16 @@ pub mod delivery_texts {
 
     /// `<skill_dir>/scripts/watch.sh <session> <project> <type>`, each word quoted by [`printf_q`]:
     /// the command a start directive hands the agent.
-    pub fn watch_command(skill_dir: &str, session_id: &str, project: &str, agent_type: &str) -> String {
+    pub fn watch_command(
+        skill_dir: &str,
+        session_id: &str,
+        project: &str,
+        agent_type: &str,
+    ) -> String {
         let watch = format!("{skill_dir}/scripts/watch.sh");
-        [watch.as_str(), session_id, project, agent_type].map(printf_q).join(" ")
+        [watch.as_str(), session_id, project, agent_type]
+            .map(printf_q)
+            .join(" ")
     }
 
     /// The directive that has the running session start its watcher with `tool` (one of
@@ -375,28 +445,46 @@ pub mod terminal_conf {
                 return None;
             }
             let v = v.trim();
-            Some(v.strip_prefix('"').and_then(|v| v.strip_suffix('"')).unwrap_or(v))
+            Some(
+                v.strip_prefix('"')
+                    .and_then(|v| v.strip_suffix('"'))
+                    .unwrap_or(v),
+            )
         })
     }
 
     /// A space-separated list value (`capabilities`, `programs`, `env`); missing is empty.
     pub fn words<'a>(text: &'a str, key: &str) -> Vec<&'a str> {
-        value(text, key).map(|v| v.split_whitespace().collect()).unwrap_or_default()
+        value(text, key)
+            .map(|v| v.split_whitespace().collect())
+            .unwrap_or_default()
     }
 
     /// `priority`, or [`DEFAULT_PRIORITY`] when it is missing or not a number.
     pub fn priority(text: &str) -> u32 {
-        value(text, "priority").and_then(|p| p.parse().ok()).unwrap_or(DEFAULT_PRIORITY)
+        value(text, "priority")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(DEFAULT_PRIORITY)
     }
 }
 
+/// A character that must never reach a terminal, a log or a line another program parses as it is: a
+/// control (C0, DEL, C1), a bidi override, embedding, isolate or mark, or a line or paragraph separator.
+/// One set for every rule that prints (ids, directives, `printf %q`, the host's display).
+pub fn is_unprintable(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}')
+}
+
 /// Whether `token` can travel as an id or a delivery cursor (§2.2): non-empty, single-line,
-/// whitespace-free, printable, and of a sane length.
+/// whitespace-free, printable (no [`is_unprintable`] character), and of a sane length.
 pub fn is_transport_token(token: &str) -> bool {
     const MAX_TOKEN_LEN: usize = 512;
     !token.is_empty()
         && token.len() <= MAX_TOKEN_LEN
-        && token.chars().all(|c| !c.is_whitespace() && !c.is_control())
+        && token
+            .chars()
+            .all(|c| !c.is_whitespace() && !is_unprintable(c))
 }
 
 /// agmsg's JSONL records, with their keys in the order agmsg writes them.
@@ -439,18 +527,43 @@ pub mod records {
     }
 
     /// `{"type":"message_sent","id",...}` with the keys in the order `type,id,team,from,to,body,at`.
-    pub fn message_sent(id: &str, team: &str, from: &str, to: &str, body: &str, at: &str) -> String {
-        line(&Sent { kind: "message_sent", id, team, from, to, body, at })
+    pub fn message_sent(
+        id: &str,
+        team: &str,
+        from: &str,
+        to: &str,
+        body: &str,
+        at: &str,
+    ) -> String {
+        line(&Sent {
+            kind: "message_sent",
+            id,
+            team,
+            from,
+            to,
+            body,
+            at,
+        })
     }
 
     /// `{"type":"message_read",...}` in the spec's order `type,id,msg_id,team,agent,at`.
     pub fn message_read(id: &str, msg_id: &str, team: &str, agent: &str, at: &str) -> String {
-        line(&Read { kind: "message_read", id, msg_id, team, agent, at })
+        line(&Read {
+            kind: "message_read",
+            id,
+            msg_id,
+            team,
+            agent,
+            at,
+        })
     }
 
     /// The trailing `{"type":"cursor","cursor":"..."}` record of a watch.
     pub fn cursor(cursor: &str) -> String {
-        line(&Cursor { kind: "cursor", cursor })
+        line(&Cursor {
+            kind: "cursor",
+            cursor,
+        })
     }
 
     /// Keys in alphabetical order, as agmsg's drivers print them.
@@ -467,8 +580,22 @@ pub mod records {
     /// A §1.6 directive line (without its newline): [`crate::DIRECTIVE_PREFIX`] and the JSON object
     /// `{"commands":[...],"driver":...,"reason":...,"type":...}`; `commands` is left out when `None`.
     /// The caller makes the strings safe to print.
-    pub fn directive(kind: &str, driver: &str, commands: Option<&[String]>, reason: &str) -> String {
-        format!("{}{}", crate::DIRECTIVE_PREFIX, line(&Directive { commands, driver, reason, kind }))
+    pub fn directive(
+        kind: &str,
+        driver: &str,
+        commands: Option<&[String]>,
+        reason: &str,
+    ) -> String {
+        format!(
+            "{}{}",
+            crate::DIRECTIVE_PREFIX,
+            line(&Directive {
+                commands,
+                driver,
+                reason,
+                kind
+            })
+        )
     }
 }
 
@@ -481,7 +608,9 @@ mod tests {
         for good in ["alice", "team-1", "bob.smith", "日本", "-dash"] {
             assert!(check_name("agent", good).is_ok(), "{good}");
         }
-        for bad in ["", "a:b", "a/b", "a\\b", "..", "a..b", "a\nb", "a\tb", "\u{7f}"] {
+        for bad in [
+            "", "a:b", "a/b", "a\\b", "..", "a..b", "a\nb", "a\tb", "\u{7f}",
+        ] {
             assert!(check_name("agent", bad).is_err(), "{bad:?}");
         }
     }
@@ -496,30 +625,67 @@ mod tests {
 
     #[test]
     fn watch_pairs_span_one_team() {
-        assert_eq!(split_pairs(&["t:a", "t:b"]).unwrap(), [("t", "a"), ("t", "b")]);
+        assert_eq!(
+            split_pairs(&["t:a", "t:b"]).unwrap(),
+            [("t", "a"), ("t", "b")]
+        );
         assert_eq!(split_pairs::<&str>(&[]), Err(PairsError::Empty));
-        assert_eq!(split_pairs(&["t:a", "u:b"]).unwrap_err().to_string(), "one call cannot span teams (t, u)");
-        assert!(matches!(split_pairs(&["t:a", "t:"]), Err(PairsError::Pair(_))));
+        assert_eq!(
+            split_pairs(&["t:a", "u:b"]).unwrap_err().to_string(),
+            "one call cannot span teams (t, u)"
+        );
+        assert!(matches!(
+            split_pairs(&["t:a", "t:"]),
+            Err(PairsError::Pair(_))
+        ));
         assert_eq!(check_pairs([("t", "a"), ("t", "b")]), Ok("t"));
         assert_eq!(check_pairs([]), Err(PairsError::Empty));
-        assert_eq!(check_pairs([("t", "a"), ("u", "a")]).unwrap_err().to_string(), "one call cannot span teams (t, u)");
-        assert_eq!(check_pairs([("t", "a/b")]).unwrap_err().to_string(), r#"invalid agent name "a/b": must not contain '/' or '\'"#);
+        assert_eq!(
+            check_pairs([("t", "a"), ("u", "a")])
+                .unwrap_err()
+                .to_string(),
+            "one call cannot span teams (t, u)"
+        );
+        assert_eq!(
+            check_pairs([("t", "a/b")]).unwrap_err().to_string(),
+            r#"invalid agent name "a/b": must not contain '/' or '\'"#
+        );
     }
 
     #[test]
     fn driver_names() {
         // Every bundled driver, the names the tests use, and agmsg's own alphabet.
-        for good in ["sqlite", "jsonl", "tmux", "plain", "herdr", "orca", "hostile-text", "scaffold-term", "case1", "My_Driver"] {
+        for good in [
+            "sqlite",
+            "jsonl",
+            "tmux",
+            "plain",
+            "herdr",
+            "orca",
+            "hostile-text",
+            "scaffold-term",
+            "case1",
+            "My_Driver",
+        ] {
             assert!(check_driver_name(good).is_ok(), "{good}");
         }
         for bad in ["", "../x", "a/b", "Bad Name", "a.b", "a:b", "日本", "x\n"] {
-            assert_eq!(check_driver_name(bad).unwrap_err().to_string(), format!("name must match [a-zA-Z0-9_-]+, not {bad:?}"));
+            assert_eq!(
+                check_driver_name(bad).unwrap_err().to_string(),
+                format!("name must match [a-zA-Z0-9_-]+, not {bad:?}")
+            );
         }
     }
 
     #[test]
     fn terminal_fail_kinds() {
-        let codes = [TermFailKind::Unreachable, TermFailKind::Failed, TermFailKind::Unsupported, TermFailKind::MissingDeps].map(TermFailKind::exit_code);
+        let codes = [
+            TermFailKind::Unreachable,
+            TermFailKind::Failed,
+            TermFailKind::Unsupported,
+            TermFailKind::MissingDeps,
+        ]
+        .map(TermFailKind::exit_code);
         assert_eq!(codes, [10, 12, 13, 10]);
     }
 
@@ -528,10 +694,19 @@ mod tests {
         let conf = "# name=commented\nname=tmux\n priority = \"20\"\nbackend=tmux pane/window\nbackend=ignored\ncapabilities=spawn  peek\n";
         assert_eq!(terminal_conf::value(conf, "name"), Some("tmux"));
         assert_eq!(terminal_conf::priority(conf), 20);
-        assert_eq!(terminal_conf::value(conf, "backend"), Some("tmux pane/window"));
-        assert_eq!(terminal_conf::words(conf, "capabilities"), ["spawn", "peek"]);
+        assert_eq!(
+            terminal_conf::value(conf, "backend"),
+            Some("tmux pane/window")
+        );
+        assert_eq!(
+            terminal_conf::words(conf, "capabilities"),
+            ["spawn", "peek"]
+        );
         assert!(terminal_conf::words(conf, "env").is_empty());
-        assert_eq!(terminal_conf::priority("priority=high"), terminal_conf::DEFAULT_PRIORITY);
+        assert_eq!(
+            terminal_conf::priority("priority=high"),
+            terminal_conf::DEFAULT_PRIORITY
+        );
     }
 
     #[cfg(feature = "records")]
@@ -565,30 +740,92 @@ mod tests {
 
     #[test]
     fn printf_q_word_reads_back_exactly_one_word() {
-        for text in ["", "plain-id", "/p/o'brien x", "$(touch /tmp/x) `id`", "a\nb'\x1b[2J\u{202e}\u{1}", "~x", "#a", "é"] {
-            assert_eq!(printf_q_word(&printf_q(text)).as_deref(), Some(text), "{text:?}");
+        for text in [
+            "",
+            "plain-id",
+            "/p/o'brien x",
+            "$(touch /tmp/x) `id`",
+            "a\nb'\x1b[2J\u{202e}\u{1}",
+            "~x",
+            "#a",
+            "é",
+        ] {
+            assert_eq!(
+                printf_q_word(&printf_q(text)).as_deref(),
+                Some(text),
+                "{text:?}"
+            );
         }
-        for not_one in ["a b", "x;touch y", "$(id)", "'a'", "a\\", "$'a", "$'\\q'", "\\a", "x'", "a\u{200b}b\u{202e}"] {
+        for not_one in [
+            "a b",
+            "x;touch y",
+            "$(id)",
+            "'a'",
+            "a\\",
+            "$'a",
+            "$'\\q'",
+            "\\a",
+            "x'",
+            "a\u{200b}b\u{202e}",
+        ] {
             assert_eq!(printf_q_word(not_one), None, "{not_one:?}");
         }
     }
 
     #[test]
     fn printf_q_is_bashs_and_one_printable_word() {
-        for (text, q) in [("a,b", r"a\,b"), ("~x", r"\~x"), ("a~b", "a~b"), ("#a", r"\#a"), ("a=b", "a=b"), ("é", "é"), ("it's", r"it\'s"), ("/tmp/p q", r"/tmp/p\ q"), ("", "''")] {
+        for (text, q) in [
+            ("a,b", r"a\,b"),
+            ("~x", r"\~x"),
+            ("a~b", "a~b"),
+            ("#a", r"\#a"),
+            ("a=b", "a=b"),
+            ("é", "é"),
+            ("it's", r"it\'s"),
+            ("/tmp/p q", r"/tmp/p\ q"),
+            ("", "''"),
+        ] {
             assert_eq!(printf_q(text), q, "{text}");
         }
-        assert_eq!(printf_q("a\nb'\x1b[2J\u{202e}\u{1}"), r"$'a\nb\'\E[2J\u202e\001'");
+        assert_eq!(
+            printf_q("a\nb'\x1b[2J\u{202e}\u{1}"),
+            r"$'a\nb\'\E[2J\u202e\001'"
+        );
         // bash reads each word back as the text itself, and the word is one line of printable text.
-        let texts = ["plain-id", "/p/o'brien x", "$(touch /tmp/x) `id` \"q\" \\", "a\nAGMSG-DIRECTIVE: forged\n", "\x1b]0;t\x07\r\t\u{7f}\u{85}\u{202e}x"];
+        let texts = [
+            "plain-id",
+            "/p/o'brien x",
+            "$(touch /tmp/x) `id` \"q\" \\",
+            "a\nAGMSG-DIRECTIVE: forged\n",
+            "\x1b]0;t\x07\r\t\u{7f}\u{85}\u{202e}x",
+        ];
         for text in texts {
             let word = printf_q(text);
-            assert!(!word.chars().any(|c| c.is_control() || c == '\u{202e}'), "{word:?}");
-            let Ok(out) = std::process::Command::new("bash").arg("-c").arg(format!("printf %s {word}")).output() else { return };
+            assert!(
+                !word.chars().any(|c| c.is_control() || c == '\u{202e}'),
+                "{word:?}"
+            );
+            let Ok(out) = std::process::Command::new("bash")
+                .arg("-c")
+                .arg(format!("printf %s {word}"))
+                .output()
+            else {
+                return;
+            };
             assert_eq!(String::from_utf8(out.stdout).unwrap(), text, "{word}");
             if !text.chars().any(|c| c.is_control() || c == '\u{202e}') {
-                let bash = std::process::Command::new("bash").arg("-c").arg("printf %q \"$1\"").arg("-").arg(text).output().unwrap();
-                assert_eq!(String::from_utf8(bash.stdout).unwrap(), word, "bash's own printf %q of {text:?}");
+                let bash = std::process::Command::new("bash")
+                    .arg("-c")
+                    .arg("printf %q \"$1\"")
+                    .arg("-")
+                    .arg(text)
+                    .output()
+                    .unwrap();
+                assert_eq!(
+                    String::from_utf8(bash.stdout).unwrap(),
+                    word,
+                    "bash's own printf %q of {text:?}"
+                );
             }
         }
     }

@@ -624,6 +624,8 @@ pub mod bindings {
 
     /// `agmsg:host/log`, which every world imports: one world's binding of it.
     pub use storage::agmsg::host::log;
+    /// `agmsg:host/seal` (host 1.1.0), which the storage world imports.
+    pub use storage::agmsg::host::seal;
 }
 
 pub mod agent;
@@ -632,6 +634,7 @@ pub mod ids;
 pub mod lock;
 pub mod log;
 pub mod process;
+pub mod seal;
 pub mod storage;
 pub mod terminal;
 

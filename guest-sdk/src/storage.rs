@@ -1625,7 +1625,9 @@ pub fn is_lower_uuid(text: &str, version: u8) -> bool {
 
 /// The optional `sync` interface (`agmsg:storage` 1.2.0, capability `stage1-sync`): the local half of
 /// agmsg's Stage-1 remote sync (spec §2.8). agmsg's engine does the HTTP, decryption and policy; the
-/// driver owns the durable transitions and seals push envelopes to public recipients. Register it with
+/// driver owns the durable transitions, and has the host seal each push envelope
+/// ([`crate::seal::seal`]): the host refuses an `age-v1` answer holding an envelope it did not seal.
+/// Register it with
 /// [`export_storage_sync!`](crate::export_storage_sync) next to
 /// [`export_storage_driver!`](crate::export_storage_driver).
 ///
@@ -1640,8 +1642,9 @@ pub fn is_lower_uuid(text: &str, version: u8) -> bool {
 /// nothing; a pull page's outcomes and its transport cursor commit together. A crash (a trap drops the
 /// instance) anywhere must lose and duplicate nothing.
 pub trait SyncDriver {
-    /// Reserve and seal up to `limit` new messages (unless `request.allow_new` is false), then answer the
-    /// binding's state and every unacknowledged reservation in local order, at most `limit`.
+    /// Reserve up to `limit` new messages (unless `request.allow_new` is false), each under the wire id and
+    /// envelope [`crate::seal::seal`] returns, stored together; then answer the binding's state and every
+    /// unacknowledged reservation in local order, at most `limit`, each as it was stored.
     fn prepare_push(
         &self,
         binding: &Binding,

@@ -20,7 +20,7 @@ pub enum Axis {
 }
 
 /// The `agmsg:host` package every axis imports from, and the version this host offers.
-pub const HOST_PACKAGE: (&str, &str) = ("agmsg:host", "1.0.0");
+pub const HOST_PACKAGE: (&str, &str) = ("agmsg:host", "1.1.0");
 
 /// An `agmsg:host` interface: a capability the host gives drivers through the component model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,6 +33,8 @@ pub enum HostInterface {
     FileLock,
     /// Named programs, as granted.
     Process,
+    /// Sealing remote-sync push envelopes, during a storage driver's `prepare-push` (host 1.1.0).
+    Seal,
 }
 
 impl HostInterface {
@@ -43,6 +45,7 @@ impl HostInterface {
             HostInterface::Lock => "agmsg:host/lock",
             HostInterface::FileLock => "agmsg:host/file-lock",
             HostInterface::Process => "agmsg:host/process",
+            HostInterface::Seal => "agmsg:host/seal",
         }
     }
 }
@@ -88,7 +91,10 @@ impl Axis {
     /// drivers import (linked as an instance with no functions).
     pub fn contract_interfaces(self) -> ContractInterfaces {
         match self {
-            Axis::Storage | Axis::Terminal | Axis::Types => ContractInterfaces { exported: "driver", shared_types: "types" },
+            Axis::Storage | Axis::Terminal | Axis::Types => ContractInterfaces {
+                exported: "driver",
+                shared_types: "types",
+            },
         }
     }
 
@@ -104,7 +110,12 @@ impl Axis {
     /// The `agmsg:host` interfaces its drivers may import (each only as far as the driver is granted).
     pub fn host_interfaces(self) -> &'static [HostInterface] {
         match self {
-            Axis::Storage => &[HostInterface::Log, HostInterface::Lock, HostInterface::FileLock],
+            Axis::Storage => &[
+                HostInterface::Log,
+                HostInterface::Lock,
+                HostInterface::FileLock,
+                HostInterface::Seal,
+            ],
             Axis::Terminal => &[HostInterface::Log, HostInterface::Process],
             Axis::Types => &[HostInterface::Log],
         }
@@ -162,5 +173,9 @@ impl fmt::Display for Axis {
 
 /// Every contract package this host offers with its version: `agmsg:host` and each axis's.
 pub fn offered_packages() -> impl Iterator<Item = (&'static str, &'static str)> {
-    std::iter::once(HOST_PACKAGE).chain(Axis::ALL.into_iter().map(|a| (a.package(), a.package_version())))
+    std::iter::once(HOST_PACKAGE).chain(
+        Axis::ALL
+            .into_iter()
+            .map(|a| (a.package(), a.package_version())),
+    )
 }

@@ -20,8 +20,8 @@
 use std::time::{Duration, Instant};
 
 use wasmtime::Result;
-use wasmtime::error::Context;
 use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::error::Context;
 use wasmtime::{Engine, ResourceLimiter, Store};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::sockets::SocketAddrUse;
@@ -37,7 +37,10 @@ use super::caps::lock::{LockView, StoreLockCtx};
 use super::caps::log::LogCtx;
 pub use super::caps::process::ProcessGrant;
 use super::caps::process::ProcessView;
+use super::caps::seal::SealCtx;
+pub use super::caps::seal::Sealer;
 pub use super::caps::store::StoreDir;
+use super::caps::store_view::StoreViewCtx;
 use super::limits::Limits;
 
 /// Where a storage driver's store directory appears inside the sandbox.
@@ -67,24 +70,39 @@ pub struct Grants {
 
 impl Grants {
     /// What a driver of `axis` with these (declared AND granted) capabilities gets.
-    pub fn new(axis: Axis, caps: &Capabilities, store_dir: Option<StoreDir>, base: Limits) -> Grants {
+    pub fn new(
+        axis: Axis,
+        caps: &Capabilities,
+        store_dir: Option<StoreDir>,
+        base: Limits,
+    ) -> Grants {
         let mut limits = base;
         if let Some(mb) = caps.memory_mb() {
-            limits.memory_bytes = limits.memory_bytes.max(usize::try_from(mb).unwrap_or(usize::MAX).saturating_mul(1 << 20));
+            limits.memory_bytes = limits.memory_bytes.max(
+                usize::try_from(mb)
+                    .unwrap_or(usize::MAX)
+                    .saturating_mul(1 << 20),
+            );
         }
         if let Some(ms) = caps.timeout_ms() {
             limits.call_timeout = limits.call_timeout.max(Duration::from_millis(ms));
         }
         let env_names: Vec<String> = caps.env().map(str::to_owned).collect();
         let process = axis.runs_programs().then(|| {
-            let programs: Vec<_> = caps.programs().map(|(name, args)| (name.to_owned(), args.cloned())).collect();
+            let programs: Vec<_> = caps
+                .programs()
+                .map(|(name, args)| (name.to_owned(), args.cloned()))
+                .collect();
             ProcessGrant::resolve(&programs, &env_names, limits.process_timeout)
         });
         Grants {
             axis,
             store_dir: store_dir.filter(|_| axis.has_store() && caps.store()),
             // WASI environments are strings; a variable that is not UTF-8 is not passed.
-            env: env_names.iter().filter_map(|name| Some((name.clone(), std::env::var(name).ok()?))).collect(),
+            env: env_names
+                .iter()
+                .filter_map(|name| Some((name.clone(), std::env::var(name).ok()?)))
+                .collect(),
             process,
             network: caps.network().map(str::to_owned).collect(),
             inert_sockets: caps.inert_sockets(),
@@ -96,15 +114,26 @@ impl Grants {
 /// Refuse, before it runs, a component that is not a driver of its axis, was built against an
 /// incompatible contract version, or imports anything beyond its grants (an interface its axis does not
 /// offer, or `wasi:sockets` without the network granted).
-pub fn admit(engine: &Engine, component: &Component, grants: &Grants) -> std::result::Result<(), String> {
+pub fn admit(
+    engine: &Engine,
+    component: &Component,
+    grants: &Grants,
+) -> std::result::Result<(), String> {
     let (imports, exports) = interfaces(engine, component);
     for import in &imports {
         check_import(import, grants)?;
     }
     let package = grants.axis.package();
-    let contract: Vec<&String> = exports.iter().filter(|e| e.starts_with(&format!("{package}/"))).collect();
+    let contract: Vec<&String> = exports
+        .iter()
+        .filter(|e| e.starts_with(&format!("{package}/")))
+        .collect();
     if contract.is_empty() {
-        return Err(format!("it exports no {package} interface, so it is not a {} driver (exports: {})", grants.axis, list(&exports)));
+        return Err(format!(
+            "it exports no {package} interface, so it is not a {} driver (exports: {})",
+            grants.axis,
+            list(&exports)
+        ));
     }
     for export in contract {
         check_version(export).map_err(|e| format!("it was {e}"))?;
@@ -115,20 +144,40 @@ pub fn admit(engine: &Engine, component: &Component, grants: &Grants) -> std::re
 /// A component's imported and exported interface names (`wasi:io/streams@0.2.6`, ...).
 pub fn interfaces(engine: &Engine, component: &Component) -> (Vec<String>, Vec<String>) {
     let ty = component.component_type();
-    (ty.imports(engine).map(|(name, _)| name.to_owned()).collect(), ty.exports(engine).map(|(name, _)| name.to_owned()).collect())
+    (
+        ty.imports(engine)
+            .map(|(name, _)| name.to_owned())
+            .collect(),
+        ty.exports(engine)
+            .map(|(name, _)| name.to_owned())
+            .collect(),
+    )
 }
 
 fn list(names: &[String]) -> String {
-    if names.is_empty() { "none".to_owned() } else { names.join(", ") }
+    if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
+    }
 }
 
 fn check_import(import: &str, grants: &Grants) -> std::result::Result<(), String> {
     let interface = import.split('@').next().unwrap_or(import);
     let axis = grants.axis;
     let offered = match interface {
-        "wasi:cli/environment" | "wasi:cli/exit" | "wasi:cli/stdin" | "wasi:cli/stdout" | "wasi:cli/stderr" => true,
+        "wasi:cli/environment"
+        | "wasi:cli/exit"
+        | "wasi:cli/stdin"
+        | "wasi:cli/stdout"
+        | "wasi:cli/stderr" => true,
         i if i.starts_with("wasi:cli/terminal-") => true,
-        i if i.starts_with("wasi:io/") || i.starts_with("wasi:clocks/") || i.starts_with("wasi:random/") => true,
+        i if i.starts_with("wasi:io/")
+            || i.starts_with("wasi:clocks/")
+            || i.starts_with("wasi:random/") =>
+        {
+            true
+        }
         // Without a preopen (terminal drivers, storage drivers not granted a store) nothing is reachable.
         "wasi:filesystem/types" | "wasi:filesystem/preopens" => true,
         i if i.starts_with("wasi:sockets/") => {
@@ -142,11 +191,24 @@ fn check_import(import: &str, grants: &Grants) -> std::result::Result<(), String
             true
         }
         // The axis's own shared types (ids, records, errors), imported by the driver world.
-        i if i == format!("{}/{}", axis.package(), axis.contract_interfaces().shared_types) => true,
-        i => axis.host_interfaces().iter().any(|offered| offered.name() == i),
+        i if i
+            == format!(
+                "{}/{}",
+                axis.package(),
+                axis.contract_interfaces().shared_types
+            ) =>
+        {
+            true
+        }
+        i => axis
+            .host_interfaces()
+            .iter()
+            .any(|offered| offered.name() == i),
     };
     if !offered {
-        return Err(format!("it imports {import}, which this host does not offer to {axis} drivers"));
+        return Err(format!(
+            "it imports {import}, which this host does not offer to {axis} drivers"
+        ));
     }
     if interface.starts_with("agmsg:") {
         check_version(import).map_err(|e| format!("it was {e}"))?;
@@ -156,7 +218,11 @@ fn check_import(import: &str, grants: &Grants) -> std::result::Result<(), String
 
 /// A manifest's `api` (the `agmsg:<axis>` version a driver targets) against the version this host offers.
 pub fn check_api(axis: Axis, version: &str) -> std::result::Result<(), String> {
-    check_version(&format!("{}/{}@{version}", axis.package(), axis.contract_interfaces().exported))
+    check_version(&format!(
+        "{}/{}@{version}",
+        axis.package(),
+        axis.contract_interfaces().exported
+    ))
 }
 
 /// `agmsg:<package>/<interface>@<version>` against the version this host offers; the error completes
@@ -165,12 +231,16 @@ fn check_version(name: &str) -> std::result::Result<(), String> {
     let (interface, version) = name.split_once('@').unwrap_or((name, ""));
     let package = interface.split('/').next().unwrap_or(interface);
     let Some((_, ours)) = offered_packages().find(|(p, _)| *p == package) else {
-        return Err(format!("built against {name}, a package this host does not offer"));
+        return Err(format!(
+            "built against {name}, a package this host does not offer"
+        ));
     };
     if crate::semver::compatible(version, ours) {
         Ok(())
     } else {
-        Err(format!("built against {package}@{version}, which is not compatible with the {package}@{ours} this host offers"))
+        Err(format!(
+            "built against {package}@{version}, which is not compatible with the {package}@{ours} this host offers"
+        ))
     }
 }
 
@@ -184,6 +254,10 @@ pub struct HostState {
     file_lock: FileLockCtx,
     /// The programs it may run (terminal drivers).
     process: Option<ProcessGrant>,
+    /// Who seals remote-sync envelopes, while an op that may seal runs (storage drivers).
+    seal: SealCtx,
+    /// What of the store the driver sees (storage drivers): not the names that are not its own.
+    store_view: StoreViewCtx,
     table: ResourceTable,
     pub limiter: MemoryLimiter,
     wasi: WasiCtx,
@@ -193,11 +267,19 @@ pub struct HostState {
 
 impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
     }
 }
 
 impl HostState {
+    /// Install a sealer for the op about to run (`agmsg:host/seal`), or remove it when the op ends.
+    pub fn set_sealer(&mut self, sealer: Option<Box<dyn Sealer>>) {
+        self.seal.set(sealer);
+    }
+
     /// Route what the driver printed since the last call to the host log, and return its stderr (a
     /// panic message, typically) for error reports.
     pub fn drain_output(&mut self) -> String {
@@ -219,7 +301,11 @@ fn project_log(state: &mut HostState) -> &mut LogCtx {
 }
 
 fn project_lock(state: &mut HostState) -> LockView<'_> {
-    LockView { ctx: &mut state.lock, table: &mut state.table, deadline: state.deadline }
+    LockView {
+        ctx: &mut state.lock,
+        table: &mut state.table,
+        deadline: state.deadline,
+    }
 }
 
 fn project_file_lock(state: &mut HostState) -> &mut FileLockCtx {
@@ -227,11 +313,26 @@ fn project_file_lock(state: &mut HostState) -> &mut FileLockCtx {
 }
 
 fn project_process(state: &mut HostState) -> ProcessView<'_> {
-    ProcessView { grant: state.process.as_ref(), log_source: state.log.source(), deadline: state.deadline }
+    ProcessView {
+        grant: state.process.as_ref(),
+        log_source: state.log.source(),
+        deadline: state.deadline,
+    }
+}
+
+fn project_store_view(state: &mut HostState) -> &mut StoreViewCtx {
+    &mut state.store_view
+}
+
+fn project_seal(state: &mut HostState) -> &mut SealCtx {
+    &mut state.seal
 }
 
 fn project_io(state: &mut HostState) -> DeadlineIo<'_> {
-    DeadlineIo { table: &mut state.table, deadline: state.deadline }
+    DeadlineIo {
+        table: &mut state.table,
+        deadline: state.deadline,
+    }
 }
 
 fn take(pipe: &mut MemoryOutputPipe) -> String {
@@ -246,7 +347,12 @@ pub struct MemoryLimiter {
 }
 
 impl ResourceLimiter for MemoryLimiter {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> Result<bool> {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> Result<bool> {
         if desired > self.max_bytes {
             self.hit = true;
             wasmtime::bail!("memory limit of {} MiB reached", self.max_bytes >> 20);
@@ -254,7 +360,12 @@ impl ResourceLimiter for MemoryLimiter {
         Ok(true)
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> Result<bool> {
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> Result<bool> {
         if desired > 1_000_000 {
             self.hit = true;
             wasmtime::bail!("table limit reached");
@@ -270,20 +381,31 @@ impl ResourceLimiter for MemoryLimiter {
 pub fn linker(engine: &Engine, axis: Axis) -> Result<Linker<HostState>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_sync(&mut linker).context("adding WASI to the linker")?;
-    super::caps::deadline::bind_wasi_io(&mut linker, project_io).context("binding wasi:io to call deadlines")?;
+    super::caps::deadline::bind_wasi_io(&mut linker, project_io)
+        .context("binding wasi:io to call deadlines")?;
     super::caps::store::deny_symlinks(&mut linker).context("denying symlinks")?;
+    if axis.has_store() {
+        super::caps::store_view::link(&mut linker, project_store_view)
+            .context("linking the driver's view of its store")?;
+    }
     for interface in axis.host_interfaces() {
         match interface {
             HostInterface::Log => super::caps::log::link(&mut linker, project_log),
             HostInterface::Lock => super::caps::lock::link(&mut linker, project_lock),
             HostInterface::FileLock => super::caps::file_lock::link(&mut linker, project_file_lock),
             HostInterface::Process => super::caps::process::link(&mut linker, project_process),
+            HostInterface::Seal => super::caps::seal::link(&mut linker, project_seal),
         }
         .with_context(|| format!("adding {} to the linker", interface.name()))?;
     }
     // The axis's `types` interface has no functions, but a driver imports it: an empty instance.
     linker
-        .instance(&format!("{}/{}@{}", axis.package(), axis.contract_interfaces().shared_types, axis.package_version()))
+        .instance(&format!(
+            "{}/{}@{}",
+            axis.package(),
+            axis.contract_interfaces().shared_types,
+            axis.package_version()
+        ))
         .with_context(|| format!("adding {}'s shared types to the linker", axis.package()))?;
     Ok(linker)
 }
@@ -303,7 +425,9 @@ pub fn new_store(engine: &Engine, driver_name: &str, grants: &Grants) -> Result<
         .allow_udp(false)
         .allow_ip_name_lookup(false);
     if let Some(dir) = &grants.store_dir {
-        let path = dir.preopen_path().with_context(|| format!("cannot open the store directory {}", dir.path().display()))?;
+        let path = dir
+            .preopen_path()
+            .with_context(|| format!("cannot open the store directory {}", dir.path().display()))?;
         builder
             .preopened_dir(path, GUEST_STORE_DIR, FsPerms::ReadWrite)
             .with_context(|| format!("cannot open the store directory {}", dir.path().display()))?;
@@ -320,8 +444,13 @@ pub fn new_store(engine: &Engine, driver_name: &str, grants: &Grants) -> Result<
         lock: StoreLockCtx::new(grants.store_dir.clone()),
         file_lock: FileLockCtx::new(grants.store_dir.clone()),
         process: grants.process.clone(),
+        seal: SealCtx::default(),
+        store_view: StoreViewCtx::new(grants.store_dir.as_ref()),
         table: ResourceTable::new(),
-        limiter: MemoryLimiter { max_bytes: grants.limits.memory_bytes, hit: false },
+        limiter: MemoryLimiter {
+            max_bytes: grants.limits.memory_bytes,
+            hit: false,
+        },
         wasi: builder.build(),
         stdout,
         stderr,
@@ -341,17 +470,25 @@ fn grant_network(builder: &mut WasiCtxBuilder, endpoints: &[String]) -> Result<(
         let (host, port) = parse_endpoint(endpoint).map_err(wasmtime::Error::msg)?;
         names |= host.parse::<std::net::IpAddr>().is_err();
         // An endpoint that does not resolve now is simply unreachable.
-        allowed.extend((host.as_str(), port).to_socket_addrs().into_iter().flatten());
+        allowed.extend(
+            (host.as_str(), port)
+                .to_socket_addrs()
+                .into_iter()
+                .flatten(),
+        );
     }
     let allowed = std::sync::Arc::new(allowed);
-    builder.allow_tcp(true).allow_ip_name_lookup(names).socket_addr_check(move |addr, usage| {
-        let ok = match usage {
-            SocketAddrUse::TcpConnect => allowed.contains(&addr),
-            // The implicit bind of a connect (wildcard address, any port); never a chosen port.
-            SocketAddrUse::TcpBind => addr.ip().is_unspecified() && addr.port() == 0,
-            _ => false,
-        };
-        Box::pin(std::future::ready(ok))
-    });
+    builder
+        .allow_tcp(true)
+        .allow_ip_name_lookup(names)
+        .socket_addr_check(move |addr, usage| {
+            let ok = match usage {
+                SocketAddrUse::TcpConnect => allowed.contains(&addr),
+                // The implicit bind of a connect (wildcard address, any port); never a chosen port.
+                SocketAddrUse::TcpBind => addr.ip().is_unspecified() && addr.port() == 0,
+                _ => false,
+            };
+            Box::pin(std::future::ready(ok))
+        });
     Ok(())
 }

@@ -17,6 +17,7 @@ use super::records::{ScanError, check_event, scan_import};
 use super::sync::{ApplyResult, Binding, PageKey, PrepareRequest, Projection, PullLine, PullMessage, PushAck, PushCandidate, ReprocessCandidate, ReprocessPage, ReprocessScope, SyncState};
 use super::sync::read_state::{Prepared, ReadApplyResult, ReadContext, Snapshot};
 use super::sync::resync::{ResyncReport, ResyncRequest, ResyncResult};
+use super::sync::sealing::{Ledger, OpSealer, SealedCheck};
 use super::world::{Call, Offers, StorageWorld};
 use crate::display;
 use crate::runtime::sandbox::StoreDir;
@@ -43,14 +44,21 @@ const PAGE_BYTES: u64 = 8 << 20;
 /// A storage driver, loaded and ready for calls: the host's handle on one store through one driver.
 pub struct Storage<'rt> {
     driver: Driver<'rt, StorageWorld>,
+    /// The store it is granted (where the host keeps what it sealed for the driver).
+    store: StoreDir,
+    /// An installed driver: the host seals its remote-sync envelopes and checks what it answers
+    /// against them (`sync::sealing`). A bundled one, the host's own code, seals inside.
+    host_seals: bool,
 }
 
 impl<'rt> Storage<'rt> {
     /// Load a driver for the store `store_dir` (granted when its capabilities include `store`);
     /// instances are created on first call.
     pub fn open(runtime: &'rt Runtime, source: &DriverSource, store_dir: StoreDir) -> Result<Self, StorageError> {
-        let driver = Driver::open(runtime, source, Some(store_dir)).map_err(|failure| StorageError::runtime(failure.message))?;
-        Ok(Storage { driver })
+        let driver = Driver::open(runtime, source, Some(store_dir.clone())).map_err(|failure| StorageError::runtime(failure.message))?;
+        // By content: a plugin or file with a bundled driver's exact bytes is that driver.
+        let bundled = crate::bundled::of(crate::axis::Axis::Storage).any(|d| d.sha256 == source.sha256);
+        Ok(Storage { driver, store: store_dir, host_seals: !bundled })
     }
 
     pub fn name(&self) -> &str {
@@ -319,11 +327,31 @@ impl<'rt> Storage<'rt> {
         mut on_candidate: impl FnMut(&PushCandidate) -> Result<(), StorageError>,
     ) -> Result<(), StorageError> {
         const OP: &str = "sync-prepare-push";
-        let (state, candidates) = self.optional(OP, "sync", |o| o.sync, |s, w| w.sync().map(|y| y.prepare_push(s, b, limit, request)))?;
-        let result = on_state(&state).and_then(|()| {
-            self.sync_slices(OP, limit, |s, w| w.sync().map(|y| y.push_candidates_page(s, candidates, SYNC_SLICE_BYTES)), &mut on_candidate)
+        // The host seals for the whole op (a driver may seal while its answer is read) and for no other.
+        let ledger = Ledger::new(&self.store, b);
+        let sealer = OpSealer::new(b, request, ledger.clone());
+        let mut sealed = self.host_seals.then(|| SealedCheck::new(ledger));
+        let name = self.name().to_owned();
+        let result = (|| {
+            let (state, candidates) = self.optional(OP, "sync", |o| o.sync, |s, w| {
+                s.data_mut().set_sealer(Some(Box::new(sealer)));
+                w.sync().map(|y| y.prepare_push(s, b, limit, request))
+            })?;
+            let result = on_state(&state).and_then(|()| {
+                self.sync_slices(OP, limit, |s, w| w.sync().map(|y| y.push_candidates_page(s, candidates, SYNC_SLICE_BYTES)), |c| {
+                    if let Some(sealed) = sealed.as_mut() {
+                        sealed.check(c).map_err(|e| StorageError::runtime(format!("driver '{name}' {}", e.message)))?;
+                    }
+                    on_candidate(c)
+                })
+            });
+            self.drop_resource(candidates);
+            result
+        })();
+        self.driver.cleanup(|s| {
+            s.data_mut().set_sealer(None);
+            Ok(())
         });
-        self.drop_resource(candidates);
         result
     }
 
@@ -337,10 +365,21 @@ impl<'rt> Storage<'rt> {
         mut each: impl FnMut(&T) -> Result<(), StorageError>,
     ) -> Result<(), StorageError> {
         let mut seen = 0u64;
+        // The whole answer is bounded, as an export is: each slice has the call deadline, but a driver
+        // answering one item per slice just inside it would hold agmsg's engine for `limit` deadlines.
+        let started = std::time::Instant::now();
+        let op_timeout = self.driver.grants().limits.op_timeout;
         loop {
             let slice = self.optional(op, "sync", |o| o.sync, &next)?;
             if slice.is_empty() {
                 return Ok(());
+            }
+            if started.elapsed() > op_timeout {
+                return Err(StorageError::runtime(format!(
+                    "driver '{}' was still answering {op} after {} ms (AGMSG_OP_TIMEOUT_MS); stopped",
+                    self.name(),
+                    op_timeout.as_millis()
+                )));
             }
             seen += slice.len() as u64;
             if seen > u64::from(limit) {
@@ -353,7 +392,12 @@ impl<'rt> Storage<'rt> {
     /// `sync.reconcile-push`: record `acks` at once (a batch refused, or conflicts kept beside the valid
     /// acks, as the WIT's `reconcile-push` says for each driver); the push cursor.
     pub fn sync_reconcile_push(&mut self, b: &Binding, acks: &[PushAck]) -> Result<i64, StorageError> {
-        self.optional("sync-reconcile-push", "sync", |o| o.sync, |s, w| w.sync().map(|y| y.reconcile_push(s, b, acks)))
+        let cursor = self.optional("sync-reconcile-push", "sync", |o| o.sync, |s, w| w.sync().map(|y| y.reconcile_push(s, b, acks)))?;
+        // An acknowledged reservation is never answered again: the host forgets what it sealed for it.
+        if self.host_seals {
+            Ledger::new(&self.store, b).forget(&acks.iter().map(|a| a.wire_id.as_str()).collect())?;
+        }
+        Ok(cursor)
     }
 
     /// `sync.apply-pull`: stage every message `lines` yields, in slices, then commit the page with its

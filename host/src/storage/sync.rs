@@ -10,6 +10,7 @@
 
 pub mod read_state;
 pub mod resync;
+pub mod sealing;
 
 use std::fmt;
 
@@ -82,7 +83,7 @@ pub struct PushAck {
 }
 
 /// What the engine concluded about a pulled envelope.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Evaluated {
     Importable,
     UnsupportedCipher,
@@ -145,7 +146,7 @@ pub struct PullMessage {
 }
 
 /// Where a pulled message stands after its page committed: an [`Evaluated`] status, or one of these.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum OutcomeStatus {
     Evaluated(Evaluated),
     Imported,
@@ -390,8 +391,9 @@ fn base64_size_and_head(text: &str) -> Option<(u64, Vec<u8>)> {
 /// What an apply-pull page held, for checking the driver's answer against it.
 #[derive(Debug, Default)]
 pub struct PageSent {
-    /// The page's `(wire id, server_seq)` pairs.
-    pub messages: std::collections::HashSet<(String, String)>,
+    /// The page's messages: by wire id, each `server_seq` with what the engine concluded of it.
+    pub messages: std::collections::HashMap<String, Vec<(String, Evaluated)>>,
+    pub count: u64,
     pub next_after: Option<String>,
 }
 
@@ -400,16 +402,26 @@ impl PageSent {
     pub fn note(&mut self, line: &PullLine) {
         match line {
             PullLine::Message(m) => {
-                self.messages.insert((m.wire_id.clone(), m.server_seq.clone()));
+                self.messages.entry(m.wire_id.clone()).or_default().push((m.server_seq.clone(), m.status));
+                self.count += 1;
             }
             PullLine::Cursor(c) => self.next_after = Some(c.clone()),
         }
     }
 }
 
-/// An apply-pull answer for the page `sent`: the transport cursor is the page's, and every outcome is
-/// for a message of the page. A `corrupt_state` outcome may carry another sequence of that wire id (the
-/// conflict it reports, as agmsg's sqlite driver lists them); any other outcome is the pair sent in.
+/// agmsg's conflict reasons (its `sync_conflicts` rows for a pulled wire id are unique by reason): a
+/// message's outcomes are its own and at most this many `corrupt_state` ones beside it.
+const CONFLICT_REASONS: u64 = 3;
+/// The largest count agmsg's engine reads exactly (it parses JSON numbers as doubles).
+const MAX_SAFE_COUNT: u64 = (1 << 53) - 1;
+
+/// An apply-pull answer for the page `sent`: the transport cursor is the page's; every message of the
+/// page has an outcome, and every outcome is for a message of the page, none twice. A `corrupt_state`
+/// outcome may carry another sequence of that wire id (the conflict it reports, as agmsg's sqlite driver
+/// lists them, one per reason); any other outcome is the pair sent in, and `imported` only for a message
+/// the engine found importable. The corrupt count is the binding's (not only this page's), so only its
+/// range is checked.
 pub fn check_apply_result(r: &ApplyResult, sent: &PageSent) -> Result<(), String> {
     answer_sequence("sync_apply_result.transport_cursor", &r.transport_cursor)?;
     if sent.next_after.as_deref() != Some(r.transport_cursor.as_str()) {
@@ -419,21 +431,38 @@ pub fn check_apply_result(r: &ApplyResult, sent: &PageSent) -> Result<(), String
             sent.next_after.as_deref().unwrap_or("")
         ));
     }
-    r.outcomes.iter().try_for_each(|o| {
+    if r.corrupt_count > MAX_SAFE_COUNT {
+        return Err(format!("sync_apply_result.corrupt_count {} is beyond any store's count", r.corrupt_count));
+    }
+    let most = sent.count.saturating_mul(1 + CONFLICT_REASONS);
+    if r.outcomes.len() as u64 > most {
+        return Err(format!("{} sync_apply_outcome records for a page of {} messages", r.outcomes.len(), sent.count));
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut answered = std::collections::HashSet::new();
+    for o in &r.outcomes {
         answer_wire("sync_apply_outcome.id", &o.wire_id)?;
         answer_sequence("sync_apply_outcome.server_seq", &o.server_seq)?;
-        let pair = (o.wire_id.clone(), o.server_seq.clone());
-        let of_page = if o.status == OutcomeStatus::CorruptState {
-            sent.messages.iter().any(|(wire, _)| *wire == o.wire_id)
-        } else {
-            sent.messages.contains(&pair)
-        };
-        if of_page {
-            Ok(())
-        } else {
-            Err(format!("sync_apply_outcome for id {} server_seq {}, which the page did not hold", o.wire_id, o.server_seq))
+        let not_of_page = || format!("sync_apply_outcome for id {} server_seq {}, which the page did not hold", o.wire_id, o.server_seq);
+        let sent_as = sent.messages.get(&o.wire_id).ok_or_else(not_of_page)?;
+        let exact = sent_as.iter().find(|(seq, _)| *seq == o.server_seq);
+        match (o.status, exact) {
+            (OutcomeStatus::CorruptState, _) => {}
+            (OutcomeStatus::Imported, Some((_, evaluated))) if *evaluated != Evaluated::Importable => {
+                return Err(format!("sync_apply_outcome \"imported\" for id {}, which the engine found {}", o.wire_id, evaluated.word()));
+            }
+            (_, Some(_)) => {}
+            (_, None) => return Err(not_of_page()),
         }
-    })
+        if !seen.insert((o.wire_id.as_str(), o.server_seq.as_str(), o.status)) {
+            return Err(format!("a second sync_apply_outcome {} for id {} server_seq {}", o.status.word(), o.wire_id, o.server_seq));
+        }
+        answered.insert(o.wire_id.as_str());
+    }
+    match sent.messages.keys().find(|wire| !answered.contains(wire.as_str())) {
+        Some(wire) => Err(format!("no sync_apply_outcome for id {wire}, which the page held")),
+        None => Ok(()),
+    }
 }
 
 /// A reprocess candidate: its keys of the spec's forms, and in the malformed scope only malformed rows.

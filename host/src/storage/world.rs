@@ -40,6 +40,7 @@ crate::runtime::world::driver_world! {
         "agmsg:host/log" => log,
         "agmsg:host/lock" => lock,
         "agmsg:host/file-lock" => file_lock,
+        "agmsg:host/seal" => seal,
     }
     // `describe`'s `capabilities=` lists these in this order: agmsg's own words first, in agmsg's order
     // (its suites match `capabilities=stage1-sync…` as a prefix), then the host's additions.

@@ -8,5 +8,7 @@ pub mod file_lock;
 pub mod lock;
 pub mod log;
 pub mod process;
+pub mod seal;
 pub mod store;
+pub mod store_view;
 pub mod wit;

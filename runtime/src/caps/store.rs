@@ -36,7 +36,13 @@ fn store_error(e: fsroot::Error) -> io::Error {
              refusing to follow it",
             e.path.display()
         )),
-        Why::BadPath => io::Error::new(io::ErrorKind::InvalidInput, format!("{:?} is not a directory name", e.path.file_name().unwrap_or_default())),
+        Why::BadPath => io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{:?} is not a directory name",
+                e.path.file_name().unwrap_or_default()
+            ),
+        ),
         Why::Io(inner) => io::Error::other(format!("{}: {inner}", e.path.display())),
         _ => e.into(),
     }
@@ -47,7 +53,9 @@ impl StoreDir {
     pub fn open(root: &Path) -> io::Result<StoreDir> {
         match fsroot::Dir::open_ambient(root) {
             Ok(dir) => Ok(StoreDir { dir }),
-            Err(fsroot::Error { why: Why::Io(e), .. }) => Err(e),
+            Err(fsroot::Error {
+                why: Why::Io(e), ..
+            }) => Err(e),
             Err(e) => Err(e.into()),
         }
     }
@@ -62,14 +70,26 @@ impl StoreDir {
             Err(e) => return Err(e),
         };
         // Each name one component: `a/b` or `..` is not a partition's name.
-        if let Some(name) = below.iter().find(|name| name.is_empty() || **name == "." || **name == ".." || name.contains('/')) {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{name:?} is not a directory name")));
+        if let Some(name) = below
+            .iter()
+            .find(|name| name.is_empty() || **name == "." || **name == ".." || name.contains('/'))
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{name:?} is not a directory name"),
+            ));
         }
         let rel: PathBuf = below.iter().collect();
-        let opened = if create { root.create_dir_all(&rel, 0o700) } else { root.open_dir(&rel) };
+        let opened = if create {
+            root.create_dir_all(&rel, 0o700)
+        } else {
+            root.open_dir(&rel)
+        };
         match opened {
             Ok(dir) => Ok(Some(StoreDir { dir })),
-            Err(fsroot::Error { why: Why::Missing, .. }) if !create => Ok(None),
+            Err(fsroot::Error {
+                why: Why::Missing, ..
+            }) if !create => Ok(None),
             Err(e) => Err(store_error(e)),
         }
     }
@@ -88,11 +108,23 @@ impl StoreDir {
         if std::fs::metadata(&proc_path).is_ok_and(|m| m.is_dir()) {
             return Ok(proc_path);
         }
-        let (ours, named) = (rustix::fs::fstat(self.dir.as_fd())?, rustix::fs::stat(self.path())?);
+        let (ours, named) = (
+            rustix::fs::fstat(self.dir.as_fd())?,
+            rustix::fs::stat(self.path())?,
+        );
         if (ours.st_dev, ours.st_ino) != (named.st_dev, named.st_ino) {
-            return Err(io::Error::other(format!("{} changed while it was being opened; refusing it", self.path().display())));
+            return Err(io::Error::other(format!(
+                "{} changed while it was being opened; refusing it",
+                self.path().display()
+            )));
         }
         Ok(self.path().to_owned())
+    }
+
+    /// The directory's device and inode (what a driver's view of the store knows its root by).
+    pub fn identity(&self) -> io::Result<(u64, u64)> {
+        let st = rustix::fs::fstat(self.dir.as_fd())?;
+        Ok((st.st_dev as u64, st.st_ino as u64))
     }
 
     /// A new open file description of the directory itself (for `flock`: the lock must belong to a
@@ -101,11 +133,38 @@ impl StoreDir {
         self.dir.reopen()
     }
 
+    /// The host's own directory `sub` of this store (`.agmsg-host/<sub>`, created mode 0700 when
+    /// `create`), which no driver sees ([`HIDDEN_FROM_DRIVERS`]). `Ok(None)`: missing, not created.
+    pub fn host_dir(&self, sub: &str, create: bool) -> fsroot::Result<Option<fsroot::Dir>> {
+        let rel = Path::new(HOST_DIR).join(sub);
+        match if create {
+            self.dir.create_dir_all(&rel, 0o700)
+        } else {
+            self.dir.open_dir(&rel)
+        } {
+            Ok(dir) => Ok(Some(dir)),
+            Err(fsroot::Error {
+                why: Why::Missing, ..
+            }) if !create => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Open the plain file `name` of the store read-write, never through a symlink.
     pub fn open_file(&self, name: &str) -> fsroot::Result<File> {
         self.dir.open_read_write(name)
     }
 }
+
+/// The host's own directory in a store: what it keeps about a store that no driver may read or change
+/// (the envelopes it sealed for a driver's remote-sync reservations).
+pub const HOST_DIR: &str = ".agmsg-host";
+
+/// The names at a store's root that belong to others than its driver, and that a storage driver's view
+/// of the store leaves out: agmsg's remote-sync engine keeps each team's binding (the recipients it
+/// seals to, its identity files' paths) in `remote-sync/` (`remote-sync.mjs`'s `configPath`, `remote.sh`,
+/// `rename-team.sh`), and the host keeps [`HOST_DIR`].
+pub const HIDDEN_FROM_DRIVERS: &[&str] = &["remote-sync", HOST_DIR];
 
 /// The WASI filesystem version wasmtime-wasi 48 defines (guests built against any 0.2.x link to it).
 const WASI_FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
@@ -115,14 +174,18 @@ const WASI_FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
 /// op would follow it. No driver needs one; the guest gets `not-permitted`.
 pub fn deny_symlinks<T: 'static>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
-    let result = linker.instance(WASI_FILESYSTEM_TYPES).and_then(|mut types| {
-        types.func_wrap(
-            "[method]descriptor.symlink-at",
-            |_store, (_dir, _target, _link): (Resource<Descriptor>, String, String)| -> wasmtime::Result<(Result<(), ErrorCode>,)> {
-                Ok((Err(ErrorCode::NotPermitted),))
-            },
-        )
-    });
+    let result = linker
+        .instance(WASI_FILESYSTEM_TYPES)
+        .and_then(|mut types| {
+            types.func_wrap(
+                "[method]descriptor.symlink-at",
+                |_store,
+                 (_dir, _target, _link): (Resource<Descriptor>, String, String)|
+                 -> wasmtime::Result<(Result<(), ErrorCode>,)> {
+                    Ok((Err(ErrorCode::NotPermitted),))
+                },
+            )
+        });
     linker.allow_shadowing(false);
     result
 }

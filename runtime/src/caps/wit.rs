@@ -9,13 +9,14 @@ wasmtime::component::bindgen!({
     inline: "
         package agmsg:runtime;
         world host-capabilities {
-            import agmsg:host/log@1.0.0;
-            import agmsg:host/lock@1.0.0;
-            import agmsg:host/file-lock@1.0.0;
-            import agmsg:host/process@1.0.0;
+            import agmsg:host/log@1.1.0;
+            import agmsg:host/lock@1.1.0;
+            import agmsg:host/file-lock@1.1.0;
+            import agmsg:host/process@1.1.0;
+            import agmsg:host/seal@1.1.0;
         }
     ",
     path: "../wit/host",
 });
 
-pub use agmsg::host::{file_lock, lock, log, process};
+pub use agmsg::host::{file_lock, lock, log, process, seal};

@@ -22,31 +22,18 @@ use common::sync::{REMOTE, SERVER, sync_op};
 /// An age identity and its recipient, made by `age-keygen` (the CLI `scripts/setup` installs).
 fn age_identity(dir: &Path) -> Option<(std::path::PathBuf, String)> {
     let key = dir.join("team.key");
-    let made = Command::new("age-keygen")
-        .arg("-o")
-        .arg(&key)
-        .output()
-        .ok()?;
+    let made = Command::new("age-keygen").arg("-o").arg(&key).output().ok()?;
     if !made.status.success() {
         return None;
     }
-    let public = String::from_utf8_lossy(&made.stderr)
-        .trim()
-        .strip_prefix("Public key: ")?
-        .to_owned();
+    let public = String::from_utf8_lossy(&made.stderr).trim().strip_prefix("Public key: ")?.to_owned();
     Some((key, public))
 }
 
 fn need_age() -> bool {
-    let found = Command::new("age")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
+    let found = Command::new("age").arg("--version").output().is_ok_and(|o| o.status.success());
     if !found {
-        assert!(
-            std::env::var("AGMSG_REQUIRE_AGE").as_deref() != Ok("1"),
-            "the age CLI is required here (AGMSG_REQUIRE_AGE=1)"
-        );
+        assert!(std::env::var("AGMSG_REQUIRE_AGE").as_deref() != Ok("1"), "the age CLI is required here (AGMSG_REQUIRE_AGE=1)");
         eprintln!("skipped: no `age` CLI to open the envelopes with");
     }
     found
@@ -63,13 +50,7 @@ fn open(blob: &str, key: &Path, dir: &Path) -> Option<Vec<u8>> {
     let file = dir.join("blob.age");
     let bytes = base64_decode(blob);
     std::fs::write(&file, bytes).unwrap();
-    let out = Command::new("age")
-        .arg("-d")
-        .arg("-i")
-        .arg(key)
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out = Command::new("age").arg("-d").arg("-i").arg(key).arg(&file).output().unwrap();
     out.status.success().then_some(out.stdout)
 }
 
@@ -84,21 +65,14 @@ fn base64_decode(text: &str) -> Vec<u8> {
     let mut out = Vec::new();
     for quad in text.as_bytes().chunks(4) {
         let n = quad.iter().take_while(|c| **c != b'=').count();
-        let bits = quad[..n]
-            .iter()
-            .fold(0u32, |acc, c| acc << 6 | u32::from(value(*c)))
-            << (6 * (4 - n));
+        let bits = quad[..n].iter().fold(0u32, |acc, c| acc << 6 | u32::from(value(*c))) << (6 * (4 - n));
         out.extend_from_slice(&bits.to_be_bytes()[1..n.max(1)]);
     }
     out
 }
 
 fn candidates(stdout: &str) -> Vec<serde_json::Value> {
-    stdout
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .filter(|v| v["type"] == "sync_push_candidate")
-        .collect()
+    stdout.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).filter(|v| v["type"] == "sync_push_candidate").collect()
 }
 
 /// The host seals an installed driver's envelopes to exactly the engine's recipients: each opens with
@@ -121,51 +95,26 @@ fn an_installed_drivers_envelopes_are_sealed_by_the_host_and_replay_until_acknow
     let sealed = candidates(&first.stdout);
     assert_eq!(sealed.len(), 2, "{}", first.stdout);
     for (n, c) in sealed.iter().enumerate() {
-        let frame = open(c["envelope"]["blob"].as_str().unwrap(), &key, keys.path())
-            .expect("the team's key opens the host's envelope");
+        let frame = open(c["envelope"]["blob"].as_str().unwrap(), &key, keys.path()).expect("the team's key opens the host's envelope");
         let frame = String::from_utf8_lossy(&frame);
         assert!(frame.starts_with("agmsg-age-v1"), "{frame}");
-        assert!(
-            frame.contains(&format!(r#""body":"secret message {}""#, n + 1)),
-            "{frame}"
-        );
+        assert!(frame.contains(&format!(r#""body":"secret message {}""#, n + 1)), "{frame}");
         assert_eq!(c["envelope"]["key_id"], "host");
     }
     // The host's record of what it sealed is in its own directory of the store.
-    let ledger = env
-        .store
-        .join(".agmsg-host/sealed")
-        .join(format!("{SERVER}.{REMOTE}.v1"));
+    let ledger = env.store.join(".agmsg-host/sealed").join(format!("{SERVER}.{REMOTE}.v1"));
     assert_eq!(std::fs::read_to_string(&ledger).unwrap().lines().count(), 2);
 
     let again = run("prepare-push", &["2"], &prepare("host", &recipient, false));
-    assert_eq!(
-        (again.code, &again.stdout),
-        (0, &first.stdout),
-        "a reservation replays byte for byte: {again:?}"
-    );
+    assert_eq!((again.code, &again.stdout), (0, &first.stdout), "a reservation replays byte for byte: {again:?}");
 
     let wire = sealed[0]["id"].as_str().unwrap();
-    let ack = format!(
-        r#"{{"type":"sync_push_ack","local_position":"1","id":"{wire}","server_seq":"1","disposition":"stored"}}"#
-    );
+    let ack = format!(r#"{{"type":"sync_push_ack","local_position":"1","id":"{wire}","server_seq":"1","disposition":"stored"}}"#);
     run("reconcile-push", &[], &ack).ok();
-    assert_eq!(
-        std::fs::read_to_string(&ledger).unwrap().lines().count(),
-        1,
-        "the acknowledged envelope is forgotten"
-    );
+    assert_eq!(std::fs::read_to_string(&ledger).unwrap().lines().count(), 1, "the acknowledged envelope is forgotten");
     let replayed = run("prepare-push", &["2"], &prepare("host", &recipient, false));
-    assert_eq!(
-        (replayed.code, replayed.stdout.as_str()),
-        (13, ""),
-        "{replayed:?}"
-    );
-    assert!(
-        replayed.stderr.contains(wire) && replayed.stderr.contains("did not seal"),
-        "{}",
-        replayed.stderr
-    );
+    assert_eq!((replayed.code, replayed.stdout.as_str()), (13, ""), "{replayed:?}");
+    assert!(replayed.stderr.contains(wire) && replayed.stderr.contains("did not seal"), "{}", replayed.stderr);
 }
 
 /// Whatever an installed driver makes itself is refused: exit 13, stdout empty, the wire id named.
@@ -178,21 +127,11 @@ fn an_envelope_the_host_did_not_seal_is_refused_and_nothing_is_printed() {
     let driver = common::fixture("sync-fixture");
     let run = sync_op(&env, driver.to_str().unwrap());
     let recipient = "age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p";
-    for mode in [
-        "forge-extra",
-        "forge-only",
-        "forge-clear",
-        "forge-header",
-        "host-swap",
-    ] {
+    for mode in ["forge-extra", "forge-only", "forge-clear", "forge-header", "host-swap"] {
         let refused = run("prepare-push", &["2"], &prepare(mode, recipient, true));
         assert_eq!(refused.code, 13, "{mode}: {refused:?}");
         assert_eq!(refused.stdout, "", "{mode}: nothing is printed");
-        assert!(
-            refused.stderr.contains("did not seal"),
-            "{mode}: {}",
-            refused.stderr
-        );
+        assert!(refused.stderr.contains("did not seal"), "{mode}: {}", refused.stderr);
     }
 }
 
@@ -203,29 +142,13 @@ fn an_envelope_the_host_did_not_seal_is_refused_and_nothing_is_printed() {
 fn a_storage_driver_sees_neither_the_engines_files_nor_the_hosts() {
     let env = Env::new();
     std::fs::create_dir_all(env.store.join("remote-sync")).unwrap();
-    std::fs::write(
-        env.store.join("remote-sync/t1.json"),
-        "{\"recipients\":[\"age1team\"]}\n",
-    )
-    .unwrap();
+    std::fs::write(env.store.join("remote-sync/t1.json"), "{\"recipients\":[\"age1team\"]}\n").unwrap();
     std::fs::create_dir_all(env.store.join(".agmsg-host/sealed")).unwrap();
     let driver = common::fixture("sync-fixture");
     let run = sync_op(&env, driver.to_str().unwrap());
-    let peeked = run(
-        "prepare-push",
-        &["1"],
-        &prepare(
-            "peek",
-            "age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p",
-            true,
-        ),
-    );
+    let peeked = run("prepare-push", &["1"], &prepare("peek", "age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p", true));
     assert_eq!(peeked.code, 13, "{peeked:?}");
-    let report = peeked
-        .stderr
-        .split("peek: ")
-        .nth(1)
-        .unwrap_or_else(|| panic!("{}", peeked.stderr));
+    let report = peeked.stderr.split("peek: ").nth(1).unwrap_or_else(|| panic!("{}", peeked.stderr));
     assert!(!report.contains("REACHED"), "{report}");
     for attempt in [
         "read=",
@@ -243,23 +166,10 @@ fn a_storage_driver_sees_neither_the_engines_files_nor_the_hosts() {
     ] {
         assert!(report.contains(attempt), "{attempt} missing from {report}");
     }
-    assert_eq!(
-        std::fs::read_to_string(env.store.join("remote-sync/t1.json")).unwrap(),
-        "{\"recipients\":[\"age1team\"]}\n"
-    );
-    let names: Vec<_> = std::fs::read_dir(env.store.join("remote-sync"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
+    assert_eq!(std::fs::read_to_string(env.store.join("remote-sync/t1.json")).unwrap(), "{\"recipients\":[\"age1team\"]}\n");
+    let names: Vec<_> = std::fs::read_dir(env.store.join("remote-sync")).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(names, vec![std::ffi::OsString::from("t1.json")]);
-    assert!(
-        env.store
-            .join(".agmsg-host/sealed")
-            .read_dir()
-            .unwrap()
-            .next()
-            .is_none()
-    );
+    assert!(env.store.join(".agmsg-host/sealed").read_dir().unwrap().next().is_none());
     // What the driver may do in its store it still does: the plain directory it made is there.
     assert!(env.store.join("plain").is_dir());
 }

@@ -47,11 +47,7 @@ pub struct NameError {
 
 impl fmt::Display for NameError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "invalid {} name {:?}: {}",
-            self.what, self.name, self.reason
-        )
+        write!(f, "invalid {} name {:?}: {}", self.what, self.name, self.reason)
     }
 }
 
@@ -63,13 +59,7 @@ impl std::error::Error for NameError {}
 /// Names become path segments (per-team partitions) and halves of `<team>:<agent>` pairs, so a name is
 /// refused when it is empty or contains `:`, `/`, `\`, `..` or a control character.
 pub fn check_name(what: &'static str, name: &str) -> Result<(), NameError> {
-    let refuse = |reason| {
-        Err(NameError {
-            what,
-            name: name.to_owned(),
-            reason,
-        })
-    };
+    let refuse = |reason| Err(NameError { what, name: name.to_owned(), reason });
     if name.is_empty() {
         return refuse("must not be empty");
     }
@@ -90,9 +80,7 @@ pub fn check_name(what: &'static str, name: &str) -> Result<(), NameError> {
 
 /// Split a `<team>:<agent>` subscription pair at its first `:` and check both halves.
 pub fn split_pair(pair: &str) -> Result<(&str, &str), String> {
-    let (team, agent) = pair
-        .split_once(':')
-        .ok_or_else(|| format!("not a team:agent pair: {pair:?}"))?;
+    let (team, agent) = pair.split_once(':').ok_or_else(|| format!("not a team:agent pair: {pair:?}"))?;
     check_name("team", team).map_err(|e| format!("not a team:agent pair: {pair:?} ({e})"))?;
     check_name("agent", agent).map_err(|e| format!("not a team:agent pair: {pair:?} ({e})"))?;
     Ok((team, agent))
@@ -125,19 +113,14 @@ impl std::error::Error for PairsError {}
 
 /// Check the already split `(team, agent)` pairs of one watch call and return their team: at least one
 /// pair, valid names, and one team for all (a call reads one team's store partition).
-pub fn check_pairs<'a>(
-    pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
-) -> Result<&'a str, PairsError> {
+pub fn check_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<&'a str, PairsError> {
     let mut first = None;
     for (team, agent) in pairs {
         check_name("team", team).map_err(|e| PairsError::Pair(e.to_string()))?;
         check_name("agent", agent).map_err(|e| PairsError::Pair(e.to_string()))?;
         let first = *first.get_or_insert(team);
         if team != first {
-            return Err(PairsError::Teams {
-                first: first.to_owned(),
-                other: team.to_owned(),
-            });
+            return Err(PairsError::Teams { first: first.to_owned(), other: team.to_owned() });
         }
     }
     first.ok_or(PairsError::Empty)
@@ -152,10 +135,7 @@ pub fn split_pairs<S: AsRef<str>>(args: &[S]) -> Result<Vec<(&str, &str)>, Pairs
         if let Some(&(first, _)) = pairs.first()
             && team != first
         {
-            return Err(PairsError::Teams {
-                first: first.to_owned(),
-                other: team.to_owned(),
-            });
+            return Err(PairsError::Teams { first: first.to_owned(), other: team.to_owned() });
         }
         pairs.push((team, agent));
     }
@@ -176,11 +156,7 @@ pub struct DriverNameError {
 
 impl fmt::Display for DriverNameError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "name must match {DRIVER_NAME_PATTERN}, not {:?}",
-            self.name
-        )
+        write!(f, "name must match {DRIVER_NAME_PATTERN}, not {:?}", self.name)
     }
 }
 
@@ -190,21 +166,12 @@ impl std::error::Error for DriverNameError {}
 /// agmsg's registry accepts. A driver is selected by it and it is a directory name, so it is never a
 /// path and never empty.
 pub fn check_driver_name(name: &str) -> Result<(), DriverNameError> {
-    if is_driver_name(name) {
-        Ok(())
-    } else {
-        Err(DriverNameError {
-            name: name.to_owned(),
-        })
-    }
+    if is_driver_name(name) { Ok(()) } else { Err(DriverNameError { name: name.to_owned() }) }
 }
 
 /// Whether [`check_driver_name`] accepts `name`.
 pub fn is_driver_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// The §2.3 failure classes of a terminal op, with their exit codes (the terminal counterpart of
@@ -245,20 +212,13 @@ pub fn shell_quote(value: &str) -> String {
 /// Whether `value` is one shell word as it is: non-empty, only ASCII letters, digits and `/._-+:,=@%`
 /// (nothing a shell expands, splits or reads as syntax, even when words are joined by spaces).
 pub fn is_plain_word(value: &str) -> bool {
-    !value.is_empty()
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:,=@%".contains(&b))
+    !value.is_empty() && value.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+:,=@%".contains(&b))
 }
 
 /// `value` as one shell word: as it is when [`is_plain_word`], else [`shell_quote`]d. For command lines a
 /// person or a shell reads (commands users paste, a boot typed into a terminal's shell).
 pub fn shell_word(value: &str) -> String {
-    if is_plain_word(value) {
-        value.to_owned()
-    } else {
-        shell_quote(value)
-    }
+    if is_plain_word(value) { value.to_owned() } else { shell_quote(value) }
 }
 
 /// bash's `printf %q`, which agmsg uses to quote the words of a command it prints for an agent to run
@@ -286,9 +246,7 @@ pub fn printf_q(value: &str) -> String {
                 '\u{8}' => out.push_str("\\b"),
                 '\u{b}' => out.push_str("\\v"),
                 '\u{c}' => out.push_str("\\f"),
-                c if (c as u32) < 0x80 && is_unprintable(c) => {
-                    out.push_str(&format!("\\{:03o}", c as u32))
-                }
+                c if (c as u32) < 0x80 && is_unprintable(c) => out.push_str(&format!("\\{:03o}", c as u32)),
                 c if is_unprintable(c) => out.push_str(&format!("\\u{:04x}", c as u32)),
                 c => out.push(c),
             }
@@ -361,9 +319,7 @@ pub fn printf_q_word(word: &str) -> Option<String> {
                 }
                 d @ '0'..='7' => {
                     let rest: String = chars.by_ref().take(2).collect();
-                    text.push(char::from_u32(
-                        u32::from_str_radix(&format!("{d}{rest}"), 8).ok()?,
-                    )?);
+                    text.push(char::from_u32(u32::from_str_radix(&format!("{d}{rest}"), 8).ok()?)?);
                 }
                 _ => return None,
             }
@@ -393,16 +349,9 @@ pub mod delivery_texts {
 
     /// `<skill_dir>/scripts/watch.sh <session> <project> <type>`, each word quoted by [`printf_q`]:
     /// the command a start directive hands the agent.
-    pub fn watch_command(
-        skill_dir: &str,
-        session_id: &str,
-        project: &str,
-        agent_type: &str,
-    ) -> String {
+    pub fn watch_command(skill_dir: &str, session_id: &str, project: &str, agent_type: &str) -> String {
         let watch = format!("{skill_dir}/scripts/watch.sh");
-        [watch.as_str(), session_id, project, agent_type]
-            .map(printf_q)
-            .join(" ")
+        [watch.as_str(), session_id, project, agent_type].map(printf_q).join(" ")
     }
 
     /// The directive that has the running session start its watcher with `tool` (one of
@@ -445,26 +394,18 @@ pub mod terminal_conf {
                 return None;
             }
             let v = v.trim();
-            Some(
-                v.strip_prefix('"')
-                    .and_then(|v| v.strip_suffix('"'))
-                    .unwrap_or(v),
-            )
+            Some(v.strip_prefix('"').and_then(|v| v.strip_suffix('"')).unwrap_or(v))
         })
     }
 
     /// A space-separated list value (`capabilities`, `programs`, `env`); missing is empty.
     pub fn words<'a>(text: &'a str, key: &str) -> Vec<&'a str> {
-        value(text, key)
-            .map(|v| v.split_whitespace().collect())
-            .unwrap_or_default()
+        value(text, key).map(|v| v.split_whitespace().collect()).unwrap_or_default()
     }
 
     /// `priority`, or [`DEFAULT_PRIORITY`] when it is missing or not a number.
     pub fn priority(text: &str) -> u32 {
-        value(text, "priority")
-            .and_then(|p| p.parse().ok())
-            .unwrap_or(DEFAULT_PRIORITY)
+        value(text, "priority").and_then(|p| p.parse().ok()).unwrap_or(DEFAULT_PRIORITY)
     }
 }
 
@@ -480,11 +421,7 @@ pub fn is_unprintable(c: char) -> bool {
 /// whitespace-free, printable (no [`is_unprintable`] character), and of a sane length.
 pub fn is_transport_token(token: &str) -> bool {
     const MAX_TOKEN_LEN: usize = 512;
-    !token.is_empty()
-        && token.len() <= MAX_TOKEN_LEN
-        && token
-            .chars()
-            .all(|c| !c.is_whitespace() && !is_unprintable(c))
+    !token.is_empty() && token.len() <= MAX_TOKEN_LEN && token.chars().all(|c| !c.is_whitespace() && !is_unprintable(c))
 }
 
 /// agmsg's JSONL records, with their keys in the order agmsg writes them.
@@ -527,43 +464,18 @@ pub mod records {
     }
 
     /// `{"type":"message_sent","id",...}` with the keys in the order `type,id,team,from,to,body,at`.
-    pub fn message_sent(
-        id: &str,
-        team: &str,
-        from: &str,
-        to: &str,
-        body: &str,
-        at: &str,
-    ) -> String {
-        line(&Sent {
-            kind: "message_sent",
-            id,
-            team,
-            from,
-            to,
-            body,
-            at,
-        })
+    pub fn message_sent(id: &str, team: &str, from: &str, to: &str, body: &str, at: &str) -> String {
+        line(&Sent { kind: "message_sent", id, team, from, to, body, at })
     }
 
     /// `{"type":"message_read",...}` in the spec's order `type,id,msg_id,team,agent,at`.
     pub fn message_read(id: &str, msg_id: &str, team: &str, agent: &str, at: &str) -> String {
-        line(&Read {
-            kind: "message_read",
-            id,
-            msg_id,
-            team,
-            agent,
-            at,
-        })
+        line(&Read { kind: "message_read", id, msg_id, team, agent, at })
     }
 
     /// The trailing `{"type":"cursor","cursor":"..."}` record of a watch.
     pub fn cursor(cursor: &str) -> String {
-        line(&Cursor {
-            kind: "cursor",
-            cursor,
-        })
+        line(&Cursor { kind: "cursor", cursor })
     }
 
     /// Keys in alphabetical order, as agmsg's drivers print them.
@@ -580,22 +492,8 @@ pub mod records {
     /// A §1.6 directive line (without its newline): [`crate::DIRECTIVE_PREFIX`] and the JSON object
     /// `{"commands":[...],"driver":...,"reason":...,"type":...}`; `commands` is left out when `None`.
     /// The caller makes the strings safe to print.
-    pub fn directive(
-        kind: &str,
-        driver: &str,
-        commands: Option<&[String]>,
-        reason: &str,
-    ) -> String {
-        format!(
-            "{}{}",
-            crate::DIRECTIVE_PREFIX,
-            line(&Directive {
-                commands,
-                driver,
-                reason,
-                kind
-            })
-        )
+    pub fn directive(kind: &str, driver: &str, commands: Option<&[String]>, reason: &str) -> String {
+        format!("{}{}", crate::DIRECTIVE_PREFIX, line(&Directive { commands, driver, reason, kind }))
     }
 }
 
@@ -608,9 +506,7 @@ mod tests {
         for good in ["alice", "team-1", "bob.smith", "日本", "-dash"] {
             assert!(check_name("agent", good).is_ok(), "{good}");
         }
-        for bad in [
-            "", "a:b", "a/b", "a\\b", "..", "a..b", "a\nb", "a\tb", "\u{7f}",
-        ] {
+        for bad in ["", "a:b", "a/b", "a\\b", "..", "a..b", "a\nb", "a\tb", "\u{7f}"] {
             assert!(check_name("agent", bad).is_err(), "{bad:?}");
         }
     }
@@ -625,67 +521,31 @@ mod tests {
 
     #[test]
     fn watch_pairs_span_one_team() {
-        assert_eq!(
-            split_pairs(&["t:a", "t:b"]).unwrap(),
-            [("t", "a"), ("t", "b")]
-        );
+        assert_eq!(split_pairs(&["t:a", "t:b"]).unwrap(), [("t", "a"), ("t", "b")]);
         assert_eq!(split_pairs::<&str>(&[]), Err(PairsError::Empty));
-        assert_eq!(
-            split_pairs(&["t:a", "u:b"]).unwrap_err().to_string(),
-            "one call cannot span teams (t, u)"
-        );
-        assert!(matches!(
-            split_pairs(&["t:a", "t:"]),
-            Err(PairsError::Pair(_))
-        ));
+        assert_eq!(split_pairs(&["t:a", "u:b"]).unwrap_err().to_string(), "one call cannot span teams (t, u)");
+        assert!(matches!(split_pairs(&["t:a", "t:"]), Err(PairsError::Pair(_))));
         assert_eq!(check_pairs([("t", "a"), ("t", "b")]), Ok("t"));
         assert_eq!(check_pairs([]), Err(PairsError::Empty));
-        assert_eq!(
-            check_pairs([("t", "a"), ("u", "a")])
-                .unwrap_err()
-                .to_string(),
-            "one call cannot span teams (t, u)"
-        );
-        assert_eq!(
-            check_pairs([("t", "a/b")]).unwrap_err().to_string(),
-            r#"invalid agent name "a/b": must not contain '/' or '\'"#
-        );
+        assert_eq!(check_pairs([("t", "a"), ("u", "a")]).unwrap_err().to_string(), "one call cannot span teams (t, u)");
+        assert_eq!(check_pairs([("t", "a/b")]).unwrap_err().to_string(), r#"invalid agent name "a/b": must not contain '/' or '\'"#);
     }
 
     #[test]
     fn driver_names() {
         // Every bundled driver, the names the tests use, and agmsg's own alphabet.
-        for good in [
-            "sqlite",
-            "jsonl",
-            "tmux",
-            "plain",
-            "herdr",
-            "orca",
-            "hostile-text",
-            "scaffold-term",
-            "case1",
-            "My_Driver",
-        ] {
+        for good in ["sqlite", "jsonl", "tmux", "plain", "herdr", "orca", "hostile-text", "scaffold-term", "case1", "My_Driver"] {
             assert!(check_driver_name(good).is_ok(), "{good}");
         }
         for bad in ["", "../x", "a/b", "Bad Name", "a.b", "a:b", "日本", "x\n"] {
-            assert_eq!(
-                check_driver_name(bad).unwrap_err().to_string(),
-                format!("name must match [a-zA-Z0-9_-]+, not {bad:?}")
-            );
+            assert_eq!(check_driver_name(bad).unwrap_err().to_string(), format!("name must match [a-zA-Z0-9_-]+, not {bad:?}"));
         }
     }
 
     #[test]
     fn terminal_fail_kinds() {
-        let codes = [
-            TermFailKind::Unreachable,
-            TermFailKind::Failed,
-            TermFailKind::Unsupported,
-            TermFailKind::MissingDeps,
-        ]
-        .map(TermFailKind::exit_code);
+        let codes = [TermFailKind::Unreachable, TermFailKind::Failed, TermFailKind::Unsupported, TermFailKind::MissingDeps]
+            .map(TermFailKind::exit_code);
         assert_eq!(codes, [10, 12, 13, 10]);
     }
 
@@ -694,19 +554,10 @@ mod tests {
         let conf = "# name=commented\nname=tmux\n priority = \"20\"\nbackend=tmux pane/window\nbackend=ignored\ncapabilities=spawn  peek\n";
         assert_eq!(terminal_conf::value(conf, "name"), Some("tmux"));
         assert_eq!(terminal_conf::priority(conf), 20);
-        assert_eq!(
-            terminal_conf::value(conf, "backend"),
-            Some("tmux pane/window")
-        );
-        assert_eq!(
-            terminal_conf::words(conf, "capabilities"),
-            ["spawn", "peek"]
-        );
+        assert_eq!(terminal_conf::value(conf, "backend"), Some("tmux pane/window"));
+        assert_eq!(terminal_conf::words(conf, "capabilities"), ["spawn", "peek"]);
         assert!(terminal_conf::words(conf, "env").is_empty());
-        assert_eq!(
-            terminal_conf::priority("priority=high"),
-            terminal_conf::DEFAULT_PRIORITY
-        );
+        assert_eq!(terminal_conf::priority("priority=high"), terminal_conf::DEFAULT_PRIORITY);
     }
 
     #[cfg(feature = "records")]
@@ -740,34 +591,10 @@ mod tests {
 
     #[test]
     fn printf_q_word_reads_back_exactly_one_word() {
-        for text in [
-            "",
-            "plain-id",
-            "/p/o'brien x",
-            "$(touch /tmp/x) `id`",
-            "a\nb'\x1b[2J\u{202e}\u{1}",
-            "~x",
-            "#a",
-            "é",
-        ] {
-            assert_eq!(
-                printf_q_word(&printf_q(text)).as_deref(),
-                Some(text),
-                "{text:?}"
-            );
+        for text in ["", "plain-id", "/p/o'brien x", "$(touch /tmp/x) `id`", "a\nb'\x1b[2J\u{202e}\u{1}", "~x", "#a", "é"] {
+            assert_eq!(printf_q_word(&printf_q(text)).as_deref(), Some(text), "{text:?}");
         }
-        for not_one in [
-            "a b",
-            "x;touch y",
-            "$(id)",
-            "'a'",
-            "a\\",
-            "$'a",
-            "$'\\q'",
-            "\\a",
-            "x'",
-            "a\u{200b}b\u{202e}",
-        ] {
+        for not_one in ["a b", "x;touch y", "$(id)", "'a'", "a\\", "$'a", "$'\\q'", "\\a", "x'", "a\u{200b}b\u{202e}"] {
             assert_eq!(printf_q_word(not_one), None, "{not_one:?}");
         }
     }
@@ -787,10 +614,7 @@ mod tests {
         ] {
             assert_eq!(printf_q(text), q, "{text}");
         }
-        assert_eq!(
-            printf_q("a\nb'\x1b[2J\u{202e}\u{1}"),
-            r"$'a\nb\'\E[2J\u202e\001'"
-        );
+        assert_eq!(printf_q("a\nb'\x1b[2J\u{202e}\u{1}"), r"$'a\nb\'\E[2J\u202e\001'");
         // bash reads each word back as the text itself, and the word is one line of printable text.
         let texts = [
             "plain-id",
@@ -801,31 +625,14 @@ mod tests {
         ];
         for text in texts {
             let word = printf_q(text);
-            assert!(
-                !word.chars().any(|c| c.is_control() || c == '\u{202e}'),
-                "{word:?}"
-            );
-            let Ok(out) = std::process::Command::new("bash")
-                .arg("-c")
-                .arg(format!("printf %s {word}"))
-                .output()
-            else {
+            assert!(!word.chars().any(|c| c.is_control() || c == '\u{202e}'), "{word:?}");
+            let Ok(out) = std::process::Command::new("bash").arg("-c").arg(format!("printf %s {word}")).output() else {
                 return;
             };
             assert_eq!(String::from_utf8(out.stdout).unwrap(), text, "{word}");
             if !text.chars().any(|c| c.is_control() || c == '\u{202e}') {
-                let bash = std::process::Command::new("bash")
-                    .arg("-c")
-                    .arg("printf %q \"$1\"")
-                    .arg("-")
-                    .arg(text)
-                    .output()
-                    .unwrap();
-                assert_eq!(
-                    String::from_utf8(bash.stdout).unwrap(),
-                    word,
-                    "bash's own printf %q of {text:?}"
-                );
+                let bash = std::process::Command::new("bash").arg("-c").arg("printf %q \"$1\"").arg("-").arg(text).output().unwrap();
+                assert_eq!(String::from_utf8(bash.stdout).unwrap(), word, "bash's own printf %q of {text:?}");
             }
         }
     }

@@ -37,12 +37,7 @@ pub use host::SealError;
 impl Sealed {
     /// The envelope, as a push candidate carries it.
     pub fn envelope(&self) -> Envelope {
-        Envelope {
-            v: self.v,
-            cipher: self.cipher.clone(),
-            key_id: self.key_id.clone(),
-            blob: self.blob.clone(),
-        }
+        Envelope { v: self.v, cipher: self.cipher.clone(), key_id: self.key_id.clone(), blob: self.blob.clone() }
     }
 }
 
@@ -55,12 +50,8 @@ impl From<SealError> for DriverError {
     /// agmsg's drivers fail the op (`runtime_error`) when a message cannot be sealed.
     fn from(e: SealError) -> DriverError {
         match e {
-            SealError::Malformed(why) => {
-                DriverError::runtime(format!("a message cannot be sealed: {why}"))
-            }
-            SealError::Refused(why) => {
-                DriverError::runtime(format!("the host did not seal: {why}"))
-            }
+            SealError::Malformed(why) => DriverError::runtime(format!("a message cannot be sealed: {why}")),
+            SealError::Refused(why) => DriverError::runtime(format!("the host did not seal: {why}")),
         }
     }
 }

@@ -91,10 +91,7 @@ impl Axis {
     /// drivers import (linked as an instance with no functions).
     pub fn contract_interfaces(self) -> ContractInterfaces {
         match self {
-            Axis::Storage | Axis::Terminal | Axis::Types => ContractInterfaces {
-                exported: "driver",
-                shared_types: "types",
-            },
+            Axis::Storage | Axis::Terminal | Axis::Types => ContractInterfaces { exported: "driver", shared_types: "types" },
         }
     }
 
@@ -110,12 +107,7 @@ impl Axis {
     /// The `agmsg:host` interfaces its drivers may import (each only as far as the driver is granted).
     pub fn host_interfaces(self) -> &'static [HostInterface] {
         match self {
-            Axis::Storage => &[
-                HostInterface::Log,
-                HostInterface::Lock,
-                HostInterface::FileLock,
-                HostInterface::Seal,
-            ],
+            Axis::Storage => &[HostInterface::Log, HostInterface::Lock, HostInterface::FileLock, HostInterface::Seal],
             Axis::Terminal => &[HostInterface::Log, HostInterface::Process],
             Axis::Types => &[HostInterface::Log],
         }
@@ -173,9 +165,5 @@ impl fmt::Display for Axis {
 
 /// Every contract package this host offers with its version: `agmsg:host` and each axis's.
 pub fn offered_packages() -> impl Iterator<Item = (&'static str, &'static str)> {
-    std::iter::once(HOST_PACKAGE).chain(
-        Axis::ALL
-            .into_iter()
-            .map(|a| (a.package(), a.package_version())),
-    )
+    std::iter::once(HOST_PACKAGE).chain(Axis::ALL.into_iter().map(|a| (a.package(), a.package_version())))
 }

@@ -46,9 +46,7 @@ pub fn is_unsafe(c: char) -> bool {
 pub fn visible(text: &str, layout: Layout) -> Cow<'_, str> {
     let kept = |c: char| layout == Layout::Text && (c == '\n' || c == '\t');
     let needs_escape = text.chars().any(|c| is_unsafe(c) && !kept(c));
-    let too_long = layout == Layout::Line
-        && text.len() > MAX_LINE_CHARS
-        && text.chars().nth(MAX_LINE_CHARS).is_some();
+    let too_long = layout == Layout::Line && text.len() > MAX_LINE_CHARS && text.chars().nth(MAX_LINE_CHARS).is_some();
     if !needs_escape && !too_long {
         return Cow::Borrowed(text);
     }
@@ -98,18 +96,10 @@ mod tests {
 
     #[test]
     fn safe_text_is_unchanged() {
-        for s in [
-            "",
-            "hello",
-            "héllo 日本 → ok",
-            "tab\tand\nnewline in a body",
-        ] {
+        for s in ["", "hello", "héllo 日本 → ok", "tab\tand\nnewline in a body"] {
             assert!(matches!(text(s), Cow::Borrowed(b) if b == s), "{s:?}");
         }
-        assert!(matches!(
-            line("one line, \"quoted\" \\ backslash"),
-            Cow::Borrowed(_)
-        ));
+        assert!(matches!(line("one line, \"quoted\" \\ backslash"), Cow::Borrowed(_)));
     }
 
     #[test]
@@ -118,14 +108,8 @@ mod tests {
         assert_eq!(line("x\nagmsg-host: forged"), "x\\nagmsg-host: forged");
         assert_eq!(line("\r\x1b[1A"), "\\r\\u{1b}[1A");
         assert_eq!(line("\u{7f}\u{85}\u{9b}"), "\\u{7f}\\u{85}\\u{9b}");
-        assert_eq!(
-            line("a\u{202e}b\u{2066}\u{200f}\u{61c}"),
-            "a\\u{202e}b\\u{2066}\\u{200f}\\u{61c}"
-        );
-        assert_eq!(
-            text("line 1\nline\t2\r\x1b[2J"),
-            "line 1\nline\t2\\r\\u{1b}[2J"
-        );
+        assert_eq!(line("a\u{202e}b\u{2066}\u{200f}\u{61c}"), "a\\u{202e}b\\u{2066}\\u{200f}\\u{61c}");
+        assert_eq!(text("line 1\nline\t2\r\x1b[2J"), "line 1\nline\t2\\r\\u{1b}[2J");
         assert_eq!(line("a\tb"), "a\\tb");
         assert_eq!(text("\u{2028}"), "\\u{2028}");
     }
@@ -134,28 +118,15 @@ mod tests {
     fn one_line_is_capped() {
         let long = "x".repeat(MAX_LINE_CHARS + 10);
         let shown = line(&long);
-        assert_eq!(
-            shown,
-            format!("{}… (10 more bytes)", "x".repeat(MAX_LINE_CHARS))
-        );
-        assert!(matches!(
-            line(&"x".repeat(MAX_LINE_CHARS)),
-            Cow::Borrowed(_)
-        ));
+        assert_eq!(shown, format!("{}… (10 more bytes)", "x".repeat(MAX_LINE_CHARS)));
+        assert!(matches!(line(&"x".repeat(MAX_LINE_CHARS)), Cow::Borrowed(_)));
         let escapes = "\x1b".repeat(MAX_LINE_CHARS);
         let shown = line(&escapes);
-        assert!(
-            shown.chars().count() < MAX_LINE_CHARS + 30,
-            "{}",
-            shown.len()
-        );
+        assert!(shown.chars().count() < MAX_LINE_CHARS + 30, "{}", shown.len());
         assert!(shown.ends_with(" more bytes)"));
         // Multi-byte characters count once and are never split.
         let wide = "日".repeat(MAX_LINE_CHARS + 1);
-        assert_eq!(
-            line(&wide),
-            format!("{}… (3 more bytes)", "日".repeat(MAX_LINE_CHARS))
-        );
+        assert_eq!(line(&wide), format!("{}… (3 more bytes)", "日".repeat(MAX_LINE_CHARS)));
         // Bodies are not cut.
         assert!(matches!(text(&long), Cow::Borrowed(_)));
     }

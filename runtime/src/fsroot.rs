@@ -68,10 +68,7 @@ impl fmt::Display for Error {
             Why::Link => write!(f, "{path} is a symbolic link; refusing to follow it"),
             Why::NotDir => write!(f, "{path} is not a directory; refusing it"),
             Why::NotRegular => write!(f, "{path} is not a regular file; refusing to open it"),
-            Why::BadPath => write!(
-                f,
-                "{path} is not a path below its directory (absolute, `..` or empty); refusing it"
-            ),
+            Why::BadPath => write!(f, "{path} is not a path below its directory (absolute, `..` or empty); refusing it"),
             Why::Io(e) => write!(f, "{path}: {e}"),
         }
     }
@@ -126,10 +123,7 @@ fn components(rel: &Path) -> Option<Vec<&OsStr>> {
 
 impl Dir {
     fn wrap(dir: cap_std::fs::Dir, path: PathBuf) -> Dir {
-        Dir {
-            dir: Arc::new(dir),
-            path,
-        }
+        Dir { dir: Arc::new(dir), path }
     }
 
     /// Open the directory at `path` as a root, following the links of the user's path.
@@ -145,22 +139,12 @@ impl Dir {
     /// the path above it are the user's).
     pub fn open_ambient_nofollow(path: &Path) -> Result<Dir> {
         let (parent, name) = match (path.parent(), path.file_name()) {
-            (Some(parent), Some(name)) => (
-                if parent.as_os_str().is_empty() {
-                    Path::new(".")
-                } else {
-                    parent
-                },
-                name,
-            ),
+            (Some(parent), Some(name)) => (if parent.as_os_str().is_empty() { Path::new(".") } else { parent }, name),
             _ => return Dir::open_ambient(path),
         };
         let parent = Dir::open_ambient(parent).map_err(|e| Error::new(path.to_owned(), e.why))?;
         let dir = parent.child_dir(name)?;
-        Ok(Dir {
-            dir: dir.dir,
-            path: path.to_owned(),
-        })
+        Ok(Dir { dir: dir.dir, path: path.to_owned() })
     }
 
     /// Where it is (for messages).
@@ -180,9 +164,7 @@ impl Dir {
     /// `rel` split into its directories and its final name; an empty path is refused.
     fn split<'a>(&self, rel: &'a Path) -> Result<(Vec<&'a OsStr>, &'a OsStr)> {
         let mut parts = self.parts(rel)?;
-        let name = parts
-            .pop()
-            .ok_or_else(|| Error::new(self.path.join(rel), Why::BadPath))?;
+        let name = parts.pop().ok_or_else(|| Error::new(self.path.join(rel), Why::BadPath))?;
         Ok((parts, name))
     }
 
@@ -223,9 +205,7 @@ impl Dir {
         let mut dir = self.clone();
         for part in self.parts(rel.as_ref())? {
             dir = match dir.child_dir(part) {
-                Err(Error {
-                    why: Why::Missing, ..
-                }) => {
+                Err(Error { why: Why::Missing, .. }) => {
                     match dir.dir.create_dir_with(part, DirBuilder::new().mode(mode)) {
                         Ok(()) => {}
                         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
@@ -254,19 +234,9 @@ impl Dir {
     pub fn open_regular(&self, rel: impl AsRef<Path>) -> Result<File> {
         let (dir, name) = self.parent_of(rel.as_ref())?;
         let mut options = OpenOptions::new();
-        options
-            .read(true)
-            .follow(FollowSymlinks::No)
-            .custom_flags(libc::O_NONBLOCK);
-        let file = dir
-            .dir
-            .open_with(name, &options)
-            .map_err(|e| dir.classify(name, e, false))?
-            .into_std();
-        let regular = file
-            .metadata()
-            .map_err(|e| Error::new(dir.path.join(name), Why::Io(e)))?
-            .is_file();
+        options.read(true).follow(FollowSymlinks::No).custom_flags(libc::O_NONBLOCK);
+        let file = dir.dir.open_with(name, &options).map_err(|e| dir.classify(name, e, false))?.into_std();
+        let regular = file.metadata().map_err(|e| Error::new(dir.path.join(name), Why::Io(e)))?.is_file();
         if !regular {
             return Err(Error::new(dir.path.join(name), Why::NotRegular));
         }
@@ -279,17 +249,9 @@ impl Dir {
         let path = self.path.join(rel.as_ref());
         let file = self.open_regular(rel)?;
         let mut bytes = Vec::new();
-        file.take(max_bytes + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| Error::new(path.clone(), Why::Io(e)))?;
+        file.take(max_bytes + 1).read_to_end(&mut bytes).map_err(|e| Error::new(path.clone(), Why::Io(e)))?;
         if bytes.len() as u64 > max_bytes {
-            return Err(Error::new(
-                path,
-                Why::Io(io::Error::new(
-                    io::ErrorKind::FileTooLarge,
-                    format!("larger than {max_bytes} bytes"),
-                )),
-            ));
+            return Err(Error::new(path, Why::Io(io::Error::new(io::ErrorKind::FileTooLarge, format!("larger than {max_bytes} bytes")))));
         }
         Ok(bytes)
     }
@@ -299,10 +261,7 @@ impl Dir {
         let (dir, name) = self.parent_of(rel.as_ref())?;
         let mut options = OpenOptions::new();
         options.read(true).write(true).follow(FollowSymlinks::No);
-        dir.dir
-            .open_with(name, &options)
-            .map(|f| f.into_std())
-            .map_err(|e| dir.classify(name, e, false))
+        dir.dir.open_with(name, &options).map(|f| f.into_std()).map_err(|e| dir.classify(name, e, false))
     }
 
     /// Open the regular file `rel` for appending, created (with `mode`, less the umask) when missing;
@@ -310,21 +269,9 @@ impl Dir {
     pub fn open_append(&self, rel: impl AsRef<Path>, mode: u32) -> Result<File> {
         let (dir, name) = self.parent_of(rel.as_ref())?;
         let mut options = OpenOptions::new();
-        options
-            .append(true)
-            .create(true)
-            .follow(FollowSymlinks::No)
-            .mode(mode)
-            .custom_flags(libc::O_NONBLOCK);
-        let file = dir
-            .dir
-            .open_with(name, &options)
-            .map_err(|e| dir.classify(name, e, false))?
-            .into_std();
-        let regular = file
-            .metadata()
-            .map_err(|e| Error::new(dir.path.join(name), Why::Io(e)))?
-            .is_file();
+        options.append(true).create(true).follow(FollowSymlinks::No).mode(mode).custom_flags(libc::O_NONBLOCK);
+        let file = dir.dir.open_with(name, &options).map_err(|e| dir.classify(name, e, false))?.into_std();
+        let regular = file.metadata().map_err(|e| Error::new(dir.path.join(name), Why::Io(e)))?.is_file();
         if !regular {
             return Err(Error::new(dir.path.join(name), Why::NotRegular));
         }
@@ -335,11 +282,7 @@ impl Dir {
     /// held one is an `O_PATH` handle, which allows neither).
     pub fn reopen(&self) -> io::Result<File> {
         let mut options = OpenOptions::new();
-        options
-            .read(true)
-            .maybe_dir(true)
-            .follow(FollowSymlinks::No)
-            .custom_flags(libc::O_DIRECTORY);
+        options.read(true).maybe_dir(true).follow(FollowSymlinks::No).custom_flags(libc::O_DIRECTORY);
         self.dir.open_with(".", &options).map(|f| f.into_std())
     }
 
@@ -356,11 +299,7 @@ impl Dir {
     /// The permission bits of the regular file `rel`; `None` when it is missing or not a regular file.
     pub fn file_mode(&self, rel: impl AsRef<Path>) -> Option<u32> {
         use cap_std::fs::MetadataExt as _;
-        self.symlink_metadata(rel)
-            .ok()
-            .flatten()
-            .filter(Metadata::is_file)
-            .map(|m| m.mode() & 0o7777)
+        self.symlink_metadata(rel).ok().flatten().filter(Metadata::is_file).map(|m| m.mode() & 0o7777)
     }
 
     /// The names in this directory (`.` and `..` left out), unsorted.
@@ -407,35 +346,18 @@ impl Dir {
         let target = match self.split(name) {
             Ok((dirs, target)) if dirs.is_empty() => target,
             Ok(_) | Err(_) => {
-                return Err(io_error(
-                    Error::new(self.path.join(name), Why::BadPath).into(),
-                ));
+                return Err(io_error(Error::new(self.path.join(name), Why::BadPath).into()));
             }
         };
         let temp_name = format!(".{}.tmp.{}", target.to_string_lossy(), std::process::id());
-        let anonymous = rustix::fs::openat(
-            &*self.dir,
-            ".",
-            OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o666),
-        );
+        let anonymous = rustix::fs::openat(&*self.dir, ".", OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC, Mode::from_raw_mode(0o666));
         let (file, named) = match anonymous {
             Ok(fd) => (File::from(fd), false),
             // No O_TMPFILE on this filesystem (or kernel): a named temporary file, removed on failure.
             Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL) => {
                 let mut options = OpenOptions::new();
-                options
-                    .write(true)
-                    .create_new(true)
-                    .follow(FollowSymlinks::No)
-                    .mode(0o666);
-                (
-                    self.dir
-                        .open_with(&temp_name, &options)
-                        .map_err(&io_error)?
-                        .into_std(),
-                    true,
-                )
+                options.write(true).create_new(true).follow(FollowSymlinks::No).mode(0o666);
+                (self.dir.open_with(&temp_name, &options).map_err(&io_error)?.into_std(), true)
             }
             Err(e) => return Err(io_error(e.into())),
         };
@@ -443,26 +365,15 @@ impl Dir {
         let mut has_temp_name = named;
         let written = fill(&mut writer);
         let published = written.and_then(|()| {
-            writer
-                .flush()
-                .and_then(|()| writer.get_ref().sync_all())
-                .map_err(&io_error)?;
+            writer.flush().and_then(|()| writer.get_ref().sync_all()).map_err(&io_error)?;
             if !named {
                 // Give the finished file a name: its /proc entry, linked into the directory.
                 let proc_path = format!("/proc/self/fd/{}", writer.get_ref().as_raw_fd());
-                rustix::fs::linkat(
-                    rustix::fs::CWD,
-                    proc_path.as_str(),
-                    &*self.dir,
-                    temp_name.as_str(),
-                    AtFlags::SYMLINK_FOLLOW,
-                )
-                .map_err(|e| io_error(e.into()))?;
+                rustix::fs::linkat(rustix::fs::CWD, proc_path.as_str(), &*self.dir, temp_name.as_str(), AtFlags::SYMLINK_FOLLOW)
+                    .map_err(|e| io_error(e.into()))?;
                 has_temp_name = true;
             }
-            self.dir
-                .rename(&temp_name, &self.dir, target)
-                .map_err(&io_error)?;
+            self.dir.rename(&temp_name, &self.dir, target).map_err(&io_error)?;
             has_temp_name = false;
             self.reopen().and_then(|d| d.sync_all()).map_err(&io_error)
         });
@@ -505,27 +416,10 @@ mod tests {
         assert!(why(dir.read("a/b/f", 3)).1.ends_with("larger than 3 bytes"));
         let made = dir.create_dir_all("a/c/d", 0o700).unwrap();
         assert_eq!(made.path(), tmp.path().join("root/a/c/d"));
-        assert_eq!(
-            std::fs::metadata(tmp.path().join("root/a/c/d"))
-                .unwrap()
-                .permissions()
-                .mode()
-                & 0o777,
-            0o700
-        );
-        dir.open_dir("a/c")
-            .unwrap()
-            .write_atomically("new", |e| e, |w| w.write_all(b"v1"))
-            .unwrap();
-        assert_eq!(
-            std::fs::read(tmp.path().join("root/a/c/new")).unwrap(),
-            b"v1"
-        );
-        std::fs::set_permissions(
-            tmp.path().join("root/a/c/new"),
-            std::fs::Permissions::from_mode(0o640),
-        )
-        .unwrap();
+        assert_eq!(std::fs::metadata(tmp.path().join("root/a/c/d")).unwrap().permissions().mode() & 0o777, 0o700);
+        dir.open_dir("a/c").unwrap().write_atomically("new", |e| e, |w| w.write_all(b"v1")).unwrap();
+        assert_eq!(std::fs::read(tmp.path().join("root/a/c/new")).unwrap(), b"v1");
+        std::fs::set_permissions(tmp.path().join("root/a/c/new"), std::fs::Permissions::from_mode(0o640)).unwrap();
         assert_eq!(dir.file_mode("a/c/new"), Some(0o640));
         let mut names = dir.open_dir("a/c").unwrap().list().unwrap();
         names.sort();
@@ -538,11 +432,7 @@ mod tests {
         assert!(matches!(why(dir.read("a/c/new", 10)).0, Why::Missing));
         // The held handle is `O_PATH`; `reopen` is a real description, for `flock` and `fsync`.
         let reopened = dir.reopen().unwrap();
-        rustix::fs::flock(
-            &reopened,
-            rustix::fs::FlockOperation::NonBlockingLockExclusive,
-        )
-        .unwrap();
+        rustix::fs::flock(&reopened, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
         reopened.sync_all().unwrap();
     }
 
@@ -554,10 +444,7 @@ mod tests {
         assert!(matches!(w, Why::Link), "{text}");
         assert!(text.contains("root/out is a symbolic link"), "{text}");
         assert!(matches!(why(dir.read("out/f", 100)).0, Why::Link));
-        assert!(matches!(
-            why(dir.create_dir_all("out/x", 0o700)).0,
-            Why::Link
-        ));
+        assert!(matches!(why(dir.create_dir_all("out/x", 0o700)).0, Why::Link));
         assert!(!tmp.path().join("elsewhere/x").exists());
     }
 
@@ -566,20 +453,13 @@ mod tests {
         let (tmp, dir) = setup();
         // A link that stays inside the root: cap-std alone would follow it; the walk does not.
         symlink("b", tmp.path().join("root/a/inner")).unwrap();
-        symlink(
-            tmp.path().join("elsewhere"),
-            tmp.path().join("root/a/outer"),
-        )
-        .unwrap();
+        symlink(tmp.path().join("elsewhere"), tmp.path().join("root/a/outer")).unwrap();
         for rel in ["a/inner/f", "a/outer/f"] {
             let (w, text) = why(dir.read(rel, 100));
             assert!(matches!(w, Why::Link), "{rel}: {text}");
         }
         assert!(matches!(why(dir.open_dir("a/outer")).0, Why::Link));
-        assert!(matches!(
-            why(dir.create_dir_all("a/outer/new", 0o700)).0,
-            Why::Link
-        ));
+        assert!(matches!(why(dir.create_dir_all("a/outer/new", 0o700)).0, Why::Link));
         assert!(matches!(why(dir.remove_file("a/outer/f")).0, Why::Link));
         assert!(tmp.path().join("elsewhere/f").exists());
     }
@@ -592,72 +472,37 @@ mod tests {
         assert!(matches!(w, Why::Link), "{text}");
         assert!(matches!(why(dir.open_read_write("a/b/link")).0, Why::Link));
         assert_eq!(dir.file_mode("a/b/link"), None);
-        dir.open_dir("a/b")
-            .unwrap()
-            .write_atomically("link", |e| e, |w| w.write_all(b"new"))
-            .unwrap();
-        assert_eq!(
-            std::fs::read_to_string(tmp.path().join("secret")).unwrap(),
-            "outside"
-        );
-        assert!(
-            std::fs::symlink_metadata(tmp.path().join("root/a/b/link"))
-                .unwrap()
-                .is_file()
-        );
+        dir.open_dir("a/b").unwrap().write_atomically("link", |e| e, |w| w.write_all(b"new")).unwrap();
+        assert_eq!(std::fs::read_to_string(tmp.path().join("secret")).unwrap(), "outside");
+        assert!(std::fs::symlink_metadata(tmp.path().join("root/a/b/link")).unwrap().is_file());
         // A directory's last component as a link: refused by the no-follow root open too.
         symlink(tmp.path().join("root/a"), tmp.path().join("linked")).unwrap();
-        assert!(matches!(
-            why(Dir::open_ambient_nofollow(&tmp.path().join("linked"))).0,
-            Why::Link
-        ));
+        assert!(matches!(why(Dir::open_ambient_nofollow(&tmp.path().join("linked"))).0, Why::Link));
         assert!(Dir::open_ambient_nofollow(&tmp.path().join("root/a")).is_ok());
     }
 
     #[test]
     fn a_dangling_symlink_is_refused() {
         let (tmp, dir) = setup();
-        symlink(
-            tmp.path().join("nowhere"),
-            tmp.path().join("root/a/dangling"),
-        )
-        .unwrap();
+        symlink(tmp.path().join("nowhere"), tmp.path().join("root/a/dangling")).unwrap();
         assert!(matches!(why(dir.read("a/dangling", 100)).0, Why::Link));
         assert!(matches!(why(dir.open_dir("a/dangling")).0, Why::Link));
-        assert!(matches!(
-            why(dir.create_dir_all("a/dangling", 0o700)).0,
-            Why::Link
-        ));
-        assert!(matches!(
-            why(dir.open_read_write("a/dangling")).0,
-            Why::Link
-        ));
-        assert!(
-            !tmp.path().join("nowhere").exists(),
-            "nothing is created through it"
-        );
+        assert!(matches!(why(dir.create_dir_all("a/dangling", 0o700)).0, Why::Link));
+        assert!(matches!(why(dir.open_read_write("a/dangling")).0, Why::Link));
+        assert!(!tmp.path().join("nowhere").exists(), "nothing is created through it");
     }
 
     #[test]
     fn a_fifo_where_a_file_belongs_is_refused_at_once() {
         let (tmp, dir) = setup();
         let fifo = tmp.path().join("root/a/fifo");
-        assert!(
-            std::process::Command::new("mkfifo")
-                .arg(&fifo)
-                .status()
-                .unwrap()
-                .success()
-        );
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
         let started = Instant::now();
         let (w, text) = why(dir.read("a/fifo", 100));
         assert!(matches!(w, Why::NotRegular), "{text}");
         assert!(text.contains("a/fifo is not a regular file"), "{text}");
         assert!(started.elapsed() < Duration::from_secs(5));
-        assert!(
-            matches!(why(dir.read("a/b", 100)).0, Why::NotRegular),
-            "a directory is not a file"
-        );
+        assert!(matches!(why(dir.read("a/b", 100)).0, Why::NotRegular), "a directory is not a file");
         assert!(matches!(why(dir.open_dir("a/b/f")).0, Why::NotDir));
     }
 
@@ -673,16 +518,10 @@ mod tests {
         assert!(matches!(why(dir.open_dir("..")).0, Why::BadPath));
         assert!(matches!(why(dir.read("", 100)).0, Why::BadPath));
         assert!(matches!(why(dir.read(".", 100)).0, Why::BadPath));
-        let refused = dir
-            .write_atomically("../escaped", |e| e, |w| w.write_all(b"x"))
-            .unwrap_err();
+        let refused = dir.write_atomically("../escaped", |e| e, |w| w.write_all(b"x")).unwrap_err();
         assert_eq!(refused.kind(), io::ErrorKind::InvalidInput);
         assert!(!tmp.path().join("escaped").exists());
-        assert_eq!(
-            dir.open_dir("").unwrap().path(),
-            dir.path(),
-            "empty: the root itself"
-        );
+        assert_eq!(dir.open_dir("").unwrap().path(), dir.path(), "empty: the root itself");
     }
 
     #[test]
@@ -698,10 +537,7 @@ mod tests {
             },
         );
         assert_eq!(failed.unwrap_err(), "stopped");
-        assert_eq!(
-            std::fs::read_to_string(tmp.path().join("root/a/b/f")).unwrap(),
-            "inside"
-        );
+        assert_eq!(std::fs::read_to_string(tmp.path().join("root/a/b/f")).unwrap(), "inside");
         let mut names = b.list().unwrap();
         names.sort();
         assert_eq!(names, ["f"]);

@@ -70,39 +70,24 @@ pub struct Grants {
 
 impl Grants {
     /// What a driver of `axis` with these (declared AND granted) capabilities gets.
-    pub fn new(
-        axis: Axis,
-        caps: &Capabilities,
-        store_dir: Option<StoreDir>,
-        base: Limits,
-    ) -> Grants {
+    pub fn new(axis: Axis, caps: &Capabilities, store_dir: Option<StoreDir>, base: Limits) -> Grants {
         let mut limits = base;
         if let Some(mb) = caps.memory_mb() {
-            limits.memory_bytes = limits.memory_bytes.max(
-                usize::try_from(mb)
-                    .unwrap_or(usize::MAX)
-                    .saturating_mul(1 << 20),
-            );
+            limits.memory_bytes = limits.memory_bytes.max(usize::try_from(mb).unwrap_or(usize::MAX).saturating_mul(1 << 20));
         }
         if let Some(ms) = caps.timeout_ms() {
             limits.call_timeout = limits.call_timeout.max(Duration::from_millis(ms));
         }
         let env_names: Vec<String> = caps.env().map(str::to_owned).collect();
         let process = axis.runs_programs().then(|| {
-            let programs: Vec<_> = caps
-                .programs()
-                .map(|(name, args)| (name.to_owned(), args.cloned()))
-                .collect();
+            let programs: Vec<_> = caps.programs().map(|(name, args)| (name.to_owned(), args.cloned())).collect();
             ProcessGrant::resolve(&programs, &env_names, limits.process_timeout)
         });
         Grants {
             axis,
             store_dir: store_dir.filter(|_| axis.has_store() && caps.store()),
             // WASI environments are strings; a variable that is not UTF-8 is not passed.
-            env: env_names
-                .iter()
-                .filter_map(|name| Some((name.clone(), std::env::var(name).ok()?)))
-                .collect(),
+            env: env_names.iter().filter_map(|name| Some((name.clone(), std::env::var(name).ok()?))).collect(),
             process,
             network: caps.network().map(str::to_owned).collect(),
             inert_sockets: caps.inert_sockets(),
@@ -114,26 +99,15 @@ impl Grants {
 /// Refuse, before it runs, a component that is not a driver of its axis, was built against an
 /// incompatible contract version, or imports anything beyond its grants (an interface its axis does not
 /// offer, or `wasi:sockets` without the network granted).
-pub fn admit(
-    engine: &Engine,
-    component: &Component,
-    grants: &Grants,
-) -> std::result::Result<(), String> {
+pub fn admit(engine: &Engine, component: &Component, grants: &Grants) -> std::result::Result<(), String> {
     let (imports, exports) = interfaces(engine, component);
     for import in &imports {
         check_import(import, grants)?;
     }
     let package = grants.axis.package();
-    let contract: Vec<&String> = exports
-        .iter()
-        .filter(|e| e.starts_with(&format!("{package}/")))
-        .collect();
+    let contract: Vec<&String> = exports.iter().filter(|e| e.starts_with(&format!("{package}/"))).collect();
     if contract.is_empty() {
-        return Err(format!(
-            "it exports no {package} interface, so it is not a {} driver (exports: {})",
-            grants.axis,
-            list(&exports)
-        ));
+        return Err(format!("it exports no {package} interface, so it is not a {} driver (exports: {})", grants.axis, list(&exports)));
     }
     for export in contract {
         check_version(export).map_err(|e| format!("it was {e}"))?;
@@ -144,40 +118,20 @@ pub fn admit(
 /// A component's imported and exported interface names (`wasi:io/streams@0.2.6`, ...).
 pub fn interfaces(engine: &Engine, component: &Component) -> (Vec<String>, Vec<String>) {
     let ty = component.component_type();
-    (
-        ty.imports(engine)
-            .map(|(name, _)| name.to_owned())
-            .collect(),
-        ty.exports(engine)
-            .map(|(name, _)| name.to_owned())
-            .collect(),
-    )
+    (ty.imports(engine).map(|(name, _)| name.to_owned()).collect(), ty.exports(engine).map(|(name, _)| name.to_owned()).collect())
 }
 
 fn list(names: &[String]) -> String {
-    if names.is_empty() {
-        "none".to_owned()
-    } else {
-        names.join(", ")
-    }
+    if names.is_empty() { "none".to_owned() } else { names.join(", ") }
 }
 
 fn check_import(import: &str, grants: &Grants) -> std::result::Result<(), String> {
     let interface = import.split('@').next().unwrap_or(import);
     let axis = grants.axis;
     let offered = match interface {
-        "wasi:cli/environment"
-        | "wasi:cli/exit"
-        | "wasi:cli/stdin"
-        | "wasi:cli/stdout"
-        | "wasi:cli/stderr" => true,
+        "wasi:cli/environment" | "wasi:cli/exit" | "wasi:cli/stdin" | "wasi:cli/stdout" | "wasi:cli/stderr" => true,
         i if i.starts_with("wasi:cli/terminal-") => true,
-        i if i.starts_with("wasi:io/")
-            || i.starts_with("wasi:clocks/")
-            || i.starts_with("wasi:random/") =>
-        {
-            true
-        }
+        i if i.starts_with("wasi:io/") || i.starts_with("wasi:clocks/") || i.starts_with("wasi:random/") => true,
         // Without a preopen (terminal drivers, storage drivers not granted a store) nothing is reachable.
         "wasi:filesystem/types" | "wasi:filesystem/preopens" => true,
         i if i.starts_with("wasi:sockets/") => {
@@ -191,24 +145,11 @@ fn check_import(import: &str, grants: &Grants) -> std::result::Result<(), String
             true
         }
         // The axis's own shared types (ids, records, errors), imported by the driver world.
-        i if i
-            == format!(
-                "{}/{}",
-                axis.package(),
-                axis.contract_interfaces().shared_types
-            ) =>
-        {
-            true
-        }
-        i => axis
-            .host_interfaces()
-            .iter()
-            .any(|offered| offered.name() == i),
+        i if i == format!("{}/{}", axis.package(), axis.contract_interfaces().shared_types) => true,
+        i => axis.host_interfaces().iter().any(|offered| offered.name() == i),
     };
     if !offered {
-        return Err(format!(
-            "it imports {import}, which this host does not offer to {axis} drivers"
-        ));
+        return Err(format!("it imports {import}, which this host does not offer to {axis} drivers"));
     }
     if interface.starts_with("agmsg:") {
         check_version(import).map_err(|e| format!("it was {e}"))?;
@@ -218,11 +159,7 @@ fn check_import(import: &str, grants: &Grants) -> std::result::Result<(), String
 
 /// A manifest's `api` (the `agmsg:<axis>` version a driver targets) against the version this host offers.
 pub fn check_api(axis: Axis, version: &str) -> std::result::Result<(), String> {
-    check_version(&format!(
-        "{}/{}@{version}",
-        axis.package(),
-        axis.contract_interfaces().exported
-    ))
+    check_version(&format!("{}/{}@{version}", axis.package(), axis.contract_interfaces().exported))
 }
 
 /// `agmsg:<package>/<interface>@<version>` against the version this host offers; the error completes
@@ -231,16 +168,12 @@ fn check_version(name: &str) -> std::result::Result<(), String> {
     let (interface, version) = name.split_once('@').unwrap_or((name, ""));
     let package = interface.split('/').next().unwrap_or(interface);
     let Some((_, ours)) = offered_packages().find(|(p, _)| *p == package) else {
-        return Err(format!(
-            "built against {name}, a package this host does not offer"
-        ));
+        return Err(format!("built against {name}, a package this host does not offer"));
     };
     if crate::semver::compatible(version, ours) {
         Ok(())
     } else {
-        Err(format!(
-            "built against {package}@{version}, which is not compatible with the {package}@{ours} this host offers"
-        ))
+        Err(format!("built against {package}@{version}, which is not compatible with the {package}@{ours} this host offers"))
     }
 }
 
@@ -267,10 +200,7 @@ pub struct HostState {
 
 impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
     }
 }
 
@@ -301,11 +231,7 @@ fn project_log(state: &mut HostState) -> &mut LogCtx {
 }
 
 fn project_lock(state: &mut HostState) -> LockView<'_> {
-    LockView {
-        ctx: &mut state.lock,
-        table: &mut state.table,
-        deadline: state.deadline,
-    }
+    LockView { ctx: &mut state.lock, table: &mut state.table, deadline: state.deadline }
 }
 
 fn project_file_lock(state: &mut HostState) -> &mut FileLockCtx {
@@ -313,11 +239,7 @@ fn project_file_lock(state: &mut HostState) -> &mut FileLockCtx {
 }
 
 fn project_process(state: &mut HostState) -> ProcessView<'_> {
-    ProcessView {
-        grant: state.process.as_ref(),
-        log_source: state.log.source(),
-        deadline: state.deadline,
-    }
+    ProcessView { grant: state.process.as_ref(), log_source: state.log.source(), deadline: state.deadline }
 }
 
 fn project_store_view(state: &mut HostState) -> &mut StoreViewCtx {
@@ -329,10 +251,7 @@ fn project_seal(state: &mut HostState) -> &mut SealCtx {
 }
 
 fn project_io(state: &mut HostState) -> DeadlineIo<'_> {
-    DeadlineIo {
-        table: &mut state.table,
-        deadline: state.deadline,
-    }
+    DeadlineIo { table: &mut state.table, deadline: state.deadline }
 }
 
 fn take(pipe: &mut MemoryOutputPipe) -> String {
@@ -347,12 +266,7 @@ pub struct MemoryLimiter {
 }
 
 impl ResourceLimiter for MemoryLimiter {
-    fn memory_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> Result<bool> {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> Result<bool> {
         if desired > self.max_bytes {
             self.hit = true;
             wasmtime::bail!("memory limit of {} MiB reached", self.max_bytes >> 20);
@@ -360,12 +274,7 @@ impl ResourceLimiter for MemoryLimiter {
         Ok(true)
     }
 
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> Result<bool> {
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> Result<bool> {
         if desired > 1_000_000 {
             self.hit = true;
             wasmtime::bail!("table limit reached");
@@ -381,12 +290,10 @@ impl ResourceLimiter for MemoryLimiter {
 pub fn linker(engine: &Engine, axis: Axis) -> Result<Linker<HostState>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_sync(&mut linker).context("adding WASI to the linker")?;
-    super::caps::deadline::bind_wasi_io(&mut linker, project_io)
-        .context("binding wasi:io to call deadlines")?;
+    super::caps::deadline::bind_wasi_io(&mut linker, project_io).context("binding wasi:io to call deadlines")?;
     super::caps::store::deny_symlinks(&mut linker).context("denying symlinks")?;
     if axis.has_store() {
-        super::caps::store_view::link(&mut linker, project_store_view)
-            .context("linking the driver's view of its store")?;
+        super::caps::store_view::link(&mut linker, project_store_view).context("linking the driver's view of its store")?;
     }
     for interface in axis.host_interfaces() {
         match interface {
@@ -400,12 +307,7 @@ pub fn linker(engine: &Engine, axis: Axis) -> Result<Linker<HostState>> {
     }
     // The axis's `types` interface has no functions, but a driver imports it: an empty instance.
     linker
-        .instance(&format!(
-            "{}/{}@{}",
-            axis.package(),
-            axis.contract_interfaces().shared_types,
-            axis.package_version()
-        ))
+        .instance(&format!("{}/{}@{}", axis.package(), axis.contract_interfaces().shared_types, axis.package_version()))
         .with_context(|| format!("adding {}'s shared types to the linker", axis.package()))?;
     Ok(linker)
 }
@@ -425,9 +327,7 @@ pub fn new_store(engine: &Engine, driver_name: &str, grants: &Grants) -> Result<
         .allow_udp(false)
         .allow_ip_name_lookup(false);
     if let Some(dir) = &grants.store_dir {
-        let path = dir
-            .preopen_path()
-            .with_context(|| format!("cannot open the store directory {}", dir.path().display()))?;
+        let path = dir.preopen_path().with_context(|| format!("cannot open the store directory {}", dir.path().display()))?;
         builder
             .preopened_dir(path, GUEST_STORE_DIR, FsPerms::ReadWrite)
             .with_context(|| format!("cannot open the store directory {}", dir.path().display()))?;
@@ -447,10 +347,7 @@ pub fn new_store(engine: &Engine, driver_name: &str, grants: &Grants) -> Result<
         seal: SealCtx::default(),
         store_view: StoreViewCtx::new(grants.store_dir.as_ref()),
         table: ResourceTable::new(),
-        limiter: MemoryLimiter {
-            max_bytes: grants.limits.memory_bytes,
-            hit: false,
-        },
+        limiter: MemoryLimiter { max_bytes: grants.limits.memory_bytes, hit: false },
         wasi: builder.build(),
         stdout,
         stderr,
@@ -470,25 +367,17 @@ fn grant_network(builder: &mut WasiCtxBuilder, endpoints: &[String]) -> Result<(
         let (host, port) = parse_endpoint(endpoint).map_err(wasmtime::Error::msg)?;
         names |= host.parse::<std::net::IpAddr>().is_err();
         // An endpoint that does not resolve now is simply unreachable.
-        allowed.extend(
-            (host.as_str(), port)
-                .to_socket_addrs()
-                .into_iter()
-                .flatten(),
-        );
+        allowed.extend((host.as_str(), port).to_socket_addrs().into_iter().flatten());
     }
     let allowed = std::sync::Arc::new(allowed);
-    builder
-        .allow_tcp(true)
-        .allow_ip_name_lookup(names)
-        .socket_addr_check(move |addr, usage| {
-            let ok = match usage {
-                SocketAddrUse::TcpConnect => allowed.contains(&addr),
-                // The implicit bind of a connect (wildcard address, any port); never a chosen port.
-                SocketAddrUse::TcpBind => addr.ip().is_unspecified() && addr.port() == 0,
-                _ => false,
-            };
-            Box::pin(std::future::ready(ok))
-        });
+    builder.allow_tcp(true).allow_ip_name_lookup(names).socket_addr_check(move |addr, usage| {
+        let ok = match usage {
+            SocketAddrUse::TcpConnect => allowed.contains(&addr),
+            // The implicit bind of a connect (wildcard address, any port); never a chosen port.
+            SocketAddrUse::TcpBind => addr.ip().is_unspecified() && addr.port() == 0,
+            _ => false,
+        };
+        Box::pin(std::future::ready(ok))
+    });
     Ok(())
 }

@@ -14,10 +14,13 @@ use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
 use super::records::{ScanError, check_event, scan_import};
-use super::sync::{ApplyResult, Binding, PageKey, PrepareRequest, Projection, PullLine, PullMessage, PushAck, PushCandidate, ReprocessCandidate, ReprocessPage, ReprocessScope, SyncState};
 use super::sync::read_state::{Prepared, ReadApplyResult, ReadContext, Snapshot};
 use super::sync::resync::{ResyncReport, ResyncRequest, ResyncResult};
 use super::sync::sealing::{Ledger, OpSealer, SealedCheck};
+use super::sync::{
+    ApplyResult, Binding, PageKey, PrepareRequest, Projection, PullLine, PullMessage, PushAck, PushCandidate, ReprocessCandidate,
+    ReprocessPage, ReprocessScope, SyncState,
+};
 use super::world::{Call, Offers, StorageWorld};
 use crate::display;
 use crate::runtime::sandbox::StoreDir;
@@ -66,7 +69,11 @@ impl<'rt> Storage<'rt> {
     }
 
     /// Run one call into the driver.
-    fn call<T>(&mut self, op: &str, f: impl FnOnce(&mut Store<HostState>, &StorageWorld) -> wasmtime::Result<T>) -> Result<T, StorageError> {
+    fn call<T>(
+        &mut self,
+        op: &str,
+        f: impl FnOnce(&mut Store<HostState>, &StorageWorld) -> wasmtime::Result<T>,
+    ) -> Result<T, StorageError> {
         self.driver.call(op, f).map_err(|failure| StorageError::runtime(failure.message))
     }
 
@@ -168,7 +175,11 @@ impl<'rt> Storage<'rt> {
     pub fn store_file_path(&self, store_dir: &Path, file: &StoreFile) -> Result<PathBuf, StorageError> {
         let path = store_dir.join(&file.path);
         let outside = || {
-            StorageError::runtime(format!("driver '{}' returned a malformed describe store-file path {:?}: it lies outside the store", self.name(), file.path))
+            StorageError::runtime(format!(
+                "driver '{}' returned a malformed describe store-file path {:?}: it lies outside the store",
+                self.name(),
+                file.path
+            ))
         };
         if !path.starts_with(store_dir) {
             return Err(outside());
@@ -286,7 +297,12 @@ impl<'rt> Storage<'rt> {
 
     /// `receipts.record-receipts`: `agent` of `team` was handed `ids`, with `evidence`.
     pub fn record_receipts(&mut self, team: &str, agent: &str, evidence: &str, ids: &[String]) -> Result<(), StorageError> {
-        self.optional("record-receipts", "receipts", |o| o.receipts, |s, b| b.receipts().map(|r| r.record_receipts(s, team, agent, evidence, ids)))
+        self.optional(
+            "record-receipts",
+            "receipts",
+            |o| o.receipts,
+            |s, b| b.receipts().map(|r| r.record_receipts(s, team, agent, evidence, ids)),
+        )
     }
 
     /// `receipts.receipt-status`: what the store knows of message `id`'s hand-off.
@@ -333,17 +349,27 @@ impl<'rt> Storage<'rt> {
         let mut sealed = self.host_seals.then(|| SealedCheck::new(ledger));
         let name = self.name().to_owned();
         let result = (|| {
-            let (state, candidates) = self.optional(OP, "sync", |o| o.sync, |s, w| {
-                s.data_mut().set_sealer(Some(Box::new(sealer)));
-                w.sync().map(|y| y.prepare_push(s, b, limit, request))
-            })?;
+            let (state, candidates) = self.optional(
+                OP,
+                "sync",
+                |o| o.sync,
+                |s, w| {
+                    s.data_mut().set_sealer(Some(Box::new(sealer)));
+                    w.sync().map(|y| y.prepare_push(s, b, limit, request))
+                },
+            )?;
             let result = on_state(&state).and_then(|()| {
-                self.sync_slices(OP, limit, |s, w| w.sync().map(|y| y.push_candidates_page(s, candidates, SYNC_SLICE_BYTES)), |c| {
-                    if let Some(sealed) = sealed.as_mut() {
-                        sealed.check(c).map_err(|e| StorageError::runtime(format!("driver '{name}' {}", e.message)))?;
-                    }
-                    on_candidate(c)
-                })
+                self.sync_slices(
+                    OP,
+                    limit,
+                    |s, w| w.sync().map(|y| y.push_candidates_page(s, candidates, SYNC_SLICE_BYTES)),
+                    |c| {
+                        if let Some(sealed) = sealed.as_mut() {
+                            sealed.check(c).map_err(|e| StorageError::runtime(format!("driver '{name}' {}", e.message)))?;
+                        }
+                        on_candidate(c)
+                    },
+                )
             });
             self.drop_resource(candidates);
             result
@@ -403,7 +429,11 @@ impl<'rt> Storage<'rt> {
     /// `sync.apply-pull`: stage every message `lines` yields, in slices, then commit the page with its
     /// one cursor, wherever in the page it stands (as agmsg's sqlite driver takes it). A bad line, a
     /// missing or second cursor, or any failure drops the page uncommitted: nothing of it stays.
-    pub fn sync_apply_pull(&mut self, b: &Binding, lines: impl Iterator<Item = Result<PullLine, StorageError>>) -> Result<ApplyResult, StorageError> {
+    pub fn sync_apply_pull(
+        &mut self,
+        b: &Binding,
+        lines: impl Iterator<Item = Result<PullLine, StorageError>>,
+    ) -> Result<ApplyResult, StorageError> {
         const OP: &str = "sync-apply-pull";
         let page = self.optional(OP, "sync", |o| o.sync, |s, w| w.sync().map(|y| y.apply_pull(s, b)))?;
         let result = (|| {
@@ -412,7 +442,9 @@ impl<'rt> Storage<'rt> {
             let mut cursor = None;
             for line in lines {
                 match line? {
-                    PullLine::Cursor(_) if cursor.is_some() => return Err(StorageError::runtime("apply-pull: a second sync_pull_cursor record")),
+                    PullLine::Cursor(_) if cursor.is_some() => {
+                        return Err(StorageError::runtime("apply-pull: a second sync_pull_cursor record"));
+                    }
                     PullLine::Cursor(next_after) => cursor = Some(next_after),
                     PullLine::Message(message) => {
                         slice_bytes += pull_message_size(&message);
@@ -449,7 +481,12 @@ impl<'rt> Storage<'rt> {
         const OP: &str = "sync-reprocess";
         let (page, candidates) = self.optional(OP, "sync", |o| o.sync, |s, w| w.sync().map(|y| y.reprocess(s, b, limit, after, scope)))?;
         let result = on_state(&page.state).and_then(|()| {
-            self.sync_slices(OP, limit, |s, w| w.sync().map(|y| y.reprocess_candidates_page(s, candidates, SYNC_SLICE_BYTES)), &mut on_candidate)
+            self.sync_slices(
+                OP,
+                limit,
+                |s, w| w.sync().map(|y| y.reprocess_candidates_page(s, candidates, SYNC_SLICE_BYTES)),
+                &mut on_candidate,
+            )
         });
         self.drop_resource(candidates);
         result.map(|()| page)
@@ -488,9 +525,12 @@ impl<'rt> Storage<'rt> {
     /// `read-state.block` (`unblock` when `block` is false).
     pub fn sync_block_read_state(&mut self, b: &Binding, member_id: &str, block: bool) -> Result<(), StorageError> {
         let op = if block { "sync-block-read-state" } else { "sync-unblock-read-state" };
-        self.optional(op, "read-state", |o| o.read_state, |s, w| {
-            w.read_state().map(|r| if block { r.block(s, b, member_id) } else { r.unblock(s, b, member_id) })
-        })
+        self.optional(
+            op,
+            "read-state",
+            |o| o.read_state,
+            |s, w| w.read_state().map(|r| if block { r.block(s, b, member_id) } else { r.unblock(s, b, member_id) }),
+        )
     }
 
     pub fn history(&mut self, team: &str, agent: Option<&str>, limit: Option<u32>) -> Result<Vec<Message>, StorageError> {
@@ -546,7 +586,10 @@ impl<'rt> Storage<'rt> {
             for event in &page {
                 exported += 1;
                 check_event(event).map_err(|e| {
-                    StorageError::runtime(format!("driver '{}' exported an event that import would refuse (event {exported}): {e}", self.name()))
+                    StorageError::runtime(format!(
+                        "driver '{}' exported an event that import would refuse (event {exported}): {e}",
+                        self.name()
+                    ))
                 })?;
             }
             sink(&page)?;

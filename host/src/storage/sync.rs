@@ -319,7 +319,9 @@ pub fn check_candidate(c: &PushCandidate, request: &PrepareRequest) -> Result<()
     match (e.cipher.as_str(), &e.key_id) {
         ("none", None) => {
             if matches!(request.profile, WriteProfile::AgeV1 { .. }) {
-                return Err("sync_push_candidate.envelope.cipher \"none\" where the engine asked for \"age-v1\" (a plaintext envelope)".into());
+                return Err(
+                    "sync_push_candidate.envelope.cipher \"none\" where the engine asked for \"age-v1\" (a plaintext envelope)".into()
+                );
             }
         }
         ("none", Some(_)) => return Err("sync_push_candidate.envelope.key_id is set for cipher \"none\"".into()),
@@ -778,7 +780,11 @@ fn envelope_json(e: &Envelope) -> String {
 }
 
 pub fn state_line(s: &SyncState) -> String {
-    format!("{{\"type\":\"sync_state\",\"driver_generation\":{},\"transport_cursor\":{}}}", js(&s.driver_generation), js(&s.transport_cursor))
+    format!(
+        "{{\"type\":\"sync_state\",\"driver_generation\":{},\"transport_cursor\":{}}}",
+        js(&s.driver_generation),
+        js(&s.transport_cursor)
+    )
 }
 
 pub fn candidate_line(c: &PushCandidate) -> String {
@@ -800,7 +806,12 @@ pub fn apply_result_line(r: &ApplyResult) -> String {
 }
 
 pub fn outcome_line(o: &Outcome) -> String {
-    format!("{{\"type\":\"sync_apply_outcome\",\"id\":{},\"server_seq\":{},\"status\":\"{}\"}}", js(&o.wire_id), js(&o.server_seq), o.status.word())
+    format!(
+        "{{\"type\":\"sync_apply_outcome\",\"id\":{},\"server_seq\":{},\"status\":\"{}\"}}",
+        js(&o.wire_id),
+        js(&o.server_seq),
+        o.status.word()
+    )
 }
 
 pub fn reprocess_candidate_line(c: &ReprocessCandidate) -> String {
@@ -849,7 +860,11 @@ mod tests {
         assert!(matches!(parse_pull_line(&message), Ok(PullLine::Message(_))));
         let nested = message.replacen(r#""blob":"eA==""#, r#""blob":"eA==","blob":"eQ==""#, 1);
         assert!(parse_pull_line(&nested).unwrap_err().contains("duplicate key"));
-        let roster = message.replacen(r#"{"body":"hi","created_at":"t","from_agent":"a","to_agent":"b"}"#, r#"{"kind":"member_joined","member_id":"m"}"#, 1);
+        let roster = message.replacen(
+            r#"{"body":"hi","created_at":"t","from_agent":"a","to_agent":"b"}"#,
+            r#"{"kind":"member_joined","member_id":"m"}"#,
+            1,
+        );
         match parse_pull_line(&roster) {
             Ok(PullLine::Message(m)) => assert_eq!(m.projection, Some(Projection::Roster(RosterKind::MemberJoined))),
             _ => panic!("{roster}"),
@@ -887,8 +902,14 @@ mod tests {
 
     #[test]
     fn a_candidate_is_checked_against_the_request() {
-        let none = parse_prepare(r#"{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"max_blob_bytes":3,"allow_new":true}"#).unwrap();
-        let age = PrepareRequest { profile: WriteProfile::AgeV1 { key_id: "k1".into(), recipients: vec!["age1x".into()] }, max_blob_bytes: 64, ..none.clone() };
+        let none =
+            parse_prepare(r#"{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"max_blob_bytes":3,"allow_new":true}"#)
+                .unwrap();
+        let age = PrepareRequest {
+            profile: WriteProfile::AgeV1 { key_id: "k1".into(), recipients: vec!["age1x".into()] },
+            max_blob_bytes: 64,
+            ..none.clone()
+        };
         let candidate = |cipher: &str, key_id: Option<&str>, blob: &str| PushCandidate {
             local_position: -5,
             local_id: "42".into(),
@@ -900,7 +921,10 @@ mod tests {
         assert_eq!(check_candidate(&candidate("age-v1", Some("k1"), age_blob), &age), Ok(()));
         // Sealed before a rotation or a switch to none: re-emitted as sealed, and taken.
         assert_eq!(check_candidate(&candidate("age-v1", Some("k0"), age_blob), &age), Ok(()));
-        assert_eq!(check_candidate(&candidate("age-v1", Some("k0"), age_blob), &PrepareRequest { max_blob_bytes: 64, ..none.clone() }), Ok(()));
+        assert_eq!(
+            check_candidate(&candidate("age-v1", Some("k0"), age_blob), &PrepareRequest { max_blob_bytes: 64, ..none.clone() }),
+            Ok(())
+        );
         for (c, request, why) in [
             (candidate("none", None, "eHl6eA=="), &none, "holds 4 bytes"),
             (candidate("none", None, ""), &none, "holds 0 bytes"),
@@ -912,7 +936,14 @@ mod tests {
             (candidate("age-v1", None, age_blob), &age, "not an age-v1 key id"),
             (candidate("age-v1", Some("k1"), "eHl6"), &age, "not an age v1 file"),
             (PushCandidate { local_id: "a b".into(), ..candidate("none", None, "eA==") }, &none, "local_id"),
-            (PushCandidate { envelope: Envelope { v: 2, ..candidate("none", None, "eA==").envelope }, ..candidate("none", None, "eA==") }, &none, "envelope.v 2"),
+            (
+                PushCandidate {
+                    envelope: Envelope { v: 2, ..candidate("none", None, "eA==").envelope },
+                    ..candidate("none", None, "eA==")
+                },
+                &none,
+                "envelope.v 2",
+            ),
         ] {
             let refused = check_candidate(&c, request).unwrap_err();
             assert!(refused.contains(why), "{why}: {refused}");
@@ -925,9 +956,15 @@ mod tests {
         let c = PushCandidate { local_position: -2, local_id: "l".into(), wire_id: WIRE.into(), envelope };
         assert_eq!(
             candidate_line(&c),
-            format!(r#"{{"type":"sync_push_candidate","local_position":"-2","local_id":"l","id":"{WIRE}","envelope":{{"v":1,"cipher":"none","key_id":null,"blob":"eA=="}}}}"#)
+            format!(
+                r#"{{"type":"sync_push_candidate","local_position":"-2","local_id":"l","id":"{WIRE}","envelope":{{"v":1,"cipher":"none","key_id":null,"blob":"eA=="}}}}"#
+            )
         );
-        let page = ReprocessPage { state: SyncState { driver_generation: "g".into(), transport_cursor: "0".into() }, next_after: Some(parse_page_key(&format!("5:{WIRE}")).unwrap()), has_more: true };
+        let page = ReprocessPage {
+            state: SyncState { driver_generation: "g".into(), transport_cursor: "0".into() },
+            next_after: Some(parse_page_key(&format!("5:{WIRE}")).unwrap()),
+            has_more: true,
+        };
         assert_eq!(reprocess_page_line(&page), format!(r#"{{"type":"sync_reprocess_page","next_after":"5:{WIRE}","has_more":true}}"#));
     }
 }

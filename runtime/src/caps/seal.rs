@@ -12,9 +12,7 @@ use wasmtime::component::{HasSelf, Linker};
 
 use super::wit::seal::{Host, Message, SealError, Sealed, add_to_linker};
 
-pub use super::wit::seal::{
-    Message as SealMessage, SealError as SealFailure, Sealed as SealedMessage,
-};
+pub use super::wit::seal::{Message as SealMessage, SealError as SealFailure, Sealed as SealedMessage};
 
 /// Seals messages for one op: given by the host's storage layer, which knows the op's profile.
 pub trait Sealer: Send {
@@ -35,10 +33,7 @@ impl SealCtx {
 }
 
 /// Add `agmsg:host/seal` to a linker whose state projects a [`SealCtx`].
-pub fn link<T: 'static>(
-    linker: &mut Linker<T>,
-    project: fn(&mut T) -> &mut SealCtx,
-) -> wasmtime::Result<()> {
+pub fn link<T: 'static>(linker: &mut Linker<T>, project: fn(&mut T) -> &mut SealCtx) -> wasmtime::Result<()> {
     add_to_linker::<T, HasSelf<SealCtx>>(linker, project)
 }
 
@@ -46,9 +41,7 @@ impl Host for SealCtx {
     fn seal(&mut self, message: Message) -> Result<Sealed, SealError> {
         match self.sealer.as_mut() {
             Some(sealer) => sealer.seal(message),
-            None => Err(SealError::Refused(
-                "nothing may be sealed outside a sync prepare-push".into(),
-            )),
+            None => Err(SealError::Refused("nothing may be sealed outside a sync prepare-push".into())),
         }
     }
 }

@@ -36,13 +36,9 @@ fn store_error(e: fsroot::Error) -> io::Error {
              refusing to follow it",
             e.path.display()
         )),
-        Why::BadPath => io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!(
-                "{:?} is not a directory name",
-                e.path.file_name().unwrap_or_default()
-            ),
-        ),
+        Why::BadPath => {
+            io::Error::new(io::ErrorKind::InvalidInput, format!("{:?} is not a directory name", e.path.file_name().unwrap_or_default()))
+        }
         Why::Io(inner) => io::Error::other(format!("{}: {inner}", e.path.display())),
         _ => e.into(),
     }
@@ -53,9 +49,7 @@ impl StoreDir {
     pub fn open(root: &Path) -> io::Result<StoreDir> {
         match fsroot::Dir::open_ambient(root) {
             Ok(dir) => Ok(StoreDir { dir }),
-            Err(fsroot::Error {
-                why: Why::Io(e), ..
-            }) => Err(e),
+            Err(fsroot::Error { why: Why::Io(e), .. }) => Err(e),
             Err(e) => Err(e.into()),
         }
     }
@@ -70,26 +64,14 @@ impl StoreDir {
             Err(e) => return Err(e),
         };
         // Each name one component: `a/b` or `..` is not a partition's name.
-        if let Some(name) = below
-            .iter()
-            .find(|name| name.is_empty() || **name == "." || **name == ".." || name.contains('/'))
-        {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("{name:?} is not a directory name"),
-            ));
+        if let Some(name) = below.iter().find(|name| name.is_empty() || **name == "." || **name == ".." || name.contains('/')) {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{name:?} is not a directory name")));
         }
         let rel: PathBuf = below.iter().collect();
-        let opened = if create {
-            root.create_dir_all(&rel, 0o700)
-        } else {
-            root.open_dir(&rel)
-        };
+        let opened = if create { root.create_dir_all(&rel, 0o700) } else { root.open_dir(&rel) };
         match opened {
             Ok(dir) => Ok(Some(StoreDir { dir })),
-            Err(fsroot::Error {
-                why: Why::Missing, ..
-            }) if !create => Ok(None),
+            Err(fsroot::Error { why: Why::Missing, .. }) if !create => Ok(None),
             Err(e) => Err(store_error(e)),
         }
     }
@@ -108,15 +90,9 @@ impl StoreDir {
         if std::fs::metadata(&proc_path).is_ok_and(|m| m.is_dir()) {
             return Ok(proc_path);
         }
-        let (ours, named) = (
-            rustix::fs::fstat(self.dir.as_fd())?,
-            rustix::fs::stat(self.path())?,
-        );
+        let (ours, named) = (rustix::fs::fstat(self.dir.as_fd())?, rustix::fs::stat(self.path())?);
         if (ours.st_dev, ours.st_ino) != (named.st_dev, named.st_ino) {
-            return Err(io::Error::other(format!(
-                "{} changed while it was being opened; refusing it",
-                self.path().display()
-            )));
+            return Err(io::Error::other(format!("{} changed while it was being opened; refusing it", self.path().display())));
         }
         Ok(self.path().to_owned())
     }
@@ -137,15 +113,9 @@ impl StoreDir {
     /// `create`), which no driver sees ([`HIDDEN_FROM_DRIVERS`]). `Ok(None)`: missing, not created.
     pub fn host_dir(&self, sub: &str, create: bool) -> fsroot::Result<Option<fsroot::Dir>> {
         let rel = Path::new(HOST_DIR).join(sub);
-        match if create {
-            self.dir.create_dir_all(&rel, 0o700)
-        } else {
-            self.dir.open_dir(&rel)
-        } {
+        match if create { self.dir.create_dir_all(&rel, 0o700) } else { self.dir.open_dir(&rel) } {
             Ok(dir) => Ok(Some(dir)),
-            Err(fsroot::Error {
-                why: Why::Missing, ..
-            }) if !create => Ok(None),
+            Err(fsroot::Error { why: Why::Missing, .. }) if !create => Ok(None),
             Err(e) => Err(e),
         }
     }
@@ -174,18 +144,14 @@ const WASI_FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
 /// op would follow it. No driver needs one; the guest gets `not-permitted`.
 pub fn deny_symlinks<T: 'static>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
-    let result = linker
-        .instance(WASI_FILESYSTEM_TYPES)
-        .and_then(|mut types| {
-            types.func_wrap(
-                "[method]descriptor.symlink-at",
-                |_store,
-                 (_dir, _target, _link): (Resource<Descriptor>, String, String)|
-                 -> wasmtime::Result<(Result<(), ErrorCode>,)> {
-                    Ok((Err(ErrorCode::NotPermitted),))
-                },
-            )
-        });
+    let result = linker.instance(WASI_FILESYSTEM_TYPES).and_then(|mut types| {
+        types.func_wrap(
+            "[method]descriptor.symlink-at",
+            |_store, (_dir, _target, _link): (Resource<Descriptor>, String, String)| -> wasmtime::Result<(Result<(), ErrorCode>,)> {
+                Ok((Err(ErrorCode::NotPermitted),))
+            },
+        )
+    });
     linker.allow_shadowing(false);
     result
 }

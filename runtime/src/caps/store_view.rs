@@ -22,9 +22,8 @@ use wasmtime_wasi::WasiView;
 use wasmtime_wasi::filesystem::WasiFilesystemView;
 use wasmtime_wasi::p2::FsResult;
 use wasmtime_wasi::p2::bindings::sync::filesystem::types::{
-    Descriptor, DescriptorFlags, DescriptorStat, DirectoryEntry, DirectoryEntryStream, ErrorCode,
-    Host, HostDescriptor, HostDirectoryEntryStream, MetadataHashValue, NewTimestamp, OpenFlags,
-    PathFlags,
+    Descriptor, DescriptorFlags, DescriptorStat, DirectoryEntry, DirectoryEntryStream, ErrorCode, Host, HostDescriptor,
+    HostDirectoryEntryStream, MetadataHashValue, NewTimestamp, OpenFlags, PathFlags,
 };
 
 use super::store::HIDDEN_FROM_DRIVERS;
@@ -48,10 +47,7 @@ pub struct StoreViewCtx {
 impl StoreViewCtx {
     /// The view of the store `dir` (none: no store granted, nothing hidden).
     pub fn new(dir: Option<&super::store::StoreDir>) -> StoreViewCtx {
-        StoreViewCtx {
-            root: dir.and_then(|d| d.identity().ok()),
-            root_streams: HashSet::new(),
-        }
+        StoreViewCtx { root: dir.and_then(|d| d.identity().ok()), root_streams: HashSet::new() }
     }
 }
 
@@ -63,10 +59,7 @@ enum Seen {
 }
 
 /// Replace WASI's path-taking `descriptor` methods and the directory listing with the view's.
-pub fn link<T: WasiView + 'static>(
-    linker: &mut Linker<T>,
-    project: fn(&mut T) -> &mut StoreViewCtx,
-) -> wasmtime::Result<()> {
+pub fn link<T: WasiView + 'static>(linker: &mut Linker<T>, project: fn(&mut T) -> &mut StoreViewCtx) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
     let result = link_view(linker, project);
     linker.allow_shadowing(false);
@@ -83,45 +76,18 @@ fn answer<T: WasiView, R>(data: &mut T, result: FsResult<R>) -> Ret<R> {
     }
 }
 
-fn link_view<T: WasiView + 'static>(
-    linker: &mut Linker<T>,
-    project: fn(&mut T) -> &mut StoreViewCtx,
-) -> wasmtime::Result<()> {
+fn link_view<T: WasiView + 'static>(linker: &mut Linker<T>, project: fn(&mut T) -> &mut StoreViewCtx) -> wasmtime::Result<()> {
     let mut types = linker.instance(WASI_FILESYSTEM_TYPES)?;
     types.func_wrap(
         "[method]descriptor.open-at",
         move |mut store: StoreContextMut<'_, T>,
-              (fd, path_flags, path, oflags, flags): (
-            Resource<Descriptor>,
-            PathFlags,
-            String,
-            OpenFlags,
-            DescriptorFlags,
-        )|
+              (fd, path_flags, path, oflags, flags): (Resource<Descriptor>, PathFlags, String, OpenFlags, DescriptorFlags)|
               -> Ret<Resource<Descriptor>> {
             let data = store.data_mut();
-            if seen(
-                data,
-                project,
-                &fd,
-                &path,
-                path_flags.contains(PathFlags::SYMLINK_FOLLOW),
-            ) == Seen::Hidden
-            {
-                return Ok((Err(if oflags.contains(OpenFlags::CREATE) {
-                    ErrorCode::Access
-                } else {
-                    ErrorCode::NoEntry
-                }),));
+            if seen(data, project, &fd, &path, path_flags.contains(PathFlags::SYMLINK_FOLLOW)) == Seen::Hidden {
+                return Ok((Err(if oflags.contains(OpenFlags::CREATE) { ErrorCode::Access } else { ErrorCode::NoEntry }),));
             }
-            let result = HostDescriptor::open_at(
-                &mut data.filesystem(),
-                fd,
-                path_flags,
-                path,
-                oflags,
-                flags,
-            );
+            let result = HostDescriptor::open_at(&mut data.filesystem(), fd, path_flags, path, oflags, flags);
             answer(data, result)
         },
     )?;
@@ -131,14 +97,7 @@ fn link_view<T: WasiView + 'static>(
               (fd, path_flags, path): (Resource<Descriptor>, PathFlags, String)|
               -> Ret<DescriptorStat> {
             let data = store.data_mut();
-            if seen(
-                data,
-                project,
-                &fd,
-                &path,
-                path_flags.contains(PathFlags::SYMLINK_FOLLOW),
-            ) == Seen::Hidden
-            {
+            if seen(data, project, &fd, &path, path_flags.contains(PathFlags::SYMLINK_FOLLOW)) == Seen::Hidden {
                 return Ok((Err(ErrorCode::NoEntry),));
             }
             let result = HostDescriptor::stat_at(&mut data.filesystem(), fd, path_flags, path);
@@ -151,59 +110,29 @@ fn link_view<T: WasiView + 'static>(
               (fd, path_flags, path): (Resource<Descriptor>, PathFlags, String)|
               -> Ret<MetadataHashValue> {
             let data = store.data_mut();
-            if seen(
-                data,
-                project,
-                &fd,
-                &path,
-                path_flags.contains(PathFlags::SYMLINK_FOLLOW),
-            ) == Seen::Hidden
-            {
+            if seen(data, project, &fd, &path, path_flags.contains(PathFlags::SYMLINK_FOLLOW)) == Seen::Hidden {
                 return Ok((Err(ErrorCode::NoEntry),));
             }
-            let result =
-                HostDescriptor::metadata_hash_at(&mut data.filesystem(), fd, path_flags, path);
+            let result = HostDescriptor::metadata_hash_at(&mut data.filesystem(), fd, path_flags, path);
             answer(data, result)
         },
     )?;
     types.func_wrap(
         "[method]descriptor.set-times-at",
         move |mut store: StoreContextMut<'_, T>,
-              (fd, path_flags, path, atim, mtim): (
-            Resource<Descriptor>,
-            PathFlags,
-            String,
-            NewTimestamp,
-            NewTimestamp,
-        )|
+              (fd, path_flags, path, atim, mtim): (Resource<Descriptor>, PathFlags, String, NewTimestamp, NewTimestamp)|
               -> Ret<()> {
             let data = store.data_mut();
-            if seen(
-                data,
-                project,
-                &fd,
-                &path,
-                path_flags.contains(PathFlags::SYMLINK_FOLLOW),
-            ) == Seen::Hidden
-            {
+            if seen(data, project, &fd, &path, path_flags.contains(PathFlags::SYMLINK_FOLLOW)) == Seen::Hidden {
                 return Ok((Err(ErrorCode::NoEntry),));
             }
-            let result = HostDescriptor::set_times_at(
-                &mut data.filesystem(),
-                fd,
-                path_flags,
-                path,
-                atim,
-                mtim,
-            );
+            let result = HostDescriptor::set_times_at(&mut data.filesystem(), fd, path_flags, path, atim, mtim);
             answer(data, result)
         },
     )?;
     types.func_wrap(
         "[method]descriptor.readlink-at",
-        move |mut store: StoreContextMut<'_, T>,
-              (fd, path): (Resource<Descriptor>, String)|
-              -> Ret<String> {
+        move |mut store: StoreContextMut<'_, T>, (fd, path): (Resource<Descriptor>, String)| -> Ret<String> {
             let data = store.data_mut();
             if seen(data, project, &fd, &path, false) == Seen::Hidden {
                 return Ok((Err(ErrorCode::NoEntry),));
@@ -214,9 +143,7 @@ fn link_view<T: WasiView + 'static>(
     )?;
     types.func_wrap(
         "[method]descriptor.create-directory-at",
-        move |mut store: StoreContextMut<'_, T>,
-              (fd, path): (Resource<Descriptor>, String)|
-              -> Ret<()> {
+        move |mut store: StoreContextMut<'_, T>, (fd, path): (Resource<Descriptor>, String)| -> Ret<()> {
             let data = store.data_mut();
             if seen(data, project, &fd, &path, false) == Seen::Hidden {
                 return Ok((Err(ErrorCode::Access),));
@@ -227,9 +154,7 @@ fn link_view<T: WasiView + 'static>(
     )?;
     types.func_wrap(
         "[method]descriptor.remove-directory-at",
-        move |mut store: StoreContextMut<'_, T>,
-              (fd, path): (Resource<Descriptor>, String)|
-              -> Ret<()> {
+        move |mut store: StoreContextMut<'_, T>, (fd, path): (Resource<Descriptor>, String)| -> Ret<()> {
             let data = store.data_mut();
             if seen(data, project, &fd, &path, false) == Seen::Hidden {
                 return Ok((Err(ErrorCode::NoEntry),));
@@ -240,9 +165,7 @@ fn link_view<T: WasiView + 'static>(
     )?;
     types.func_wrap(
         "[method]descriptor.unlink-file-at",
-        move |mut store: StoreContextMut<'_, T>,
-              (fd, path): (Resource<Descriptor>, String)|
-              -> Ret<()> {
+        move |mut store: StoreContextMut<'_, T>, (fd, path): (Resource<Descriptor>, String)| -> Ret<()> {
             let data = store.data_mut();
             if seen(data, project, &fd, &path, false) == Seen::Hidden {
                 return Ok((Err(ErrorCode::NoEntry),));
@@ -254,12 +177,7 @@ fn link_view<T: WasiView + 'static>(
     types.func_wrap(
         "[method]descriptor.rename-at",
         move |mut store: StoreContextMut<'_, T>,
-              (fd, old, new_fd, new): (
-            Resource<Descriptor>,
-            String,
-            Resource<Descriptor>,
-            String,
-        )|
+              (fd, old, new_fd, new): (Resource<Descriptor>, String, Resource<Descriptor>, String)|
               -> Ret<()> {
             let data = store.data_mut();
             if seen(data, project, &fd, &old, false) == Seen::Hidden {
@@ -275,38 +193,22 @@ fn link_view<T: WasiView + 'static>(
     types.func_wrap(
         "[method]descriptor.link-at",
         move |mut store: StoreContextMut<'_, T>,
-              (fd, old_flags, old, new_fd, new): (
-            Resource<Descriptor>,
-            PathFlags,
-            String,
-            Resource<Descriptor>,
-            String,
-        )|
+              (fd, old_flags, old, new_fd, new): (Resource<Descriptor>, PathFlags, String, Resource<Descriptor>, String)|
               -> Ret<()> {
             let data = store.data_mut();
-            if seen(
-                data,
-                project,
-                &fd,
-                &old,
-                old_flags.contains(PathFlags::SYMLINK_FOLLOW),
-            ) == Seen::Hidden
-            {
+            if seen(data, project, &fd, &old, old_flags.contains(PathFlags::SYMLINK_FOLLOW)) == Seen::Hidden {
                 return Ok((Err(ErrorCode::NoEntry),));
             }
             if seen(data, project, &new_fd, &new, false) == Seen::Hidden {
                 return Ok((Err(ErrorCode::Access),));
             }
-            let result =
-                HostDescriptor::link_at(&mut data.filesystem(), fd, old_flags, old, new_fd, new);
+            let result = HostDescriptor::link_at(&mut data.filesystem(), fd, old_flags, old, new_fd, new);
             answer(data, result)
         },
     )?;
     types.func_wrap(
         "[method]descriptor.read-directory",
-        move |mut store: StoreContextMut<'_, T>,
-              (fd,): (Resource<Descriptor>,)|
-              -> Ret<Resource<DirectoryEntryStream>> {
+        move |mut store: StoreContextMut<'_, T>, (fd,): (Resource<Descriptor>,)| -> Ret<Resource<DirectoryEntryStream>> {
             let data = store.data_mut();
             let of_root = root_dir(data, project, &fd).is_some();
             let result = HostDescriptor::read_directory(&mut data.filesystem(), fd);
@@ -323,20 +225,13 @@ fn link_view<T: WasiView + 'static>(
     )?;
     types.func_wrap(
         "[method]directory-entry-stream.read-directory-entry",
-        move |mut store: StoreContextMut<'_, T>,
-              (stream,): (Resource<DirectoryEntryStream>,)|
-              -> Ret<Option<DirectoryEntry>> {
+        move |mut store: StoreContextMut<'_, T>, (stream,): (Resource<DirectoryEntryStream>,)| -> Ret<Option<DirectoryEntry>> {
             let data = store.data_mut();
             let of_root = project(data).root_streams.contains(&stream.rep());
             loop {
-                let result = HostDirectoryEntryStream::read_directory_entry(
-                    &mut data.filesystem(),
-                    Resource::new_borrow(stream.rep()),
-                );
+                let result = HostDirectoryEntryStream::read_directory_entry(&mut data.filesystem(), Resource::new_borrow(stream.rep()));
                 match result {
-                    Ok(Some(entry))
-                        if of_root && HIDDEN_FROM_DRIVERS.contains(&entry.name.as_str()) =>
-                    {
+                    Ok(Some(entry)) if of_root && HIDDEN_FROM_DRIVERS.contains(&entry.name.as_str()) => {
                         continue;
                     }
                     other => return answer(data, other),
@@ -348,11 +243,7 @@ fn link_view<T: WasiView + 'static>(
 }
 
 /// The store's root, as a directory the walk can read, if `fd` is a descriptor of it.
-fn root_dir<T: WasiView>(
-    data: &mut T,
-    project: fn(&mut T) -> &mut StoreViewCtx,
-    fd: &Resource<Descriptor>,
-) -> Option<cap_std::fs::Dir> {
+fn root_dir<T: WasiView>(data: &mut T, project: fn(&mut T) -> &mut StoreViewCtx, fd: &Resource<Descriptor>) -> Option<cap_std::fs::Dir> {
     let root = project(data).root?;
     let fs = data.filesystem();
     let Ok(wasmtime_wasi::filesystem::Descriptor::Dir(dir)) = fs.table.get(fd) else {
@@ -362,21 +253,12 @@ fn root_dir<T: WasiView>(
     if (st.st_dev as u64, st.st_ino as u64) != root {
         return None;
     }
-    dir.dir
-        .try_clone()
-        .ok()
-        .map(cap_std::fs::Dir::from_std_file)
+    dir.dir.try_clone().ok().map(cap_std::fs::Dir::from_std_file)
 }
 
 /// Whether `path` from descriptor `fd` passes through a hidden name at the store's root. `follow`:
 /// whether the call follows a symlink in the final component.
-fn seen<T: WasiView>(
-    data: &mut T,
-    project: fn(&mut T) -> &mut StoreViewCtx,
-    fd: &Resource<Descriptor>,
-    path: &str,
-    follow: bool,
-) -> Seen {
+fn seen<T: WasiView>(data: &mut T, project: fn(&mut T) -> &mut StoreViewCtx, fd: &Resource<Descriptor>, path: &str, follow: bool) -> Seen {
     match root_dir(data, project, fd) {
         Some(root) => walk(&root, path, follow),
         None => Seen::Visible,
@@ -404,9 +286,7 @@ fn walk(root: &cap_std::fs::Dir, path: &str, follow: bool) -> Seen {
         }
         let last = todo.iter().all(|p| p.is_empty() || p == ".");
         let here: std::path::PathBuf = at.iter().chain(std::iter::once(&part)).collect();
-        let is_link = root
-            .symlink_metadata(&here)
-            .is_ok_and(|m| m.file_type().is_symlink());
+        let is_link = root.symlink_metadata(&here).is_ok_and(|m| m.file_type().is_symlink());
         if is_link && (!last || follow) {
             links += 1;
             let Ok(target) = root.read_link(&here) else {
@@ -436,10 +316,8 @@ mod tests {
         std::fs::create_dir_all(tmp.path().join("remote-sync")).unwrap();
         std::fs::create_dir_all(tmp.path().join("teams/t1")).unwrap();
         std::os::unix::fs::symlink("remote-sync", tmp.path().join("via-link")).unwrap();
-        std::os::unix::fs::symlink("../../remote-sync/a.json", tmp.path().join("teams/t1/deep"))
-            .unwrap();
-        let root =
-            cap_std::fs::Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+        std::os::unix::fs::symlink("../../remote-sync/a.json", tmp.path().join("teams/t1/deep")).unwrap();
+        let root = cap_std::fs::Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
         for hidden in [
             "remote-sync",
             "remote-sync/t.json",
@@ -451,13 +329,7 @@ mod tests {
         ] {
             assert!(walk(&root, hidden, true) == Seen::Hidden, "{hidden}");
         }
-        for visible in [
-            "messages.db",
-            "teams/t1/messages.db",
-            "teams/remote-sync",
-            "remote-syncx",
-            "via-link",
-        ] {
+        for visible in ["messages.db", "teams/t1/messages.db", "teams/remote-sync", "remote-syncx", "via-link"] {
             assert!(walk(&root, visible, false) == Seen::Visible, "{visible}");
         }
         // Following the link in the final component reaches the hidden directory.

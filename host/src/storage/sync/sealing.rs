@@ -47,13 +47,7 @@ pub struct Ledger {
 /// `sha256` of an envelope's fields, each length-prefixed: what the ledger holds of an envelope.
 fn digest(wire_id: &str, e: &Envelope) -> String {
     let mut h = Sha256::new();
-    for part in [
-        wire_id,
-        &e.v.to_string(),
-        &e.cipher,
-        e.key_id.as_deref().unwrap_or(""),
-        &e.blob,
-    ] {
+    for part in [wire_id, &e.v.to_string(), &e.cipher, e.key_id.as_deref().unwrap_or(""), &e.blob] {
         h.update((part.len() as u64).to_be_bytes());
         h.update(part.as_bytes());
     }
@@ -61,41 +55,25 @@ fn digest(wire_id: &str, e: &Envelope) -> String {
 }
 
 fn ledger_error(what: &str, e: impl std::fmt::Display) -> StorageError {
-    StorageError::runtime(format!(
-        "the host's record of the envelopes it sealed: {what}: {e}"
-    ))
+    StorageError::runtime(format!("the host's record of the envelopes it sealed: {what}: {e}"))
 }
 
 impl Ledger {
     /// The ledger of `b` in `store` (nothing is created until something is recorded).
     pub fn new(store: &StoreDir, b: &Binding) -> Ledger {
         // The binding's three values are checked UUIDs and digits (`parse_binding`): a plain file name.
-        Ledger {
-            store: store.clone(),
-            file: format!(
-                "{}.{}.v{}",
-                b.server_instance_id, b.remote_team_id, b.protocol_version
-            ),
-        }
+        Ledger { store: store.clone(), file: format!("{}.{}.v{}", b.server_instance_id, b.remote_team_id, b.protocol_version) }
     }
 
     /// Its directory, created when `create`; `None` when missing.
     fn dir(&self, create: bool) -> Result<Option<fsroot::Dir>, StorageError> {
-        self.store
-            .host_dir(LEDGER_DIR, create)
-            .map_err(|e| ledger_error("cannot open its directory", e))
+        self.store.host_dir(LEDGER_DIR, create).map_err(|e| ledger_error("cannot open its directory", e))
     }
 
     /// Hold the ledger's lock in `dir` while `f` runs.
-    fn locked<T>(
-        dir: &fsroot::Dir,
-        f: impl FnOnce() -> Result<T, StorageError>,
-    ) -> Result<T, StorageError> {
-        let lock = dir
-            .open_append(".lock", 0o600)
-            .map_err(|e| ledger_error("cannot open its lock", e))?;
-        rustix::fs::flock(lock.as_fd(), rustix::fs::FlockOperation::LockExclusive)
-            .map_err(|e| ledger_error("cannot lock it", e))?;
+    fn locked<T>(dir: &fsroot::Dir, f: impl FnOnce() -> Result<T, StorageError>) -> Result<T, StorageError> {
+        let lock = dir.open_append(".lock", 0o600).map_err(|e| ledger_error("cannot open its lock", e))?;
+        rustix::fs::flock(lock.as_fd(), rustix::fs::FlockOperation::LockExclusive).map_err(|e| ledger_error("cannot lock it", e))?;
         f()
     }
 
@@ -104,12 +82,8 @@ impl Ledger {
         let line = format!("{wire_id} {}\n", digest(wire_id, envelope));
         let dir = self.dir(true)?.expect("created");
         Self::locked(&dir, || {
-            let mut file = dir
-                .open_append(&self.file, 0o600)
-                .map_err(|e| ledger_error("cannot open it", e))?;
-            file.write_all(line.as_bytes())
-                .and_then(|()| file.sync_data())
-                .map_err(|e| ledger_error("cannot write it", e))
+            let mut file = dir.open_append(&self.file, 0o600).map_err(|e| ledger_error("cannot open it", e))?;
+            file.write_all(line.as_bytes()).and_then(|()| file.sync_data()).map_err(|e| ledger_error("cannot write it", e))
         })
     }
 
@@ -124,26 +98,14 @@ impl Ledger {
     fn lines_in(dir: &fsroot::Dir, name: &str) -> Result<HashSet<String>, StorageError> {
         let file = match dir.open_regular(name) {
             Ok(file) => file,
-            Err(fsroot::Error {
-                why: fsroot::Why::Missing,
-                ..
-            }) => return Ok(HashSet::new()),
+            Err(fsroot::Error { why: fsroot::Why::Missing, .. }) => return Ok(HashSet::new()),
             Err(e) => return Err(ledger_error("cannot open it", e)),
         };
-        let size = file
-            .metadata()
-            .map_err(|e| ledger_error("cannot read it", e))?
-            .len();
+        let size = file.metadata().map_err(|e| ledger_error("cannot read it", e))?.len();
         if size > MAX_LEDGER_BYTES {
-            return Err(ledger_error(
-                "refusing to read it",
-                format!("it is {size} bytes, more than {MAX_LEDGER_BYTES}"),
-            ));
+            return Err(ledger_error("refusing to read it", format!("it is {size} bytes, more than {MAX_LEDGER_BYTES}")));
         }
-        BufReader::new(file)
-            .lines()
-            .collect::<io::Result<HashSet<String>>>()
-            .map_err(|e| ledger_error("cannot read it", e))
+        BufReader::new(file).lines().collect::<io::Result<HashSet<String>>>().map_err(|e| ledger_error("cannot read it", e))
     }
 
     /// Forget the envelopes of `wire_ids` (their reservations are acknowledged: never answered again).
@@ -153,24 +115,14 @@ impl Ledger {
         };
         Self::locked(&dir, || {
             let held = Self::lines_in(&dir, &self.file)?;
-            if !held
-                .iter()
-                .any(|line| wire_ids.contains(line.split(' ').next().unwrap_or("")))
-            {
+            if !held.iter().any(|line| wire_ids.contains(line.split(' ').next().unwrap_or(""))) {
                 return Ok(());
             }
-            let kept: Vec<&String> = held
-                .iter()
-                .filter(|line| !wire_ids.contains(line.split(' ').next().unwrap_or("")))
-                .collect();
+            let kept: Vec<&String> = held.iter().filter(|line| !wire_ids.contains(line.split(' ').next().unwrap_or(""))).collect();
             dir.write_atomically(
                 &self.file,
                 |e| ledger_error("cannot rewrite it", e),
-                |out| {
-                    kept.iter()
-                        .try_for_each(|line| writeln!(out, "{line}"))
-                        .map_err(|e| ledger_error("cannot rewrite it", e))
-                },
+                |out| kept.iter().try_for_each(|line| writeln!(out, "{line}")).map_err(|e| ledger_error("cannot rewrite it", e)),
             )
         })
     }
@@ -185,10 +137,7 @@ pub struct SealedCheck {
 
 impl SealedCheck {
     pub fn new(ledger: Ledger) -> SealedCheck {
-        SealedCheck {
-            ledger,
-            known: None,
-        }
+        SealedCheck { ledger, known: None }
     }
 
     /// Whether `c`, if it is an `age-v1` envelope, is one the host sealed under its wire id.
@@ -197,11 +146,7 @@ impl SealedCheck {
             return Ok(());
         }
         let line = format!("{} {}", c.wire_id, digest(&c.wire_id, &c.envelope));
-        if self
-            .known
-            .as_ref()
-            .is_some_and(|known| known.contains(&line))
-        {
+        if self.known.as_ref().is_some_and(|known| known.contains(&line)) {
             return Ok(());
         }
         let known = self.ledger.lines()?;
@@ -241,17 +186,11 @@ impl OpSealer {
     fn seal_one(&self, m: &SealMessage) -> Result<(String, Envelope), SealFailure> {
         let wire_id = uuid::Uuid::new_v4().hyphenated().to_string();
         let created_at = seal::canonical_created_at(&m.created_at);
-        let message = seal::Message {
-            body: &m.body,
-            created_at: &created_at,
-            from_agent: &m.from_agent,
-            to_agent: &m.to_agent,
+        let message = seal::Message { body: &m.body, created_at: &created_at, from_agent: &m.from_agent, to_agent: &m.to_agent };
+        let (cipher, key_id, recipients): (&str, Option<&str>, &[String]) = match &self.request.profile {
+            WriteProfile::None => ("none", None, &[]),
+            WriteProfile::AgeV1 { key_id, recipients } => ("age-v1", Some(key_id), recipients),
         };
-        let (cipher, key_id, recipients): (&str, Option<&str>, &[String]) =
-            match &self.request.profile {
-                WriteProfile::None => ("none", None, &[]),
-                WriteProfile::AgeV1 { key_id, recipients } => ("age-v1", Some(key_id), recipients),
-            };
         let request = seal::SealRequest {
             envelope_v: self.request.envelope_v,
             cipher,
@@ -266,12 +205,7 @@ impl OpSealer {
             seal::SealState::Malformed => SealFailure::Malformed(e.to_string()),
             seal::SealState::UnsupportedCipher => SealFailure::Refused(e.to_string()),
         })?;
-        let envelope = Envelope {
-            v: sealed.v,
-            cipher: sealed.cipher,
-            key_id: sealed.key_id,
-            blob: sealed.blob,
-        };
+        let envelope = Envelope { v: sealed.v, cipher: sealed.cipher, key_id: sealed.key_id, blob: sealed.blob };
         Ok((wire_id, envelope))
     }
 }
@@ -280,16 +214,8 @@ impl Sealer for OpSealer {
     fn seal(&mut self, message: SealMessage) -> Result<SealedMessage, SealFailure> {
         let (wire_id, envelope) = self.seal_one(&message)?;
         if envelope.cipher == "age-v1" {
-            self.ledger
-                .record(&wire_id, &envelope)
-                .map_err(|e| SealFailure::Refused(e.to_string()))?;
+            self.ledger.record(&wire_id, &envelope).map_err(|e| SealFailure::Refused(e.to_string()))?;
         }
-        Ok(SealedMessage {
-            wire_id,
-            v: envelope.v,
-            cipher: envelope.cipher,
-            key_id: envelope.key_id,
-            blob: envelope.blob,
-        })
+        Ok(SealedMessage { wire_id, v: envelope.v, cipher: envelope.cipher, key_id: envelope.key_id, blob: envelope.blob })
     }
 }

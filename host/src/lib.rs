@@ -20,9 +20,10 @@
 //!   project; [`pid`] is the one pid liveness check.
 //! - [`directive`] is what of a driver's `AGMSG-DIRECTIVE` the host relays to an agent;
 //!   [`display`] is the one rule for printing text a driver or a manifest supplied; [`shell`] the one
-//!   way text is written into a shell command; [`log`] the host's log; [`bundled`] the drivers built
-//!   into the binary; [`semver`] version text and compatibility; [`fsroot`] the one directory
-//!   capability: a root held open, no link followed below it.
+//!   way text is written into a shell command; [`shim`] what every shim agmsg sources shares (the
+//!   agmsg-host it runs, what it says when that cannot run); [`log`] the host's log; [`bundled`] the
+//!   drivers built into the binary; [`semver`] version text and compatibility; [`fsroot`] the one
+//!   directory capability: a root held open, no link followed below it.
 
 pub mod agent;
 // The leaves the runtime crate holds, at their old paths (`crate::axis`, …): the host names them
@@ -38,6 +39,7 @@ pub mod plugin;
 pub mod runtime;
 pub mod scaffold;
 pub mod shell;
+pub mod shim;
 pub mod spawn;
 pub mod storage;
 pub mod terminal;

@@ -53,13 +53,26 @@ _agmsg_host_keep_default on_enable
 _agmsg_host_keep_default on_disable
 _agmsg_host_keep_default stop_directive
 
-# agmsg-host delivery <op> <args...>, told agmsg's directory.
+# agmsg-host delivery <op> <args...>, told agmsg's directory. When agmsg-host cannot run (gone from
+# the path above, or not a program there; it never exits 126 or 127 itself): one line on stderr that
+# names it and says what to do, and runtime_error (13).
 _agmsg_host() {
-    if [ -n "${SKILL_DIR:-}" ]; then
-        AGMSG_SKILL_DIR="$SKILL_DIR" "$_agmsg_host_bin" delivery "$@"
-    else
-        "$_agmsg_host_bin" delivery "$@"
+    local _agmsg_host_s=0
+    if [ -x "$_agmsg_host_bin" ] && [ ! -d "$_agmsg_host_bin" ]; then
+        if [ -n "${SKILL_DIR:-}" ]; then
+            AGMSG_SKILL_DIR="$SKILL_DIR" "$_agmsg_host_bin" delivery "$@" || _agmsg_host_s=$?
+        else
+            "$_agmsg_host_bin" delivery "$@" || _agmsg_host_s=$?
+        fi
+        case "$_agmsg_host_s" in
+            126 | 127) ;;
+            *) return "$_agmsg_host_s" ;;
+        esac
     fi
+    local _agmsg_host_dir="<agmsg's directory>"
+    [ -z "${SKILL_DIR:-}" ] || _agmsg_host_dir="$SKILL_DIR"
+    echo "agmsg-host: cannot run $_agmsg_host_bin, which agmsg's delivery for type '$_agmsg_host_type' runs in (moved or removed?): put agmsg-host back there, or re-run \`agmsg-host shim install $_agmsg_host_dir\` with the agmsg-host you have now" >&2
+    return 13
 }
 
 # After side-effect op <fn> exited <status>: 3 (the type does not override it) runs agmsg's default
@@ -123,5 +136,32 @@ mod tests {
         let sourced = std::process::Command::new("bash").arg("-c").arg("source \"$1\"").arg("bash").arg(&file).status().unwrap();
         assert!(sourced.success());
         assert!(!marker.exists(), "the type name's second line ran");
+    }
+
+    /// agmsg-host gone from the path the file names: every function agmsg calls answers runtime_error
+    /// (13) with a line naming agmsg-host and what to do, a side-effect function included (13 is not
+    /// "not overridden": agmsg's default does not run in its place).
+    #[test]
+    fn without_agmsg_host_every_function_fails_saying_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("_delivery.sh");
+        std::fs::write(&file, text("codex", "/nonexistent/agmsg-host")).unwrap();
+        for call in [
+            "agmsg_delivery_apply codex /p turn",
+            "agmsg_delivery_status codex /p",
+            "agmsg_delivery_on_enable turn codex /p",
+            "agmsg_delivery_on_disable codex /p",
+            "agmsg_delivery_stop_directive",
+        ] {
+            let script = format!("agmsg_delivery_on_disable() {{ echo default ran; }}\nsource \"$1\"; SKILL_DIR=/x/skill {call}");
+            let out = std::process::Command::new("bash").arg("-c").arg(script).arg("bash").arg(&file).output().unwrap();
+            assert_eq!(out.status.code(), Some(13), "{call}: {out:?}");
+            assert!(out.stdout.is_empty(), "{call}: {out:?}");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                stderr.contains("agmsg-host: cannot run /nonexistent/agmsg-host") && stderr.contains("agmsg-host shim install /x/skill"),
+                "{call}: {stderr}"
+            );
+        }
     }
 }

@@ -33,11 +33,12 @@ use clap::{Parser, Subcommand};
         Argv, stdout framing and exit codes are those of agmsg's bash drivers, so agmsg's scripts can \
         call agmsg-host in their place.",
     after_help = "Environment:\n  \
-        AGMSG_STORAGE_PATH    store directory (else $AGMSG_HOME/db, else ~/.agents/skills/agmsg/db)\n  \
+        AGMSG_STORAGE_PATH    store directory (else ~/.agents/skills/agmsg/db, agmsg's own)\n  \
         AGMSG_STORAGE_DRIVER  storage driver (else the `storage` key of $AGMSG_CONFIG, else sqlite)\n  \
         AGMSG_CONFIG          agmsg's config file (default ~/.agents/agmsg/config.json)\n  \
         AGMSG_TERMINAL_DRIVER terminal driver (else the id's placement reference, else detection)\n  \
-        AGMSG_HOME            agmsg's home (default ~/.agents/agmsg): plugins/, trusted-plugins.json\n  \
+        AGMSG_HOME            agmsg-host's home (default ~/.agents/agmsg): plugins/, trusted-plugins.json
+                        only; never the store\n  \
         AGMSG_PLUGIN_DIRS     more plugin directories, ':'-separated (later ones win)\n  \
         AGMSG_CACHE_DIR       compiled-component cache (default ~/.cache/agmsg-host)\n  \
         AGMSG_DRIVER_TIMEOUT_MS, AGMSG_DRIVER_MEMORY_MB   per-call deadline and memory cap\n  \
@@ -179,10 +180,12 @@ enum DriverCommand {
 
 #[derive(Subcommand, Debug)]
 enum ShimAxis {
-    /// A storage driver for agmsg: every storage_* function forwards to agmsg-host (with --driver's
-    /// component), same argv, framing and exit codes; bodies go through stdin
+    /// A storage driver for agmsg: every storage_* function forwards to `agmsg-host --driver <driver>`
+    /// (by name: each call checks a plugin's trust again), same argv, framing and exit codes; bodies
+    /// go through stdin. agmsg loads it as <agmsg>/scripts/drivers/storage/<name>.sh
     Storage {
-        /// The driver name agmsg selects it by (AGMSG_STORAGE_DRIVER) [default: host-<driver>]
+        /// The driver name agmsg selects it by (AGMSG_STORAGE_DRIVER), which is the file's name without
+        /// .sh [default: --output's, else host-<driver>]
         #[arg(long)]
         name: Option<String>,
         /// Write the file here (atomically) instead of to stdout
@@ -211,8 +214,8 @@ enum ShimAxis {
         #[arg(long, short, value_name = "DIR")]
         output: Option<PathBuf>,
     },
-    /// Put every shim in an agmsg install: storage drivers sqlite and jsonl, every bundled type's
-    /// _delivery.sh, the terminal drivers; agmsg's originals are kept in <dir>/agmsg-host-shims/ for
+    /// Put every shim in an agmsg install: every storage driver agmsg-host runs by name (bundled and
+    /// trusted plugins), every bundled type's _delivery.sh, the terminal drivers; agmsg's originals are kept in <dir>/agmsg-host-shims/ for
     /// uninstall. Idempotent; symlinks are never followed
     Install(ShimInstallArgs),
     /// Take the shims out of an agmsg install again: agmsg's originals back byte for byte, what install

@@ -2,8 +2,11 @@
 //! install in one command.
 //!
 //! Install writes, below `<dir>/scripts/drivers/` (where agmsg's loaders look):
-//! - `storage/sqlite.sh`, `storage/jsonl.sh`: storage shims for agmsg-host's bundled drivers of those
-//!   names (agmsg's `agmsg_storage_load` sources the first `storage/<name>.sh` it finds, builtins first);
+//! - `storage/<name>.sh` for every storage driver agmsg-host runs by name: its bundled ones (sqlite,
+//!   jsonl, postgres) and every trusted storage plugin (agmsg's `agmsg_storage_load` sources the first
+//!   `storage/<name>.sh` it finds, builtins first). Each forwards by name, so each call checks the
+//!   plugin's trust and hashes as `agmsg-host --driver <name>` does: a plugin untrusted or changed
+//!   since fails in agmsg with agmsg-host's refusal;
 //! - `types/<type>/_delivery.sh` of every bundled type agmsg has a directory for (a type agmsg-host cannot
 //!   answer for is skipped, saying why);
 //! - `terminals/<name>/terminal.conf` + `ops.sh` for every bundled terminal driver (spec §6.1).
@@ -107,7 +110,8 @@ pub fn run(action: Action, dir: &Path, dry_run: bool, json: bool) -> ExitCode {
         Action::Uninstall => uninstall(&root, dry_run, &mut items),
     });
     if json {
-        let mut out = json!({ "command": verb, "dir": dir.display().to_string(), "dry_run": dry_run, "items": items, "ok": result.is_ok() });
+        let mut out =
+            json!({ "command": verb, "dir": dir.display().to_string(), "dry_run": dry_run, "items": items, "ok": result.is_ok() });
         if let Err(e) = &result {
             out["error"] = e.message.clone().into();
         }
@@ -157,14 +161,20 @@ impl Root {
         let root = Root { dir: opened, lock, path };
         let layout = root.dir_at("scripts/drivers", None)?.is_some() && root.read("scripts/lib/storage.sh")?.is_some();
         if !layout {
-            return Err(HostError::refused(format!("{} is not an agmsg install directory (no scripts/drivers/ and scripts/lib/storage.sh): name the directory holding agmsg's scripts/, e.g. ~/.agents/skills/agmsg", dir.display())));
+            return Err(HostError::refused(format!(
+                "{} is not an agmsg install directory (no scripts/drivers/ and scripts/lib/storage.sh): name the directory holding agmsg's scripts/, e.g. ~/.agents/skills/agmsg",
+                dir.display()
+            )));
         }
         // One install or uninstall at a time per directory (the kernel drops the lock with the
         // process): two at once could each record what the other is replacing.
         match rustix::fs::flock(&root.lock, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => {}
             Err(rustix::io::Errno::WOULDBLOCK) => {
-                return Err(HostError::refused(format!("another agmsg-host shim install or uninstall is running on {}: try again once it has finished", dir.display())));
+                return Err(HostError::refused(format!(
+                    "another agmsg-host shim install or uninstall is running on {}: try again once it has finished",
+                    dir.display()
+                )));
             }
             Err(e) => return Err(HostError::refused(format!("cannot lock {}: {e}", dir.display()))),
         }
@@ -285,7 +295,9 @@ fn refusal(rel: &str, why: Why, what: &str) -> HostError {
 /// or empty component).
 fn is_ours(rel: &str) -> bool {
     rel.strip_prefix("scripts/drivers/").is_some_and(|rest| {
-        rest.split('/').all(|part| !part.is_empty() && part != "." && part != ".." && part.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)))
+        rest.split('/').all(|part| {
+            !part.is_empty() && part != "." && part != ".." && part.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+        })
     })
 }
 
@@ -304,10 +316,10 @@ struct Shim {
 fn shims(root_path: &Path, items: &mut Vec<Item>) -> Result<Vec<Shim>, HostError> {
     let bin = super::shim::this_binary()?;
     let mut out = Vec::new();
-    for name in ["sqlite", "jsonl"] {
+    for name in agmsg_host::storage::shim::install_names()? {
         out.push(Shim {
             path: format!("scripts/drivers/storage/{name}.sh"),
-            text: super::shim::storage_shim(name, &bin, name),
+            text: agmsg_host::storage::shim::storage_shim(&name, &bin, &name),
             warnings: Vec::new(),
         });
     }
@@ -489,7 +501,14 @@ fn uninstall(root: &Root, dry_run: bool, items: &mut Vec<Item>) -> Result<(), Ho
         let restore = match (&entry.original, action) {
             (Some(o), "restore") => {
                 let backup = root.read(&backup_path(&o.sha256))?.filter(|(b, _)| sha256_hex(b) == o.sha256);
-                let bytes = backup.ok_or_else(|| HostError::refused(format!("the backup of {path}, {}, is missing or damaged: nothing changed", backup_path(&o.sha256))))?.0;
+                let bytes = backup
+                    .ok_or_else(|| {
+                        HostError::refused(format!(
+                            "the backup of {path}, {}, is missing or damaged: nothing changed",
+                            backup_path(&o.sha256)
+                        ))
+                    })?
+                    .0;
                 Some((bytes, o.mode))
             }
             _ => None,
@@ -537,7 +556,8 @@ fn uninstall(root: &Root, dry_run: bool, items: &mut Vec<Item>) -> Result<(), Ho
         }
     }
     let _ = root.remove(&format!("{STATE_DIR}/{BACKUP_DIR}"), true);
-    root.remove(&format!("{STATE_DIR}/{RECORD}"), false).map_err(|e| HostError::refused(format!("cannot remove {STATE_DIR}/{RECORD}: {e}")))?;
+    root.remove(&format!("{STATE_DIR}/{RECORD}"), false)
+        .map_err(|e| HostError::refused(format!("cannot remove {STATE_DIR}/{RECORD}: {e}")))?;
     match root.remove(STATE_DIR, true) {
         Ok(()) => items.push(Item::new(&format!("{STATE_DIR}/"), "remove", None)),
         Err(e) => items.push(Item::new(&format!("{STATE_DIR}/"), "keep", Some(format!("not removed: {e}")))),

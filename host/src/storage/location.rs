@@ -48,8 +48,9 @@ impl StorePlace {
     }
 }
 
-/// The store directory: `--store`, else `AGMSG_STORAGE_PATH`, else `$AGMSG_HOME/db`, else agmsg's
-/// default `~/.agents/skills/agmsg/db`.
+/// The store directory: `--store`, else `AGMSG_STORAGE_PATH`, else agmsg's default
+/// `~/.agents/skills/agmsg/db` (agmsg 1.2.1's own order). `AGMSG_HOME` is agmsg-host's home (plugins
+/// and their trust, `plugin::registry::agmsg_home`) and never the store.
 pub fn store_dir(flag: Option<PathBuf>) -> Result<PathBuf, StorageError> {
     if let Some(dir) = flag {
         return Ok(dir);
@@ -58,20 +59,16 @@ pub fn store_dir(flag: Option<PathBuf>) -> Result<PathBuf, StorageError> {
         let trimmed = dir.trim_end_matches('/');
         return Ok(PathBuf::from(if trimmed.is_empty() { "/" } else { trimmed }));
     }
-    if let Some(home) = non_empty_env("AGMSG_HOME") {
-        return Ok(PathBuf::from(home).join("db"));
-    }
-    let home = non_empty_env("HOME")
-        .ok_or_else(|| StorageError::runtime("cannot find the store: set --store, AGMSG_STORAGE_PATH or HOME"))?;
+    let home =
+        non_empty_env("HOME").ok_or_else(|| StorageError::runtime("cannot find the store: set --store, AGMSG_STORAGE_PATH or HOME"))?;
     Ok(PathBuf::from(home).join(".agents/skills/agmsg/db"))
 }
 
-/// Where agmsg keeps team registries: `AGMSG_TEAMS_DIR`, else `$AGMSG_HOME/teams`, else
-/// `~/.agents/skills/agmsg/teams` (beside agmsg's default `db/`).
+/// Where agmsg keeps team registries: `AGMSG_TEAMS_DIR`, else `~/.agents/skills/agmsg/teams` (beside
+/// agmsg's default `db/`; not `AGMSG_HOME`'s, see [`store_dir`]).
 pub fn teams_dir() -> Option<PathBuf> {
     non_empty_env("AGMSG_TEAMS_DIR")
         .map(PathBuf::from)
-        .or_else(|| non_empty_env("AGMSG_HOME").map(|h| PathBuf::from(h).join("teams")))
         .or_else(|| non_empty_env("HOME").map(|h| PathBuf::from(h).join(".agents/skills/agmsg/teams")))
 }
 
@@ -85,7 +82,8 @@ pub fn partition(store_root: &Path, team: &str) -> Result<StorePlace, StorageErr
         // agmsg's own partition `<root>/teams/<team>`: below its root it is still opened without
         // following a symlink, like one this host resolves.
         let parent = store_root.parent();
-        if store_root.file_name() == Some(team.as_ref()) && parent.and_then(Path::file_name) == Some("teams".as_ref())
+        if store_root.file_name() == Some(team.as_ref())
+            && parent.and_then(Path::file_name) == Some("teams".as_ref())
             && let Some(root) = parent.and_then(Path::parent)
         {
             return Ok(StorePlace { root: root.to_owned(), partition: Some(team.to_owned()) });
@@ -100,8 +98,8 @@ pub fn partition(store_root: &Path, team: &str) -> Result<StorePlace, StorageErr
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return shared(),
         Err(e) => return Err(StorageError::runtime(format!("cannot read {}: {e}", config.display()))),
     };
-    let value: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| StorageError::runtime(format!("{} is not valid JSON: {e}", config.display())))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| StorageError::runtime(format!("{} is not valid JSON: {e}", config.display())))?;
     match value.pointer("/drivers/partition").map(|p| p.as_str()) {
         None | Some(Some("shared")) => shared(),
         Some(Some("per-team")) => Ok(StorePlace { root: store_root.to_owned(), partition: Some(team.to_owned()) }),
@@ -129,8 +127,8 @@ pub fn storage_driver(flag: Option<String>) -> Result<String, StorageError> {
     if let Some(path) = config_file() {
         match std::fs::read_to_string(&path) {
             Ok(text) => {
-                let config: serde_json::Value = serde_json::from_str(&text)
-                    .map_err(|e| StorageError::runtime(format!("{} is not valid JSON: {e}", path.display())))?;
+                let config: serde_json::Value =
+                    serde_json::from_str(&text).map_err(|e| StorageError::runtime(format!("{} is not valid JSON: {e}", path.display())))?;
                 if let Some(name) = config.get("storage").and_then(|v| v.as_str()).filter(|s| !s.is_empty()) {
                     return Ok(name.to_owned());
                 }
@@ -160,8 +158,8 @@ pub fn driver_config(name: &str) -> Result<Option<serde_json::Value>, StorageErr
     let Some(path) = config_file() else { return Ok(None) };
     match std::fs::read_to_string(&path) {
         Ok(text) => {
-            let config: serde_json::Value = serde_json::from_str(&text)
-                .map_err(|e| StorageError::runtime(format!("{} is not valid JSON: {e}", path.display())))?;
+            let config: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| StorageError::runtime(format!("{} is not valid JSON: {e}", path.display())))?;
             Ok(config.get(name).cloned())
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),

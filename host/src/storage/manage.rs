@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 
 use super::driver::{Event, Pair};
 use super::records::event_line;
-use super::{StorageError, Storage, StoreSession, atomic_file, drivers, location, source};
+use super::{Storage, StorageError, StoreSession, atomic_file, drivers, location, source};
 use crate::axis::Axis;
 use crate::bundled;
 use crate::error::{ExitClass, HostError};
@@ -98,8 +98,11 @@ pub fn switch(store_flag: Option<PathBuf>, name: &str, url: Option<&str>, progre
     Ok(Switched { driver: name.to_owned(), config })
 }
 
-/// `name`'s check: against the store, or with `url` against that database.
+/// `name`'s check: agmsg (when installed) must be able to load it too; then against the store, or
+/// with `url` against that database.
 fn check_new(store_flag: Option<PathBuf>, name: &str, url: Option<&str>) -> Result<(), StorageError> {
+    // agmsg reads the same config: a driver it cannot load would fail every agmsg command after.
+    super::shim::check_agmsg_loads(name)?;
     match url {
         None => {
             source::resolve(name)?;

@@ -11,6 +11,7 @@ pub mod module;
 pub mod postgres;
 pub mod records;
 pub mod session;
+pub mod shim;
 pub mod source;
 pub mod suite;
 pub mod sync;

@@ -10,7 +10,9 @@
 //! status the op's own. `--` ends agmsg-host's options, so an argument that looks like one (`--help`, a
 //! boot word, a text starting with `-`) is an argument. Every function names its agmsg-host and its
 //! driver itself, quoted ([`crate::shell::quote`]), instead of reading a shell variable that another
-//! sourced `ops.sh` (agmsg probes every candidate) could have set to its own.
+//! sourced `ops.sh` (agmsg probes every candidate) could have set to its own. When agmsg-host cannot
+//! run at that path (moved, removed), every function answers runtime_error (13) with a line on stderr
+//! that names agmsg-host and says what to do (`crate::shim`).
 
 use super::manifest::TerminalManifest;
 use crate::shell::quote;
@@ -68,6 +70,29 @@ pub fn terminal_conf(manifest: &TerminalManifest) -> String {
     )
 }
 
+/// The helper every function calls. When agmsg-host cannot run (gone from the path the function
+/// names, or not a program there; it never exits 126 or 127 itself): one line on stderr that names it
+/// and says what to do (the agmsg directory this file is in, when it is below one), and runtime_error
+/// (13).
+const HELPER: &str = r#"_agmsg_host_terminal() {
+    local _agmsg_host_bin="$1" _agmsg_host_driver="$2" _agmsg_host_op="$3" _agmsg_host_s=0 _agmsg_host_dir="<agmsg's directory>"
+    shift 3
+    if [ -x "$_agmsg_host_bin" ] && [ ! -d "$_agmsg_host_bin" ]; then
+        "$_agmsg_host_bin" --driver "$_agmsg_host_driver" terminal "$_agmsg_host_op" -- "$@" || _agmsg_host_s=$?
+        case "$_agmsg_host_s" in
+            126 | 127) ;;
+            *) return "$_agmsg_host_s" ;;
+        esac
+    fi
+    case "${BASH_SOURCE[0]:-}" in
+        */scripts/drivers/terminals/*) _agmsg_host_dir="${BASH_SOURCE[0]%/scripts/drivers/terminals/*}" ;;
+    esac
+    echo "agmsg-host: cannot run $_agmsg_host_bin, which agmsg's terminal driver '$_agmsg_host_driver' runs in (moved or removed?): put agmsg-host back there, or re-run \`agmsg-host shim install $_agmsg_host_dir\` with the agmsg-host you have now" >&2
+    return 13
+}
+
+"#;
+
 /// `ops.sh` for terminal driver `driver`, run by the agmsg-host at `bin`.
 pub fn ops_sh(driver: &str, bin: &str) -> String {
     // Comments end at a line break: the name is shown there as one line (driver names are plain anyway).
@@ -78,12 +103,7 @@ pub fn ops_sh(driver: &str, bin: &str) -> String {
          # the same arguments, and its stdout, stderr and exit status are the op's. Defines only terminal_*\n\
          # and _agmsg_host_* names; safe under `set -euo pipefail`.\n\n\
          # agmsg-host <bin> --driver <driver> terminal <op> -- <args...>: `--` so that an argument that\n\
-         # looks like an option arrives as an argument.\n\
-         _agmsg_host_terminal() {{\n\
-         \x20   local _agmsg_host_bin=\"$1\" _agmsg_host_driver=\"$2\" _agmsg_host_op=\"$3\"\n\
-         \x20   shift 3\n\
-         \x20   \"$_agmsg_host_bin\" --driver \"$_agmsg_host_driver\" terminal \"$_agmsg_host_op\" -- \"$@\"\n\
-         }}\n\n",
+         # looks like an option arrives as an argument.\n{HELPER}",
         version = env!("CARGO_PKG_VERSION"),
     );
     let (bin, driver) = (quote(bin), quote(driver));
@@ -136,9 +156,29 @@ mod tests {
         assert!(!marker.exists(), "something in the path ran");
     }
 
+    /// agmsg-host gone from the path ops.sh names: every op answers runtime_error (13) with a line
+    /// naming agmsg-host and the agmsg directory to re-run `shim install` on.
+    #[test]
+    fn without_agmsg_host_every_op_fails_saying_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let driver_dir = dir.path().join("skill/scripts/drivers/terminals/tmux");
+        std::fs::create_dir_all(&driver_dir).unwrap();
+        let ops = driver_dir.join("ops.sh");
+        std::fs::write(&ops, ops_sh("tmux", "/nonexistent/agmsg-host")).unwrap();
+        for (function, _) in OPS {
+            let out = bash(dir.path(), &format!("source \"$1\"; terminal_{function} a b"), &[ops.to_str().unwrap()]);
+            assert_eq!((out.status.code(), out.stdout.as_slice()), (Some(13), &b""[..]), "{function}: {out:?}");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let want = format!("agmsg-host shim install {}", dir.path().join("skill").display());
+            assert!(stderr.contains("agmsg-host: cannot run /nonexistent/agmsg-host") && stderr.contains(&want), "{function}: {stderr}");
+        }
+    }
+
     #[test]
     fn terminal_conf_is_agmsgs_four_keys() {
-        let manifest = TerminalManifest::parse("name=tmux\npriority=20\nbackend=tmux pane/window\ncapabilities=spawn peek\nprograms=tmux\nenv=TMUX\n").unwrap();
+        let manifest =
+            TerminalManifest::parse("name=tmux\npriority=20\nbackend=tmux pane/window\ncapabilities=spawn peek\nprograms=tmux\nenv=TMUX\n")
+                .unwrap();
         let conf = terminal_conf(&manifest);
         let read = TerminalManifest::parse(&conf).unwrap();
         assert_eq!((read.name.as_str(), read.priority, read.backend.as_str()), ("tmux", 20, "tmux pane/window"));

@@ -1,0 +1,308 @@
+//! A third-party storage driver used through agmsg, and shims that never fail silently: a shim names
+//! its plugin, so every call through it is resolved and trust-checked as `agmsg-host --driver <name>`
+//! is (an untrusted or changed plugin refused with the same words and exit code); `shim install` writes
+//! a shim for every trusted storage plugin, which agmsg 1.2.1's own `send.sh` and `inbox.sh` then use
+//! when it is selected the way agmsg selects drivers (`AGMSG_STORAGE_DRIVER`, `storage switch`), and
+//! untrusting it stops it in agmsg too; a shim whose agmsg-host is gone answers runtime_error (13)
+//! saying what to do; `AGMSG_HOME` is agmsg-host's home, never the store.
+//!
+//! agmsg 1.2.1 is installed from its release tree (`AGMSG_REFERENCE_TREE`, else `../shared/agmsg-1.2.1`
+//! beside this repository, copied first: it is read-only) with its own `install.sh`, offline, into the
+//! test's home; without that tree those tests are skipped, saying so (a failure with
+//! `AGMSG_REQUIRE_REFERENCE=1`).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use common::{Env, Run, build_project};
+
+/// The plugin's name: a storage driver as `driver new storage` makes it (a small working store).
+const PLUGIN: &str = "shimstore";
+
+/// Its project, made by `driver new` and built from source once per run: (component, manifest).
+fn plugin_package() -> &'static (PathBuf, PathBuf) {
+    static BUILT: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let project = Path::new(env!("CARGO_TARGET_TMPDIR")).join("shim-agmsg-plugin");
+        let _ = std::fs::remove_dir_all(&project);
+        let run: Run =
+            Command::new(common::BIN).args(["driver", "new", "storage", PLUGIN, "--path"]).arg(&project).output().unwrap().into();
+        assert_eq!(run.code, 0, "{run:?}");
+        (build_project(&project, PLUGIN), project.join("agmsg-driver.toml"))
+    })
+}
+
+/// `plugin install` of the plugin, trusted (`--yes`), into the env's home.
+fn install_plugin(env: &Env) {
+    let (wasm, manifest) = plugin_package();
+    let run = env.run(&["plugin", "install", wasm.to_str().unwrap(), "--manifest", manifest.to_str().unwrap(), "--yes"]);
+    assert_eq!(run.code, 0, "{run:?}");
+}
+
+/// The installed plugin's component.
+fn component(env: &Env) -> PathBuf {
+    env.dir.path().join(".agents/agmsg/plugins/storage").join(PLUGIN).join("driver.wasm")
+}
+
+/// agmsg 1.2.1's release tree, or `None` (skipped, saying why).
+fn agmsg_tree() -> Option<PathBuf> {
+    let tree =
+        std::env::var_os("AGMSG_REFERENCE_TREE").map(PathBuf::from).unwrap_or_else(|| common::workspace().join("../shared/agmsg-1.2.1"));
+    let required = std::env::var("AGMSG_REQUIRE_REFERENCE").as_deref() == Ok("1");
+    if !tree.join("install.sh").is_file() {
+        assert!(!required, "agmsg 1.2.1 is not at {} (AGMSG_REFERENCE_TREE)", tree.display());
+        eprintln!("skipped: agmsg 1.2.1 is not at {} (set AGMSG_REFERENCE_TREE to its release tree)", tree.display());
+        return None;
+    }
+    for tool in ["bash", "sqlite3"] {
+        if Command::new(tool).arg("--version").output().is_err() {
+            assert!(!required, "agmsg's scripts need {tool}");
+            eprintln!("skipped: agmsg's scripts need {tool}, which is not installed");
+            return None;
+        }
+    }
+    Some(tree)
+}
+
+/// agmsg 1.2.1 installed into the env's home by its own `install.sh` (offline), from a copy of its
+/// tree; its install directory (`~/.agents/skills/agmsg`), or `None` as [`agmsg_tree`] says.
+fn install_agmsg(env: &Env) -> Option<PathBuf> {
+    let tree = agmsg_tree()?;
+    let copy = env.dir.path().join("agmsg-1.2.1");
+    let copied = Command::new("cp").arg("-R").arg(&tree).arg(&copy).output().unwrap();
+    assert!(copied.status.success(), "{copied:?}");
+    let run: Run = env.program("bash").arg(copy.join("install.sh")).args(["--cmd", "agmsg"]).output().unwrap().into();
+    assert_eq!(run.code, 0, "agmsg's install.sh: {run:?}");
+    let skill = env.dir.path().join(".agents/skills/agmsg");
+    assert!(skill.join("scripts/send.sh").is_file(), "{run:?}");
+    Some(skill)
+}
+
+/// agmsg's `scripts/<script> <args>` in the env, with `vars` set.
+fn agmsg(env: &Env, skill: &Path, vars: &[(&str, &str)], script: &str, args: &[&str]) -> Run {
+    let mut cmd = env.program("bash");
+    cmd.arg(skill.join("scripts").join(script)).args(args);
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap().into()
+}
+
+/// Two agents of team t1, joined by agmsg's own `join.sh`.
+fn join_team(env: &Env, skill: &Path) {
+    for (agent, project) in [("alice", "proj-a"), ("bob", "proj-b")] {
+        let project = env.dir.path().join(project);
+        std::fs::create_dir_all(&project).unwrap();
+        let run = agmsg(env, skill, &[], "join.sh", &["t1", agent, "claude-code", project.to_str().unwrap()]);
+        assert_eq!(run.code, 0, "join {agent}: {run:?}");
+    }
+}
+
+/// Append a custom section to a component: still a valid component, but not the one trusted.
+fn change_component(path: &Path) {
+    let mut bytes = std::fs::read(path).unwrap();
+    bytes.extend_from_slice(&[0, 5, 4, b'e', b'v', b'i', b'l']);
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// `storage send` through the shim `shim` (sourced, as agmsg does) and with `--driver` directly: each
+/// as (exit code, stderr).
+fn send_both_ways(env: &Env, shim: &Path, body: &str) -> ((i32, String), (i32, String)) {
+    let through: Run = env
+        .program("bash")
+        .arg("-c")
+        .arg("source \"$1\"; storage_send t alice bob \"$2\"")
+        .arg("bash")
+        .arg(shim)
+        .arg(body)
+        .output()
+        .unwrap()
+        .into();
+    let direct = env.run(&["--driver", PLUGIN, "storage", "send", "t", "alice", "bob", body]);
+    ((through.code, through.stderr), (direct.code, direct.stderr))
+}
+
+/// The shim names the plugin, not its component: untrusted, or its component replaced, the plugin is
+/// refused through the shim exactly as `--driver <plugin>` refuses it (before, the shim ran the
+/// component's path and stored the message).
+#[test]
+fn a_shim_names_its_plugin_and_every_call_checks_trust_as_driver_does() {
+    let env = Env::new();
+    install_plugin(&env);
+    let shim = env.dir.path().join(format!("{PLUGIN}.sh"));
+    let run = env.run(&["--driver", PLUGIN, "shim", "storage", "--output", shim.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let text = std::fs::read_to_string(&shim).unwrap();
+    assert!(
+        text.contains(&format!("_agmsg_host_storage_driver={PLUGIN}\n"))
+            || text.contains(&format!("_agmsg_host_storage_driver='{PLUGIN}'\n")),
+        "by name: {text}"
+    );
+    assert!(!text.contains("driver.wasm"), "never the component's path: {text}");
+    // The selector agmsg loads it by is the file's name.
+    assert!(run.stderr.contains(&format!("AGMSG_STORAGE_DRIVER={PLUGIN} ")), "{run:?}");
+
+    let (through, direct) = send_both_ways(&env, &shim, "trusted");
+    assert_eq!((through.0, direct.0), (0, 0), "{through:?} {direct:?}");
+
+    let run = env.run(&["plugin", "untrust", &format!("storage/{PLUGIN}")]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let (through, direct) = send_both_ways(&env, &shim, "untrusted");
+    assert_ne!(direct.0, 0, "{direct:?}");
+    assert_eq!(through, direct, "through the shim as with --driver");
+
+    let run = env.run(&["plugin", "trust", &format!("storage/{PLUGIN}"), "--yes"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(send_both_ways(&env, &shim, "trusted again").0.0, 0);
+    change_component(&component(&env));
+    let (through, direct) = send_both_ways(&env, &shim, "changed");
+    assert!(direct.0 != 0 && direct.1.contains("changed"), "{direct:?}");
+    assert_eq!(through, direct, "through the shim as with --driver");
+
+    // Only what was trusted was stored.
+    let run = env.run(&["plugin", "trust", &format!("storage/{PLUGIN}"), "--yes"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let unread = env.run(&["--driver", PLUGIN, "storage", "list-unread", "t", "bob"]);
+    let bodies: Vec<String> =
+        unread.stdout.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["body"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(bodies, ["trusted", "trusted", "trusted again", "trusted again"], "{unread:?}");
+}
+
+/// `shim storage`'s selector is the file's name (agmsg loads `storage/<name>.sh`): the hint names it,
+/// and a `--name` that differs from the file is a usage error.
+#[test]
+fn the_shims_selector_is_its_file_name() {
+    let env = Env::new();
+    let out = env.dir.path().join("scripts/drivers/storage");
+    std::fs::create_dir_all(&out).unwrap();
+    let file = out.join("my-store.sh");
+    let run = env.run(&["--driver", "jsonl", "shim", "storage", "--output", file.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stderr.contains("AGMSG_STORAGE_DRIVER=my-store ") && !run.stderr.contains("host-jsonl"), "{run:?}");
+    assert!(std::fs::read_to_string(&file).unwrap().contains("select it with AGMSG_STORAGE_DRIVER=my-store"));
+    let run = env.run(&["--driver", "jsonl", "shim", "storage", "--name", "other", "--output", file.to_str().unwrap()]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("file's name"), "{run:?}");
+}
+
+/// `AGMSG_HOME` is agmsg-host's home (its plugins and their trust), never the store: with it set and
+/// no `AGMSG_STORAGE_PATH`, the store is agmsg's default one (`~/.agents/skills/agmsg/db`).
+#[test]
+fn agmsg_home_is_the_plugin_home_and_never_the_store() {
+    let env = Env::new();
+    let home = env.dir.path().join("host-home");
+    let run: Run = env
+        .cmd()
+        .env_remove("AGMSG_STORAGE_PATH")
+        .env("AGMSG_HOME", &home)
+        .args(["storage", "send", "t", "alice", "bob", "hi"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(!home.join("db").exists(), "AGMSG_HOME/db is not the store");
+    assert!(env.dir.path().join(".agents/skills/agmsg/db/messages.db").is_file(), "agmsg's default store");
+    let (wasm, manifest) = plugin_package();
+    let run: Run = env
+        .cmd()
+        .env("AGMSG_HOME", &home)
+        .args(["plugin", "install", wasm.to_str().unwrap(), "--manifest", manifest.to_str().unwrap(), "--yes"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(home.join("plugins/storage").join(PLUGIN).join("driver.wasm").is_file() && home.join("trusted-plugins.json").is_file());
+}
+
+/// The one flow, against agmsg 1.2.1 itself: install and trust a driver once, `shim install`, select it
+/// as agmsg selects drivers, and agmsg's `send.sh` and `inbox.sh` use it; untrusted, it stops in agmsg
+/// with agmsg-host's refusal (non-zero). `storage switch` to a driver agmsg could not load is refused,
+/// saying what to run, rather than leaving every agmsg command failing.
+#[test]
+fn agmsg_uses_a_trusted_plugin_after_shim_install_and_stops_when_it_is_untrusted() {
+    let env = Env::new();
+    let Some(skill) = install_agmsg(&env) else { return };
+    install_plugin(&env);
+    join_team(&env, &skill);
+    let config = env.dir.path().join(".agents/agmsg/config.json");
+
+    // Before shim install agmsg has no such driver: switching to it is refused, nothing changed.
+    let run = env.run(&["storage", "switch", PLUGIN]);
+    assert_eq!(run.code, 13, "{run:?}");
+    assert!(run.stderr.contains(&format!("agmsg-host shim install {}", skill.display())), "{run:?}");
+    assert!(!std::fs::read_to_string(&config).unwrap_or_default().contains(PLUGIN));
+
+    let run = env.run(&["shim", "install", skill.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains(&format!("scripts/drivers/storage/{PLUGIN}.sh")), "{run:?}");
+
+    // Selected by AGMSG_STORAGE_DRIVER.
+    let select = [("AGMSG_STORAGE_DRIVER", PLUGIN)];
+    let run = agmsg(&env, &skill, &select, "send.sh", &["t1", "alice", "bob", "through the plugin"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(env.store.join("store.json").is_file(), "the plugin's own store file: {run:?}");
+    let run = agmsg(&env, &skill, &select, "inbox.sh", &["t1", "bob"]);
+    assert!(run.code == 0 && run.stdout.contains("through the plugin"), "{run:?}");
+
+    // Selected by agmsg's config, through `storage switch`.
+    let run = env.run(&["storage", "switch", PLUGIN]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(std::fs::read_to_string(&config).unwrap().contains(PLUGIN));
+    let run = agmsg(&env, &skill, &[], "send.sh", &["t1", "alice", "bob", "selected by the config"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let run = agmsg(&env, &skill, &[], "inbox.sh", &["t1", "bob"]);
+    assert!(run.code == 0 && run.stdout.contains("selected by the config") && !run.stdout.contains("through the plugin"), "{run:?}");
+
+    // Untrusted: agmsg's commands stop with agmsg-host's refusal, never "No new messages".
+    let run = env.run(&["plugin", "untrust", &format!("storage/{PLUGIN}")]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let trust_command = format!("agmsg-host plugin trust storage/{PLUGIN}");
+    let run = agmsg(&env, &skill, &[], "send.sh", &["t1", "alice", "bob", "after untrust"]);
+    assert!(run.code != 0 && run.stderr.contains(&trust_command), "{run:?}");
+    let run = agmsg(&env, &skill, &[], "inbox.sh", &["t1", "bob"]);
+    assert!(run.code == 13 && run.stderr.contains(&trust_command) && !run.stdout.contains("No new messages"), "{run:?}");
+}
+
+/// Shims find agmsg-host by the path the user ran it by (a link kept, not resolved), and once it is
+/// gone from there every agmsg command through a shim fails with runtime_error (13), saying so and what
+/// to run, where agmsg 1.2.1's `inbox.sh`, `history.sh` and `check-inbox.sh` used to answer "no
+/// messages" (0) and `send.sh` 127.
+#[test]
+fn with_agmsg_host_gone_agmsgs_commands_fail_saying_what_to_do() {
+    let env = Env::new();
+    let Some(skill) = install_agmsg(&env) else { return };
+    join_team(&env, &skill);
+    // agmsg-host as a user installs it: a link on PATH to the build.
+    let bin_dir = env.dir.path().join("bin");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    let link = bin_dir.join("agmsg-host");
+    std::os::unix::fs::symlink(common::BIN, &link).unwrap();
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+    let run: Run = env.program("agmsg-host").env("PATH", &path).args(["shim", "install", skill.to_str().unwrap()]).output().unwrap().into();
+    assert_eq!(run.code, 0, "{run:?}");
+    let shim = std::fs::read_to_string(skill.join("scripts/drivers/storage/sqlite.sh")).unwrap();
+    assert!(shim.contains(&format!("_agmsg_host_storage_bin='{}'\n", link.display())), "the link's path, not where it leads: {shim}");
+    let run = agmsg(&env, &skill, &[], "send.sh", &["t1", "alice", "bob", "before the move"]);
+    assert_eq!(run.code, 0, "{run:?}");
+
+    std::fs::remove_file(&link).unwrap();
+    let advice = format!("agmsg-host shim install {}", skill.display());
+    let project_b = env.dir.path().join("proj-b");
+    for (script, args) in [
+        ("send.sh", vec!["t1", "alice", "bob", "after the move"]),
+        ("inbox.sh", vec!["t1", "bob"]),
+        ("history.sh", vec!["t1"]),
+        ("check-inbox.sh", vec!["claude-code", project_b.to_str().unwrap()]),
+    ] {
+        let run = agmsg(&env, &skill, &[], script, &args);
+        assert_eq!(run.code, 13, "{script}: {run:?}");
+        assert!(
+            run.stderr.contains(&format!("agmsg-host: cannot run {}", link.display())) && run.stderr.contains(&advice),
+            "{script}: {run:?}"
+        );
+        assert!(!run.stdout.contains("No new messages") && !run.stdout.contains("No message history"), "{script}: {run:?}");
+    }
+}

@@ -1,5 +1,6 @@
-//! `agmsg-host shim install | uninstall` on a real copy of agmsg 1.2.1's `scripts/` (extracted at run
-//! time from agmsg's repository, `AGMSG_REFERENCE_REPO`, a git directory; never committed here): every
+//! `agmsg-host shim install | uninstall` on a real copy of agmsg 1.2.1's `scripts/` (copied at run time
+//! from its release tree, `../shared/agmsg-1.2.1`, else extracted from agmsg's repository,
+//! `AGMSG_REFERENCE_REPO`, a git directory; never committed here): every
 //! shim where agmsg's loaders look, agmsg's own storage facade sourcing the storage shim, idempotence,
 //! and uninstall giving agmsg's tree back byte for byte (modes too); links refused with nothing changed.
 
@@ -78,7 +79,12 @@ fn items(env: &Env, args: &[&str]) -> Vec<(String, String)> {
     assert_eq!(run.code, 0, "{run:?}");
     let out: serde_json::Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {run:?}"));
     assert_eq!(out["ok"], true, "{out}");
-    out["items"].as_array().unwrap().iter().map(|i| (i["path"].as_str().unwrap().to_owned(), i["action"].as_str().unwrap().to_owned())).collect()
+    out["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["path"].as_str().unwrap().to_owned(), i["action"].as_str().unwrap().to_owned()))
+        .collect()
 }
 
 fn action_of<'a>(items: &'a [(String, String)], path: &str) -> &'a str {
@@ -92,14 +98,35 @@ fn bash(env: &Env, dir: &Path, script: &str) -> Run {
     cmd.output().unwrap().into()
 }
 
+/// agmsg 1.2.1's `scripts/` below `<env>/agmsg` (which it returns): from agmsg's repository as
+/// `common::reference` finds it, else copied from its release tree (`AGMSG_REFERENCE_TREE`, else
+/// `../shared/agmsg-1.2.1` beside this repository, read-only there); `None` (skipped, saying so) without
+/// either.
+fn agmsg_scripts(env: &Env) -> Option<PathBuf> {
+    let tree =
+        std::env::var_os("AGMSG_REFERENCE_TREE").map(PathBuf::from).unwrap_or_else(|| common::workspace().join("../shared/agmsg-1.2.1"));
+    if !tree.join("scripts/lib/storage.sh").is_file() {
+        return common::reference::scripts(env, &[]);
+    }
+    let dir = env.dir.path().join("agmsg");
+    std::fs::create_dir_all(&dir).unwrap();
+    let copied = std::process::Command::new("cp").arg("-R").arg(tree.join("scripts")).arg(dir.join("scripts")).output().unwrap();
+    assert!(copied.status.success(), "{copied:?}");
+    // Writable, as an install is (the release tree may be read-only).
+    let chmod = std::process::Command::new("chmod").args(["-R", "u+w"]).arg(&dir).output().unwrap();
+    assert!(chmod.status.success(), "{chmod:?}");
+    Some(dir)
+}
+
 /// agmsg 1.2.1's types (each has a directory in its tree) and agmsg-host's bundled terminal drivers.
-const TYPES: &[&str] = &["agmsg-app", "antigravity", "claude-code", "codex", "copilot", "cursor", "gemini", "grok-build", "hermes", "opencode"];
+const TYPES: &[&str] =
+    &["agmsg-app", "antigravity", "claude-code", "codex", "copilot", "cursor", "gemini", "grok-build", "hermes", "opencode"];
 const TERMINALS: &[&str] = &["herdr", "orca", "plain", "tmux"];
 
 #[test]
 fn install_puts_every_shim_where_agmsg_looks_and_uninstall_gives_agmsg_back_byte_for_byte() {
     let env = Env::new();
-    let Some(agmsg) = common::reference::scripts(&env, &[]) else { return };
+    let Some(agmsg) = agmsg_scripts(&env) else { return };
     let dir = agmsg.to_str().unwrap();
     let original = snapshot(&agmsg);
 
@@ -113,8 +140,17 @@ fn install_puts_every_shim_where_agmsg_looks_and_uninstall_gives_agmsg_back_byte
     assert!(text.code == 0 && text.stdout.contains("dry run") && text.stdout.contains("scripts/drivers/storage/jsonl.sh"), "{text:?}");
 
     let done = items(&env, &["install", dir]);
-    assert_eq!(done.iter().map(|(p, a)| (p.as_str(), a.as_str())).collect::<Vec<_>>(), planned.iter().map(|(p, a)| (p.as_str(), a.as_str())).collect::<Vec<_>>(), "install did what the dry run said");
-    let mut shims = vec!["scripts/drivers/storage/sqlite.sh".to_owned(), "scripts/drivers/storage/jsonl.sh".to_owned()];
+    assert_eq!(
+        done.iter().map(|(p, a)| (p.as_str(), a.as_str())).collect::<Vec<_>>(),
+        planned.iter().map(|(p, a)| (p.as_str(), a.as_str())).collect::<Vec<_>>(),
+        "install did what the dry run said"
+    );
+    // Every storage driver agmsg-host runs by name: its bundled ones here (no plugin installed).
+    let mut shims = vec![
+        "scripts/drivers/storage/sqlite.sh".to_owned(),
+        "scripts/drivers/storage/jsonl.sh".to_owned(),
+        "scripts/drivers/storage/postgres.sh".to_owned(),
+    ];
     for t in TYPES {
         shims.push(format!("scripts/drivers/types/{t}/_delivery.sh"));
     }
@@ -181,7 +217,11 @@ fn install_puts_every_shim_where_agmsg_looks_and_uninstall_gives_agmsg_back_byte
     );
     assert_eq!((run.code, run.stdout.as_str()), (0, "1\n-\n"), "{run:?}");
     // A type's _delivery.sh defines agmsg's delivery functions; a terminal's ops.sh answers.
-    let run = bash(&env, &agmsg, "source scripts/drivers/types/cursor/_delivery.sh\ndeclare -F agmsg_delivery_apply agmsg_delivery_status >/dev/null\nsource scripts/drivers/terminals/plain/ops.sh\nterminal_detect s");
+    let run = bash(
+        &env,
+        &agmsg,
+        "source scripts/drivers/types/cursor/_delivery.sh\ndeclare -F agmsg_delivery_apply agmsg_delivery_status >/dev/null\nsource scripts/drivers/terminals/plain/ops.sh\nterminal_detect s",
+    );
     assert_eq!((run.code, run.stdout.as_str()), (0, "-\n"), "{run:?}");
 
     // Again: nothing to do, nothing changed.
@@ -197,7 +237,11 @@ fn install_puts_every_shim_where_agmsg_looks_and_uninstall_gives_agmsg_back_byte
     assert_same_tree(&snapshot(&agmsg), &installed, "agmsg's tree changed");
     let undone = items(&env, &["uninstall", dir]);
     assert_eq!(action_of(&undone, "agmsg-host-shims/"), "remove", "{undone:?}");
-    assert_same_tree(&snapshot(&agmsg), &original, "uninstall restores agmsg's files byte for byte, modes too, and removes what install added");
+    assert_same_tree(
+        &snapshot(&agmsg),
+        &original,
+        "uninstall restores agmsg's files byte for byte, modes too, and removes what install added",
+    );
     // And again: nothing to undo.
     assert_eq!(items(&env, &["uninstall", dir]), [("agmsg-host-shims/".to_owned(), "nothing".to_owned())]);
     assert_same_tree(&snapshot(&agmsg), &original, "agmsg's tree changed");
@@ -206,7 +250,7 @@ fn install_puts_every_shim_where_agmsg_looks_and_uninstall_gives_agmsg_back_byte
 #[test]
 fn a_file_agmsg_replaced_after_install_is_agmsgs_from_then_on() {
     let env = Env::new();
-    let Some(agmsg) = common::reference::scripts(&env, &[]) else { return };
+    let Some(agmsg) = agmsg_scripts(&env) else { return };
     let dir = agmsg.to_str().unwrap();
     items(&env, &["install", dir]);
     // An agmsg update puts its own jsonl.sh back over the shim: install again keeps that one instead.
@@ -229,7 +273,7 @@ fn a_file_agmsg_replaced_after_install_is_agmsgs_from_then_on() {
 #[test]
 fn links_below_agmsgs_directory_are_refused_and_nothing_changes() {
     let env = Env::new();
-    let Some(agmsg) = common::reference::scripts(&env, &[]) else { return };
+    let Some(agmsg) = agmsg_scripts(&env) else { return };
     let dir = agmsg.to_str().unwrap();
     let outside = env.dir.path().join("outside");
     std::fs::create_dir(&outside).unwrap();
@@ -291,7 +335,7 @@ fn a_directory_that_is_no_agmsg_install_is_refused() {
 #[test]
 fn a_record_naming_other_paths_is_refused() {
     let env = Env::new();
-    let Some(agmsg) = common::reference::scripts(&env, &[]) else { return };
+    let Some(agmsg) = agmsg_scripts(&env) else { return };
     let dir = agmsg.to_str().unwrap();
     items(&env, &["install", dir]);
     let victim = env.dir.path().join("victim");
@@ -316,10 +360,17 @@ fn a_record_naming_other_paths_is_refused() {
 #[test]
 fn a_second_run_at_the_same_time_is_refused() {
     let env = Env::new();
-    let Some(agmsg) = common::reference::scripts(&env, &[]) else { return };
+    let Some(agmsg) = agmsg_scripts(&env) else { return };
     let dir = agmsg.to_str().unwrap();
     // flock(1) holds the directory's lock, as a running install does, until its stdin closes.
-    let mut holder = env.program("flock").arg(&agmsg).args(["cat"]).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let mut holder = env
+        .program("flock")
+        .arg(&agmsg)
+        .args(["cat"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     let started = std::time::Instant::now();
     loop {
         let probe = env.program("flock").args(["-n", dir, "true"]).status().unwrap();
@@ -338,5 +389,9 @@ fn a_second_run_at_the_same_time_is_refused() {
     assert_same_tree(&snapshot(&agmsg), &before, "nothing changed");
     drop(holder.stdin.take());
     holder.wait().unwrap();
-    assert_eq!(items(&env, &["install", dir]).iter().filter(|(_, a)| a == "replace").count(), 11, "the install goes ahead once the other has finished");
+    assert_eq!(
+        items(&env, &["install", dir]).iter().filter(|(_, a)| a == "replace").count(),
+        11,
+        "the install goes ahead once the other has finished"
+    );
 }

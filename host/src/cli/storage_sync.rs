@@ -6,12 +6,13 @@
 //! (a reconcile that matches no reservation), 14 when the driver does not offer the op.
 
 use std::cell::RefCell;
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use agmsg_contract::check_name;
 use agmsg_host::error::{ExitClass, HostError};
+use agmsg_host::storage::sync::spool::Spooled;
 use agmsg_host::storage::sync::{self, Binding, ReprocessScope};
 use agmsg_host::storage::{StorageError, StoreSession};
 
@@ -72,10 +73,9 @@ fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, b: &Binding
         let why = format!("driver '{}' does not offer Stage-1 sync (the optional agmsg:storage/sync interface)", driver.name());
         return Ok(exit::fail("storage", &HostError::new(ExitClass::NotOffered, why)));
     }
-    // Both callbacks of an op print: the writer is shared through a RefCell. Output is held back, so
-    // an op refused part-way prints nothing (up to HELD bytes; past that it streams, so a page of large
-    // envelopes is never whole in memory, and the refused record and all after it still never print).
-    let out = RefCell::new(Held { buf: Vec::new(), stdout: io::stdout().lock() });
+    // Both callbacks of an op print: the writer is shared through a RefCell. Output is held back
+    // (spooled to a file past 16 MiB), so an op refused part-way prints nothing.
+    let out = RefCell::new(Spooled::new(io::stdout().lock()));
     let print = |line: String| out.borrow_mut().line(&line);
     // A value the spec refuses, from the driver, is not printed (agmsg's engine would take it as given).
     let name = driver.name().to_owned();
@@ -93,8 +93,8 @@ fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, b: &Binding
                 b,
                 limit,
                 &request,
-                |state| checked(sync::check_state(state)).and_then(|()| print(sync::state_line(state))),
-                |c| checked(sync::check_candidate(c, &request)).and_then(|()| print(sync::candidate_line(c))),
+                |state| print(sync::state_line(state)),
+                |c| print(sync::candidate_line(c)),
             )?;
         }
         Op::ReconcilePush => {
@@ -140,38 +140,6 @@ fn execute(store_flag: Option<PathBuf>, driver_flag: Option<String>, b: &Binding
     }
     out.into_inner().finish()?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Output held back until the op succeeds (then [`Held::finish`]), or until it passes [`HELD`] bytes.
-/// Dropped unfinished (a refusal), what it holds is never written.
-struct Held<W: Write> {
-    buf: Vec<u8>,
-    stdout: W,
-}
-
-/// How much output is held back: every ordinary page; a page of large envelopes streams past it.
-const HELD: usize = 16 << 20;
-
-impl<W: Write> Held<W> {
-    fn line(&mut self, line: &str) -> Result<(), StorageError> {
-        self.buf.extend_from_slice(line.as_bytes());
-        self.buf.push(b'\n');
-        if self.buf.len() >= HELD {
-            self.write_out()?;
-        }
-        Ok(())
-    }
-
-    fn write_out(&mut self) -> Result<(), StorageError> {
-        self.stdout.write_all(&self.buf).map_err(|e| StorageError::runtime(format!("cannot write to stdout: {e}")))?;
-        self.buf.clear();
-        Ok(())
-    }
-
-    fn finish(mut self) -> Result<(), StorageError> {
-        self.write_out()?;
-        self.stdout.flush().map_err(|e| StorageError::runtime(format!("cannot write to stdout: {e}")))
-    }
 }
 
 pub(super) fn line_error(number: u64, e: String) -> StorageError {

@@ -18,6 +18,7 @@ use super::sync::read_state::{Prepared, ReadApplyResult, ReadContext, Snapshot};
 use super::sync::resync::{ResyncReport, ResyncRequest, ResyncResult};
 use super::sync::sealing::{Ledger, OpSealer, SealedCheck};
 use super::sync::{
+    self,
     ApplyResult, Binding, PageKey, PrepareRequest, Projection, PullLine, PullMessage, PushAck, PushCandidate, ReprocessCandidate,
     ReprocessPage, ReprocessScope, SyncState,
 };
@@ -348,6 +349,7 @@ impl<'rt> Storage<'rt> {
         let sealer = OpSealer::new(b, request, ledger.clone());
         let mut sealed = self.host_seals.then(|| SealedCheck::new(ledger));
         let name = self.name().to_owned();
+        let refused = |e: String| StorageError::runtime(format!("driver '{name}' answered {e}"));
         let result = (|| {
             let (state, candidates) = self.optional(
                 OP,
@@ -358,12 +360,14 @@ impl<'rt> Storage<'rt> {
                     w.sync().map(|y| y.prepare_push(s, b, limit, request))
                 },
             )?;
-            let result = on_state(&state).and_then(|()| {
+            let result = sync::check_state(&state).map_err(refused).and_then(|()| on_state(&state)).and_then(|()| {
                 self.sync_slices(
                     OP,
                     limit,
                     |s, w| w.sync().map(|y| y.push_candidates_page(s, candidates, SYNC_SLICE_BYTES)),
                     |c| {
+                        // Its shape first (the clearer refusal), then whether the host sealed it.
+                        sync::check_candidate(c, request).map_err(refused)?;
                         if let Some(sealed) = sealed.as_mut() {
                             sealed.check(c).map_err(|e| StorageError::runtime(format!("driver '{name}' {}", e.message)))?;
                         }

@@ -69,7 +69,11 @@ pub fn parse_resync(line: &str) -> Result<ResyncRequest, String> {
 
 /// The accepted floor of `resync-status`'s argv.
 pub fn parse_floor(text: &str) -> Result<String, String> {
-    if is_sequence(text) { Ok(text.to_owned()) } else { Err(format!("accepted floor {text:?} is not a canonical decimal no greater than 2^63-1")) }
+    if is_sequence(text) {
+        Ok(text.to_owned())
+    } else {
+        Err(format!("accepted floor {text:?} is not a canonical decimal no greater than 2^63-1"))
+    }
 }
 
 /// An audit as agmsg's engine takes it (`validateResyncAudit`): canonical sequences, the gap from the

@@ -13,6 +13,15 @@ pub use agmsg_contract::{is_plain_word as is_plain, shell_word as word};
 mod tests {
     use super::*;
 
+    /// The contract's unprintable set (ids, `printf %q`) and the runtime's display set are one rule
+    /// written twice (the runtime crate depends on no workspace crate): they agree for every character.
+    #[test]
+    fn the_contracts_unprintable_characters_are_the_displays_unsafe_ones() {
+        for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
+            assert_eq!(agmsg_contract::is_unprintable(c), crate::display::is_unsafe(c), "U+{:04X}", c as u32);
+        }
+    }
+
     #[test]
     fn words() {
         assert_eq!(word("/tmp/plugins/storage/x"), "/tmp/plugins/storage/x");

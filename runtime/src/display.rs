@@ -37,7 +37,10 @@ pub enum Layout {
 /// Whether `c` must not reach a terminal as itself: a C0 control, DEL, a C1 control, a bidi control,
 /// or a Unicode line or paragraph separator.
 pub fn is_unsafe(c: char) -> bool {
-    agmsg_contract::is_unprintable(c)
+    // The same set as `agmsg_contract::is_unprintable` (this crate depends on none of the workspace's;
+    // a host test checks the two agree for every character).
+    c.is_control()
+        || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}')
 }
 
 /// `text` made safe to print: every [`is_unsafe`] character shown as an escape (`\n`, `\r`, `\t`,

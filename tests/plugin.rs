@@ -89,7 +89,7 @@ fn a_driver_built_from_source_installs_inspects_and_stores() {
 
     let run = plugin(&env, &["inspect", wasm, "--manifest", manifest]);
     assert_eq!(run.code, 0, "{run:?}");
-    for expected in ["storage/memo 0.1.0 (built against agmsg:storage@1.2.0)", "sha256 ", "It asks for:\n  store\n", "agmsg:storage/driver@1.2.0", "agmsg:host/lock@1.0.0", "Verdict: loads on this host"] {
+    for expected in ["storage/memo 0.1.0 (built against agmsg:storage@1.2.0)", "sha256 ", "It asks for:\n  store\n", "agmsg:storage/driver@1.2.0", "agmsg:host/lock@1.1.0", "Verdict: loads on this host"] {
         assert!(run.stdout.contains(expected), "{expected}: {}", run.stdout);
     }
 
@@ -251,7 +251,7 @@ fn imports_beyond_the_grant_or_an_incompatible_version_are_refused_before_runnin
     // A host interface its axis is not offered, and a contract version this host does not speak.
     let cases = [
         ("(component (import \"agmsg:host/process@1.0.0\" (instance)))", "1.0.0", "it imports agmsg:host/process@1.0.0, which this host does not offer to storage drivers"),
-        ("(component (import \"agmsg:host/log@2.0.0\" (instance)))", "1.0.0", "it was built against agmsg:host@2.0.0, which is not compatible with the agmsg:host@1.0.0 this host offers"),
+        ("(component (import \"agmsg:host/log@2.0.0\" (instance)))", "1.0.0", "it was built against agmsg:host@2.0.0, which is not compatible with the agmsg:host@1.1.0 this host offers"),
         ("(component)", "2.0.0", "its manifest says it was built against agmsg:storage@2.0.0, which is not compatible with the agmsg:storage@1.2.0 this host offers"),
     ];
     for (i, (wat, api, expected)) in cases.iter().enumerate() {
@@ -458,7 +458,7 @@ fn inspect_reports_bundled_drivers_as_list_shows_them() {
             assert!(names("imports").contains(&"wasi:sockets/tcp@0.2.6".to_owned()), "{report}");
         } else if axis == "storage" {
             assert_eq!(names("runs_with"), ["store"], "{report}");
-            assert!(names("imports").contains(&"agmsg:host/lock@1.0.0".to_owned()), "{report}");
+            assert!(names("imports").contains(&"agmsg:host/lock@1.1.0".to_owned()), "{report}");
         }
     }
 
@@ -470,7 +470,7 @@ fn inspect_reports_bundled_drivers_as_list_shows_them() {
     }
     let run = plugin(&env, &["inspect", "tmux"]);
     assert_eq!(run.code, 0, "{run:?}");
-    for expected in ["terminal/tmux ", "program:tmux", "agmsg:host/process@1.0.0", "agmsg:terminal/driver@1.0.0", "Installed: builtin"] {
+    for expected in ["terminal/tmux ", "program:tmux", "agmsg:host/process@1.1.0", "agmsg:terminal/driver@1.0.0", "Installed: builtin"] {
         assert!(run.stdout.contains(expected), "{expected}: {}", run.stdout);
     }
     // Still an error for a name nothing has.

@@ -2,9 +2,10 @@
 //! Python and built into a component with componentize-py, passes `agmsg-host driver test` (all the
 //! storage rules) and works as a store.
 //!
-//! Needs CPython 3 with venv and pip, and PyPI (the pinned componentize-py is installed into a virtual
-//! environment under `target/python-driver/`, reused when present). Without them this test fails, with
-//! what is missing: it never skips.
+//! Needs CPython 3 with venv and pip, and PyPI (the pinned componentize-py, a wheel whose sha256 must be
+//! one `examples/storage-python/build.sh` lists, is installed into a virtual environment under
+//! `target/python-driver/`, reused when present). Without them this test fails, with what is missing:
+//! it never skips.
 
 mod common;
 

@@ -13,7 +13,6 @@ mod spawn;
 mod storage;
 mod storage_manage;
 mod storage_sync;
-mod storage_sync_stage2;
 mod terminal;
 mod types;
 

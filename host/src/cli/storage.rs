@@ -195,9 +195,6 @@ pub fn run(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Option<
         if super::storage_sync::is_op(sync_op) {
             return super::storage_sync::run(store_flag, driver_flag, sync_op, args);
         }
-        if super::storage_sync_stage2::is_op(sync_op) {
-            return super::storage_sync_stage2::run(store_flag, driver_flag, sync_op, args);
-        }
     }
     let op = match parse(&op_name, args) {
         Ok(op) => op,

@@ -14,12 +14,11 @@ use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
 use super::records::{ScanError, check_event, scan_import};
-use super::sync::read_state::{Prepared, ReadApplyResult, ReadContext, Snapshot};
-use super::sync::resync::{ResyncReport, ResyncRequest, ResyncResult};
+use super::sync::read_state::{self, Prepared, ReadApplyResult, ReadContext, Snapshot};
+use super::sync::resync::{self, ResyncReport, ResyncRequest, ResyncResult};
 use super::sync::sealing::{Ledger, OpSealer, SealedCheck};
 use super::sync::{
-    self,
-    ApplyResult, Binding, PageKey, PrepareRequest, Projection, PullLine, PullMessage, PushAck, PushCandidate, ReprocessCandidate,
+    self, ApplyResult, Binding, PageKey, PrepareRequest, Projection, PullLine, PullMessage, PushAck, PushCandidate, ReprocessCandidate,
     ReprocessPage, ReprocessScope, SyncState,
 };
 use super::world::{Call, Offers, StorageWorld};
@@ -349,7 +348,7 @@ impl<'rt> Storage<'rt> {
         let sealer = OpSealer::new(b, request, ledger.clone());
         let mut sealed = self.host_seals.then(|| SealedCheck::new(ledger));
         let name = self.name().to_owned();
-        let refused = |e: String| StorageError::runtime(format!("driver '{name}' answered {e}"));
+        let refused = |e: String| answered(&name, e);
         let result = (|| {
             let (state, candidates) = self.optional(
                 OP,
@@ -440,6 +439,13 @@ impl<'rt> Storage<'rt> {
     ) -> Result<ApplyResult, StorageError> {
         const OP: &str = "sync-apply-pull";
         let page = self.optional(OP, "sync", |o| o.sync, |s, w| w.sync().map(|y| y.apply_pull(s, b)))?;
+        // What the page held, to check the driver's outcomes against.
+        let mut sent = sync::PageSent::default();
+        let lines = lines.inspect(|line| {
+            if let Ok(line) = line {
+                sent.note(line)
+            }
+        });
         let result = (|| {
             let mut slice = Vec::new();
             let mut slice_bytes = 0u64;
@@ -468,7 +474,14 @@ impl<'rt> Storage<'rt> {
             self.optional(OP, "sync", |o| o.sync, |s, w| w.sync().map(|y| y.pull_page_commit(s, page, &next_after)))
         })();
         self.drop_resource(page);
-        result
+        let result = result?;
+        sync::check_apply_result(&result, &sent).map_err(|e| self.answered(e))?;
+        Ok(result)
+    }
+
+    /// A driver's answer the spec refuses (agmsg's engine would take it as given): never printed.
+    fn answered(&self, e: String) -> StorageError {
+        answered(self.name(), e)
     }
 
     /// `sync.reprocess`: one keyset page of quarantined envelopes: `on_state` gets the state,
@@ -484,16 +497,20 @@ impl<'rt> Storage<'rt> {
     ) -> Result<ReprocessPage, StorageError> {
         const OP: &str = "sync-reprocess";
         let (page, candidates) = self.optional(OP, "sync", |o| o.sync, |s, w| w.sync().map(|y| y.reprocess(s, b, limit, after, scope)))?;
-        let result = on_state(&page.state).and_then(|()| {
+        let name = self.name().to_owned();
+        let refused = |e: String| answered(&name, e);
+        let result = sync::check_state(&page.state).map_err(refused).and_then(|()| on_state(&page.state)).and_then(|()| {
             self.sync_slices(
                 OP,
                 limit,
                 |s, w| w.sync().map(|y| y.reprocess_candidates_page(s, candidates, SYNC_SLICE_BYTES)),
-                &mut on_candidate,
+                |c| sync::check_reprocess_candidate(c, scope).map_err(refused).and_then(|()| on_candidate(c)),
             )
         });
         self.drop_resource(candidates);
-        result.map(|()| page)
+        result?;
+        sync::check_reprocess_page(&page).map_err(|e| self.answered(e))?;
+        Ok(page)
     }
 
     /// Whether the driver offers the optional `resync` interface (capability `stage1-resync`).
@@ -508,22 +525,39 @@ impl<'rt> Storage<'rt> {
 
     /// `resync.resync-status`: read only; `None` for a binding the store does not have.
     pub fn sync_resync_status(&mut self, b: &Binding, accepted_floor: &str) -> Result<Option<ResyncReport>, StorageError> {
-        self.optional("sync-resync-status", "resync", |o| o.resync, |s, w| w.resync().map(|r| r.resync_status(s, b, accepted_floor)))
+        let report =
+            self.optional("sync-resync-status", "resync", |o| o.resync, |s, w| w.resync().map(|r| r.resync_status(s, b, accepted_floor)))?;
+        if let Some(report) = &report {
+            resync::check_report(report, accepted_floor).map_err(|e| self.answered(e))?;
+        }
+        Ok(report)
     }
 
     /// `resync.resync`: record the accepted gap and move the transport cursor, in one transaction.
     pub fn sync_resync(&mut self, b: &Binding, request: &ResyncRequest) -> Result<ResyncResult, StorageError> {
-        self.optional("sync-resync", "resync", |o| o.resync, |s, w| w.resync().map(|r| r.resync(s, b, request)))
+        let result = self.optional("sync-resync", "resync", |o| o.resync, |s, w| w.resync().map(|r| r.resync(s, b, request)))?;
+        resync::check_result(&result, request).map_err(|e| self.answered(e))?;
+        Ok(result)
     }
 
     /// `read-state.prepare`.
     pub fn sync_prepare_read_state(&mut self, b: &Binding, context: &ReadContext) -> Result<Prepared, StorageError> {
-        self.optional("sync-prepare-read-state", "read-state", |o| o.read_state, |s, w| w.read_state().map(|r| r.prepare(s, b, context)))
+        let prepared = self.optional(
+            "sync-prepare-read-state",
+            "read-state",
+            |o| o.read_state,
+            |s, w| w.read_state().map(|r| r.prepare(s, b, context)),
+        )?;
+        read_state::check_prepared(&prepared, context).map_err(|e| self.answered(e))?;
+        Ok(prepared)
     }
 
     /// `read-state.apply`.
     pub fn sync_apply_read_state(&mut self, b: &Binding, page: &Snapshot) -> Result<ReadApplyResult, StorageError> {
-        self.optional("sync-apply-read-state", "read-state", |o| o.read_state, |s, w| w.read_state().map(|r| r.apply(s, b, page)))
+        let result =
+            self.optional("sync-apply-read-state", "read-state", |o| o.read_state, |s, w| w.read_state().map(|r| r.apply(s, b, page)))?;
+        read_state::check_apply_result(&result, page).map_err(|e| self.answered(e))?;
+        Ok(result)
     }
 
     /// `read-state.block` (`unblock` when `block` is false).
@@ -678,6 +712,12 @@ impl<'rt> Storage<'rt> {
     fn drop_resource(&mut self, resource: ResourceAny) {
         self.driver.cleanup(|store| resource.resource_drop(store));
     }
+}
+
+/// `driver` answered a value the spec refuses (`e` says which): the op fails, and nothing of the answer
+/// is printed.
+fn answered(driver: &str, e: String) -> StorageError {
+    StorageError::runtime(format!("driver '{driver}' answered {e}"))
 }
 
 /// An import being staged in a driver (see [`Storage::begin_import`]).

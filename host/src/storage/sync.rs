@@ -11,6 +11,7 @@
 pub mod read_state;
 pub mod resync;
 pub mod sealing;
+pub mod serve;
 pub mod spool;
 
 use std::fmt;

@@ -32,7 +32,8 @@ use std::str::FromStr;
 use base64::Engine;
 use serde::Serialize;
 
-mod header;
+#[doc(hidden)] // Public for the fuzz targets (fuzz/src/targets.rs).
+pub mod header;
 
 /// The envelope version agmsg's protocol 1 uses.
 pub const ENVELOPE_V: u32 = 1;

@@ -424,6 +424,65 @@ pub fn is_transport_token(token: &str) -> bool {
     !token.is_empty() && token.len() <= MAX_TOKEN_LEN && token.chars().all(|c| !c.is_whitespace() && !is_unprintable(c))
 }
 
+/// The values of agmsg's remote-sync records (spec §2.8), one rule each, for the host, the guest SDK and
+/// the sealer alike.
+pub mod sync {
+    /// A canonical decimal sequence or cursor: digits, no leading zero (but `0` itself), at most
+    /// 2^63-1.
+    pub fn is_sequence(text: &str) -> bool {
+        !text.is_empty()
+            && text.len() <= 19
+            && text.bytes().all(|b| b.is_ascii_digit())
+            && (text == "0" || !text.starts_with('0'))
+            && text.parse::<i64>().is_ok()
+    }
+
+    /// A lowercase hyphenated UUID of `version` (7: binding and member ids, 4: wire ids) with the RFC
+    /// 9562 variant, the only form agmsg's sync accepts.
+    pub fn is_lower_uuid(text: &str, version: u8) -> bool {
+        let b = text.as_bytes();
+        b.len() == 36
+            && b.iter().enumerate().all(|(i, &c)| match i {
+                8 | 13 | 18 | 23 => c == b'-',
+                _ => c.is_ascii_digit() || (b'a'..=b'f').contains(&c),
+            })
+            && b[14] == b'0' + version
+            && matches!(b[19], b'8' | b'9' | b'a' | b'b')
+    }
+
+    /// agmsg's age-v1 key id: `^[a-z0-9][a-z0-9._-]{0,63}$`.
+    pub fn is_key_id(text: &str) -> bool {
+        let b = text.as_bytes();
+        (1..=64).contains(&b.len())
+            && matches!(b[0], b'a'..=b'z' | b'0'..=b'9')
+            && b.iter().all(|c| matches!(c, b'a'..=b'z' | b'0'..=b'9' | b'.' | b'_' | b'-'))
+    }
+
+    /// The form of an age X25519 recipient agmsg's manifests hold: `^age1[0-9a-z]{58}$`.
+    pub fn is_recipient_form(text: &str) -> bool {
+        text.len() == 62 && text.starts_with("age1") && text.bytes().skip(4).all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'z'))
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn sync_values_have_one_form_each() {
+            assert!(is_sequence("0") && is_sequence("42") && is_sequence("9223372036854775807"));
+            for bad in ["", "007", "-1", "+1", "1.0", "9223372036854775808", " 1", "00000000000000000001"] {
+                assert!(!is_sequence(bad), "{bad:?}");
+            }
+            assert!(is_lower_uuid("0196f3a2-7c1e-7000-8000-000000000000", 7));
+            assert!(is_lower_uuid("6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b", 4));
+            assert!(!is_lower_uuid("0196F3A2-7C1E-7000-8000-000000000000", 7));
+            assert!(!is_lower_uuid("6f1c2a3b-4d5e-4f60-ca7b-9c0d1e2f3a4b", 4));
+            assert!(is_key_id("k1") && is_key_id("team.key-2_x") && !is_key_id("K1") && !is_key_id("-k") && !is_key_id(&"k".repeat(65)));
+            assert!(is_recipient_form(&format!("age1{}", "q".repeat(58))) && !is_recipient_form("age1Q"));
+        }
+    }
+}
+
 /// agmsg's JSONL records, with their keys in the order agmsg writes them.
 #[cfg(feature = "records")]
 pub mod records {

@@ -42,9 +42,9 @@ use std::cell::RefCell;
 
 use crate::bindings::storage::exports::agmsg::storage::driver::{self as wit, Guest, GuestExporter, GuestImporter};
 use crate::bindings::storage_live::exports::agmsg::storage::live::Guest as LiveGuest;
+use crate::bindings::storage_purge::exports::agmsg::storage::purge::Guest as PurgeGuest;
 use crate::bindings::storage_receipts::exports::agmsg::storage::receipts::Guest as ReceiptsGuest;
 use crate::bindings::storage_rename::exports::agmsg::storage::rename::Guest as RenameGuest;
-use crate::bindings::storage_purge::exports::agmsg::storage::purge::Guest as PurgeGuest;
 
 /// The driver's registry metadata, returned by [`StorageDriver::describe`]: its `name`, a one-line
 /// `backend` description, its `capabilities`, and the `store_file` agmsg shows as `<key>=<path>`
@@ -1084,7 +1084,7 @@ macro_rules! export_storage_driver {
         const _: () = {
             type __AgmsgComponent = $crate::storage::Component<$driver>;
             #[cfg(target_arch = "wasm32")]
-            $crate::bindings::storage::export!(__AgmsgComponent with_types_in $crate::bindings::storage);
+    $crate::bindings::storage::export!(__AgmsgComponent with_types_in $crate::bindings::storage);
             #[cfg(not(target_arch = "wasm32"))]
             const _: fn() -> $crate::storage::Description =
                 <__AgmsgComponent as $crate::bindings::storage::exports::agmsg::storage::driver::Guest>::describe;
@@ -1213,7 +1213,7 @@ macro_rules! export_storage_live {
         const _: () = {
             type __AgmsgLiveComponent = $crate::storage::Component<$driver>;
             #[cfg(target_arch = "wasm32")]
-            $crate::bindings::storage_live::export!(__AgmsgLiveComponent with_types_in $crate::bindings::storage_live);
+    $crate::bindings::storage_live::export!(__AgmsgLiveComponent with_types_in $crate::bindings::storage_live);
             #[cfg(not(target_arch = "wasm32"))]
             const _: fn(String, Vec<$crate::storage::Pair>, u32) -> Result<$crate::storage::Wake, $crate::storage::DriverError> =
                 <__AgmsgLiveComponent as $crate::bindings::storage_live::exports::agmsg::storage::live::Guest>::wait_after;
@@ -1410,7 +1410,7 @@ macro_rules! export_storage_receipts {
         const _: () = {
             type __AgmsgReceiptsComponent = $crate::storage::Component<$driver>;
             #[cfg(target_arch = "wasm32")]
-            $crate::bindings::storage_receipts::export!(__AgmsgReceiptsComponent with_types_in $crate::bindings::storage_receipts);
+    $crate::bindings::storage_receipts::export!(__AgmsgReceiptsComponent with_types_in $crate::bindings::storage_receipts);
             #[cfg(not(target_arch = "wasm32"))]
             const _: fn(String, String) -> Result<$crate::storage::ReceiptState, $crate::storage::DriverError> =
                 <__AgmsgReceiptsComponent as $crate::bindings::storage_receipts::exports::agmsg::storage::receipts::Guest>::receipt_status;
@@ -1426,7 +1426,7 @@ macro_rules! export_storage_rename {
         const _: () = {
             type __AgmsgRenameComponent = $crate::storage::Component<$driver>;
             #[cfg(target_arch = "wasm32")]
-            $crate::bindings::storage_rename::export!(__AgmsgRenameComponent with_types_in $crate::bindings::storage_rename);
+    $crate::bindings::storage_rename::export!(__AgmsgRenameComponent with_types_in $crate::bindings::storage_rename);
             #[cfg(not(target_arch = "wasm32"))]
             const _: fn(String, String) -> Result<(), $crate::storage::DriverError> =
                 <__AgmsgRenameComponent as $crate::bindings::storage_rename::exports::agmsg::storage::rename::Guest>::rename_team;
@@ -1478,7 +1478,7 @@ macro_rules! export_storage_purge {
         const _: () = {
             type __AgmsgPurgeComponent = $crate::storage::Component<$driver>;
             #[cfg(target_arch = "wasm32")]
-            $crate::bindings::storage_purge::export!(__AgmsgPurgeComponent with_types_in $crate::bindings::storage_purge);
+    $crate::bindings::storage_purge::export!(__AgmsgPurgeComponent with_types_in $crate::bindings::storage_purge);
             #[cfg(not(target_arch = "wasm32"))]
             const _: fn() -> Result<(), $crate::storage::DriverError> =
                 <__AgmsgPurgeComponent as $crate::bindings::storage_purge::exports::agmsg::storage::purge::Guest>::purge_store;
@@ -1512,9 +1512,8 @@ impl<D: StorageDriver + PurgeDriver + Default + 'static> PurgeGuest for Componen
 /// assert_eq!(candidate.envelope.cipher, "none");
 /// ```
 pub use crate::bindings::storage_sync::exports::agmsg::storage::sync::{
-    AgeProfile, ApplyResult, Binding, Chat, Disposition, Envelope, Evaluated, Outcome, OutcomeStatus, PageKey,
-    PrepareRequest, Projection, PullMessage, PushAck, PushCandidate, ReprocessCandidate, ReprocessPage, ReprocessScope,
-    RosterKind, SyncState, WriteProfile,
+    AgeProfile, ApplyResult, Binding, Chat, Disposition, Envelope, Evaluated, Outcome, OutcomeStatus, PageKey, PrepareRequest, Projection,
+    PullMessage, PushAck, PushCandidate, ReprocessCandidate, ReprocessPage, ReprocessScope, RosterKind, SyncState, WriteProfile,
 };
 
 use crate::bindings::storage_sync::exports::agmsg::storage::sync::{
@@ -1593,12 +1592,7 @@ impl OutcomeStatus {
 ///     assert!(!is_sequence(bad), "{bad:?}");
 /// }
 /// ```
-pub fn is_sequence(text: &str) -> bool {
-    !text.is_empty()
-        && text.bytes().all(|b| b.is_ascii_digit())
-        && (text == "0" || !text.starts_with('0'))
-        && text.parse::<i64>().is_ok()
-}
+pub use agmsg_contract::sync::is_sequence;
 
 /// Whether `text` is a lowercase hyphenated UUID of `version` (7 for binding ids, 4 for wire ids) with
 /// the RFC 9562 variant, the only form agmsg's sync accepts.
@@ -1612,16 +1606,7 @@ pub fn is_sequence(text: &str) -> bool {
 /// assert!(!is_lower_uuid("6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b", 7), "another version");
 /// assert!(!is_lower_uuid("6f1c2a3b-4d5e-4f60-ca7b-9c0d1e2f3a4b", 4), "another variant");
 /// ```
-pub fn is_lower_uuid(text: &str, version: u8) -> bool {
-    let b = text.as_bytes();
-    b.len() == 36
-        && b.iter().enumerate().all(|(i, &c)| match i {
-            8 | 13 | 18 | 23 => c == b'-',
-            _ => c.is_ascii_digit() || (b'a'..=b'f').contains(&c),
-        })
-        && b[14] == b'0' + version
-        && matches!(b[19], b'8' | b'9' | b'a' | b'b')
-}
+pub use agmsg_contract::sync::is_lower_uuid;
 
 /// The optional `sync` interface (`agmsg:storage` 1.2.0, capability `stage1-sync`): the local half of
 /// agmsg's Stage-1 remote sync (spec §2.8). agmsg's engine does the HTTP, decryption and policy; the
@@ -1695,12 +1680,9 @@ macro_rules! export_storage_sync {
         const _: () = {
             type __AgmsgSyncComponent = $crate::storage::Component<$driver>;
             #[cfg(target_arch = "wasm32")]
-            $crate::bindings::storage_sync::export!(__AgmsgSyncComponent with_types_in $crate::bindings::storage_sync);
+    $crate::bindings::storage_sync::export!(__AgmsgSyncComponent with_types_in $crate::bindings::storage_sync);
             #[cfg(not(target_arch = "wasm32"))]
-            const _: fn(
-                $crate::storage::Binding,
-                Vec<$crate::storage::PushAck>,
-            ) -> Result<i64, $crate::storage::DriverError> =
+            const _: fn($crate::storage::Binding, Vec<$crate::storage::PushAck>) -> Result<i64, $crate::storage::DriverError> =
                 <__AgmsgSyncComponent as $crate::bindings::storage_sync::exports::agmsg::storage::sync::Guest>::reconcile_push;
         };
     };
@@ -1764,9 +1746,7 @@ fn check_prepare(request: &PrepareRequest) -> Result<(), DriverError> {
         }
         let mut seen = std::collections::BTreeSet::new();
         for r in &age.recipients {
-            let ok = r.len() == 62
-                && r.starts_with("age1")
-                && r.bytes().skip(4).all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+            let ok = r.len() == 62 && r.starts_with("age1") && r.bytes().skip(4).all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
             if !ok {
                 return Err(refuse(format!("invalid age recipient {r:?}")));
             }
@@ -1860,11 +1840,7 @@ impl<D: StorageDriver + SyncDriver + Default + 'static> SyncGuest for Component<
     type PullPage = PullPageResource;
     type ReprocessCandidates = ReprocessCandidatesResource;
 
-    fn prepare_push(
-        b: Binding,
-        limit: u32,
-        request: PrepareRequest,
-    ) -> Result<(SyncState, sync_wit::PushCandidates), DriverError> {
+    fn prepare_push(b: Binding, limit: u32, request: PrepareRequest) -> Result<(SyncState, sync_wit::PushCandidates), DriverError> {
         check_binding(&b)?;
         check_limit(limit)?;
         check_prepare(&request)?;

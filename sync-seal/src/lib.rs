@@ -29,6 +29,7 @@ use std::borrow::Cow;
 use std::io::Write;
 use std::str::FromStr;
 
+use agmsg_contract::sync::{is_key_id, is_lower_uuid, is_recipient_form};
 use base64::Engine;
 use serde::Serialize;
 
@@ -214,8 +215,8 @@ pub fn canonical_message(message: &Message<'_>) -> Result<Vec<u8>, SealError> {
 pub fn seal(message: &Message<'_>, request: &SealRequest<'_>) -> Result<Envelope, SealError> {
     if request.envelope_v != ENVELOPE_V
         || !(1..=MAX_BLOB_BYTES).contains(&request.max_blob_bytes)
-        || !is_uuid(request.wire_id, b'4')
-        || !is_uuid(request.team_id, b'7')
+        || !is_lower_uuid(request.wire_id, 4)
+        || !is_lower_uuid(request.team_id, 7)
         || request.protocol_version != 1
     {
         return Err(SealError::malformed(format!(
@@ -322,7 +323,7 @@ pub fn age_frame(protocol_version: u32, team_id: &str, wire_id: &str, key_id: &s
 
 /// [`age_frame`] around an already canonical message.
 fn frame(protocol_version: u32, team_id: &str, wire_id: &str, key_id: &str, message: &[u8]) -> Result<Vec<u8>, SealError> {
-    let (Some(team), Some(wire)) = (uuid_bytes(team_id, b'7'), uuid_bytes(wire_id, b'4')) else {
+    let (Some(team), Some(wire)) = (uuid_bytes(team_id, 7), uuid_bytes(wire_id, 4)) else {
         return Err(SealError::malformed(format!("team_id is invalid or wire_id is invalid: {team_id:?}, {wire_id:?}")));
     };
     if !is_key_id(key_id) {
@@ -345,30 +346,8 @@ fn frame(protocol_version: u32, team_id: &str, wire_id: &str, key_id: &str, mess
     Ok(frame)
 }
 
-/// `^[a-z0-9][a-z0-9._-]{0,63}$`
-fn is_key_id(key_id: &str) -> bool {
-    let b = key_id.as_bytes();
-    (1..=64).contains(&b.len())
-        && matches!(b[0], b'a'..=b'z' | b'0'..=b'9')
-        && b.iter().all(|c| matches!(c, b'a'..=b'z' | b'0'..=b'9' | b'.' | b'_' | b'-'))
-}
-
-/// `^age1[0-9a-z]{58}$`
-fn is_recipient_form(recipient: &str) -> bool {
-    recipient.len() == 62 && recipient.starts_with("age1") && recipient.bytes().skip(4).all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'z'))
-}
-
-/// A lowercase UUID of `version` with the RFC variant, as agmsg's patterns accept.
-fn is_uuid(value: &str, version: u8) -> bool {
-    let b = value.as_bytes();
-    b.len() == 36
-        && b.iter().enumerate().all(|(i, &c)| if matches!(i, 8 | 13 | 18 | 23) { c == b'-' } else { matches!(c, b'0'..=b'9' | b'a'..=b'f') })
-        && b[14] == version
-        && matches!(b[19], b'8' | b'9' | b'a' | b'b')
-}
-
 fn uuid_bytes(value: &str, version: u8) -> Option<[u8; 16]> {
-    if !is_uuid(value, version) {
+    if !is_lower_uuid(value, version) {
         return None;
     }
     let hex: Vec<u8> = value.bytes().filter(|&c| c != b'-').collect();
@@ -453,10 +432,10 @@ mod tests {
 
     #[test]
     fn uuids_and_key_ids() {
-        assert!(is_uuid("550e8400-e29b-41d4-a716-446655440000", b'4'));
-        assert!(!is_uuid("550e8400-e29b-41d4-c716-446655440000", b'4'), "variant");
-        assert!(!is_uuid("550e8400e29b-41d4-a716-4466554400000", b'4'), "dashes");
-        assert_eq!(uuid_bytes("018f3f7e-0000-7000-8000-000000000001", b'7').unwrap()[..3], [0x01, 0x8f, 0x3f]);
+        assert!(is_lower_uuid("550e8400-e29b-41d4-a716-446655440000", 4));
+        assert!(!is_lower_uuid("550e8400-e29b-41d4-c716-446655440000", 4), "variant");
+        assert!(!is_lower_uuid("550e8400e29b-41d4-a716-4466554400000", 4), "dashes");
+        assert_eq!(uuid_bytes("018f3f7e-0000-7000-8000-000000000001", 7).unwrap()[..3], [0x01, 0x8f, 0x3f]);
         assert!(is_key_id("epoch-1") && is_key_id(&"a".repeat(64)) && !is_key_id(&"a".repeat(65)) && !is_key_id("-a") && !is_key_id(""));
     }
 }

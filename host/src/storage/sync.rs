@@ -217,14 +217,8 @@ pub struct ReprocessCandidate {
 
 // ---- values ----
 
-/// A canonical decimal no greater than 2^63-1 (no sign, no leading zero but `0` itself).
-pub fn is_sequence(text: &str) -> bool {
-    !text.is_empty()
-        && text.len() <= 19
-        && text.bytes().all(|b| b.is_ascii_digit())
-        && (text == "0" || !text.starts_with('0'))
-        && text.parse::<i64>().is_ok()
-}
+use agmsg_contract::sync::is_key_id;
+pub use agmsg_contract::sync::{is_lower_uuid, is_sequence};
 
 /// A local position: a canonical decimal, negative allowed (sqlite's projected legacy rows).
 pub fn parse_position(text: &str) -> Option<i64> {
@@ -242,19 +236,6 @@ pub fn parse_page_key(text: &str) -> Result<PageKey, String> {
         return Err(format!("page position {text:?}: expected a canonical sequence, ':' and a lowercase UUIDv4"));
     }
     Ok(PageKey { server_seq: seq.to_owned(), wire_id: wire.to_owned() })
-}
-
-/// A lowercase hyphenated UUID of `version` (7: binding ids, 4: wire ids) with the RFC 9562 variant,
-/// the only form agmsg's sync accepts.
-pub fn is_lower_uuid(text: &str, version: u8) -> bool {
-    let b = text.as_bytes();
-    b.len() == 36
-        && b.iter().enumerate().all(|(i, c)| match i {
-            8 | 13 | 18 | 23 => *c == b'-',
-            _ => c.is_ascii_digit() || (b'a'..=b'f').contains(c),
-        })
-        && b[14] == b'0' + version
-        && matches!(b[19], b'8' | b'9' | b'a' | b'b')
 }
 
 // ---- what a driver hands back ----
@@ -339,14 +320,6 @@ pub fn check_candidate(c: &PushCandidate, request: &PrepareRequest) -> Result<()
         return Err("sync_push_candidate.envelope.blob is not an age v1 file".into());
     }
     Ok(())
-}
-
-/// agmsg's age-v1 key id: `[a-z0-9][a-z0-9._-]{0,63}`.
-fn is_key_id(text: &str) -> bool {
-    let b = text.as_bytes();
-    (1..=64).contains(&b.len())
-        && (b[0].is_ascii_lowercase() || b[0].is_ascii_digit())
-        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, b'.' | b'_' | b'-'))
 }
 
 /// Whether `text` is canonical padded standard base64 (what agmsg's cipher helper writes and reads:

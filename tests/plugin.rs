@@ -18,7 +18,12 @@ fn memo_project() -> &'static Path {
     PROJECT.get_or_init(|| {
         let project = Path::new(env!("CARGO_TARGET_TMPDIR")).join("plugin-sample-memo");
         let _ = std::fs::remove_dir_all(&project);
-        let run: Run = std::process::Command::new(common::BIN).args(["driver", "new", "storage", "memo", "--path"]).arg(&project).output().unwrap().into();
+        let run: Run = std::process::Command::new(common::BIN)
+            .args(["driver", "new", "storage", "memo", "--path"])
+            .arg(&project)
+            .output()
+            .unwrap()
+            .into();
         assert_eq!(run.code, 0, "{run:?}");
         build_project(&project, "memo");
         project
@@ -66,7 +71,10 @@ fn plugin(env: &Env, args: &[&str]) -> Run {
 fn listed(env: &Env) -> Vec<(String, String, String)> {
     let run = plugin(env, &["list", "--json"]);
     assert_eq!(run.code, 0, "{run:?}");
-    run.json().iter().map(|r| (r["driver"].as_str().unwrap().into(), r["state"].as_str().unwrap().into(), r["granted"].as_str().unwrap().into())).collect()
+    run.json()
+        .iter()
+        .map(|r| (r["driver"].as_str().unwrap().into(), r["state"].as_str().unwrap().into(), r["granted"].as_str().unwrap().into()))
+        .collect()
 }
 
 fn state_of(env: &Env, driver: &str) -> Option<String> {
@@ -76,7 +84,11 @@ fn state_of(env: &Env, driver: &str) -> Option<String> {
 /// `storage send <team> a b x` through the storage driver `driver`: the hostile fixture reads the team
 /// as the misbehaviour to try.
 fn send_through(env: &Env, driver: &str, team: &str) -> Run {
-    env.cmd().env("AGMSG_STORAGE_DRIVER", driver).args(["storage", "send", team, "a", "b", "x"]).output().unwrap().into()
+    send_body_through(env, driver, team, "x")
+}
+
+fn send_body_through(env: &Env, driver: &str, team: &str, body: &str) -> Run {
+    env.cmd().env("AGMSG_STORAGE_DRIVER", driver).args(["storage", "send", team, "a", "b", body]).output().unwrap().into()
 }
 
 #[test]
@@ -89,7 +101,14 @@ fn a_driver_built_from_source_installs_inspects_and_stores() {
 
     let run = plugin(&env, &["inspect", wasm, "--manifest", manifest]);
     assert_eq!(run.code, 0, "{run:?}");
-    for expected in ["storage/memo 0.1.0 (built against agmsg:storage@1.2.0)", "sha256 ", "It asks for:\n  store\n", "agmsg:storage/driver@1.2.0", "agmsg:host/lock@1.1.0", "Verdict: loads on this host"] {
+    for expected in [
+        "storage/memo 0.1.0 (built against agmsg:storage@1.2.0)",
+        "sha256 ",
+        "It asks for:\n  store\n",
+        "agmsg:storage/driver@1.2.0",
+        "agmsg:host/lock@1.1.0",
+        "Verdict: loads on this host",
+    ] {
         assert!(run.stdout.contains(expected), "{expected}: {}", run.stdout);
     }
 
@@ -115,7 +134,8 @@ fn a_driver_built_from_source_installs_inspects_and_stores() {
     assert!(report["exports"].as_array().unwrap().iter().any(|e| e == "agmsg:storage/driver@1.2.0"), "{report}");
 
     // Used by name, as agmsg's scripts would.
-    let sent = env.cmd().env("AGMSG_STORAGE_DRIVER", "memo").args(["storage", "send", "t", "alice", "bob", "through a plugin"]).output().unwrap();
+    let sent =
+        env.cmd().env("AGMSG_STORAGE_DRIVER", "memo").args(["storage", "send", "t", "alice", "bob", "through a plugin"]).output().unwrap();
     let sent = Run::from(sent);
     assert_eq!(sent.code, 0, "{sent:?}");
     let unread: Run = env.cmd().env("AGMSG_STORAGE_DRIVER", "memo").args(["storage", "list-unread", "t", "bob"]).output().unwrap().into();
@@ -138,7 +158,7 @@ fn trust_is_pinned_to_the_component_and_to_what_was_granted() {
     std::fs::write(&component, &bytes).unwrap();
     assert_eq!(state_of(&env, "storage/hostile").as_deref(), Some("UNTRUSTED"));
     let run = send_through(&env, "hostile", "read-env");
-    assert_ne!(run.code, 0, "{run:?}");
+    assert_eq!((run.code, run.stdout.as_str()), (13, ""), "{run:?}");
     assert!(run.stderr.contains("changed") && run.stderr.contains("agmsg-host plugin trust storage/hostile"), "{run:?}");
     plugin(&env, &["trust", "storage/hostile", "--yes"]).ok();
     assert_eq!(state_of(&env, "storage/hostile").as_deref(), Some("trusted"));
@@ -163,7 +183,16 @@ fn trust_is_pinned_to_the_component_and_to_what_was_granted() {
     let run = plugin(&env, &["untrust", "storage/hostile"]);
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(state_of(&env, "storage/hostile").as_deref(), Some("UNTRUSTED"));
-    assert_ne!(send_through(&env, "hostile", "read-env").code, 0);
+    // Untrusted, it is not a driver at all: the store is never opened through it, and the user is told
+    // why and how to opt in.
+    let run = send_through(&env, "hostile", "read-env");
+    assert_eq!((run.code, run.stdout.as_str()), (13, ""), "{run:?}");
+    assert!(
+        run.stderr.contains("external plugin 'storage/hostile' found at ") && run.stderr.contains("but not trusted (ignored)"),
+        "{run:?}"
+    );
+    assert!(run.stderr.contains("Opt in if you put it there intentionally: agmsg-host plugin trust storage/hostile"), "{run:?}");
+    assert!(run.stderr.contains("unknown storage driver 'hostile'"), "{run:?}");
 
     let run = plugin(&env, &["remove", "storage/hostile"]);
     assert_eq!(run.code, 0, "{run:?}");
@@ -177,7 +206,8 @@ fn trust_is_pinned_to_the_component_and_to_what_was_granted() {
 fn a_later_trusted_plugin_shadows_and_an_untrusted_one_is_ignored_with_the_trust_command() {
     let extra = tempfile::tempdir().unwrap();
     let env = Env::new().env("AGMSG_PLUGIN_DIRS", extra.path().to_str().unwrap());
-    let describe_jsonl = || -> Run { env.cmd().env("AGMSG_STORAGE_DRIVER", "jsonl").args(["storage", "describe"]).output().unwrap().into() };
+    let describe_jsonl =
+        || -> Run { env.cmd().env("AGMSG_STORAGE_DRIVER", "jsonl").args(["storage", "describe"]).output().unwrap().into() };
     assert!(describe_jsonl().stdout.contains("name=jsonl"));
 
     // A trusted plugin named like a bundled driver shadows it.
@@ -190,7 +220,11 @@ fn a_later_trusted_plugin_shadows_and_an_untrusted_one_is_ignored_with_the_trust
     let later = extra.path().join("storage/jsonl");
     std::fs::create_dir_all(&later).unwrap();
     std::fs::copy(memo_wasm(), later.join("driver.wasm")).unwrap();
-    std::fs::write(later.join("agmsg-driver.toml"), "name = \"jsonl\"\naxis = \"storage\"\nversion = \"0.1.0\"\napi = \"1.0.0\"\n[capabilities]\nstore = true\n").unwrap();
+    std::fs::write(
+        later.join("agmsg-driver.toml"),
+        "name = \"jsonl\"\naxis = \"storage\"\nversion = \"0.1.0\"\napi = \"1.0.0\"\n[capabilities]\nstore = true\n",
+    )
+    .unwrap();
     let run = describe_jsonl();
     assert!(run.stdout.contains("name=hostile"), "{run:?}");
     let command = format!("agmsg-host plugin trust storage/jsonl --path {}", later.display());
@@ -223,13 +257,18 @@ fn imports_beyond_the_grant_or_an_incompatible_version_are_refused_before_runnin
     // Asked for but not granted: refused at load, naming the driver, with the contract's status.
     let pkg = hostile_storage(&env, "net", "store = true\nnetwork = [\"127.0.0.1:1\"]\n");
     plugin(&env, &["install", pkg.to_str().unwrap(), "--grant", "store"]).ok();
-    let run = send_through(&env, "net", "network");
+    // The address it tries listens for real: a refusal is the sandbox's, not an empty port's.
+    let witness = common::egress::Listener::new();
+    let run = send_body_through(&env, "net", "network", &witness.port());
     assert_eq!(run.code, 13, "{run:?}");
     assert!(run.stderr.contains("'net'") && run.stderr.contains("no network access is granted"), "{run:?}");
+    witness.assert_no_connection("not granted");
     // Granted: it may reach that endpoint and no other, and may not listen.
     plugin(&env, &["trust", "storage/net", "--yes"]).ok();
-    let run = send_through(&env, "net", "network");
+    let run = send_body_through(&env, "net", "network", &witness.port());
     assert!(run.code == 13 && run.stderr.contains("blocked network"), "{run:?}");
+    assert!(!run.stdout.contains("ESCAPED"), "{run:?}");
+    witness.assert_no_connection("granted 127.0.0.1:1 only");
     let run = send_through(&env, "net", "listen");
     assert!(run.code == 13 && run.stderr.contains("blocked listen"), "{run:?}");
 
@@ -244,20 +283,40 @@ fn imports_beyond_the_grant_or_an_incompatible_version_are_refused_before_runnin
     let manifest = format!("store = true\nenv = [\"AGMSG_FIXTURE_PORT\"]\nnetwork = [\"127.0.0.1:{port}\"]\n");
     let pkg = hostile_storage(&env, "remote", &manifest);
     plugin(&env, &["install", pkg.to_str().unwrap(), "--yes"]).ok();
-    let run: Run = env.cmd().env("AGMSG_STORAGE_DRIVER", "remote").env("AGMSG_FIXTURE_PORT", &port).args(["storage", "send", "network-granted", "a", "b", "x"]).output().unwrap().into();
+    let run: Run = env
+        .cmd()
+        .env("AGMSG_STORAGE_DRIVER", "remote")
+        .env("AGMSG_FIXTURE_PORT", &port)
+        .args(["storage", "send", "network-granted", "a", "b", "x"])
+        .output()
+        .unwrap()
+        .into();
     assert_eq!((run.code, run.stdout.as_str()), (0, "connected\n"), "{run:?}");
     assert_eq!(reader.join().unwrap(), "hello from the driver");
 
     // A host interface its axis is not offered, and a contract version this host does not speak.
     let cases = [
-        ("(component (import \"agmsg:host/process@1.0.0\" (instance)))", "1.0.0", "it imports agmsg:host/process@1.0.0, which this host does not offer to storage drivers"),
-        ("(component (import \"agmsg:host/log@2.0.0\" (instance)))", "1.0.0", "it was built against agmsg:host@2.0.0, which is not compatible with the agmsg:host@1.1.0 this host offers"),
-        ("(component)", "2.0.0", "its manifest says it was built against agmsg:storage@2.0.0, which is not compatible with the agmsg:storage@1.2.0 this host offers"),
+        (
+            "(component (import \"agmsg:host/process@1.0.0\" (instance)))",
+            "1.0.0",
+            "it imports agmsg:host/process@1.0.0, which this host does not offer to storage drivers",
+        ),
+        (
+            "(component (import \"agmsg:host/log@2.0.0\" (instance)))",
+            "1.0.0",
+            "it was built against agmsg:host@2.0.0, which is not compatible with the agmsg:host@1.1.0 this host offers",
+        ),
+        (
+            "(component)",
+            "2.0.0",
+            "its manifest says it was built against agmsg:storage@2.0.0, which is not compatible with the agmsg:storage@1.2.0 this host offers",
+        ),
     ];
     for (i, (wat, api, expected)) in cases.iter().enumerate() {
         let wasm = env.dir.path().join(format!("case{i}.wasm"));
         std::fs::write(&wasm, wat::parse_str(wat).unwrap()).unwrap();
-        let manifest = format!("name = \"case{i}\"\naxis = \"storage\"\nversion = \"1.0.0\"\napi = \"{api}\"\n[capabilities]\nstore = true\n");
+        let manifest =
+            format!("name = \"case{i}\"\naxis = \"storage\"\nversion = \"1.0.0\"\napi = \"{api}\"\n[capabilities]\nstore = true\n");
         let pkg = package(&env, &format!("case{i}"), &wasm, &manifest);
         let run = plugin(&env, &["inspect", pkg.to_str().unwrap()]);
         assert!(run.code == 1 && run.stdout.contains(&format!("Verdict: REFUSED: {expected}")), "{expected}: {run:?}");
@@ -315,7 +374,11 @@ fn terminal_list_offers_an_untrusted_plugin_with_its_trust_command() {
     let rows: serde_json::Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {run:?}"));
     let quiet: Vec<&serde_json::Value> = rows.as_array().unwrap().iter().filter(|r| r["name"] == "quiet").collect();
     assert_eq!(quiet.len(), 1, "{run:?}");
-    assert_eq!((quiet[0]["source"].as_str(), quiet[0]["trust_command"].as_str()), (Some("untrusted"), Some("agmsg-host plugin trust terminal/quiet")), "{run:?}");
+    assert_eq!(
+        (quiet[0]["source"].as_str(), quiet[0]["trust_command"].as_str()),
+        (Some("untrusted"), Some("agmsg-host plugin trust terminal/quiet")),
+        "{run:?}"
+    );
 
     plugin(&env, &["trust", "terminal/quiet", "--yes"]).ok();
     let run = env.run(&["terminal", "list", "--json"]);
@@ -395,7 +458,10 @@ fn odd_plugin_directories_and_homes_neither_hang_nor_hijack() {
     assert!(std::process::Command::new("mkfifo").arg(evil.join("driver.wasm")).status().unwrap().success());
     let run = env.run(&["terminal", "list"]);
     assert_eq!(run.code, 0, "{run:?}");
-    assert!(run.stderr.contains("not a regular file") && !run.stderr.contains("plugin trust terminal/evil"), "a broken plugin is not offered for trust: {run:?}");
+    assert!(
+        run.stderr.contains("not a regular file") && !run.stderr.contains("plugin trust terminal/evil"),
+        "a broken plugin is not offered for trust: {run:?}"
+    );
 
     // A terminal plugin whose manifest changes anywhere (here: its priority) is untrusted again.
     let manifest = "name = \"quiet\"\naxis = \"terminal\"\nversion = \"1.0.0\"\napi = \"1.0.0\"\n[terminal]\npriority = 90\n";
@@ -410,10 +476,16 @@ fn odd_plugin_directories_and_homes_neither_hang_nor_hijack() {
     assert!(run.stdout.contains("its manifest changed since it was trusted"), "{run:?}");
 
     // A relative AGMSG_HOME: what install trusts is what discovery finds.
-    let run: Run = env.cmd().env("AGMSG_HOME", "relative-home").args(["plugin", "install", pkg.to_str().unwrap(), "--yes"]).output().unwrap().into();
+    let run: Run =
+        env.cmd().env("AGMSG_HOME", "relative-home").args(["plugin", "install", pkg.to_str().unwrap(), "--yes"]).output().unwrap().into();
     assert_eq!(run.code, 0, "{run:?}");
     let run: Run = env.cmd().env("AGMSG_HOME", "relative-home").args(["plugin", "list", "--json"]).output().unwrap().into();
-    assert!(run.json().iter().any(|r| r["driver"] == "terminal/quiet" && r["state"] == "trusted" && r["path"].as_str().unwrap().starts_with('/')), "{run:?}");
+    assert!(
+        run.json()
+            .iter()
+            .any(|r| r["driver"] == "terminal/quiet" && r["state"] == "trusted" && r["path"].as_str().unwrap().starts_with('/')),
+        "{run:?}"
+    );
 
     // No home at all: bundled drivers still work.
     let run: Run = env.cmd().env_remove("HOME").args(["storage", "send", "t", "alice", "bob", "homeless"]).output().unwrap().into();
@@ -465,7 +537,15 @@ fn inspect_reports_bundled_drivers_as_list_shows_them() {
     // Text, by bare name too; and the tmux driver runs only what its terminal.conf names.
     let run = plugin(&env, &["inspect", "storage/sqlite"]);
     assert_eq!(run.code, 0, "{run:?}");
-    for expected in ["storage/sqlite ", "(built against agmsg:storage@1.2.0)", "sha256 ", "It runs with:\n  store\n", "agmsg:storage/driver@1.2.0", "Verdict: loads on this host", "Installed: builtin"] {
+    for expected in [
+        "storage/sqlite ",
+        "(built against agmsg:storage@1.2.0)",
+        "sha256 ",
+        "It runs with:\n  store\n",
+        "agmsg:storage/driver@1.2.0",
+        "Verdict: loads on this host",
+        "Installed: builtin",
+    ] {
         assert!(run.stdout.contains(expected), "{expected}: {}", run.stdout);
     }
     let run = plugin(&env, &["inspect", "tmux"]);

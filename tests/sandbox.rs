@@ -8,8 +8,13 @@ use common::{Env, Run, fixture};
 use rusqlite::Connection;
 
 fn hostile(env: &Env, misbehaviour: &str) -> Run {
+    hostile_with(env, misbehaviour, "x")
+}
+
+/// [`hostile`] with `body` as the message body (what some misbehaviours take as their argument).
+fn hostile_with(env: &Env, misbehaviour: &str, body: &str) -> Run {
     let driver = fixture("hostile-storage");
-    env.run(&["--driver", driver.to_str().unwrap(), "storage", "send", misbehaviour, "a", "b", "x"])
+    env.run(&["--driver", driver.to_str().unwrap(), "storage", "send", misbehaviour, "a", "b", body])
 }
 
 /// A store with one message in it, to prove it survives.
@@ -26,7 +31,8 @@ fn assert_store_intact(env: &Env) {
     assert_eq!(ok, "ok");
     // The next op with a good driver succeeds at once (no stale lock).
     env.send("t", "alice", "bob", "after");
-    let bodies: Vec<String> = env.storage(&["list-unread", "t", "bob"]).json().iter().map(|r| r["body"].as_str().unwrap().to_owned()).collect();
+    let bodies: Vec<String> =
+        env.storage(&["list-unread", "t", "bob"]).json().iter().map(|r| r["body"].as_str().unwrap().to_owned()).collect();
     assert_eq!(bodies, ["before", "after"]);
 }
 
@@ -65,7 +71,10 @@ fn paths_outside_the_store_are_unreachable() {
 fn no_environment_and_no_network() {
     let env = env_with_store().env("SECRET_TOKEN", "hunter2");
     assert_blocked(&hostile(&env, "read-env"), "read-env");
-    assert_blocked(&hostile(&env, "network"), "network");
+    // A port that really listens: the connection is refused by the sandbox, and none arrives.
+    let witness = common::egress::Listener::new();
+    assert_blocked(&hostile_with(&env, "network", &witness.port()), "network");
+    witness.assert_no_connection("network");
     assert_blocked(&hostile(&env, "listen"), "listen");
 }
 
@@ -176,7 +185,11 @@ fn bundled_drivers_never_compile_at_run_time() {
     // Nothing can be created below /proc, even as root: a cache that cannot exist.
     for cache in [empty.to_str().unwrap(), "/proc/agmsg-host-cache"] {
         let env = Env::new().with_cache(cache.into()).env("AGMSG_LOG", "debug");
-        for args in [&["storage", "send", "t", "alice", "bob", "hi"][..], &["--driver", "jsonl", "storage", "send", "t", "alice", "bob", "hi"], &["terminal", "--driver", "plain", "check"]] {
+        for args in [
+            &["storage", "send", "t", "alice", "bob", "hi"][..],
+            &["--driver", "jsonl", "storage", "send", "t", "alice", "bob", "hi"],
+            &["terminal", "--driver", "plain", "check"],
+        ] {
             for run in [env.run(args), env.run(args)] {
                 assert!(run.code == 0 || args[0] == "terminal", "{args:?}: {run:?}");
                 assert!(run.stderr.contains("bundled machine code: loaded"), "{args:?}: {run:?}");
@@ -209,6 +222,48 @@ fn a_cache_directory_others_can_write_is_not_used() {
     run.ok();
     assert!(run.stderr.contains("compile cache disabled") && run.stderr.contains("writable by other users"), "{run:?}");
     assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), 0);
+}
+
+/// A cache directory that is a symlink (even to a private directory of this user), or that belongs to
+/// another user, is not used: the cache holds native code that is loaded without recompiling. A
+/// component that is not bundled (so compiled through the cache when it is used) loads all the same.
+#[test]
+fn a_cache_directory_that_is_a_link_or_another_users_is_not_used() {
+    let parent = tempfile::tempdir().unwrap();
+    let real = parent.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    std::fs::set_permissions(&real, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let link = parent.path().join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let driver = fixture("hostile-storage");
+    let check = |cache: &std::path::Path| -> Run {
+        let env = Env::new().with_cache(cache.to_path_buf());
+        let run = env.run(&["--driver", driver.to_str().unwrap(), "storage", "check"]);
+        assert_eq!(run.code, 10, "the driver still loads (and says what it misses): {run:?}");
+        run
+    };
+    let run = check(&link);
+    assert!(run.stderr.contains(&format!("compile cache disabled: {} is not a directory", link.display())), "{run:?}");
+    assert_eq!(std::fs::read_dir(&real).unwrap().count(), 0, "written through the link");
+    // The same directory named directly is used: what kept it empty was the link.
+    check(&real);
+    assert_ne!(std::fs::read_dir(&real).unwrap().count(), 0, "the real directory is used as a cache");
+
+    // Another user's directory (only root can make one here).
+    if rustix::process::geteuid().as_raw() != 0 {
+        eprintln!("skipped the other user's directory: not root, so no directory can be given away");
+        return;
+    }
+    let theirs = parent.path().join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    std::fs::set_permissions(&theirs, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+    let run = check(&theirs);
+    assert!(
+        run.stderr.contains(&format!("compile cache disabled: {} belongs to uid 65534, not to this user (0)", theirs.display())),
+        "{run:?}"
+    );
+    assert_eq!(std::fs::read_dir(&theirs).unwrap().count(), 0, "written to another user's directory");
 }
 
 #[test]
@@ -257,21 +312,31 @@ fn a_partition_symlink_out_of_the_store_is_not_followed() {
     std::fs::create_dir_all(env.store.join("teams")).unwrap();
     std::os::unix::fs::symlink("../../outside", env.store.join("teams/victim")).unwrap();
     let env = env.env("AGMSG_TEAMS_DIR", teams.to_str().unwrap());
+    let link = env.store.join("teams/victim");
+    let refusal = format!(
+        "{} is not a directory (a symlink or another file where the store expects a directory); refusing to follow it",
+        link.display()
+    );
     for driver in ["sqlite", "jsonl"] {
-        for args in [&["send", "victim", "a", "b", "hi"][..], &["init", "victim"], &["list-unread", "victim", "b"], &["store-exists", "victim"]] {
+        for args in
+            [&["send", "victim", "a", "b", "hi"][..], &["init", "victim"], &["list-unread", "victim", "b"], &["store-exists", "victim"]]
+        {
             let mut argv = vec!["--driver", driver, "storage"];
             argv.extend_from_slice(args);
             let run = env.run(&argv);
-            assert!(run.code != 0, "{driver} {args:?} went through the link: {run:?}");
-            if args[0] != "store-exists" {
-                assert!(run.stderr.contains("refusing to follow it"), "{driver} {args:?}: {run:?}");
-            }
+            // Refused (every op, store-exists too) for that reason, with the runtime-error status.
+            assert_eq!(run.code, 13, "{driver} {args:?} went through the link: {run:?}");
+            assert!(run.stderr.contains(&refusal), "{driver} {args:?}: {run:?}");
         }
     }
     // The same partition as agmsg resolves it, handed over by the shim agmsg sources.
     let partition = env.store.join("teams/victim");
-    let run = run_with(&env, &[("AGMSG_STORE_IS_PARTITION", "1")], &["storage", "--store", partition.to_str().unwrap(), "send", "victim", "a", "b", "hi"]);
-    assert!(run.code != 0 && run.stderr.contains("refusing to follow it"), "{run:?}");
+    let run = run_with(
+        &env,
+        &[("AGMSG_STORE_IS_PARTITION", "1")],
+        &["storage", "--store", partition.to_str().unwrap(), "send", "victim", "a", "b", "hi"],
+    );
+    assert!(run.code == 13 && run.stderr.contains("refusing to follow it"), "{run:?}");
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "something was written outside the store");
     // A real partition directory works as before.
     std::fs::remove_file(env.store.join("teams/victim")).unwrap();
@@ -307,7 +372,10 @@ fn the_call_deadline_binds_inside_host_calls() {
     // The wait is cut to the deadline, so either the driver sees the lock time out or the deadline
     // interrupts it first: both end the call on time.
     let run = timed("lock-wait");
-    assert!(run.code == 13 && (run.stderr.contains("blocked lock-wait") || run.stderr.contains("exceeded its time limit of 1000 ms")), "{run:?}");
+    assert!(
+        run.code == 13 && (run.stderr.contains("blocked lock-wait") || run.stderr.contains("exceeded its time limit of 1000 ms")),
+        "{run:?}"
+    );
     held.unlock().unwrap();
     assert_store_intact(&env);
 }
@@ -395,7 +463,8 @@ fn stores_work_without_proc() {
     };
     let run = without_proc("storage send t alice bob hi");
     run.ok();
-    let bodies: Vec<String> = env.storage(&["list-unread", "t", "bob"]).json().iter().map(|r| r["body"].as_str().unwrap().to_owned()).collect();
+    let bodies: Vec<String> =
+        env.storage(&["list-unread", "t", "bob"]).json().iter().map(|r| r["body"].as_str().unwrap().to_owned()).collect();
     assert_eq!(bodies, ["hi"]);
 
     std::fs::create_dir_all(teams.join("victim")).unwrap();
@@ -404,6 +473,6 @@ fn stores_work_without_proc() {
     std::fs::create_dir_all(env.store.join("teams")).unwrap();
     std::os::unix::fs::symlink("../../outside", env.store.join("teams/victim")).unwrap();
     let run = without_proc("storage send victim a b hi");
-    assert!(run.code != 0 && run.stderr.contains("refusing to follow it"), "{run:?}");
+    assert!(run.code == 13 && run.stderr.contains("refusing to follow it"), "{run:?}");
     assert_eq!(std::fs::read_dir(env.dir.path().join("outside")).unwrap().count(), 0);
 }

@@ -13,10 +13,10 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use wasmtime::Result;
-use wasmtime::error::Context;
 use wasmtime::Engine;
+use wasmtime::Result;
 use wasmtime::component::Component;
+use wasmtime::error::Context;
 
 use crate::log::host_log;
 
@@ -145,11 +145,7 @@ fn store(dir: &Path, path: &Path, artifact: &[u8]) -> Result<()> {
 /// Create `dir` (mode 0700) if needed, and insist that it belongs to this user and that nobody else
 /// can write to it.
 fn private_dir(dir: &Path) -> Result<()> {
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .with_context(|| format!("cannot create {}", dir.display()))?;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let meta = std::fs::symlink_metadata(dir).with_context(|| format!("cannot read {}", dir.display()))?;
     if !meta.is_dir() {
         wasmtime::bail!("{} is not a directory", dir.display());

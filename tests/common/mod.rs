@@ -10,6 +10,8 @@ use std::sync::OnceLock;
 #[allow(unused_imports)]
 pub use agmsg_conformance::{Harness, Run};
 
+pub mod bounded;
+pub mod egress;
 pub mod lines;
 pub mod netns;
 pub mod pid;
@@ -119,7 +121,15 @@ pub fn kill_tree(pid: u32) {
 pub fn concurrent_sends<'a>(writers: usize, sends: usize, home: impl Fn(usize) -> &'a Env) -> HashSet<String> {
     let script = format!(r#"for i in $(seq 1 {sends}); do "$0" storage send t "w$1" bob "w$1-$i" || echo "FAILED $i" >&2; done"#);
     let loops: Vec<_> = (0..writers)
-        .map(|w| home(w).program("bash").args(["-c", &script, BIN, &w.to_string()]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap())
+        .map(|w| {
+            home(w)
+                .program("bash")
+                .args(["-c", &script, BIN, &w.to_string()])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
         .collect();
     let mut ids = HashSet::new();
     for writer in loops {

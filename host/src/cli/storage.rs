@@ -191,10 +191,10 @@ pub fn run(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Option<
     }
     // agmsg's remote-sync ops (Stage-1, and the resync and read-state extensions): records on stdin
     // and stdout, their own argv and exit codes.
-    if let Some(sync_op) = op_name.strip_prefix("sync-") {
-        if super::storage_sync::is_op(sync_op) {
-            return super::storage_sync::run(store_flag, driver_flag, sync_op, args);
-        }
+    if let Some(sync_op) = op_name.strip_prefix("sync-")
+        && super::storage_sync::is_op(sync_op)
+    {
+        return super::storage_sync::run(store_flag, driver_flag, sync_op, args);
     }
     let op = match parse(&op_name, args) {
         Ok(op) => op,

@@ -136,6 +136,11 @@ fn parse_fast(line: &[u8]) -> Option<Option<LineEvent<'_>>> {
     if line.iter().all(u8::is_ascii_whitespace) {
         return Some(None);
     }
+    // Only an object is a record: serde reads a struct from a JSON array too (`["message_sent",...]`),
+    // which agmsg and the slow path refuse as corrupt (found by fuzzing: fuzz/corpus/jsonl_line).
+    if line.trim_ascii_start().first() != Some(&b'{') {
+        return None;
+    }
     let fast: Fast<'_> = serde_json::from_slice(line).ok()?;
     match fast.kind.0.as_ref() {
         "message_sent" => Some(Some(LineEvent::Sent {
@@ -146,13 +151,9 @@ fn parse_fast(line: &[u8]) -> Option<Option<LineEvent<'_>>> {
             body: fast.body?.0,
             at: fast.at?.0,
         })),
-        "message_read" => Some(Some(LineEvent::Read {
-            id: fast.id?.0,
-            msg_id: fast.msg_id?.0,
-            team: fast.team?.0,
-            agent: fast.agent?.0,
-            at: fast.at?.0,
-        })),
+        "message_read" => {
+            Some(Some(LineEvent::Read { id: fast.id?.0, msg_id: fast.msg_id?.0, team: fast.team?.0, agent: fast.agent?.0, at: fast.at?.0 }))
+        }
         _ => None,
     }
 }

@@ -768,6 +768,11 @@ impl Drop for Importer {
     }
 }
 
+/// `fuzz/corpus/jsonl_line` replayed through the fuzz target's checks of events.rs (issue 39).
+#[cfg(test)]
+#[path = "../../../fuzz/src/jsonl.rs"]
+mod fuzz_jsonl;
+
 #[cfg(all(test, unix))]
 mod tests {
     use super::append_to;

@@ -76,136 +76,57 @@ fn answer<T: WasiView, R>(data: &mut T, result: FsResult<R>) -> Ret<R> {
     }
 }
 
+/// One path-taking method, shadowed: each of its (descriptor, path) pairs walked first, and the error
+/// given when one passes through a hidden name; else wasmtime-wasi's own method.
+macro_rules! guarded {
+    ($types:ident, $project:ident, $name:literal, ($($arg:ident: $ty:ty),*) -> $ret:ty,
+     [$(($fd:ident, $path:ident, $follow:expr, $hidden:expr)),+], $method:ident) => {
+        $types.func_wrap($name, move |mut store: StoreContextMut<'_, T>, ($($arg,)*): ($($ty,)*)| -> Ret<$ret> {
+            let data = store.data_mut();
+            $(
+                if seen(data, $project, &$fd, &$path, $follow) == Seen::Hidden {
+                    return Ok((Err($hidden),));
+                }
+            )+
+            let result = HostDescriptor::$method(&mut data.filesystem(), $($arg),*);
+            answer(data, result)
+        })?;
+    };
+}
+
+fn follows(flags: PathFlags) -> bool {
+    flags.contains(PathFlags::SYMLINK_FOLLOW)
+}
+
 fn link_view<T: WasiView + 'static>(linker: &mut Linker<T>, project: fn(&mut T) -> &mut StoreViewCtx) -> wasmtime::Result<()> {
+    use ErrorCode::{Access, NoEntry};
     let mut types = linker.instance(WASI_FILESYSTEM_TYPES)?;
-    types.func_wrap(
-        "[method]descriptor.open-at",
-        move |mut store: StoreContextMut<'_, T>,
-              (fd, path_flags, path, oflags, flags): (Resource<Descriptor>, PathFlags, String, OpenFlags, DescriptorFlags)|
-              -> Ret<Resource<Descriptor>> {
-            let data = store.data_mut();
-            if seen(data, project, &fd, &path, path_flags.contains(PathFlags::SYMLINK_FOLLOW)) == Seen::Hidden {
-                return Ok((Err(if oflags.contains(OpenFlags::CREATE) { ErrorCode::Access } else { ErrorCode::NoEntry }),));
-            }
-            let result = HostDescriptor::open_at(&mut data.filesystem(), fd, path_flags, path, oflags, flags);
-            answer(data, result)
-        },
-    )?;
-    types.func_wrap(
-        "[method]descriptor.stat-at",
-        move |mut store: StoreContextMut<'_, T>,
-              (fd, path_flags, path): (Resource<Descriptor>, PathFlags, String)|
-              -> Ret<DescriptorStat> {
-            let data = store.data_mut();
-            if seen(data, project, &fd, &path, path_flags.contains(PathFlags::SYMLINK_FOLLOW)) == Seen::Hidden {
-                return Ok((Err(ErrorCode::NoEntry),));
-            }
-            let result = HostDescriptor::stat_at(&mut data.filesystem(), fd, path_flags, path);
-            answer(data, result)
-        },
-    )?;
-    types.func_wrap(
-        "[method]descriptor.metadata-hash-at",
-        move |mut store: StoreContextMut<'_, T>,
-              (fd, path_flags, path): (Resource<Descriptor>, PathFlags, String)|
-              -> Ret<MetadataHashValue> {
-            let data = store.data_mut();
-            if seen(data, project, &fd, &path, path_flags.contains(PathFlags::SYMLINK_FOLLOW)) == Seen::Hidden {
-                return Ok((Err(ErrorCode::NoEntry),));
-            }
-            let result = HostDescriptor::metadata_hash_at(&mut data.filesystem(), fd, path_flags, path);
-            answer(data, result)
-        },
-    )?;
-    types.func_wrap(
-        "[method]descriptor.set-times-at",
-        move |mut store: StoreContextMut<'_, T>,
-              (fd, path_flags, path, atim, mtim): (Resource<Descriptor>, PathFlags, String, NewTimestamp, NewTimestamp)|
-              -> Ret<()> {
-            let data = store.data_mut();
-            if seen(data, project, &fd, &path, path_flags.contains(PathFlags::SYMLINK_FOLLOW)) == Seen::Hidden {
-                return Ok((Err(ErrorCode::NoEntry),));
-            }
-            let result = HostDescriptor::set_times_at(&mut data.filesystem(), fd, path_flags, path, atim, mtim);
-            answer(data, result)
-        },
-    )?;
-    types.func_wrap(
-        "[method]descriptor.readlink-at",
-        move |mut store: StoreContextMut<'_, T>, (fd, path): (Resource<Descriptor>, String)| -> Ret<String> {
-            let data = store.data_mut();
-            if seen(data, project, &fd, &path, false) == Seen::Hidden {
-                return Ok((Err(ErrorCode::NoEntry),));
-            }
-            let result = HostDescriptor::readlink_at(&mut data.filesystem(), fd, path);
-            answer(data, result)
-        },
-    )?;
-    types.func_wrap(
-        "[method]descriptor.create-directory-at",
-        move |mut store: StoreContextMut<'_, T>, (fd, path): (Resource<Descriptor>, String)| -> Ret<()> {
-            let data = store.data_mut();
-            if seen(data, project, &fd, &path, false) == Seen::Hidden {
-                return Ok((Err(ErrorCode::Access),));
-            }
-            let result = HostDescriptor::create_directory_at(&mut data.filesystem(), fd, path);
-            answer(data, result)
-        },
-    )?;
-    types.func_wrap(
-        "[method]descriptor.remove-directory-at",
-        move |mut store: StoreContextMut<'_, T>, (fd, path): (Resource<Descriptor>, String)| -> Ret<()> {
-            let data = store.data_mut();
-            if seen(data, project, &fd, &path, false) == Seen::Hidden {
-                return Ok((Err(ErrorCode::NoEntry),));
-            }
-            let result = HostDescriptor::remove_directory_at(&mut data.filesystem(), fd, path);
-            answer(data, result)
-        },
-    )?;
-    types.func_wrap(
-        "[method]descriptor.unlink-file-at",
-        move |mut store: StoreContextMut<'_, T>, (fd, path): (Resource<Descriptor>, String)| -> Ret<()> {
-            let data = store.data_mut();
-            if seen(data, project, &fd, &path, false) == Seen::Hidden {
-                return Ok((Err(ErrorCode::NoEntry),));
-            }
-            let result = HostDescriptor::unlink_file_at(&mut data.filesystem(), fd, path);
-            answer(data, result)
-        },
-    )?;
-    types.func_wrap(
-        "[method]descriptor.rename-at",
-        move |mut store: StoreContextMut<'_, T>,
-              (fd, old, new_fd, new): (Resource<Descriptor>, String, Resource<Descriptor>, String)|
-              -> Ret<()> {
-            let data = store.data_mut();
-            if seen(data, project, &fd, &old, false) == Seen::Hidden {
-                return Ok((Err(ErrorCode::NoEntry),));
-            }
-            if seen(data, project, &new_fd, &new, false) == Seen::Hidden {
-                return Ok((Err(ErrorCode::Access),));
-            }
-            let result = HostDescriptor::rename_at(&mut data.filesystem(), fd, old, new_fd, new);
-            answer(data, result)
-        },
-    )?;
-    types.func_wrap(
-        "[method]descriptor.link-at",
-        move |mut store: StoreContextMut<'_, T>,
-              (fd, old_flags, old, new_fd, new): (Resource<Descriptor>, PathFlags, String, Resource<Descriptor>, String)|
-              -> Ret<()> {
-            let data = store.data_mut();
-            if seen(data, project, &fd, &old, old_flags.contains(PathFlags::SYMLINK_FOLLOW)) == Seen::Hidden {
-                return Ok((Err(ErrorCode::NoEntry),));
-            }
-            if seen(data, project, &new_fd, &new, false) == Seen::Hidden {
-                return Ok((Err(ErrorCode::Access),));
-            }
-            let result = HostDescriptor::link_at(&mut data.filesystem(), fd, old_flags, old, new_fd, new);
-            answer(data, result)
-        },
-    )?;
+    guarded!(types, project, "[method]descriptor.open-at",
+        (fd: Resource<Descriptor>, path_flags: PathFlags, path: String, oflags: OpenFlags, flags: DescriptorFlags) -> Resource<Descriptor>,
+        [(fd, path, follows(path_flags), if oflags.contains(OpenFlags::CREATE) { Access } else { NoEntry })], open_at);
+    guarded!(types, project, "[method]descriptor.stat-at",
+        (fd: Resource<Descriptor>, path_flags: PathFlags, path: String) -> DescriptorStat,
+        [(fd, path, follows(path_flags), NoEntry)], stat_at);
+    guarded!(types, project, "[method]descriptor.metadata-hash-at",
+        (fd: Resource<Descriptor>, path_flags: PathFlags, path: String) -> MetadataHashValue,
+        [(fd, path, follows(path_flags), NoEntry)], metadata_hash_at);
+    guarded!(types, project, "[method]descriptor.set-times-at",
+        (fd: Resource<Descriptor>, path_flags: PathFlags, path: String, atim: NewTimestamp, mtim: NewTimestamp) -> (),
+        [(fd, path, follows(path_flags), NoEntry)], set_times_at);
+    guarded!(types, project, "[method]descriptor.readlink-at",
+        (fd: Resource<Descriptor>, path: String) -> String, [(fd, path, false, NoEntry)], readlink_at);
+    guarded!(types, project, "[method]descriptor.create-directory-at",
+        (fd: Resource<Descriptor>, path: String) -> (), [(fd, path, false, Access)], create_directory_at);
+    guarded!(types, project, "[method]descriptor.remove-directory-at",
+        (fd: Resource<Descriptor>, path: String) -> (), [(fd, path, false, NoEntry)], remove_directory_at);
+    guarded!(types, project, "[method]descriptor.unlink-file-at",
+        (fd: Resource<Descriptor>, path: String) -> (), [(fd, path, false, NoEntry)], unlink_file_at);
+    guarded!(types, project, "[method]descriptor.rename-at",
+        (fd: Resource<Descriptor>, old: String, new_fd: Resource<Descriptor>, new: String) -> (),
+        [(fd, old, false, NoEntry), (new_fd, new, false, Access)], rename_at);
+    guarded!(types, project, "[method]descriptor.link-at",
+        (fd: Resource<Descriptor>, old_flags: PathFlags, old: String, new_fd: Resource<Descriptor>, new: String) -> (),
+        [(fd, old, follows(old_flags), NoEntry), (new_fd, new, false, Access)], link_at);
     types.func_wrap(
         "[method]descriptor.read-directory",
         move |mut store: StoreContextMut<'_, T>, (fd,): (Resource<Descriptor>,)| -> Ret<Resource<DirectoryEntryStream>> {

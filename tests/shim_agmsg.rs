@@ -47,24 +47,9 @@ fn component(env: &Env) -> PathBuf {
     env.dir.path().join(".agents/agmsg/plugins/storage").join(PLUGIN).join("driver.wasm")
 }
 
-/// agmsg 1.2.1's release tree, or `None` (skipped, saying why).
+/// agmsg 1.2.1's release tree, or `None` (skipped, saying why: `common::reference`).
 fn agmsg_tree() -> Option<PathBuf> {
-    let tree =
-        std::env::var_os("AGMSG_REFERENCE_TREE").map(PathBuf::from).unwrap_or_else(|| common::workspace().join("../shared/agmsg-1.2.1"));
-    let required = std::env::var("AGMSG_REQUIRE_REFERENCE").as_deref() == Ok("1");
-    if !tree.join("install.sh").is_file() {
-        assert!(!required, "agmsg 1.2.1 is not at {} (AGMSG_REFERENCE_TREE)", tree.display());
-        eprintln!("skipped: agmsg 1.2.1 is not at {} (set AGMSG_REFERENCE_TREE to its release tree)", tree.display());
-        return None;
-    }
-    for tool in ["bash", "sqlite3"] {
-        if Command::new(tool).arg("--version").output().is_err() {
-            assert!(!required, "agmsg's scripts need {tool}");
-            eprintln!("skipped: agmsg's scripts need {tool}, which is not installed");
-            return None;
-        }
-    }
-    Some(tree)
+    common::reference::tree(&["bash", "sqlite3"])
 }
 
 /// agmsg 1.2.1 installed into the env's home by its own `install.sh` (offline), from a copy of its

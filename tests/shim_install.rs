@@ -1,6 +1,5 @@
 //! `agmsg-host shim install | uninstall` on a real copy of agmsg 1.2.1's `scripts/` (copied at run time
-//! from its release tree, `../shared/agmsg-1.2.1`, else extracted from agmsg's repository,
-//! `AGMSG_REFERENCE_REPO`, a git directory; never committed here): every
+//! by `tests/common/reference.rs`; never committed here): every
 //! shim where agmsg's loaders look, agmsg's own storage facade sourcing the storage shim, idempotence,
 //! and uninstall giving agmsg's tree back byte for byte (modes too); links refused with nothing changed.
 
@@ -98,24 +97,31 @@ fn bash(env: &Env, dir: &Path, script: &str) -> Run {
     cmd.output().unwrap().into()
 }
 
-/// agmsg 1.2.1's `scripts/` below `<env>/agmsg` (which it returns): from agmsg's repository as
-/// `common::reference` finds it, else copied from its release tree (`AGMSG_REFERENCE_TREE`, else
-/// `../shared/agmsg-1.2.1` beside this repository, read-only there); `None` (skipped, saying so) without
-/// either.
+/// agmsg 1.2.1's `scripts/` copied below `<env>/agmsg` (which it returns), by `common::reference`;
+/// `None` (skipped, saying so) without agmsg.
 fn agmsg_scripts(env: &Env) -> Option<PathBuf> {
-    let tree =
-        std::env::var_os("AGMSG_REFERENCE_TREE").map(PathBuf::from).unwrap_or_else(|| common::workspace().join("../shared/agmsg-1.2.1"));
-    if !tree.join("scripts/lib/storage.sh").is_file() {
-        return common::reference::scripts(env, &[]);
-    }
+    common::reference::scripts(env, &[])
+}
+
+/// A stand-in for an agmsg install, written here, for the tests that need no agmsg script to run (so
+/// they run everywhere): the two files that make a directory one (`scripts/lib/storage.sh`,
+/// `scripts/drivers/`), a storage driver file, and the cursor type's directory with a `type.conf` (the
+/// bundled one agmsg-host ships) and a `_delivery.sh`.
+fn minimal_agmsg(env: &Env) -> PathBuf {
     let dir = env.dir.path().join("agmsg");
-    std::fs::create_dir_all(&dir).unwrap();
-    let copied = std::process::Command::new("cp").arg("-R").arg(tree.join("scripts")).arg(dir.join("scripts")).output().unwrap();
-    assert!(copied.status.success(), "{copied:?}");
-    // Writable, as an install is (the release tree may be read-only).
-    let chmod = std::process::Command::new("chmod").args(["-R", "u+w"]).arg(&dir).output().unwrap();
-    assert!(chmod.status.success(), "{chmod:?}");
-    Some(dir)
+    let files: [(&str, &[u8]); 5] = [
+        ("scripts/lib/storage.sh", b"# a stand-in for agmsg's storage facade\n"),
+        ("scripts/drivers/storage/sqlite.sh", b"# a stand-in for agmsg's sqlite driver\n"),
+        ("scripts/drivers/storage/jsonl.sh", b"# a stand-in for agmsg's jsonl driver\n"),
+        ("scripts/drivers/types/cursor/type.conf", include_bytes!("../host/src/agent/types/cursor/type.conf")),
+        ("scripts/drivers/types/cursor/_delivery.sh", b"# a stand-in for agmsg's cursor delivery\n"),
+    ];
+    for (path, bytes) in files {
+        let path = dir.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+    dir
 }
 
 /// agmsg 1.2.1's types (each has a directory in its tree) and agmsg-host's bundled terminal drivers.
@@ -273,7 +279,7 @@ fn a_file_agmsg_replaced_after_install_is_agmsgs_from_then_on() {
 #[test]
 fn links_below_agmsgs_directory_are_refused_and_nothing_changes() {
     let env = Env::new();
-    let Some(agmsg) = agmsg_scripts(&env) else { return };
+    let agmsg = minimal_agmsg(&env);
     let dir = agmsg.to_str().unwrap();
     let outside = env.dir.path().join("outside");
     std::fs::create_dir(&outside).unwrap();
@@ -335,7 +341,7 @@ fn a_directory_that_is_no_agmsg_install_is_refused() {
 #[test]
 fn a_record_naming_other_paths_is_refused() {
     let env = Env::new();
-    let Some(agmsg) = agmsg_scripts(&env) else { return };
+    let agmsg = minimal_agmsg(&env);
     let dir = agmsg.to_str().unwrap();
     items(&env, &["install", dir]);
     let victim = env.dir.path().join("victim");

@@ -4,8 +4,9 @@
 //! component), store B is agmsg as shipped (its own bash sqlite driver). A message sent in A is pushed
 //! by A's engine and pulled into B; one sent in B comes back into A the same way.
 //!
-//! Needs agmsg's repository (`AGMSG_REFERENCE_REPO`), bash, node, python3, curl, jq and sqlite3;
-//! skipped, saying why, without them (`AGMSG_REQUIRE_REFERENCE=1` makes that a failure).
+//! Needs agmsg 1.2.1 (`tests/common/reference.rs`: its release tree, else a clone), bash, node, python3,
+//! curl, jq and sqlite3; skipped, saying why, without them (`AGMSG_REQUIRE_REFERENCE=1` makes that a
+//! failure).
 //!
 //! Between the engines and the server sits a small relay of ours, because agmsg's mock answers two
 //! requests in a shape agmsg's engine refuses, which no driver can change: its push answer (`POST
@@ -108,7 +109,8 @@ fn terminate(pid: i32) {
     let _ = Command::new("kill").arg(pid.to_string()).output();
     let deadline = Instant::now() + Duration::from_secs(5);
     while Instant::now() < deadline {
-        let alive = Command::new("kill").args(["-0", &pid.to_string()]).stderr(Stdio::null()).status().map(|s| s.success()).unwrap_or(false);
+        let alive =
+            Command::new("kill").args(["-0", &pid.to_string()]).stderr(Stdio::null()).status().map(|s| s.success()).unwrap_or(false);
         if !alive {
             return;
         }
@@ -116,22 +118,12 @@ fn terminate(pid: i32) {
     }
 }
 
-/// agmsg's `scripts/` and its mock server extracted into `dir`, as a fresh install (`init-db.sh`).
-fn install(repo: &str, dir: &Path, path: &str, driver: Option<&'static str>) -> Install {
+/// agmsg's `scripts/` and its mock server copied into `dir`, as a fresh install (`init-db.sh`).
+fn install(source: &common::reference::Source, dir: &Path, path: &str, driver: Option<&'static str>) -> Install {
     let skill = dir.join("skill");
     let home = dir.join("home");
     std::fs::create_dir_all(&home).unwrap();
-    std::fs::create_dir_all(&skill).unwrap();
-    let tar = dir.join("agmsg.tar");
-    let archived = Command::new("git")
-        .args(["-C", repo, "archive", "-o"])
-        .arg(&tar)
-        .args(["HEAD", "scripts", "tests/helpers/mock_remote_server.py"])
-        .output()
-        .unwrap();
-    assert!(archived.status.success(), "git archive: {archived:?}");
-    let extracted = Command::new("tar").arg("-xf").arg(&tar).arg("-C").arg(&skill).output().unwrap();
-    assert!(extracted.status.success(), "tar: {extracted:?}");
+    source.extract(&skill, &["scripts", "tests/helpers/mock_remote_server.py"]);
     let install = Install { skill, home, path: path.to_owned(), driver };
     install.ok("internal/init-db.sh", &[]);
     install
@@ -149,7 +141,14 @@ fn script_path(dir: &Path) -> String {
     let real = String::from_utf8(Command::new("bash").args(["-c", "command -v jq"]).output().unwrap().stdout).unwrap();
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    std::fs::write(bin.join("jq"), format!("#!/usr/bin/env bash\nargs=()\nfor a in \"$@\"; do [ \"$a\" = -b ] || args+=(\"$a\"); done\nexec '{}' \"${{args[@]}}\"\n", real.trim())).unwrap();
+    std::fs::write(
+        bin.join("jq"),
+        format!(
+            "#!/usr/bin/env bash\nargs=()\nfor a in \"$@\"; do [ \"$a\" = -b ] || args+=(\"$a\"); done\nexec '{}' \"${{args[@]}}\"\n",
+            real.trim()
+        ),
+    )
+    .unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(bin.join("jq"), std::fs::Permissions::from_mode(0o755)).unwrap();
     format!("{}:{path}", bin.display())
@@ -289,7 +288,10 @@ fn relay_one(conn: TcpStream, mock: u16, team_id: &str) -> std::io::Result<()> {
         body["server_instance_id"] = MOCK_SERVER_ID.into();
         body["team_id"] = team_id.into();
         response.body = serde_json::to_vec(&body).unwrap();
-    } else if ok && request.start.starts_with("GET ") && request.start.split(' ').nth(1).is_some_and(|p| p.split('?').next() == Some("/v1/members")) {
+    } else if ok
+        && request.start.starts_with("GET ")
+        && request.start.split(' ').nth(1).is_some_and(|p| p.split('?').next() == Some("/v1/members"))
+    {
         // The mock answers members in the order /v1/connect sent them; the engine requires them sorted
         // by member id (as a real server sends them), and ids made in the same millisecond (UUIDv7)
         // need not be in roster order: sort, or the engine stops "members response is not canonical".
@@ -327,14 +329,14 @@ fn a_team_syncs_between_agmsg_hosts_jsonl_and_agmsgs_bash_sqlite() {
 /// The team in A on agmsg-host's `driver` (through agmsg's own shim loading), in B on agmsg's bash
 /// sqlite.
 fn end_to_end(driver: &'static str) {
-    let Some(repo) = common::reference::repo(&["bash", "node", "python3", "curl", "jq", "sqlite3", "git", "tar"]) else { return };
+    let Some(source) = common::reference::source(&["bash", "node", "python3", "curl", "jq", "sqlite3"]) else { return };
     let started = Instant::now();
     // Where the time goes (agmsg's scripts dominate), on stderr.
     let lap = |what: &str| eprintln!("{driver}: {what} at {:.1} s", started.elapsed().as_secs_f64());
     let dir = tempfile::tempdir().unwrap();
     let path = script_path(dir.path());
-    let a = install(&repo, &dir.path().join("a"), &path, Some(driver));
-    let b = install(&repo, &dir.path().join("b"), &path, None);
+    let a = install(&source, &dir.path().join("a"), &path, Some(driver));
+    let b = install(&source, &dir.path().join("b"), &path, None);
     // A: agmsg with agmsg-host's shims (its sqlite runs in the component).
     let shim = Command::new(common::BIN)
         .args(["shim", "install"])
@@ -368,7 +370,11 @@ fn end_to_end(driver: &'static str) {
     // A's team store is the component's: sqlite's schema mark, jsonl's sync records in the log.
     let team_a = a.skill.join("db/teams/teamx");
     if driver == "sqlite" {
-        let schema = Command::new("sqlite3").arg(team_a.join("messages.db")).arg("SELECT value FROM storage_metadata WHERE key = 'agmsg_host_schema'").output().unwrap();
+        let schema = Command::new("sqlite3")
+            .arg(team_a.join("messages.db"))
+            .arg("SELECT value FROM storage_metadata WHERE key = 'agmsg_host_schema'")
+            .output()
+            .unwrap();
         assert!(!String::from_utf8_lossy(&schema.stdout).trim().is_empty(), "{}: {schema:?}", team_a.display());
     } else {
         let log = std::fs::read_to_string(team_a.join("events.jsonl")).unwrap();
@@ -391,7 +397,10 @@ fn end_to_end(driver: &'static str) {
     b.sync_once("teamx");
     lap("B pushed");
     let cycle = a.sync_once("teamx");
-    assert!(cycle.contains("\"event\":\"pull.import\"") && cycle.contains("from B, under agmsg's bash driver"), "A imported B's message: {cycle}");
+    assert!(
+        cycle.contains("\"event\":\"pull.import\"") && cycle.contains("from B, under agmsg's bash driver"),
+        "A imported B's message: {cycle}"
+    );
     let history = a.ok("history.sh", &["teamx", "alice"]);
     assert!(history.contains("bob → alice: from B, under agmsg's bash driver"), "A's history: {history}");
     let unread = a.ok("inbox.sh", &["teamx", "alice"]);

@@ -1,8 +1,10 @@
 //! age-v1 envelopes sealed here open with the `age` CLI (the reference implementation) and with
 //! agmsg's own `openEnvelope`, which is what its engine runs on a pull; the plaintext is agmsg's frame.
 //! The CLI tests are skipped, saying why, when `age` / `age-keygen` are not installed, and the agmsg test
-//! when node or agmsg's repository (`AGMSG_REFERENCE_REPO`, default /work/.mirror/kappaseijin+agmsg/repo)
-//! is missing; `AGMSG_REQUIRE_AGE=1` / `AGMSG_REQUIRE_REFERENCE=1` make that a failure.
+//! when node or agmsg 1.2.1 is missing (its release tree, `AGMSG_REFERENCE_TREE`, else
+//! `../shared/agmsg-1.2.1` beside the workspace; else its repository, `AGMSG_REFERENCE_REPO`, default
+//! /work/.mirror/kappaseijin+agmsg/repo); `AGMSG_REQUIRE_AGE=1` / `AGMSG_REQUIRE_REFERENCE=1` make that a
+//! failure. A skip is also appended to the file `AGMSG_SKIP_LOG` names, for `scripts/test`'s summary.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -17,10 +19,21 @@ const WIRE: &str = "550e8400-e29b-41d4-a716-446655440000";
 fn available(tool: &str, arg: &str, require: &str) -> bool {
     let ok = Command::new(tool).arg(arg).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
     if !ok {
-        assert!(std::env::var(require).as_deref() != Ok("1"), "{tool} is needed ({require}=1)");
-        eprintln!("skipped: {tool} is not installed");
+        skip(&format!("{tool} is not installed"), require);
     }
     ok
+}
+
+/// Skip the running test: say why (and append it to `AGMSG_SKIP_LOG`), or fail when `require` is 1.
+fn skip(why: &str, require: &str) {
+    assert!(std::env::var(require).as_deref() != Ok("1"), "{why} ({require}=1)");
+    eprintln!("skipped: {why}");
+    if let Some(log) = std::env::var_os("AGMSG_SKIP_LOG").filter(|v| !v.is_empty())
+        && let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(log)
+    {
+        use std::io::Write;
+        let _ = writeln!(file, "age_interop::{}: {why}", std::thread::current().name().unwrap_or("?"));
+    }
 }
 
 /// A new age identity file (mode 0600, as agmsg requires) and its recipient.
@@ -108,16 +121,27 @@ fn agmsgs_open_envelope_opens_what_is_sealed_here() {
         return;
     }
     let repo = std::env::var("AGMSG_REFERENCE_REPO").unwrap_or_else(|_| "/work/.mirror/kappaseijin+agmsg/repo".into());
+    let tree = std::env::var_os("AGMSG_REFERENCE_TREE")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/agmsg-1.2.1"));
     let dir = tempfile::tempdir().unwrap();
     let helper = dir.path().join("sync-cipher.mjs");
-    let shown = Command::new("git").args(["-C", &repo, "show", "HEAD:scripts/internal/sync-cipher.mjs"]).output();
-    match shown {
-        Ok(out) if out.status.success() => std::fs::write(&helper, out.stdout).unwrap(),
-        _ => {
-            assert!(std::env::var("AGMSG_REQUIRE_REFERENCE").as_deref() != Ok("1"), "agmsg's repository is not at {repo}");
-            eprintln!("skipped: agmsg's repository is not at {repo} (AGMSG_REFERENCE_REPO)");
-            return;
-        }
+    // A copy of agmsg's file (the tree may be read-only), from its release tree, else its repository.
+    let from_tree = std::fs::read(tree.join("scripts/internal/sync-cipher.mjs")).ok();
+    let shown = || Command::new("git").args(["-C", &repo, "show", "HEAD:scripts/internal/sync-cipher.mjs"]).output();
+    match from_tree {
+        Some(bytes) => std::fs::write(&helper, bytes).unwrap(),
+        None => match shown() {
+            Ok(out) if out.status.success() => std::fs::write(&helper, out.stdout).unwrap(),
+            _ => {
+                skip(
+                    &format!("agmsg 1.2.1 is neither at {} (AGMSG_REFERENCE_TREE) nor at {repo} (AGMSG_REFERENCE_REPO)", tree.display()),
+                    "AGMSG_REQUIRE_REFERENCE",
+                );
+                return;
+            }
+        },
     }
     let (identity, recipient) = keygen(dir.path(), "team.key");
     let (_, other) = keygen(dir.path(), "other.key");

@@ -2,9 +2,11 @@
 //! same `messages.db`, and each carries on from the other's state (reservations replayed byte for byte,
 //! acknowledgements, imports never duplicated, quarantine reprocessed).
 //!
-//! agmsg's scripts are read at run time from its repository (`AGMSG_REFERENCE_REPO`, a git directory,
-//! as `tests/common/reference.rs` does); without it, or without bash, jq, sqlite3 and node, the test is
-//! skipped saying why, unless `AGMSG_REQUIRE_REFERENCE=1` makes that a failure.
+//! agmsg's scripts are copied at run time from agmsg 1.2.1's release tree (`AGMSG_REFERENCE_TREE`, else
+//! `../shared/agmsg-1.2.1` beside the workspace), else extracted from its repository
+//! (`AGMSG_REFERENCE_REPO`, a git directory), as `tests/common/reference.rs` does; without either, or
+//! without bash, jq, sqlite3 and node, the test is skipped saying why (and logged to `AGMSG_SKIP_LOG`),
+//! unless `AGMSG_REQUIRE_REFERENCE=1` makes that a failure.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -20,22 +22,38 @@ use super::{pull, push};
 const DEFAULT_REPO: &str = "/work/.mirror/kappaseijin+agmsg/repo";
 pub(super) const SERVER: &str = "018f3f7e-0000-7000-8000-000000000000";
 pub(super) const TEAM: &str = "018f3f7e-0000-7000-8000-000000000001";
-const PREPARE: &str =
-    r#"{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"max_blob_bytes":1048576,"allow_new":true}"#;
+const PREPARE: &str = r#"{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"max_blob_bytes":1048576,"allow_new":true}"#;
 
-/// agmsg's skill directory (its `scripts/` extracted into `dir`), or `None` when the test must skip.
+/// Skip the running test: say why (and append it to `AGMSG_SKIP_LOG` for `scripts/test`'s summary),
+/// or fail with `AGMSG_REQUIRE_REFERENCE=1`.
+fn skip(why: &str) {
+    assert!(std::env::var("AGMSG_REQUIRE_REFERENCE").as_deref() != Ok("1"), "{why} (AGMSG_REQUIRE_REFERENCE=1)");
+    eprintln!("skipped: {why}");
+    if let Some(log) = std::env::var_os("AGMSG_SKIP_LOG").filter(|v| !v.is_empty())
+        && let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(log)
+    {
+        let _ = writeln!(file, "agmsg_storage_sqlite::{}: {why}", std::thread::current().name().unwrap_or("?"));
+    }
+}
+
+/// agmsg's skill directory (its `scripts/` copied into `dir`), or `None` when the test must skip.
 pub(super) fn agmsg_skill(dir: &Path) -> Option<PathBuf> {
+    let tree = std::env::var_os("AGMSG_REFERENCE_TREE")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/agmsg-1.2.1"));
+    let tree = tree.join("scripts/lib/storage.sh").is_file().then_some(tree);
     let repo = std::env::var("AGMSG_REFERENCE_REPO").unwrap_or_else(|_| DEFAULT_REPO.to_owned());
-    let required = std::env::var("AGMSG_REQUIRE_REFERENCE").as_deref() == Ok("1");
-    if !Path::new(&repo).exists() {
-        assert!(!required, "agmsg's repository is not at {repo} (AGMSG_REFERENCE_REPO)");
-        eprintln!("skipped: agmsg's repository is not at {repo} (set AGMSG_REFERENCE_REPO)");
+    if tree.is_none() && !Path::new(&repo).exists() {
+        skip(&format!(
+            "agmsg 1.2.1 is neither a release tree (AGMSG_REFERENCE_TREE, ../shared/agmsg-1.2.1) nor at {repo} (AGMSG_REFERENCE_REPO)"
+        ));
         return None;
     }
-    for tool in ["bash", "jq", "sqlite3", "node", "git", "tar"] {
+    let tools: &[&str] = if tree.is_some() { &["bash", "jq", "sqlite3", "node"] } else { &["bash", "jq", "sqlite3", "node", "git", "tar"] };
+    for tool in tools {
         if Command::new(tool).arg("--version").output().is_err() {
-            assert!(!required, "agmsg's sync needs {tool}");
-            eprintln!("skipped: agmsg's sync needs {tool}, which is not installed");
+            skip(&format!("agmsg's sync needs {tool}, which is not installed"));
             return None;
         }
     }
@@ -48,7 +66,10 @@ pub(super) fn agmsg_skill(dir: &Path) -> Option<PathBuf> {
         std::fs::create_dir_all(&bin).unwrap();
         std::fs::write(
             bin.join("jq"),
-            format!("#!/bin/bash\nargs=()\nfor a in \"$@\"; do [ \"$a\" = -b ] || args+=(\"$a\"); done\nexec {} \"${{args[@]}}\"\n", real.trim()),
+            format!(
+                "#!/bin/bash\nargs=()\nfor a in \"$@\"; do [ \"$a\" = -b ] || args+=(\"$a\"); done\nexec {} \"${{args[@]}}\"\n",
+                real.trim()
+            ),
         )
         .unwrap();
         use std::os::unix::fs::PermissionsExt;
@@ -56,11 +77,19 @@ pub(super) fn agmsg_skill(dir: &Path) -> Option<PathBuf> {
     }
     let skill = dir.join("skill");
     std::fs::create_dir_all(skill.join("db")).unwrap();
-    let tar = dir.join("scripts.tar");
-    let archived = Command::new("git").args(["-C", &repo, "archive", "-o"]).arg(&tar).args(["HEAD", "scripts"]).output().unwrap();
-    assert!(archived.status.success(), "git archive: {archived:?}");
-    let extracted = Command::new("tar").arg("-xf").arg(&tar).arg("-C").arg(&skill).output().unwrap();
-    assert!(extracted.status.success(), "tar: {extracted:?}");
+    if let Some(tree) = tree {
+        let copied = Command::new("cp").arg("-R").arg(tree.join("scripts")).arg(skill.join("scripts")).output().unwrap();
+        assert!(copied.status.success(), "cp: {copied:?}");
+        // Writable, as an install is (the release tree may be read-only).
+        let chmod = Command::new("chmod").args(["-R", "u+w"]).arg(&skill).output().unwrap();
+        assert!(chmod.status.success(), "chmod: {chmod:?}");
+    } else {
+        let tar = dir.join("scripts.tar");
+        let archived = Command::new("git").args(["-C", &repo, "archive", "-o"]).arg(&tar).args(["HEAD", "scripts"]).output().unwrap();
+        assert!(archived.status.success(), "git archive: {archived:?}");
+        let extracted = Command::new("tar").arg("-xf").arg(&tar).arg("-C").arg(&skill).output().unwrap();
+        assert!(extracted.status.success(), "tar: {extracted:?}");
+    }
     Some(skill)
 }
 
@@ -90,12 +119,7 @@ pub(super) fn agmsg(skill: &Path, script: &str, stdin: &str) -> String {
 }
 
 pub(super) fn records(jsonl: &str, kind: &str) -> Vec<Value> {
-    jsonl
-        .lines()
-        .filter(|l| l.starts_with('{'))
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|v| v["type"] == kind)
-        .collect()
+    jsonl.lines().filter(|l| l.starts_with('{')).map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|v| v["type"] == kind).collect()
 }
 
 pub(super) fn page_line(seq: u64, wire: &str, status: &str, body: Option<&str>) -> String {
@@ -159,14 +183,17 @@ fn a_store_agmsg_synced_keeps_syncing_here_and_back() {
 
     // Here: the same reservations, byte for byte, nothing sealed again, the same generation.
     let conn = open(&db);
-    crate::insert_message(&conn, &agmsg_guest_sdk::storage::Message {
-        id: agmsg_guest_sdk::ids::new_id(),
-        team: "demo".into(),
-        from: "alice".into(),
-        to: "bob".into(),
-        body: "three, sent here".into(),
-        at: agmsg_guest_sdk::ids::now_utc(),
-    })
+    crate::insert_message(
+        &conn,
+        &agmsg_guest_sdk::storage::Message {
+            id: agmsg_guest_sdk::ids::new_id(),
+            team: "demo".into(),
+            from: "alice".into(),
+            to: "bob".into(),
+            body: "three, sent here".into(),
+            at: agmsg_guest_sdk::ids::now_utc(),
+        },
+    )
     .unwrap();
     drop(conn);
     let mut seals = 0;
@@ -260,8 +287,7 @@ fn a_store_agmsg_synced_keeps_syncing_here_and_back() {
     drop(conn);
 
     // Reprocess here finds agmsg's quarantined row; agmsg's reprocess agrees.
-    let (page_info, mut candidates) =
-        pull::reprocess(open(&db), &b, 10, None, ReprocessScope::Recoverable).unwrap();
+    let (page_info, mut candidates) = pull::reprocess(open(&db), &b, 10, None, ReprocessScope::Recoverable).unwrap();
     let found = drain(&mut candidates, 1 << 20);
     drop(candidates);
     assert_eq!(page_info.state.transport_cursor, "5");

@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use common::Env;
-use common::sync::{ack_line as ack, import_file, kill_after, message_log, run_fed};
+use common::sync::{ack_line as ack, import_file, kill_when, message_log, run_fed};
 use serde::de::{DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
@@ -203,10 +203,9 @@ fn compaction_rotates_the_sync_generation_of_a_synced_log() {
 /// replacement ends with a fresh generation; a rename that changes nothing leaves the log alone.
 #[test]
 fn renames_rotate_the_sync_generation_of_a_synced_log() {
-    for (args, changed) in [
-        (&["rename-agent", "t", "bob", "robert"][..], r#""to":"robert""#),
-        (&["rename-team", "t", "core"][..], r#""local_team":"core""#),
-    ] {
+    for (args, changed) in
+        [(&["rename-agent", "t", "bob", "robert"][..], r#""to":"robert""#), (&["rename-team", "t", "core"][..], r#""local_team":"core""#)]
+    {
         let env = jsonl();
         std::fs::create_dir_all(&env.store).unwrap();
         let log = env.store.join("events.jsonl");
@@ -401,10 +400,8 @@ fn prepare_is_byte_stable_and_reconcile_advances_the_contiguous_prefix() {
     // agmsg's `none` envelope: base64 of the canonical projection, six-digit timestamp.
     let sent: Vec<Value> = strict_records(&log).into_iter().filter(|r| r["type"] == "message_sent").collect();
     let at = sent[0]["at"].as_str().unwrap();
-    let canonical = format!(
-        r#"{{"body":"one","created_at":"{}.000000Z","from_agent":"alice","to_agent":"bob"}}"#,
-        at.trim_end_matches('Z')
-    );
+    let canonical =
+        format!(r#"{{"body":"one","created_at":"{}.000000Z","from_agent":"alice","to_agent":"bob"}}"#, at.trim_end_matches('Z'));
     assert_eq!(found[0]["envelope"], serde_json::json!({"v":1,"cipher":"none","key_id":null,"blob":base64(canonical.as_bytes())}));
     let commit = &journal(&env, "sync_prepare_commit")[0];
     assert_eq!(commit["binding"]["protocol_version"], 1);
@@ -505,14 +502,18 @@ fn apply_pull_quarantines_reconciles_echoes_and_imports_once() {
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(history_bodies(&env), ["outgoing", "incoming"], "imported exactly once");
     let commits = journal(&env, "sync_pull_commit");
-    let events: usize = commits.iter().map(|c| c["messages"].as_array().unwrap().iter().filter(|m| !m["local_event"].is_null()).count()).sum();
+    let events: usize =
+        commits.iter().map(|c| c["messages"].as_array().unwrap().iter().filter(|m| !m["local_event"].is_null()).count()).sum();
     assert_eq!(events, 1);
 
     // Backwards, and a conflicting sequence.
     let run = sync(&env, "apply-pull", &[], "{\"type\":\"sync_pull_cursor\",\"next_after\":\"2\"}\n");
     assert_ne!(run.code, 0);
     assert!(run.stderr.contains("pull cursor cannot move backwards"), "{run:?}");
-    let clash = format!("{}\n{{\"type\":\"sync_pull_cursor\",\"next_after\":\"4\"}}\n", pulled(2, &remote_wire(9), OTHER_ENVELOPE, "importable", Some("must-not-import")));
+    let clash = format!(
+        "{}\n{{\"type\":\"sync_pull_cursor\",\"next_after\":\"4\"}}\n",
+        pulled(2, &remote_wire(9), OTHER_ENVELOPE, "importable", Some("must-not-import"))
+    );
     let run = sync(&env, "apply-pull", &[], &clash);
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(run.json()[1]["status"], "corrupt_state");
@@ -528,10 +529,16 @@ fn the_transport_cursor_moves_only_with_durable_outcomes() {
     let run = sync(&env, "apply-pull", &[], "{\"type\":\"sync_pull_cursor\",\"next_after\":\"2\"}\n");
     assert_eq!(run.json()[0]["transport_cursor"], "2", "{run:?}");
     let before = log_of(&env);
-    let short = format!("{}\n{{\"type\":\"sync_pull_cursor\",\"next_after\":\"3\"}}\n", pulled(4, &remote_wire(4), OTHER_ENVELOPE, "malformed", None));
+    let short = format!(
+        "{}\n{{\"type\":\"sync_pull_cursor\",\"next_after\":\"3\"}}\n",
+        pulled(4, &remote_wire(4), OTHER_ENVELOPE, "malformed", None)
+    );
     let run = sync(&env, "apply-pull", &[], &short);
     assert_eq!(run.code, 13, "{run:?}");
-    let replay = format!("{}\n{{\"type\":\"sync_pull_cursor\",\"next_after\":\"2\"}}\n", pulled(1, &remote_wire(1), OTHER_ENVELOPE, "malformed", None));
+    let replay = format!(
+        "{}\n{{\"type\":\"sync_pull_cursor\",\"next_after\":\"2\"}}\n",
+        pulled(1, &remote_wire(1), OTHER_ENVELOPE, "malformed", None)
+    );
     let run = sync(&env, "apply-pull", &[], &replay);
     assert_eq!(run.code, 13, "{run:?}");
     assert_eq!(log_of(&env), before, "a refused page writes nothing");
@@ -570,7 +577,10 @@ fn reprocess_pages_and_scopes() {
     assert_eq!(second[2], serde_json::json!({"type":"sync_reprocess_page","next_after":null,"has_more":false}));
 
     let malformed = sync(&env, "reprocess", &["10", "", "malformed"], "").json();
-    assert_eq!(malformed.iter().filter(|r| r["type"] == "sync_reprocess_candidate").map(|r| r["server_seq"].as_str().unwrap()).collect::<Vec<_>>(), ["2"]);
+    assert_eq!(
+        malformed.iter().filter(|r| r["type"] == "sync_reprocess_candidate").map(|r| r["server_seq"].as_str().unwrap()).collect::<Vec<_>>(),
+        ["2"]
+    );
 
     // Re-evaluated: seq 1 as a roster record, seq 3 as a message; the cursor stays at 5.
     let roster = pulled(1, &remote_wire(1), OTHER_ENVELOPE, "importable", None)
@@ -732,9 +742,16 @@ fn a_page_of_1_mb_envelopes_syncs_under_a_cap_well_below_its_size() {
     strict_records(&log_of(&env));
 }
 
-/// Kill `sync-apply-pull` at several moments of a large page: afterwards (once the next op has cut
-/// back an append the kill interrupted) the log reads under agmsg's strict rules and holds either
-/// none of the page or all of it with the cursor; finishing the work imports every message once.
+/// Whether the index directory holds `name`: a staging file or the append journal, which an op removes
+/// when it ends, so one left there after a kill shows the kill landed inside the op.
+fn left_in_index(env: &Env, name: &str) -> bool {
+    env.store.join(".events-index").join(name).exists()
+}
+
+/// Kill `sync-apply-pull` inside a large page, while it stages the page or appends it (its staging
+/// file or the append journal is there, and still is after the kill): afterwards (once the next op has
+/// cut back an append the kill interrupted) the log reads under agmsg's strict rules and holds none of
+/// the page; finishing the work imports every message once.
 #[test]
 fn kill_9_during_apply_pull_loses_and_duplicates_nothing() {
     let env = jsonl();
@@ -744,10 +761,14 @@ fn kill_9_during_apply_pull_loses_and_duplicates_nothing() {
         page.push('\n');
     }
     page.push_str("{\"type\":\"sync_pull_cursor\",\"next_after\":\"300\"}\n");
-    for delay_ms in [100u64, 300, 600, 1000] {
+    let mid_op = || left_in_index(&env, "sync-pull-entries") || left_in_index(&env, "import-commit");
+    let mut landed = 0;
+    for attempt in 0..6 {
         let mut cmd = env.cmd();
         cmd.args(["storage", "sync-apply-pull", "t", SERVER, REMOTE, "1"]);
-        kill_after(&mut cmd, &page, Duration::from_millis(delay_ms));
+        kill_when(&mut cmd, &page, mid_op);
+        let inside = mid_op();
+        landed += usize::from(inside);
         clear_stale_lock(&env);
         // The next op (under the locks) cuts back whatever the kill left half-written.
         let state = prepare(&env);
@@ -759,8 +780,16 @@ fn kill_9_during_apply_pull_loses_and_duplicates_nothing() {
             .flat_map(|r| r["messages"].as_array().unwrap().iter())
             .filter(|m| !m["local_event"].is_null())
             .count();
-        assert!((cursor == "0" && imported == 0) || (cursor == "300" && imported == 300), "{delay_ms} ms: cursor {cursor}, {imported} imported");
+        assert!(
+            (cursor == "0" && imported == 0) || (cursor == "300" && imported == 300),
+            "attempt {attempt}: cursor {cursor}, {imported} imported"
+        );
+        assert!(!inside || (cursor == "0" && imported == 0), "attempt {attempt}: killed mid-page, yet {imported} imported");
+        if landed == 3 || imported == 300 {
+            break;
+        }
     }
+    assert_eq!(landed, 3, "three kills landed inside apply-pull");
     let run = sync(&env, "apply-pull", &[], &page);
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(history_bodies(&env).len(), 300, "every message once");
@@ -822,43 +851,57 @@ fn agmsg_and_agmsg_host_take_turns_on_one_synced_log() {
 
     // agmsg pulls next; agmsg-host reads its commit.
     let next = pulled(5, &remote_wire(5), OTHER_ENVELOPE, "importable", Some("pulled-by-agmsg"));
-    agmsg_op(&format!("printf '%s\\n%s\\n' '{next}' '{{\"type\":\"sync_pull_cursor\",\"next_after\":\"5\"}}' | storage_sync_apply_pull t $S $T 1"));
+    agmsg_op(&format!(
+        "printf '%s\\n%s\\n' '{next}' '{{\"type\":\"sync_pull_cursor\",\"next_after\":\"5\"}}' | storage_sync_apply_pull t $S $T 1"
+    ));
     assert_eq!(prepare(&env)[0]["transport_cursor"], "5");
     assert_eq!(history_bodies(&env), ["from-agmsg", "from-host", "pulled-here", "pulled-by-agmsg"]);
 }
 
-/// Kill `sync-prepare-push` at several moments of a large page: afterwards the log reads under
-/// agmsg's strict rules, each local message is reserved under one wire id only (a reservation commit
-/// is all there or not at all), and the next prepare answers every message once.
+/// Kill `sync-prepare-push` inside a large page, on a fresh store each time: once while it stages its
+/// reservations (its staging file is there, and still is after the kill), once while it appends them
+/// (the append journal likewise). Afterwards the log reads under agmsg's strict rules, each local
+/// message is reserved under one wire id only (a reservation commit is all there or not at all), and
+/// the next prepare answers every message once.
 #[test]
 fn kill_9_during_prepare_publishes_each_reservation_once() {
-    let env = jsonl();
-    fill(&env, 300, 20_000);
-    for delay_ms in [100u64, 300, 600] {
-        let mut cmd = env.cmd();
-        cmd.args(["storage", "sync-prepare-push", "t", SERVER, REMOTE, "1", "1000"]);
-        kill_after(&mut cmd, &format!("{PREPARE}\n"), Duration::from_millis(delay_ms));
-        clear_stale_lock(&env);
-        let run = sync(&env, "prepare-push", &["1000"], PREPARE);
-        assert_eq!(run.code, 0, "{delay_ms} ms: {run:?}");
-        let found = candidates(&run.json());
-        assert_eq!(found.len(), 300, "{delay_ms} ms");
-        let wires: HashSet<&str> = found.iter().map(|c| c["id"].as_str().unwrap()).collect();
-        assert_eq!(wires.len(), 300, "{delay_ms} ms: one wire id per message");
-        let mut reserved: std::collections::HashMap<String, String> = std::collections::HashMap::new();
-        for commit in journal(&env, "sync_prepare_commit") {
-            for r in commit["reservations"].as_array().unwrap() {
-                let (local, wire) = (r["local_id"].as_str().unwrap().to_owned(), r["id"].as_str().unwrap().to_owned());
-                assert_eq!(reserved.entry(local).or_insert_with(|| wire.clone()), &wire, "{delay_ms} ms: a message resealed");
+    for target in ["sync-prepare-entries", "import-commit"] {
+        let mut landed = false;
+        for attempt in 0..3 {
+            let env = jsonl();
+            fill(&env, 300, 20_000);
+            let mut cmd = env.cmd();
+            cmd.args(["storage", "sync-prepare-push", "t", SERVER, REMOTE, "1", "1000"]);
+            kill_when(&mut cmd, &format!("{PREPARE}\n"), || left_in_index(&env, target));
+            landed = left_in_index(&env, target);
+            clear_stale_lock(&env);
+            // The next op cuts back what an interrupted append left.
+            let run = sync(&env, "prepare-push", &["1000"], PREPARE);
+            assert_eq!(run.code, 0, "{target} {attempt}: {run:?}");
+            let found = candidates(&run.json());
+            assert_eq!(found.len(), 300, "{target} {attempt}");
+            let wires: HashSet<&str> = found.iter().map(|c| c["id"].as_str().unwrap()).collect();
+            assert_eq!(wires.len(), 300, "{target} {attempt}: one wire id per message");
+            let mut reserved: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+            for commit in journal(&env, "sync_prepare_commit") {
+                for r in commit["reservations"].as_array().unwrap() {
+                    let (local, wire) = (r["local_id"].as_str().unwrap().to_owned(), r["id"].as_str().unwrap().to_owned());
+                    assert_eq!(reserved.entry(local).or_insert_with(|| wire.clone()), &wire, "{target} {attempt}: a message resealed");
+                }
+            }
+            assert_eq!(reserved.len(), 300);
+            if landed {
+                break;
             }
         }
-        assert_eq!(reserved.len(), 300);
+        assert!(landed, "no kill landed while prepare had {target} in its index directory (3 tries)");
     }
 }
 
-/// Kill `sync-reconcile-push` at several moments of a 300-ack batch: the log stays strict, a
-/// reconcile commit is all there (every ack) or absent, and the engine's resend of the same acks then
-/// finishes it; nothing acknowledged is offered again.
+/// Kill `sync-reconcile-push` while it holds the store's lock (agmsg-host's marker of it is there,
+/// and still is after the kill) with a 300-ack batch: the log stays strict, a reconcile commit is all
+/// there (every ack) or absent, and the engine's resend of the same acks then finishes it; nothing
+/// acknowledged is offered again.
 #[test]
 fn kill_9_during_reconcile_records_all_acks_or_none() {
     let env = jsonl();
@@ -867,15 +910,23 @@ fn kill_9_during_reconcile_records_all_acks_or_none() {
     let found = candidates(&run.json());
     assert_eq!(found.len(), 300, "{run:?}");
     let acks: String = found.iter().enumerate().map(|(i, c)| ack(c, i as u32 + 1) + "\n").collect();
-    for delay_ms in [30u64, 80, 200] {
+    let marker = env.store.join("events.jsonl.lock.agmsg-host");
+    let mut landed = 0;
+    for attempt in 0..6 {
         let mut cmd = env.cmd();
         cmd.args(["storage", "sync-reconcile-push", "t", SERVER, REMOTE, "1"]);
-        kill_after(&mut cmd, &acks, Duration::from_millis(delay_ms));
+        kill_when(&mut cmd, &acks, || marker.exists());
+        landed += usize::from(marker.exists());
         clear_stale_lock(&env);
-        for commit in journal(&env, "sync_reconcile_commit") {
-            assert_eq!(commit["acks"].as_array().map(Vec::len), Some(300), "{delay_ms} ms: a partial reconcile commit");
+        let commits = journal(&env, "sync_reconcile_commit");
+        for commit in &commits {
+            assert_eq!(commit["acks"].as_array().map(Vec::len), Some(300), "attempt {attempt}: a partial reconcile commit");
+        }
+        if landed == 3 || !commits.is_empty() {
+            break;
         }
     }
+    assert_eq!(landed, 3, "three kills landed while reconcile held the store's lock");
     let done = sync(&env, "reconcile-push", &[], &acks);
     assert_eq!(done.code, 0, "{done:?}");
     assert!(candidates(&sync(&env, "prepare-push", &["1000"], PREPARE).json()).is_empty(), "acknowledged messages offered again");

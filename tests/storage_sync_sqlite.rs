@@ -6,15 +6,12 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::Env;
-use common::sync::{ack_line, count, db, import_file, json, kill_after, message_log, run_fed};
+use common::sync::{ack_line, count, db, hot_journal, import_file, json, kill_when, message_log, run_fed};
 
 const SERVER: &str = "0196f3a2-7c1e-7000-8000-000000000001";
 const REMOTE: &str = "0196f3a2-7c1e-7000-8000-000000000002";
-const PREPARE: &str =
-    r#"{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"max_blob_bytes":1048576,"allow_new":true}"#;
+const PREPARE: &str = r#"{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"max_blob_bytes":1048576,"allow_new":true}"#;
 
 fn sync(env: &Env, op: &str, extra: &[&str], stdin: &str) -> agmsg_conformance::Run {
     sync_capped(env, None, op, extra, stdin)
@@ -49,7 +46,9 @@ fn pull_page(first: usize, count: usize, blob_bytes: usize, status: &str) -> Str
     let last = first + count - 1;
     for n in first..=last {
         let projection = if status == "importable" {
-            format!(r#","projection":{{"body":"pulled {n}","created_at":"2026-01-01T00:00:00.000000Z","from_agent":"carol","to_agent":"bob"}}"#)
+            format!(
+                r#","projection":{{"body":"pulled {n}","created_at":"2026-01-01T00:00:00.000000Z","from_agent":"carol","to_agent":"bob"}}"#
+            )
         } else {
             String::new()
         };
@@ -128,7 +127,12 @@ fn a_page_of_1_mib_envelopes_streams_through_prepare_and_apply_pull_under_a_cap_
 fn import_pages_are_bounded_by_bytes_so_large_bodies_fit_under_the_memory_cap() {
     let env = Env::new();
     let file = import_file(&env, &message_log(48, 1 << 20));
-    let out = env.cmd().args(["--driver", "sqlite", "storage", "import", file.to_str().unwrap()]).env("AGMSG_DRIVER_MEMORY_MB", "32").output().unwrap();
+    let out = env
+        .cmd()
+        .args(["--driver", "sqlite", "storage", "import", file.to_str().unwrap()])
+        .env("AGMSG_DRIVER_MEMORY_MB", "32")
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(count(&env, "SELECT COUNT(*) FROM events WHERE length(body) = 1048576"), 48);
 }
@@ -142,29 +146,60 @@ fn export_pages_are_bounded_by_bytes_so_large_bodies_fit_under_the_memory_cap() 
     let file = import_file(&env, &log);
     env.run(&["--driver", "sqlite", "storage", "import", file.to_str().unwrap()]).ok();
     let exported = env.dir.path().join("export.jsonl");
-    let out = env.cmd().args(["--driver", "sqlite", "storage", "export", exported.to_str().unwrap()]).env("AGMSG_DRIVER_MEMORY_MB", "48").output().unwrap();
+    let out = env
+        .cmd()
+        .args(["--driver", "sqlite", "storage", "export", exported.to_str().unwrap()])
+        .env("AGMSG_DRIVER_MEMORY_MB", "48")
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = std::fs::read_to_string(&exported).unwrap();
     assert_eq!(text.lines().count(), 120);
-    assert!(text.lines().zip(log.lines()).all(|(a, b)| serde_json::from_str::<serde_json::Value>(a).unwrap()["body"] == serde_json::from_str::<serde_json::Value>(b).unwrap()["body"]));
+    assert!(text.lines().zip(log.lines()).all(|(a, b)| serde_json::from_str::<serde_json::Value>(a).unwrap()["body"]
+        == serde_json::from_str::<serde_json::Value>(b).unwrap()["body"]));
 }
 
-/// Kill a running `sync-<op>` at several moments; afterwards the store holds either nothing of the
-/// interrupted transaction or all of it, and finishing the work gives each message exactly once.
+/// Kill a running `sync-<op>` in the middle of a write transaction, each time shown to have landed
+/// there (the journal it leaves is hot); afterwards the store holds either nothing of the interrupted
+/// transaction or all of it, and finishing the work gives each message exactly once. The kills come
+/// when the store says the op is mid-way, never after a delay, so a fast or a loaded machine changes
+/// nothing.
 #[test]
 fn kill_9_during_prepare_reconcile_or_apply_pull_loses_and_duplicates_nothing() {
     let env = Env::new();
     fill(&env, 400, 20_000);
-    let mut seen_partial = false;
-    for delay_ms in [150u64, 400, 800] {
+    let store = env.store.join("messages.db");
+    let reserved = || count(&env, "SELECT COUNT(*) FROM sync_messages");
+    // Prepare commits its reservations in groups (of 50 or 128 KiB): killed inside a later group, it
+    // leaves a partial page, each kept reservation whole. The kill comes in the fourth write
+    // transaction the journal shows (the database is not read meanwhile: a reader would hold the
+    // writer up at its commit).
+    let mut partial = 0;
+    for _ in 0..6 {
         let mut cmd = env.cmd();
         cmd.args(["--driver", "sqlite", "storage", "sync-prepare-push", "t", SERVER, REMOTE, "1", "1000"]);
-        kill_after(&mut cmd, PREPARE, Duration::from_millis(delay_ms));
-        let kept = count(&env, "SELECT COUNT(*) FROM sync_messages");
-        seen_partial |= kept > 0 && kept < 400;
+        let (was_hot, began) = (std::cell::Cell::new(false), std::cell::Cell::new(0));
+        kill_when(&mut cmd, PREPARE, || {
+            let hot = hot_journal(&store);
+            if hot && !was_hot.replace(hot) {
+                began.set(began.get() + 1);
+            }
+            was_hot.set(hot);
+            hot && began.get() >= 4
+        });
+        let landed = hot_journal(&store);
+        let kept = reserved();
+        assert!(!landed || kept < 400, "killed inside a transaction, yet all 400 reserved");
+        if landed && kept > 0 {
+            partial += 1;
+        }
         // Every row is a whole reservation: a wire id with its envelope.
         assert_eq!(count(&env, "SELECT COUNT(*) FROM sync_messages WHERE blob='' OR wire_id=''"), 0);
+        if partial == 2 || kept == 400 {
+            break;
+        }
     }
+    assert_eq!(partial, 2, "two kills landed inside a transaction of prepare's, after a reservation group had committed");
     let before: Vec<(i64, String, String)> = db(&env)
         .prepare("SELECT local_position, wire_id, blob FROM sync_messages ORDER BY local_position")
         .unwrap()
@@ -179,32 +214,51 @@ fn kill_9_during_prepare_reconcile_or_apply_pull_loses_and_duplicates_nothing() 
         let c = candidates.iter().find(|c| c["local_position"] == *position.to_string()).unwrap();
         assert_eq!((c["id"].as_str().unwrap(), c["envelope"]["blob"].as_str().unwrap()), (wire_id.as_str(), blob.as_str()));
     }
-    eprintln!("prepare: a kill left a partial page: {seen_partial}");
 
     // Reconcile is one transaction: a kill leaves all 400 acks recorded or none, and the engine's
     // resend of the same acks then finishes it; nothing acknowledged is offered again.
     let acks: String = candidates.iter().enumerate().map(|(i, c)| ack_line(c, i + 1001) + "\n").collect();
     // (Server sequences above the pull page's below: the server numbers every message once.)
-    for delay_ms in [30u64, 80, 200] {
+    let acked = || count(&env, "SELECT COUNT(*) FROM sync_messages WHERE server_seq IS NOT NULL");
+    let mut landed = 0;
+    for _ in 0..4 {
         let mut cmd = env.cmd();
         cmd.args(["--driver", "sqlite", "storage", "sync-reconcile-push", "t", SERVER, REMOTE, "1"]);
-        kill_after(&mut cmd, &acks, Duration::from_millis(delay_ms));
-        let acked = count(&env, "SELECT COUNT(*) FROM sync_messages WHERE server_seq IS NOT NULL");
+        kill_when(&mut cmd, &acks, || hot_journal(&store));
+        if hot_journal(&store) {
+            landed += 1;
+            assert_eq!(acked(), 0, "a reconcile killed mid-transaction recorded acks");
+        }
+        let acked = acked();
         assert!(acked == 0 || acked == 400, "a killed reconcile left {acked} of 400 acks");
+        if landed == 2 || acked == 400 {
+            break;
+        }
     }
+    assert_eq!(landed, 2, "two kills landed inside reconcile's transaction");
     sync(&env, "reconcile-push", &[], &acks).ok();
     assert_eq!(count(&env, "SELECT COUNT(*) FROM sync_messages WHERE server_seq IS NOT NULL"), 400);
     assert_eq!(sync(&env, "prepare-push", &["1000"], PREPARE).ok().lines().len(), 1, "acknowledged messages offered again");
 
     let page = pull_page(1, 400, 20_000, "importable");
-    for delay_ms in [100u64, 300, 600] {
+    let mut landed = 0;
+    for _ in 0..4 {
         let mut cmd = env.cmd();
         cmd.args(["--driver", "sqlite", "storage", "sync-apply-pull", "t", SERVER, REMOTE, "1"]);
-        kill_after(&mut cmd, &page, Duration::from_millis(delay_ms));
+        kill_when(&mut cmd, &page, || hot_journal(&store));
+        let hot = hot_journal(&store);
         let imported = count(&env, "SELECT COUNT(*) FROM events WHERE body LIKE 'pulled %'");
         let cursor: String = db(&env).query_row("SELECT transport_cursor FROM sync_bindings", [], |r| r.get(0)).unwrap();
+        if hot {
+            landed += 1;
+            assert_eq!((imported, cursor.as_str()), (0, "0"), "an apply-pull killed mid-page imported");
+        }
         assert!((imported, cursor.as_str()) == (0, "0") || (imported, cursor.as_str()) == (400, "400"), "{imported} {cursor}");
+        if landed == 2 || imported == 400 {
+            break;
+        }
     }
+    assert_eq!(landed, 2, "two kills landed inside apply-pull's page transaction");
     sync(&env, "apply-pull", &[], &page).ok();
     sync(&env, "apply-pull", &[], &page).ok();
     assert_eq!(count(&env, "SELECT COUNT(*) FROM events WHERE body LIKE 'pulled %'"), 400, "each pulled message exactly once");

@@ -66,7 +66,8 @@ pub const REMOTE: &str = "0196f3a2-7c1e-7000-8000-000000000002";
 pub fn sync_op<'a>(env: &'a Env, driver: &'a str) -> impl Fn(&str, &[&str], &str) -> Run + 'a {
     move |op: &str, extra: &[&str], stdin: &str| {
         let op = format!("sync-{op}");
-        let args: Vec<&str> = ["--driver", driver, "storage", op.as_str(), "t", SERVER, REMOTE, "1"].into_iter().chain(extra.iter().copied()).collect();
+        let args: Vec<&str> =
+            ["--driver", driver, "storage", op.as_str(), "t", SERVER, REMOTE, "1"].into_iter().chain(extra.iter().copied()).collect();
         env.run_stdin(&args, stdin.as_bytes())
     }
 }
@@ -100,4 +101,41 @@ pub fn kill_after(cmd: &mut Command, stdin: &str, delay: Duration) {
     let _ = child.kill();
     let _ = child.wait();
     writer.join().unwrap();
+}
+
+/// Start `cmd` with `stdin` fed in and SIGKILL it as soon as `inside()` says the op is mid-way (polled
+/// without pause while the child runs; the bound is liveness only), then reap it. Answers whether the
+/// kill came that way: false when the child ended first. Whether the kill really landed inside the op
+/// is for the caller to show afterwards, from what the op leaves behind only when cut short (a hot
+/// journal, a staging file, its lock).
+pub fn kill_when(cmd: &mut Command, stdin: &str, inside: impl Fn() -> bool) -> bool {
+    let (mut child, writer) = spawn_fed(cmd, stdin, Stdio::null);
+    let started = std::time::Instant::now();
+    let triggered = loop {
+        if child.try_wait().unwrap().is_some() {
+            break false;
+        }
+        if inside() {
+            break true;
+        }
+        assert!(started.elapsed() < Duration::from_secs(300), "the op neither reached its middle nor ended within 300 s");
+        std::thread::sleep(Duration::from_micros(200));
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    writer.join().unwrap();
+    triggered
+}
+
+/// Whether SQLite's rollback journal beside `db` holds a transaction that did not finish: a
+/// `-journal` file whose header is SQLite's journal magic. The sqlite driver keeps its journal
+/// (journal_mode=PERSIST) and zeroes that header at each commit, so the magic is there only while a
+/// write transaction is going on, or after one was cut short. Read it before anything opens the
+/// database, which would roll it back.
+pub fn hot_journal(db: &std::path::Path) -> bool {
+    const MAGIC: [u8; 8] = [0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7];
+    let mut journal = db.as_os_str().to_owned();
+    journal.push("-journal");
+    let mut header = [0u8; 8];
+    std::fs::File::open(journal).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut header)).is_ok() && header == MAGIC
 }

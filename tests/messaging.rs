@@ -173,16 +173,34 @@ fn a_convert_killed_midway_leaves_everything_as_it_was() {
     env.storage(&["import", file.to_str().unwrap()]).ok();
     let before = snapshot(&env);
 
-    let mut convert = env.cmd().args(["storage", "convert", "jsonl"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(700));
-    let finished_early = convert.try_wait().unwrap().is_some();
-    let _ = convert.kill();
-    let _ = convert.wait();
-    if !finished_early {
+    // Killed while this convert's work directory is in the store directory (a finished convert leaves
+    // none; one a killed convert left is another name): the kill is shown to have landed before the flip.
+    let work_dirs = || -> std::collections::HashSet<String> {
+        std::fs::read_dir(&env.store)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with(".agmsg-convert"))
+            .collect()
+    };
+    let mut landed = 0;
+    for _ in 0..3 {
+        let earlier = work_dirs();
+        let converting = || !work_dirs().is_subset(&earlier);
+        let mut cmd = env.cmd();
+        cmd.args(["storage", "convert", "jsonl"]);
+        common::sync::kill_when(&mut cmd, "", converting);
+        if !converting() {
+            break; // it finished first: the flip is done
+        }
+        landed += 1;
         assert_eq!(config(&env)["storage"], "sqlite", "killed before the flip: the config is unchanged");
         assert!(!env.store.join("events.jsonl").exists());
         assert_eq!(snapshot(&env), before);
+        if landed == 2 {
+            break;
+        }
     }
+    assert_eq!(landed, 2, "two kills landed while the convert was under way");
     // A later convert cleans up after the killed one and succeeds.
     if config(&env)["storage"] == "sqlite" {
         assert_eq!(env.storage(&["convert", "jsonl"]).stdout, "ok\n");

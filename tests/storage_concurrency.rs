@@ -4,9 +4,8 @@
 mod common;
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::Env;
 use rusqlite::Connection;
@@ -23,11 +22,9 @@ fn eight_processes_times_250_sends() {
     let ok: String = db.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
     assert_eq!(ok, "ok");
     let (events, distinct, legacy): (i64, i64, i64) = db
-        .query_row(
-            "SELECT count(*), count(DISTINCT id), (SELECT count(*) FROM messages) FROM events WHERE type='message_sent'",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )
+        .query_row("SELECT count(*), count(DISTINCT id), (SELECT count(*) FROM messages) FROM events WHERE type='message_sent'", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
         .unwrap();
     assert_eq!((events, distinct, legacy), (2000, 2000, 2000));
     assert_eq!(env.storage(&["list-unread", "t", "bob"]).json().len(), 2000);
@@ -43,26 +40,30 @@ fn writer_killed_mid_stream() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let stdout = writer.stdout.take().unwrap();
+    let lines = common::bounded::Lines::new(writer.stdout.take().unwrap());
     let mut printed = Vec::new();
-    let mut lines = BufReader::new(stdout).lines();
     while printed.len() < 30 {
-        printed.push(lines.next().unwrap().unwrap());
+        printed.push(lines.next(&writer, "the writer's sends").expect("the writer ended early"));
     }
     // Kill the whole process group mid-write: bash and whichever agmsg-host is running.
-    common::kill_tree(writer.id());
-    let _ = writer.wait();
-    for line in lines.map_while(Result::ok) {
-        printed.push(line);
-    }
+    common::bounded::kill_tree_and_wait(&mut writer, "the killed writer");
+    printed.extend(lines.rest(&writer, "the killed writer's output"));
 
-    let started = Instant::now();
+    // No stale lock: with every killed process gone, the host's store lock (a flock on the store
+    // directory) and SQLite's write lock are free at once, asked for without waiting.
+    let store = std::fs::File::open(&env.store).unwrap();
+    rustix::fs::flock(&store, rustix::fs::FlockOperation::NonBlockingLockExclusive).expect("a stale store lock");
+    rustix::fs::flock(&store, rustix::fs::FlockOperation::Unlock).unwrap();
+    let db = Connection::open(env.db()).unwrap();
+    db.busy_timeout(Duration::ZERO).unwrap();
+    db.execute_batch("BEGIN IMMEDIATE; ROLLBACK;").expect("a stale SQLite write lock");
+    drop(db);
     env.send("t", "a", "bob", "after the crash");
-    assert!(started.elapsed() < Duration::from_secs(5), "the next op must not wait on a stale lock");
     let db = Connection::open(env.db()).unwrap();
     let ok: String = db.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
     assert_eq!(ok, "ok");
-    let stored: HashSet<String> = env.storage(&["list-unread", "t", "bob"]).json().iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect();
+    let stored: HashSet<String> =
+        env.storage(&["list-unread", "t", "bob"]).json().iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect();
     for id in &printed {
         assert!(stored.contains(id), "send {id} printed an id but is missing");
     }
@@ -89,9 +90,9 @@ fn jsonl_index_survives_concurrent_readers_and_a_kill() {
     std::thread::sleep(Duration::from_millis(1500));
     assert!(victim.try_wait().unwrap().is_none(), "the victim is still running when killed");
     common::kill_tree(victim.id());
-    let _ = victim.wait();
+    common::bounded::wait(&mut victim, "the killed victim");
     for mut worker in workers {
-        assert!(worker.wait().unwrap().success(), "a worker failed");
+        assert!(common::bounded::wait(&mut worker, "a worker").success(), "a worker failed");
     }
 
     let answers = || {

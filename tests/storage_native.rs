@@ -6,7 +6,6 @@
 mod common;
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
@@ -48,17 +47,17 @@ fn run_mixed(env: &Env) {
     // A component writer that runs until it is SIGKILLed mid-stream.
     let mut victim = bash(env, HOST_WRITER, &["victim", "100000"]);
     let mut victim_ids = Vec::new();
-    let mut lines = BufReader::new(victim.stdout.take().unwrap()).lines();
+    let lines = common::bounded::Lines::new(victim.stdout.take().unwrap());
     while victim_ids.len() < 10 {
-        victim_ids.push(lines.next().unwrap().unwrap());
+        victim_ids.push(lines.next(&victim, "the victim's sends").expect("the victim ended early"));
     }
     common::kill_tree(victim.id());
-    let _ = victim.wait();
-    victim_ids.extend(lines.map_while(Result::ok));
+    common::bounded::wait(&mut victim, "the killed victim");
+    victim_ids.extend(lines.rest(&victim, "the killed victim's output"));
 
     let mut acknowledged = HashSet::new();
     for (kind, child) in children {
-        let out = child.wait_with_output().unwrap();
+        let out = common::bounded::output(child, &format!("a {kind} writer"));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!stderr.contains("FAILED"), "a {kind} process failed instead of waiting:\n{stderr}");
         for id in String::from_utf8(out.stdout).unwrap().lines() {
@@ -112,6 +111,12 @@ fn with_native_sqlite_on_a_rollback_journal_store() {
     run_mixed(&env);
 }
 
+/// Whether process `pid` has `path` (canonical) open.
+fn has_open(pid: u32, path: &std::path::Path) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .is_ok_and(|fds| fds.flatten().any(|fd| std::fs::read_link(fd.path()).is_ok_and(|p| p == path)))
+}
+
 /// The lock is real on both sides: a native transaction holding the write lock makes a component's
 /// send wait (not fail, not write through it), and the send completes once the native side is done:
 /// after its commit for a rollback-journal store; after it closes for a WAL store (a native WAL
@@ -128,17 +133,31 @@ fn a_native_write_lock_makes_the_component_wait() {
         }
         let db = Connection::open(env.db()).unwrap();
         db.execute_batch("BEGIN IMMEDIATE; INSERT INTO storage_metadata VALUES('native-probe', 'x');").unwrap();
-        let committer = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(1500));
-            db.execute_batch("COMMIT").unwrap();
-            drop(db);
-        });
+        let mut send =
+            env.cmd().args(["storage", "send", "t", "a", "b", "waited"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        // Waited for as an event: the send has the database open; from there it needs the write lock.
+        let path = env.db().canonicalize().unwrap();
         let started = std::time::Instant::now();
-        let id = env.send("t", "a", "b", "waited");
-        let waited = started.elapsed();
-        committer.join().unwrap();
+        while !has_open(send.id(), &path) {
+            assert!(send.try_wait().unwrap().is_none(), "wal={wal}: the send ended before it opened the database");
+            assert!(started.elapsed() < common::bounded::LIVENESS, "wal={wal}: the send never opened the database");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // Then watched for a while (an observation window, not a bound: a send that goes through the
+        // lock is caught when it does so within it): it neither ends nor writes while the lock is held.
+        for _ in 0..40 {
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(send.try_wait().unwrap().is_none(), "wal={wal}: the send ended while the native write lock was held");
+            let written: i64 =
+                Connection::open(env.db()).unwrap().query_row("SELECT count(*) FROM events WHERE body='waited'", [], |r| r.get(0)).unwrap();
+            assert_eq!(written, 0, "wal={wal}: the send wrote through the native write lock");
+        }
+        db.execute_batch("COMMIT").unwrap();
+        drop(db);
+        let out = common::bounded::output(send, "the send once the lock is free");
+        assert!(out.status.success(), "wal={wal}: the send failed instead of waiting: {}", String::from_utf8_lossy(&out.stderr));
+        let id = String::from_utf8(out.stdout).unwrap().trim_end().to_owned();
         let db = Connection::open(env.db()).unwrap();
-        assert!(waited >= Duration::from_millis(1000), "wal={wal}: the send waited for the native lock ({waited:?})");
         let (probe, sent): (i64, i64) = db
             .query_row(
                 "SELECT (SELECT count(*) FROM storage_metadata WHERE key='native-probe'), (SELECT count(*) FROM events WHERE id=?1)",

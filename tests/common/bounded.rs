@@ -96,3 +96,33 @@ pub fn wait(child: &mut Child, what: &str) -> std::process::ExitStatus {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Every process below `pid` (children, theirs, ...), by `pgrep -P`.
+fn descendants(pid: u32) -> Vec<u32> {
+    let out = std::process::Command::new("pgrep").args(["-P", &pid.to_string()]).output().unwrap();
+    let children: Vec<u32> = String::from_utf8_lossy(&out.stdout).split_whitespace().filter_map(|p| p.parse().ok()).collect();
+    children.iter().flat_map(|&c| std::iter::once(c).chain(descendants(c))).collect()
+}
+
+/// Whether `pid` is still a running process (not gone, not a zombie: a zombie holds no file or lock).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next()).is_some_and(|state| state != "Z"))
+}
+
+/// SIGKILL `child` and every process below it, reap it, and wait (within [`LIVENESS`]) until each of
+/// those processes is gone: after this, nothing they held (locks, files) is held any more.
+#[track_caller]
+pub fn kill_tree_and_wait(child: &mut Child, what: &str) {
+    let below = descendants(child.id());
+    super::kill_tree(child.id());
+    for &pid in &below {
+        let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+    }
+    wait(child, what);
+    let started = Instant::now();
+    while below.iter().any(|&pid| alive(pid)) {
+        assert!(started.elapsed() < LIVENESS, "{what}: killed processes still running after {LIVENESS:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

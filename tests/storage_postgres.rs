@@ -254,14 +254,27 @@ fn tls_require_and_verify_full_with_a_private_ca() {
     let described = env_with("127.0.0.1", "sslmode=verify-full").storage(&["describe"]).ok().stdout.clone();
     assert!(described.contains("VerifyFull"), "{described}");
 
+    // verify-full checks the name: the same CA's certificate, issued for another host only, is refused
+    // whichever name or address the client used (require, which checks no name, still connects).
+    cluster.reissue_server_cert("DNS:elsewhere.example");
+    for host in ["127.0.0.1", "localhost"] {
+        let run = env_with(host, &format!("sslmode=verify-full&sslrootcert={}", ca.display())).storage(&["send", "t", "a", "bob", "x"]);
+        assert_eq!((run.code, run.stdout.as_str()), (13, ""), "{host}: {run:?}");
+        let why = format!(
+            "TLS: invalid peer certificate: certificate not valid for name \"{host}\"; certificate is only valid for DnsName(\"elsewhere.example\")"
+        );
+        assert!(run.stderr.contains(&why), "{host}: {run:?}");
+    }
+    env_with("127.0.0.1", "sslmode=require").send("t", "a", "bob", "no name checked");
+
     // verify-full against the public roots: the private CA is unknown.
     let run = env_with("127.0.0.1", "sslmode=verify-full").storage(&["send", "t", "a", "bob", "x"]);
     assert_eq!(run.code, 13, "{run:?}");
     assert!(run.stderr.contains("UnknownIssuer") && run.stderr.contains(&format!("127.0.0.1:{}", cluster.port)), "{run:?}");
-    let bad_ca = Env::new()
-        .env("AGMSG_STORAGE_DRIVER", "postgres")
-        .env("PGPASSWORD", PASSWORD)
-        .env("AGMSG_POSTGRES_URL", &format!("postgres://agmsg@127.0.0.1:{}/{database}?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem", cluster.port));
+    let bad_ca = Env::new().env("AGMSG_STORAGE_DRIVER", "postgres").env("PGPASSWORD", PASSWORD).env(
+        "AGMSG_POSTGRES_URL",
+        &format!("postgres://agmsg@127.0.0.1:{}/{database}?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem", cluster.port),
+    );
     let run = bad_ca.storage(&["send", "t", "a", "bob", "x"]);
     assert_eq!(run.code, 13, "{run:?}");
     assert!(run.stderr.contains("sslrootcert"), "{run:?}");
@@ -301,7 +314,8 @@ fn server_down_restarted_or_silent() {
     assert_eq!(run.code, 13, "{run:?}");
     cluster.restart_stopped();
     let after = env.send("t", "a", "bob", "after");
-    let ids: Vec<String> = env.storage(&["list-unread", "t", "bob"]).ok().json().iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect();
+    let ids: Vec<String> =
+        env.storage(&["list-unread", "t", "bob"]).ok().json().iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect();
     assert_eq!(ids, [before, after], "nothing of the failed send was applied");
     assert_eq!(cluster.psql(&database, "SELECT last FROM agmsg_counter").trim(), "2");
 
@@ -432,7 +446,12 @@ fn convert_from_sqlite_and_back_round_trips_exactly() {
     let env = Env::new().env("PGPASSWORD", PASSWORD).env("AGMSG_POSTGRES_URL", &cluster.url(&database, "disable"));
     let mut ids = Vec::new();
     for i in 0..30 {
-        ids.push(env.send(if i % 3 == 0 { "t2" } else { "t" }, "alice", if i % 2 == 0 { "bob" } else { "carol" }, &format!("m{i} \"quoted\" \\ {{}} , ü\ttab")));
+        ids.push(env.send(
+            if i % 3 == 0 { "t2" } else { "t" },
+            "alice",
+            if i % 2 == 0 { "bob" } else { "carol" },
+            &format!("m{i} \"quoted\" \\ {{}} , ü\ttab"),
+        ));
     }
     env.storage(&["mark-read-batch", "t", "bob", &ids[2], &ids[4]]).ok();
     env.storage(&["mark-read-batch", "t", "carol", &ids[1]]).ok();
@@ -516,10 +535,7 @@ fn two_machines_in_network_namespaces() {
     let plain = cluster.url(&database, "disable");
     let run = alpha.run(&["storage", "switch", "postgres", "--url", &plain]);
     assert_eq!(run.code, 13, "the server takes TLS only: {run:?}");
-    let urls = [
-        cluster.url(&database, "require"),
-        format!("{}&sslrootcert={}", cluster.url(&database, "verify-full"), ca.display()),
-    ];
+    let urls = [cluster.url(&database, "require"), format!("{}&sslrootcert={}", cluster.url(&database, "verify-full"), ca.display())];
     for (machine, url) in [(&alpha, &urls[0]), (&beta, &urls[1])] {
         machine.run(&["storage", "switch", "postgres", "--url", url]).ok();
         let config = std::fs::read_to_string(machine.env.dir.path().join(".agents/agmsg/config.json")).unwrap();
@@ -550,7 +566,8 @@ fn two_machines_in_network_namespaces() {
     let from_alpha = alpha.run(&["storage", "list-unread", "t", "bob"]).ok().stdout.clone();
     let from_beta = beta.run(&["storage", "list-unread", "t", "bob"]).ok().stdout.clone();
     assert_eq!(from_alpha, from_beta);
-    let listed: HashSet<String> = from_alpha.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].as_str().unwrap().to_owned()).collect();
+    let listed: HashSet<String> =
+        from_alpha.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].as_str().unwrap().to_owned()).collect();
     assert_eq!(listed, sent);
     let watched = alpha.run(&["storage", "watch-after", "0", "t:bob"]).ok().json();
     assert_eq!(watched.len(), 2 * SENDS + 1, "every message, then the cursor");

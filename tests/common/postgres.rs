@@ -146,7 +146,9 @@ impl Cluster {
     /// The server's own command (`pg_ctl start`): in the cluster's network namespace, if it has one.
     /// Every other command reaches the server through its files and signals, from any namespace.
     fn server_start_cmd(&self) -> Command {
-        let Some(netns) = &self.netns else { return self.server_cmd("pg_ctl") };
+        let Some(netns) = &self.netns else {
+            return self.server_cmd("pg_ctl");
+        };
         let plain = self.server_cmd("pg_ctl");
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", netns]).arg(plain.get_program()).args(plain.get_args());
@@ -157,7 +159,9 @@ impl Cluster {
         let d = self.dir.path();
         let openssl = |args: &[&str]| check(&format!("openssl {}", args[0]), Command::new("openssl").current_dir(d).args(args).output());
         let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
-        openssl(&[&["req", "-x509"][..], &ec, &["-keyout", "ca.key", "-out", "ca.crt", "-days", "3", "-subj", "/CN=agmsg test CA"]].concat());
+        openssl(
+            &[&["req", "-x509"][..], &ec, &["-keyout", "ca.key", "-out", "ca.crt", "-days", "3", "-subj", "/CN=agmsg test CA"]].concat(),
+        );
         openssl(&[&["req"][..], &ec, &["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"]].concat());
         let mut names = "DNS:localhost,IP:127.0.0.1".to_owned();
         if self.addr != Ipv4Addr::LOCALHOST {
@@ -165,8 +169,21 @@ impl Cluster {
         }
         std::fs::write(d.join("san.ext"), format!("subjectAltName={names}\n")).unwrap();
         openssl(&[
-            "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.crt", "-days", "3",
-            "-extfile", "san.ext",
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.crt",
+            "-days",
+            "3",
+            "-extfile",
+            "san.ext",
         ]);
         let data = self.data();
         for file in ["server.crt", "server.key"] {
@@ -282,6 +299,46 @@ impl Cluster {
 
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// A TLS cluster's server certificate issued again by its CA, for `names` only (a
+    /// `subjectAltName` list such as `DNS:elsewhere.example`), and the server told to load it: a
+    /// client checking the host name it connected to (verify-full) must then refuse it.
+    pub fn reissue_server_cert(&self, names: &str) {
+        assert!(self.ca.is_some(), "not a TLS cluster");
+        let d = self.dir.path();
+        let openssl = |args: &[&str]| check(&format!("openssl {}", args[0]), Command::new("openssl").current_dir(d).args(args).output());
+        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+        openssl(&[&["req"][..], &ec, &["-keyout", "other.key", "-out", "other.csr", "-subj", "/CN=elsewhere"]].concat());
+        std::fs::write(d.join("other.ext"), format!("subjectAltName={names}\n")).unwrap();
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "other.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "other.crt",
+            "-days",
+            "3",
+            "-extfile",
+            "other.ext",
+        ]);
+        let data = self.data();
+        for (from, to) in [("other.crt", "server.crt"), ("other.key", "server.key")] {
+            std::fs::copy(d.join(from), data.join(to)).unwrap();
+        }
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(data.join("server.key"), std::fs::Permissions::from_mode(0o600)).unwrap();
+        if self.as_postgres {
+            check("chown", Command::new("chown").args(["postgres:", "server.crt", "server.key"]).current_dir(&data).output());
+        }
+        // The TLS files are read again on a configuration reload (new connections use them).
+        self.psql("postgres", "SELECT pg_reload_conf()");
     }
 }
 

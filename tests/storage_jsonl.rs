@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::Env;
 
@@ -39,8 +39,17 @@ fn log_written_by_hand_in_agmsg_format() {
     let log = std::fs::read_to_string(env.store.join("events.jsonl")).unwrap();
     let lines: Vec<&str> = log.lines().collect();
     assert_eq!(lines.len(), 6);
-    assert!(lines[4].starts_with(&format!(r#"{{"type":"message_sent","id":"{id}","team":"t","from":"bob","to":"alice","body":"reply","at":""#)), "{}", lines[4]);
-    assert!(lines[5].starts_with(r#"{"type":"message_read","id":""#) && lines[5].contains(r#""msg_id":"0192aaaa-0000-7000-8000-000000000002","team":"t","agent":"bob","at":""#), "{}", lines[5]);
+    assert!(
+        lines[4].starts_with(&format!(r#"{{"type":"message_sent","id":"{id}","team":"t","from":"bob","to":"alice","body":"reply","at":""#)),
+        "{}",
+        lines[4]
+    );
+    assert!(
+        lines[5].starts_with(r#"{"type":"message_read","id":""#)
+            && lines[5].contains(r#""msg_id":"0192aaaa-0000-7000-8000-000000000002","team":"t","agent":"bob","at":""#),
+        "{}",
+        lines[5]
+    );
     // The frontier moved (both of bob's messages are read) and is in agmsg's tsv.
     let cursors = std::fs::read_to_string(env.store.join("read-cursors.tsv")).unwrap();
     assert_eq!(cursors, "t\tbob\t3\n");
@@ -114,7 +123,8 @@ fn waits_for_a_lock_held_elsewhere() {
     let mut said = String::new();
     std::io::BufReader::new(holder.stdout.take().unwrap()).read_line(&mut said).unwrap();
     assert_eq!(said, "held\n");
-    let mut send = env.cmd().args(["storage", "send", "t", "a", "bob", "second"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut send =
+        env.cmd().args(["storage", "send", "t", "a", "bob", "second"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     // Long enough for a send that did not wait to have finished; the lock is held all the while, so
     // however slow the machine, a send still running now is one that waits.
     std::thread::sleep(Duration::from_millis(1000));
@@ -276,24 +286,23 @@ fn first_op_on_a_big_log_indexes_it_in_bounded_memory() {
     std::fs::write(env.store.join(".read-cursor-v1"), "").unwrap();
     std::fs::write(env.store.join("read-cursors.tsv"), format!("t\tagent07\t{}\n", MESSAGES - 500)).unwrap();
 
-    let started = Instant::now();
     let first = env.storage(&["history", "t", "--limit", "20"]);
-    let first_took = started.elapsed();
     let history = first.ok().json();
     assert_eq!(history.len(), 20, "{first:?}");
     assert_eq!(history[19]["body"].as_str().unwrap().split(':').next(), Some(format!("message {}", MESSAGES - 1).as_str()));
     assert!(index_log(&first).iter().any(|l| l.contains("parsed bytes 0..")), "{:?}", first.stderr);
 
-    let started = Instant::now();
+    // The first op left an index covering the whole log (what lets the next op parse nothing).
+    let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(env.store.join(".events-index/meta.json")).unwrap()).unwrap();
+    assert_eq!(meta["covered_len"].as_u64(), Some(std::fs::metadata(env.store.join("events.jsonl")).unwrap().len()), "{meta}");
     let second = env.storage(&["list-unread", "t", "agent07"]);
-    let second_took = started.elapsed();
     // Positions after the cursor (index >= MESSAGES - 500) to agent07, less those read (i % 10 == 0).
     let expected: Vec<String> =
         (MESSAGES - 500..MESSAGES).filter(|i| i % 50 == 7 && i % 10 != 0).map(|i| format!("0192{i:08x}-0000-7000-8000-{i:012x}")).collect();
     let unread: Vec<String> = second.ok().json().iter().map(|m| m["id"].as_str().unwrap().to_owned()).collect();
     assert_eq!(unread, expected);
+    // What makes it fast, shown rather than timed: it parses no byte of the log.
     assert!(index_log(&second).is_empty(), "the second op parses nothing: {:?}", second.stderr);
-    assert!(second_took < first_took, "second op {second_took:?}, first {first_took:?}");
 
     // A read mark of an old message, through the id table; the frontier stays (agent07's first unread
     // message is still unread).
@@ -397,8 +406,13 @@ fn a_stopped_first_build_resumes() {
     let mut stopped = Vec::new();
     let finished = (0..80).find_map(|_| {
         let before = covered_len(&env);
-        let run: common::Run =
-            env.cmd().args(["storage", "watch-tip", "t:agent00"]).env("AGMSG_DRIVER_TIMEOUT_MS", deadline_ms.to_string()).output().unwrap().into();
+        let run: common::Run = env
+            .cmd()
+            .args(["storage", "watch-tip", "t:agent00"])
+            .env("AGMSG_DRIVER_TIMEOUT_MS", deadline_ms.to_string())
+            .output()
+            .unwrap()
+            .into();
         if run.code == 0 {
             return Some(run);
         }
@@ -432,7 +446,11 @@ fn an_import_cut_short_is_rolled_back_by_the_next_op() {
     let length = std::fs::metadata(&log).unwrap().len();
     // What a commit killed midway leaves: its journal, and part of a line appended.
     std::fs::write(env.store.join(".events-index/import-commit"), length.to_string()).unwrap();
-    std::fs::OpenOptions::new().append(true).open(&log).and_then(|mut f| std::io::Write::write_all(&mut f, br#"{"type":"message_sent","id":"half"#)).unwrap();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&log)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, br#"{"type":"message_sent","id":"half"#))
+        .unwrap();
     let run = env.storage(&["history", "t"]);
     assert_eq!(run.json().len(), 1, "{run:?}");
     assert!(run.stderr.contains("an import was interrupted"), "{run:?}");
@@ -446,7 +464,11 @@ fn an_import_cut_short_is_rolled_back_by_the_next_op() {
     assert_eq!(run.code, 13, "{run:?}");
     assert!(run.stderr.contains("import conflict: message m1"), "{run:?}");
     assert_eq!(std::fs::metadata(&log).unwrap().len(), length);
-    let staged: Vec<_> = std::fs::read_dir(env.store.join(".events-index")).unwrap().map(|e| e.unwrap().file_name()).filter(|n| n.to_string_lossy().starts_with("import")).collect();
+    let staged: Vec<_> = std::fs::read_dir(env.store.join(".events-index"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().starts_with("import"))
+        .collect();
     assert!(staged.is_empty(), "{staged:?}");
 }
 

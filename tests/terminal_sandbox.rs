@@ -67,14 +67,55 @@ fn a_manifest_that_names_a_path_is_refused() {
     assert!(run.stderr.contains("never given by path"), "{run:?}");
 }
 
+/// How long a run whose program sleeps an hour may take, at most: liveness only (minutes). A run that
+/// returns within it did not wait for the program.
+const LIVENESS: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// A value unique to this run of a test, for `AGMSG_FIXTURE_VISIBLE`: it marks the programs this run
+/// started among every process on the machine (another run of the test may be going on beside it).
+fn unique_mark(what: &str) -> String {
+    let unique = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    format!("{what}-{}-{unique}", std::process::id())
+}
+
+/// Processes running `command` (a `pgrep -f` pattern) that carry `AGMSG_FIXTURE_VISIBLE=value`, once
+/// the kill has had time to land (a killed process may take a moment to go on a loaded machine; one
+/// that survived is still there after [`LIVENESS`]); each found is killed.
+fn survivors(command: &str, value: &str) -> Vec<String> {
+    let mark = format!("AGMSG_FIXTURE_VISIBLE={value}");
+    let ours = || -> Vec<String> {
+        let found = std::process::Command::new("pgrep").args(["-f", command]).output().unwrap();
+        String::from_utf8_lossy(&found.stdout)
+            .split_whitespace()
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == mark.as_bytes()))
+            })
+            .map(str::to_owned)
+            .collect()
+    };
+    let started = std::time::Instant::now();
+    while !ours().is_empty() && started.elapsed() < LIVENESS {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let left = ours();
+    for pid in &left {
+        let _ = std::process::Command::new("kill").args(["-KILL", pid]).status();
+    }
+    left
+}
+
 #[test]
 fn programs_run_under_a_time_limit_and_an_output_cap() {
-    let env = Env::new().env("AGMSG_PROCESS_TIMEOUT_MS", "300");
+    let value = unique_mark("slow");
+    let env = Env::new().env("AGMSG_PROCESS_TIMEOUT_MS", "300").env("AGMSG_FIXTURE_VISIBLE", &value);
     let driver = hostile_driver(&env);
+    // The program sleeps an hour: its limit stops it, and it is killed, not left behind.
     let started = std::time::Instant::now();
     let run = attempt(&env, &driver, "slow");
-    assert!(started.elapsed() < std::time::Duration::from_secs(10), "the sleep was killed");
+    assert!(started.elapsed() < LIVENESS, "the sleep was not stopped: {run:?}");
     assert!(run.code == 12 && run.stderr.contains("TimedOut(300)"), "{run:?}");
+    let left = survivors("sleep 3600", &value);
+    assert!(left.is_empty(), "the timed-out program survived: pids {left:?}");
     let run = attempt(&env, &driver, "flood");
     assert_eq!(run.stdout, format!("kept {} bytes, truncated true", 4 << 20), "{run:?}");
 }
@@ -83,48 +124,36 @@ fn programs_run_under_a_time_limit_and_an_output_cap() {
 fn a_time_out_kills_the_programs_whole_process_group() {
     // The declared variable reaches the programs: it marks this run's grandchild among every
     // `sleep 98765` on the machine (another run of this test may be going on beside it).
-    let unique = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    let value = format!("group-{}-{unique}", std::process::id());
-    let mark = format!("AGMSG_FIXTURE_VISIBLE={value}");
+    let value = unique_mark("group");
     let env = Env::new().env("AGMSG_PROCESS_TIMEOUT_MS", "500").env("AGMSG_FIXTURE_VISIBLE", &value);
     let driver = hostile_driver(&env);
     let run = attempt(&env, &driver, "grandchild");
     assert!(run.code == 12 && run.stderr.contains("TimedOut(500)"), "{run:?}");
-    let ours = || -> Vec<String> {
-        let found = std::process::Command::new("pgrep").args(["-f", "sleep 98765"]).output().unwrap();
-        String::from_utf8_lossy(&found.stdout)
-            .split_whitespace()
-            .filter(|pid| std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == mark.as_bytes())))
-            .map(str::to_owned)
-            .collect()
-    };
-    // A killed process may take a moment to go on a loaded machine: wait for that (a survivor, which
-    // sleeps for a day, is still there after 10 s).
-    let started = std::time::Instant::now();
-    while !ours().is_empty() && started.elapsed() < std::time::Duration::from_secs(10) {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let left = ours();
-    for pid in &left {
-        let _ = std::process::Command::new("kill").args(["-KILL", pid]).status();
-    }
+    let left = survivors("sleep 98765", &value);
     assert!(left.is_empty(), "a grandchild survived: pids {left:?}");
 }
 
 #[test]
 fn the_call_deadline_binds_inside_host_calls() {
-    let env = Env::new().env("AGMSG_DRIVER_TIMEOUT_MS", "1000");
+    // The program's own limit (10 minutes) is far longer than the call's deadline (1 s), and each
+    // attempt would last an hour unstopped: a return within [`LIVENESS`] is the deadline's doing.
+    let value = unique_mark("deadline");
+    let env =
+        Env::new().env("AGMSG_DRIVER_TIMEOUT_MS", "1000").env("AGMSG_PROCESS_TIMEOUT_MS", "600000").env("AGMSG_FIXTURE_VISIBLE", &value);
     let driver = hostile_driver(&env);
     // A WASI sleep: epoch interruption alone would not stop it until it returns.
-    // The bounds are far below what an unbounded call takes (the sleep is 30 s, the program's own limit
-    // 10 s) and far above a 1 s deadline plus a loaded machine's process start (4 s was too close).
     let started = std::time::Instant::now();
     let run = attempt(&env, &driver, "sleep");
-    assert!(started.elapsed() < std::time::Duration::from_secs(8), "took {:?}: {run:?}", started.elapsed());
+    assert!(started.elapsed() < LIVENESS, "took {:?}: {run:?}", started.elapsed());
     assert!(run.code == 10 && run.stderr.contains("exceeded its time limit of 1000 ms"), "{run:?}");
-    // A program whose own limit (10 s) is longer than what is left of the call.
+    // A program run inside the host call: its limit is cut to what is left of the call (not its own
+    // 10 minutes), and it is killed then.
     let started = std::time::Instant::now();
     let run = attempt(&env, &driver, "slow");
-    assert!(started.elapsed() < std::time::Duration::from_secs(8), "took {:?}: {run:?}", started.elapsed());
-    assert_ne!(run.code, 0, "{run:?}");
+    assert!(started.elapsed() < LIVENESS, "took {:?}: {run:?}", started.elapsed());
+    let limit: Option<u64> =
+        run.stderr.split("ProcessError::TimedOut(").nth(1).and_then(|rest| rest.split(')').next()).and_then(|n| n.parse().ok());
+    assert!(run.code == 12 && limit.is_some_and(|ms| ms <= 1000), "the program's limit is what was left of the 1000 ms call: {run:?}");
+    let left = survivors("sleep 3600", &value);
+    assert!(left.is_empty(), "the program outlived the call: pids {left:?}");
 }

@@ -129,9 +129,10 @@ fn malformed_and_hostile_ids_fail_closed() {
     // A server that died (SIGKILL leaves its socket): tmux says "no server running", a positive gone.
     let doomed = TmuxServer::start();
     Command::new("kill").args(["-KILL", &doomed.pid]).status().unwrap();
+    // Waited for (the kill lands when the kernel gets to it); the bound is liveness only.
     let started = Instant::now();
     while doomed.tmux(&["list-sessions"]).output().unwrap().status.success() {
-        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(started.elapsed() < Duration::from_secs(120), "the SIGKILLed tmux server still answers after 120 s");
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(doomed.socket.exists(), "the killed server left its socket behind");
@@ -175,7 +176,12 @@ fn list_and_describe() {
     let (tmux, plain) = (names.iter().position(|n| *n == "tmux").unwrap(), names.iter().position(|n| *n == "plain").unwrap());
     assert!(tmux < plain, "resolution order is by priority: {names:?}");
     let describe = terminal(&env, &["--driver", "tmux", "describe"]);
-    for line in ["name=tmux", "priority=20", "capabilities=spawn despawn peek poke where arrange name", "intent.swap=tmux swap-pane -s SOURCE -t TARGET"] {
+    for line in [
+        "name=tmux",
+        "priority=20",
+        "capabilities=spawn despawn peek poke where arrange name",
+        "intent.swap=tmux swap-pane -s SOURCE -t TARGET",
+    ] {
         assert!(describe.stdout.lines().any(|l| l == line), "{line}: {describe:?}");
     }
     // Optional ops a driver does not implement are unsupported, not a failure of the driver.

@@ -291,3 +291,100 @@ fn with_agmsg_host_gone_agmsgs_commands_fail_saying_what_to_do() {
         assert!(!run.stdout.contains("No new messages") && !run.stdout.contains("No message history"), "{script}: {run:?}");
     }
 }
+
+/// `agmsg-host send` refuses what agmsg 1.2.1's `send.sh` refuses once agmsg's registry is there: an
+/// unregistered recipient, sender or team (exit 1, nothing sent), unless `--force`; and a body piped
+/// with `-` is stored as `send.sh t a b "$(cat)"` stores it (trailing newlines dropped). Before, both
+/// unregistered sends printed an id and exited 0, and `echo x | send ... -` stored "x\n".
+#[test]
+fn agmsg_host_send_refuses_what_agmsgs_send_refuses_and_reads_a_piped_body_as_agmsg_does() {
+    let env = Env::new();
+    let Some(skill) = install_agmsg(&env) else { return };
+    join_team(&env, &skill);
+    for (team, from, to) in [("t1", "alice", "nobody"), ("t1", "nobody", "bob"), ("nosuchteam", "zed", "yan")] {
+        let theirs = agmsg(&env, &skill, &[], "send.sh", &[team, from, to, "hi"]);
+        assert_eq!(theirs.code, 1, "agmsg's send.sh refuses {team}/{from}->{to}: {theirs:?}");
+        let ours = env.run(&["send", team, from, to, "hi"]);
+        assert_eq!((ours.code, ours.stdout.as_str()), (1, ""), "{team}/{from}->{to}: {ours:?}");
+        assert!(ours.stderr.contains("--force") && ours.stderr.contains("nothing was sent"), "{ours:?}");
+    }
+    let history = env.run(&["history", "t1", "--json"]);
+    assert_eq!((history.code, history.stdout.as_str()), (0, ""), "nothing was sent: {history:?}");
+    let forced = env.run(&["send", "t1", "alice", "nobody", "before nobody joins", "--force"]);
+    assert_eq!(forced.code, 0, "{forced:?}");
+
+    // The same piped body, through agmsg's send.sh and through agmsg-host's `-`.
+    let theirs: Run = env
+        .program("bash")
+        .arg("-c")
+        .arg("bash \"$1\" t1 alice bob \"$(printf 'piped\\n\\n')\"")
+        .arg("bash")
+        .arg(skill.join("scripts/send.sh"))
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(theirs.code, 0, "{theirs:?}");
+    let ours = env.run_stdin(&["send", "t1", "alice", "bob", "-"], b"piped\n\n");
+    assert_eq!(ours.code, 0, "{ours:?}");
+    let bodies: Vec<String> =
+        env.run(&["history", "t1", "bob", "--json"]).json().iter().map(|m| m["body"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(bodies, ["piped", "piped"]);
+}
+
+/// A message read with `agmsg-host inbox` or `watch` has the receipt agmsg 1.2.1's `inbox.sh` and
+/// `watch.sh` record (sqlite's hand-off audit): agmsg's `message-status.sh` counts it as handed off,
+/// not as an unknown legacy read marker. Before, both counted 2 unknown and 0 handed off.
+#[test]
+fn a_message_read_with_agmsg_host_inbox_or_watch_is_handed_off_for_agmsg() {
+    use std::io::BufRead;
+    let env = Env::new();
+    let Some(skill) = install_agmsg(&env) else { return };
+    join_team(&env, &skill);
+    let run = agmsg(&env, &skill, &[], "send.sh", &["t1", "alice", "bob", "read by inbox"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let run = env.run(&["inbox", "t1", "bob"]);
+    assert!(run.code == 0 && run.stdout.contains("read by inbox"), "{run:?}");
+
+    let mut watch =
+        env.cmd().args(["watch", "t1", "bob", "--json", "--interval", "0.1"]).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let run = agmsg(&env, &skill, &[], "send.sh", &["t1", "alice", "bob", "read by watch"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let mut line = String::new();
+    std::io::BufReader::new(watch.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.contains("read by watch"), "{line}");
+    // The receipt follows the consume, right after the line is printed: wait for it, bounded.
+    let status = || agmsg(&env, &skill, &[], "message-status.sh", &["t1", "bob"]);
+    let started = std::time::Instant::now();
+    let mut run = status();
+    while !run.stdout.contains("handed off: 2") && started.elapsed() < std::time::Duration::from_secs(20) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        run = status();
+    }
+    let _ = watch.kill();
+    let _ = watch.wait();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("handed off: 2") && run.stdout.contains("unknown legacy read marker: 0"), "{run:?}");
+}
+
+/// `plugin trust` of a plugin already trusted, unchanged (same component, same manifest, asking for the
+/// same), without a terminal and without `--yes`: a no-op that succeeds, what it runs with unchanged.
+/// Before, it exited 1 asking for consent again ("no terminal to ask").
+#[test]
+fn trusting_an_unchanged_trusted_plugin_again_is_a_no_op() {
+    let env = Env::new();
+    install_plugin(&env);
+    let trust_file = env.dir.path().join(".agents/agmsg/trusted-plugins.json");
+    let before: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&trust_file).unwrap()).unwrap();
+    let run = env.cmd().args(["plugin", "trust", &format!("storage/{PLUGIN}")]).stdin(std::process::Stdio::null()).output().unwrap();
+    let run: Run = run.into();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.starts_with(&format!("trusted storage/{PLUGIN} at ")), "{run:?}");
+    let after: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&trust_file).unwrap()).unwrap();
+    assert_eq!(after, before, "the trust record is unchanged");
+    // Changed, it is asked about again (refused without a terminal), and stays untrusted.
+    change_component(&component(&env));
+    let run: Run =
+        env.cmd().args(["plugin", "trust", &format!("storage/{PLUGIN}")]).stdin(std::process::Stdio::null()).output().unwrap().into();
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("no terminal to ask for consent"), "{run:?}");
+}

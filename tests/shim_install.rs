@@ -401,3 +401,29 @@ fn a_second_run_at_the_same_time_is_refused() {
         "the install goes ahead once the other has finished"
     );
 }
+
+/// `shim install --help` lists only what install uses: not the global `--store` / `--driver`, which
+/// do nothing there (they were listed before); given anyway, before or after `shim`, they are a usage
+/// error (2) and nothing is written.
+#[test]
+fn install_takes_no_store_and_no_driver() {
+    let env = Env::new();
+    for action in ["install", "uninstall"] {
+        let help = shim(&env, &[action, "--help"]);
+        assert_eq!(help.code, 0, "{help:?}");
+        assert!(help.stdout.contains("--dry-run") && !help.stdout.contains("--store") && !help.stdout.contains("--driver"), "{help:?}");
+    }
+    let agmsg = minimal_agmsg(&env);
+    let before = snapshot(&agmsg);
+    let dir = agmsg.to_str().unwrap();
+    for args in [
+        vec!["shim", "install", dir, "--store", "/tmp/x"],
+        vec!["--driver", "jsonl", "shim", "install", dir],
+        vec!["shim", "uninstall", "--driver", "x", dir],
+    ] {
+        let run = env.run(&args);
+        assert_eq!(run.code, 2, "{args:?}: {run:?}");
+        assert!(run.stderr.contains("does nothing here"), "{run:?}");
+    }
+    assert_same_tree(&snapshot(&agmsg), &before, "nothing written");
+}

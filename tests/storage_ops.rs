@@ -105,7 +105,9 @@ fn send_then_list_unread() {
     // Sends are dual-written to the legacy table, linked from the event.
     let db = Connection::open(env.db()).unwrap();
     let linked: i64 = db
-        .query_row("SELECT count(*) FROM messages m JOIN events e ON e.legacy_id = m.id WHERE e.id = ?1 AND m.body='hi'", [&first], |r| r.get(0))
+        .query_row("SELECT count(*) FROM messages m JOIN events e ON e.legacy_id = m.id WHERE e.id = ?1 AND m.body='hi'", [&first], |r| {
+            r.get(0)
+        })
         .unwrap();
     assert_eq!(linked, 1);
 }
@@ -147,7 +149,12 @@ fn bad_names_are_refused_in_every_position() {
 #[test]
 fn usage_errors() {
     let env = Env::new();
-    for args in [vec!["send", "t", "a"], vec!["list-unread", "t", "b", "--bogus"], vec!["list-unread", "t", "b", "--limit", "x"], vec!["frobnicate"]] {
+    for args in [
+        vec!["send", "t", "a"],
+        vec!["list-unread", "t", "b", "--bogus"],
+        vec!["list-unread", "t", "b", "--limit", "x"],
+        vec!["frobnicate"],
+    ] {
         let run = env.storage(&args);
         assert_eq!(run.code, 2, "{args:?}: {run:?}");
         assert!(run.stderr.contains("agmsg-host storage"), "{run:?}");
@@ -331,4 +338,28 @@ fn legacy_rows_read_and_marked() {
     assert_eq!(env.storage(&["list-unread", "t", "bob"]).json()[0]["body"], "written by sqlite3");
     env.send("t", "a", "bob", "and a new one");
     assert_eq!(env.storage(&["list-unread", "t", "bob"]).json().len(), 2);
+}
+
+/// `storage --help` and `terminal --help` at 80 and 100 columns: clap wraps help at the terminal's
+/// width, so every line of their op tables must already fit, or it is broken mid-table (before, an
+/// op's description continued at column 0, under the op names). Each line of the text is printed as
+/// it is, and none is longer than 79 columns.
+#[test]
+fn storage_and_terminal_help_fit_80_and_100_columns() {
+    let env = Env::new();
+    for command in ["storage", "terminal"] {
+        let wide = env.cmd().env("COLUMNS", "400").args([command, "--help"]).output().unwrap();
+        let wide = String::from_utf8(wide.stdout).unwrap();
+        let table: Vec<&str> = wide.lines().take_while(|l| !l.starts_with("Usage: ")).collect();
+        assert!(table.len() > 20, "{command}: {wide}");
+        for line in &table {
+            assert!(line.chars().count() <= 79, "{command}: a line of {} columns: {line:?}", line.chars().count());
+        }
+        for columns in ["80", "100"] {
+            let run = env.cmd().env("COLUMNS", columns).args([command, "--help"]).output().unwrap();
+            let text = String::from_utf8(run.stdout).unwrap();
+            let got: Vec<&str> = text.lines().take(table.len()).collect();
+            assert_eq!(got, table, "{command} --help at {columns} columns is re-wrapped");
+        }
+    }
 }

@@ -9,6 +9,14 @@ pub use agmsg_contract::shell_quote as quote;
 /// quoted): agmsg-contract's, shared with drivers through the SDK.
 pub use agmsg_contract::{is_plain_word as is_plain, shell_word as word};
 
+/// What a shell's command substitution (`"$(cat)"`) makes of `text`: every trailing newline removed,
+/// nothing else. agmsg's `send.sh` takes a body only as an argument, so a body piped to it goes through
+/// one; `agmsg-host send ... -` reads its body from stdin by the same rule, so `echo x | agmsg-host send
+/// t a b -` and `send.sh t a b "$(echo x)"` store the same body.
+pub fn substituted(text: &str) -> &str {
+    text.trim_end_matches('\n')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -20,6 +28,14 @@ mod tests {
         for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
             assert_eq!(agmsg_contract::is_unprintable(c), crate::display::is_unsafe(c), "U+{:04X}", c as u32);
         }
+    }
+
+    #[test]
+    fn a_substituted_body_loses_its_trailing_newlines_only() {
+        assert_eq!(substituted("x\n"), "x");
+        assert_eq!(substituted("a\n\nb\n\n\n"), "a\n\nb");
+        assert_eq!(substituted("\n  x \r\n \n"), "\n  x \r\n ");
+        assert_eq!(substituted("\n\n"), "");
     }
 
     #[test]

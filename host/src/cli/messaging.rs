@@ -15,12 +15,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::framing::record_failure;
-use agmsg_host::storage::StoreSession;
 use agmsg_host::display;
+use agmsg_host::storage::StorageError;
+use agmsg_host::storage::StoreSession;
 use agmsg_host::storage::delivery;
 use agmsg_host::storage::driver::Message;
 use agmsg_host::storage::records::message_line;
-use agmsg_host::storage::StorageError;
 
 /// Where messages go and how they look.
 struct Printer {
@@ -69,15 +69,21 @@ impl Printer {
     }
 }
 
-/// `send <team> <from> <to> <body>`; a body of `-` is read from stdin, byte for byte.
-pub fn send(store: Option<PathBuf>, driver: Option<String>, team: &str, from: &str, to: &str, body: &str) -> ExitCode {
+/// `send <team> <from> <to> <body> [--force]`; a body of `-` is read from stdin, as a shell's `"$(cat)"`
+/// reads it (trailing newlines dropped: agmsg's `send.sh` gets its body as an argument). Where agmsg's
+/// team registry is, an unregistered team, sender or recipient is refused (1) unless `force`, as
+/// agmsg's `send.sh` refuses it.
+pub fn send(store: Option<PathBuf>, driver: Option<String>, team: &str, from: &str, to: &str, body: &str, force: bool) -> ExitCode {
+    if !force && let Err(e) = agmsg_host::storage::roster::check_send(team, from, to) {
+        return super::exit::fail("send", &e);
+    }
     let body = if body == "-" {
         let mut bytes = Vec::new();
         if let Err(e) = io::stdin().read_to_end(&mut bytes) {
             return record_failure(&StorageError::runtime(format!("cannot read the body from stdin: {e}")));
         }
         match String::from_utf8(bytes) {
-            Ok(body) => body,
+            Ok(body) => agmsg_host::shell::substituted(&body).to_owned(),
             Err(_) => return record_failure(&StorageError::runtime("the body on stdin is not UTF-8")),
         }
     } else {
@@ -97,7 +103,14 @@ pub fn send(store: Option<PathBuf>, driver: Option<String>, team: &str, from: &s
 }
 
 /// `history <team> [agent] [--limit N]`: oldest to newest.
-pub fn history(store: Option<PathBuf>, driver: Option<String>, team: &str, agent: Option<&str>, limit: Option<u32>, json: bool) -> ExitCode {
+pub fn history(
+    store: Option<PathBuf>,
+    driver: Option<String>,
+    team: &str,
+    agent: Option<&str>,
+    limit: Option<u32>,
+    json: bool,
+) -> ExitCode {
     let result = StoreSession::resolve(store, driver, Some(team), true).and_then(|store| store.driver()?.history(team, agent, limit));
     match result {
         Ok(messages) => {

@@ -72,12 +72,19 @@ enum Command {
         args: Vec<String>,
     },
     /// Send a message; prints its id (body `-`: read from stdin)
+    #[command(long_about = "Send a message; prints its id.\n\n\
+        Where agmsg is installed, the team, the sender and the recipient must be registered in agmsg's \
+        team registry (its join.sh registers them), as agmsg's send.sh requires: a typo'd name is refused \
+        (exit 1) and nothing is sent, unless --force.")]
     Send {
         team: String,
         from: String,
         to: String,
-        /// The message, or `-` to read it from stdin
+        /// The message, or `-` to read it from stdin (trailing newlines dropped, as `"$(cat)"` would)
         body: String,
+        /// Send even to a team, sender or recipient agmsg's registry does not list
+        #[arg(long)]
+        force: bool,
     },
     /// Show an agent's unread messages, then mark exactly those read
     Inbox {
@@ -233,6 +240,30 @@ struct ShimInstallArgs {
     /// Print what was (or would be) done as JSON
     #[arg(long)]
     json: bool,
+    /// The global `--store` and `--driver` choose a store and a driver, which install and uninstall
+    /// use neither of: declared here (so clap does not add the global ones to this command's help),
+    /// hidden, and refused when given (before or after `shim`).
+    #[arg(long, hide = true)]
+    store: Option<PathBuf>,
+    #[arg(long, hide = true)]
+    driver: Option<String>,
+}
+
+impl ShimInstallArgs {
+    /// A usage error (2) when `--store` or `--driver` was given: they would do nothing here.
+    fn refuse_selectors(&self, action: &str) -> Option<ExitCode> {
+        let given: Vec<&str> = [(self.store.is_some(), "--store"), (self.driver.is_some(), "--driver")]
+            .into_iter()
+            .filter_map(|(set, flag)| set.then_some(flag))
+            .collect();
+        (!given.is_empty()).then(|| {
+            let why = format!(
+                "{} does nothing here (install and uninstall write every shim agmsg-host has, for every store)",
+                given.join(" and ")
+            );
+            exit::fail(&format!("shim {action}"), &agmsg_host::error::HostError::usage(why))
+        })
+    }
 }
 
 /// An axis named on the command line: one of the axes' names, listed in `--help`.
@@ -265,17 +296,19 @@ pub fn main() -> ExitCode {
     match cli.command {
         Command::Storage { op, args } => storage::run(cli.store, cli.driver, op.as_deref(), &args),
         Command::Terminal { op, args } => terminal::run(cli.driver, op.as_deref(), &args),
-        Command::Send { team, from, to, body } => messaging::send(cli.store, cli.driver, &team, &from, &to, &body),
+        Command::Send { team, from, to, body, force } => messaging::send(cli.store, cli.driver, &team, &from, &to, &body, force),
         Command::Inbox { team, agent, json } => messaging::inbox(cli.store, cli.driver, &team, &agent, json),
-        Command::History { team, agent, limit, json } => {
-            messaging::history(cli.store, cli.driver, &team, agent.as_deref(), limit, json)
-        }
+        Command::History { team, agent, limit, json } => messaging::history(cli.store, cli.driver, &team, agent.as_deref(), limit, json),
         Command::Watch { team, agent, interval, json } => messaging::watch(cli.store, cli.driver, &team, &agent, interval.0, json),
         Command::Shim(ShimAxis::Storage { name, output }) => shim::run(cli.driver, name, output),
         Command::Shim(ShimAxis::Types { agent_type, output }) => shim::run_types(&agent_type, output),
         Command::Shim(ShimAxis::Terminal { name, output }) => shim::run_terminal(&name, output),
-        Command::Shim(ShimAxis::Install(a)) => shim_install::run(shim_install::Action::Install, &a.dir, a.dry_run, a.json),
-        Command::Shim(ShimAxis::Uninstall(a)) => shim_install::run(shim_install::Action::Uninstall, &a.dir, a.dry_run, a.json),
+        Command::Shim(ShimAxis::Install(a)) => {
+            a.refuse_selectors("install").unwrap_or_else(|| shim_install::run(shim_install::Action::Install, &a.dir, a.dry_run, a.json))
+        }
+        Command::Shim(ShimAxis::Uninstall(a)) => {
+            a.refuse_selectors("uninstall").unwrap_or_else(|| shim_install::run(shim_install::Action::Uninstall, &a.dir, a.dry_run, a.json))
+        }
         Command::Driver(DriverCommand::Test { driver }) => driver::test(&driver),
         Command::Plugin(command) => plugin::run(command),
         Command::Types(command) => types::run(command),

@@ -16,23 +16,23 @@ use agmsg_host::error::HostError;
 
 use serde_json::{Value, json};
 
-use agmsg_host::bundled;
-use agmsg_host::capabilities::{Capabilities, Capability};
-use agmsg_host::display;
-use agmsg_host::axis::Axis;
-use agmsg_host::plugin::manifest::{MANIFEST_FILE, PluginManifest};
-use agmsg_host::plugin::registry;
-use agmsg_host::plugin::trust::TrustState;
-use agmsg_host::plugin::DirPackage;
-use agmsg_host::plugin::registry::{AgentTypeFiles, TypeFile};
 use agmsg_host::agent::boot::{LaunchTemplate, Launcher, launch_template};
 use agmsg_host::agent::bundled as agent_bundled;
 use agmsg_host::agent::manifest as hooks_manifest;
 use agmsg_host::agent::registry::skill_name;
-use agmsg_host::plugin::workflow::{self, ConsentRequest, Offer, Package, Trusted, TypePackage, examine};
+use agmsg_host::axis::Axis;
 use agmsg_host::axis::offered_packages;
-use agmsg_host::runtime::sandbox::{self, Grants};
+use agmsg_host::bundled;
+use agmsg_host::capabilities::{Capabilities, Capability};
+use agmsg_host::display;
+use agmsg_host::plugin::DirPackage;
+use agmsg_host::plugin::manifest::{MANIFEST_FILE, PluginManifest};
+use agmsg_host::plugin::registry;
+use agmsg_host::plugin::registry::{AgentTypeFiles, TypeFile};
+use agmsg_host::plugin::trust::TrustState;
+use agmsg_host::plugin::workflow::{self, ConsentRequest, Offer, Package, Trusted, TypePackage, examine};
 use agmsg_host::runtime::Runtime;
+use agmsg_host::runtime::sandbox::{self, Grants};
 
 /// How the user answers the consent question.
 #[derive(Clone, Debug, Default, clap::Args)]
@@ -215,7 +215,9 @@ impl TypeOffer<'_> {
         let original = agmsg_host::agent::Manifest::parse(bundled.conf.as_bytes(), bundled.name).expect("bundled manifests are text");
         let mut keys: Vec<&str> = agmsg_host::agent::manifest::KEYS.iter().map(|k| k.key).collect();
         let entries = conf.entries();
-        keys.extend(entries.iter().filter(|e| !e.ignored).map(|e| e.key).filter(|k| !agmsg_host::agent::manifest::KEYS.iter().any(|i| i.key == *k)));
+        keys.extend(
+            entries.iter().filter(|e| !e.ignored).map(|e| e.key).filter(|k| !agmsg_host::agent::manifest::KEYS.iter().any(|i| i.key == *k)),
+        );
         // Compared as agmsg reads them: a missing key with a default reads as that default.
         let read = |m: &'_ agmsg_host::agent::Manifest, key: &str| {
             let default = agmsg_host::agent::manifest::key_info(key).and_then(|k| k.default);
@@ -234,16 +236,20 @@ impl TypeOffer<'_> {
         }
         let template = conf.value("template");
         let ours = self.files.iter().find(|f| f.path == template);
-        let theirs = bundled.files.iter().find(|(f, _)| *f == original.value("template")).map(|(_, t)| agmsg_host::plugin::sha256_hex(t.as_bytes()));
+        let theirs =
+            bundled.files.iter().find(|(f, _)| *f == original.value("template")).map(|(_, t)| agmsg_host::plugin::sha256_hex(t.as_bytes()));
         match (ours, theirs) {
             (Some(ours), Some(theirs)) if ours.sha256 == theirs => text.push_str("  its template is bundled's, byte for byte\n"),
-            (Some(_), Some(_)) => text.push_str(&format!("  its template {} differs from bundled {}'s\n", display::line(template), bundled.name)),
+            (Some(_), Some(_)) => {
+                text.push_str(&format!("  its template {} differs from bundled {}'s\n", display::line(template), bundled.name))
+            }
             _ => {}
         }
         match (self.plug.is_some(), agmsg_host::agent::bundled::plug(self.name).is_some()) {
             (true, true) => text.push_str(&format!("  its plug component replaces bundled {}'s\n", bundled.name)),
             (true, false) => text.push_str("  its plug component answers for its delivery (bundled has none)\n"),
-            (false, true) => text.push_str(&format!("  it has no plug component: agmsg's delivery defaults instead of bundled {}'s plug\n", bundled.name)),
+            (false, true) => text
+                .push_str(&format!("  it has no plug component: agmsg's delivery defaults instead of bundled {}'s plug\n", bundled.name)),
             (false, false) => {}
         }
         if let LaunchTemplate::Command { line, .. } = launch_template(&original, self.runs_from, &skill_name()) {
@@ -260,11 +266,15 @@ impl TypeOffer<'_> {
         }
         // Refused types never reach a consent; said all the same should one be shown.
         let mut text = match hooks_manifest::check_hooks_file(self.name, file) {
-            Ok(location) => format!("Delivery: {}; `delivery set off` removes what it wrote.\n", location.effect(file, self.plug.is_some())),
+            Ok(location) => {
+                format!("Delivery: {}; `delivery set off` removes what it wrote.\n", location.effect(file, self.plug.is_some()))
+            }
             Err(e) => format!("Delivery: REFUSED: {}\n", display::line(&e.message)),
         };
         if self.plug.is_some() {
-            text.push_str("  Its plug component only chooses among the forms agmsg-host itself writes there (any other answer is refused).\n");
+            text.push_str(
+                "  Its plug component only chooses among the forms agmsg-host itself writes there (any other answer is refused).\n",
+            );
         }
         text
     }
@@ -302,7 +312,8 @@ fn launches(conf: &agmsg_host::agent::Manifest, dir: &Path) -> String {
                 Launcher::Node => format!("its node launcher {}", display::line(conf.value("spawn"))),
                 Launcher::Cli => format!("`{}`", display::line(&program)),
             };
-            let mut text = format!("Spawned, it runs {program} with your rights (not sandboxed), in the project, as:\n  {}\n", display::line(&line));
+            let mut text =
+                format!("Spawned, it runs {program} with your rights (not sandboxed), in the project, as:\n  {}\n", display::line(&line));
             let unset = conf.words("spawn_unset_env");
             if !unset.is_empty() {
                 text.push_str(&format!("  (its boot script sets AGMSG_SPAWNED=1 and unsets {})\n", display::line(&unset.join(" "))));
@@ -320,21 +331,35 @@ fn replaced_bundled(axis: Axis, name: &str) -> Option<&'static str> {
     }
 }
 
-/// The user's answer to `request`: what is granted. An earlier trust of the plugin shows what widened.
+/// The user's answer to `request`: what is granted. An earlier trust of the plugin shows what widened;
+/// one of these very files asking for the same, with neither `--yes` nor `--grant` given, is answered
+/// with what was granted then, without asking (a no-op that succeeds, terminal or not).
 fn ask(request: &ConsentRequest, consent: &Consent) -> Result<Capabilities, HostError> {
+    if let Some(granted) = &request.unchanged
+        && consent.grants.is_empty()
+        && !consent.yes
+    {
+        eprintln!("already trusted, unchanged since (the same component and manifest, asking for the same): nothing to ask");
+        return Ok(granted.clone());
+    }
     let asked = request.asks_for();
     let mut text = match &request.offer {
         Offer::Component(manifest) => {
             let mut text = describe_request(manifest, request.sha256, request.from);
             match (manifest.axis, replaced_bundled(manifest.axis, &manifest.name)) {
                 (_, None) => {}
-                (Axis::Types, Some(name)) => text.push_str(&format!("It replaces bundled {name}'s delivery plug: wherever the type {name} delivers, this component answers.\n")),
-                (axis, Some(name)) => text.push_str(&format!("It replaces the bundled {axis} driver '{name}': wherever {axis}/{name} is used, this one runs instead.\n")),
+                (Axis::Types, Some(name)) => text.push_str(&format!(
+                    "It replaces bundled {name}'s delivery plug: wherever the type {name} delivers, this component answers.\n"
+                )),
+                (axis, Some(name)) => text.push_str(&format!(
+                    "It replaces the bundled {axis} driver '{name}': wherever {axis}/{name} is used, this one runs instead.\n"
+                )),
             }
             text
         }
         Offer::AgentType { name, conf_sha256, conf, plug, files, runs_from } => {
-            TypeOffer { name, conf_sha256, files_sha256: request.sha256, from: request.from, conf: *conf, plug: *plug, files, runs_from }.describe()
+            TypeOffer { name, conf_sha256, files_sha256: request.sha256, from: request.from, conf: *conf, plug: *plug, files, runs_from }
+                .describe()
         }
     };
     match &request.widened {
@@ -357,7 +382,9 @@ fn ask(request: &ConsentRequest, consent: &Consent) -> Result<Capabilities, Host
         return Ok(asked);
     }
     if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
-        return Err(HostError::refused("no terminal to ask for consent: rerun with --yes to grant what it asks for, or with --grant <capability> for each one to grant"));
+        return Err(HostError::refused(
+            "no terminal to ask for consent: rerun with --yes to grant what it asks for, or with --grant <capability> for each one to grant",
+        ));
     }
     eprint!("Trust it and grant these? [y/N] ");
     let _ = std::io::stderr().flush();
@@ -409,7 +436,8 @@ fn bundled_names(axis: Axis) -> Vec<&'static str> {
 }
 
 fn trust(reference: &str, path: Option<&Path>, consent: &Consent) -> Result<(), HostError> {
-    let Trusted { axis, name, dir, runs_with } = workflow::trust(&runtime()?, reference, path, &dir_packages(), |request| ask(request, consent))?;
+    let Trusted { axis, name, dir, runs_with } =
+        workflow::trust(&runtime()?, reference, path, &dir_packages(), |request| ask(request, consent))?;
     println!("trusted {axis}/{name} at {}; it runs with: {}", dir.display(), display::line(&runs_with.summary()));
     if let Some(replaced) = replaced_bundled(axis, &name) {
         match axis {
@@ -518,7 +546,8 @@ fn inspect(target: &str, manifest: Option<&Path>, json: bool) -> Result<bool, Ho
             TrustState::Builtin => "builtin".into(),
         };
         if candidate.is_type_dir {
-            let files = AgentTypeFiles::read(types_dirs(), &name, &candidate.dir).map_err(|e| HostError::refused(format!("types/{name} at {}: {e}", candidate.dir.display())))?;
+            let files = AgentTypeFiles::read(types_dirs(), &name, &candidate.dir)
+                .map_err(|e| HostError::refused(format!("types/{name} at {}: {e}", candidate.dir.display())))?;
             return inspect_type(&TypePackage { name, dir: candidate.dir, files }, Some(state), json);
         }
         let manifest_path = candidate.dir.join(MANIFEST_FILE);
@@ -544,7 +573,11 @@ fn inspect(target: &str, manifest: Option<&Path>, json: bool) -> Result<bool, Ho
         return Ok(report.verdict.is_ok());
     }
     let mut out = describe_request(m, &package.sha256, &package.component_path);
-    out.push_str(&format!("Manifest: {}\nSize: {} bytes\n", display::line(&package.manifest_path.display().to_string()), package.wasm.len()));
+    out.push_str(&format!(
+        "Manifest: {}\nSize: {} bytes\n",
+        display::line(&package.manifest_path.display().to_string()),
+        package.wasm.len()
+    ));
     out.push_str("Imports (what the component really uses):\n");
     for import in &report.imports {
         out.push_str(&format!("  {}\n", display::line(import)));
@@ -572,7 +605,8 @@ fn inspect_type(package: &TypePackage, state: Option<String>, json: bool) -> Res
     let plug = package.examine_plug(&runtime()?).map(|report| (files.plug.as_ref().expect("examined"), report));
     // Usable: its plug (if any) loads, and the template it names (if any) is a file of the directory.
     let usable = plug.as_ref().is_none_or(|(_, report)| report.verdict.is_ok()) && template_bytes.is_none_or(|bytes| bytes.is_some());
-    let keys: Vec<(String, String)> = files.conf.entries().iter().filter(|e| !e.ignored).map(|e| (e.key.to_owned(), e.value.to_owned())).collect();
+    let keys: Vec<(String, String)> =
+        files.conf.entries().iter().filter(|e| !e.ignored).map(|e| (e.key.to_owned(), e.value.to_owned())).collect();
     let listing = files.listing();
     let offer = TypeOffer {
         name: &package.name,
@@ -590,7 +624,11 @@ fn inspect_type(package: &TypePackage, state: Option<String>, json: bool) -> Res
             _ => None,
         };
         let hooks_file = files.conf.value("hooks_file");
-        let delivery = (!hooks_file.is_empty()).then(|| hooks_manifest::check_hooks_file(&package.name, hooks_file).map(|l| l.effect(hooks_file, files.plug.is_some())).unwrap_or_else(|e| format!("REFUSED: {e}")));
+        let delivery = (!hooks_file.is_empty()).then(|| {
+            hooks_manifest::check_hooks_file(&package.name, hooks_file)
+                .map(|l| l.effect(hooks_file, files.plug.is_some()))
+                .unwrap_or_else(|e| format!("REFUSED: {e}"))
+        });
         let plug = plug.as_ref().map(|((m, wasm), report)| {
             json!({
                 "component": m.component, "version": m.version, "api": m.api, "sha256": agmsg_host::plugin::sha256_hex(wasm),
@@ -612,7 +650,10 @@ fn inspect_type(package: &TypePackage, state: Option<String>, json: bool) -> Res
     }
     let l = |s: &str| display::line(s).into_owned();
     let mut out = offer.describe();
-    out.push_str(&format!("Manifest: {} (agmsg's reader: the first line setting a key wins)\n", l(&package.dir.join("type.conf").display().to_string())));
+    out.push_str(&format!(
+        "Manifest: {} (agmsg's reader: the first line setting a key wins)\n",
+        l(&package.dir.join("type.conf").display().to_string())
+    ));
     for (key, value) in &keys {
         out.push_str(&format!("  {}={}\n", l(key), l(value)));
     }
@@ -624,7 +665,12 @@ fn inspect_type(package: &TypePackage, state: Option<String>, json: bool) -> Res
     match &plug {
         None => out.push_str("Plug: none\n"),
         Some(((m, wasm), report)) => {
-            out.push_str(&format!("Plug: {} sha256 {}, {} bytes; it runs with: none\n", l(&m.component.display().to_string()), agmsg_host::plugin::sha256_hex(wasm), wasm.len()));
+            out.push_str(&format!(
+                "Plug: {} sha256 {}, {} bytes; it runs with: none\n",
+                l(&m.component.display().to_string()),
+                agmsg_host::plugin::sha256_hex(wasm),
+                wasm.len()
+            ));
             out.push_str("  Imports (what the component really uses):\n");
             for import in &report.imports {
                 out.push_str(&format!("    {}\n", l(import)));
@@ -662,7 +708,15 @@ fn inspect_bundled(target: &str, json: bool) -> Option<Result<bool, HostError>> 
     Some(report_bundled(axis, name, driver.sha256, driver.wasm, &runs_with, driver.manifest, json))
 }
 
-fn report_bundled(axis: Axis, name: &str, sha256: &str, wasm: &[u8], runs_with: &Capabilities, conf: Option<&str>, json: bool) -> Result<bool, HostError> {
+fn report_bundled(
+    axis: Axis,
+    name: &str,
+    sha256: &str,
+    wasm: &[u8],
+    runs_with: &Capabilities,
+    conf: Option<&str>,
+    json: bool,
+) -> Result<bool, HostError> {
     let runtime = runtime()?;
     let (imports, exports, verdict) = match runtime.load(wasm, sha256) {
         Ok(component) => {

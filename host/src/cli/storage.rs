@@ -18,69 +18,98 @@ use agmsg_host::storage::driver::{Pair, ReceiptState, Wake};
 use agmsg_host::storage::records::{cursor_line, message_line};
 use agmsg_host::storage::{StorageError, StoreSession, location};
 
+/// `storage --help`: each op's argv on a line of its own, what it does indented below it, every line
+/// at most 79 columns, so that clap (which wraps at the terminal's width) never re-wraps it at 80 or
+/// more (`tests/storage_ops.rs` checks this).
 pub const LONG_HELP: &str = "Run one storage-driver op, with agmsg's argv, stdout framing and exit codes.
 
-Ops (snake_case names are accepted too; a leading <team> selects the store as agmsg passes it):
-  check                                      control: ok / missing_deps
-  describe [team]                            key=value lines
-  init [team]                                control
-  store-exists [team]                        exit 0 if a store exists, 1 if not
-  send <team> <from> <to> <body>             prints the new id
-  send --body-stdin <team> <from> <to>       the body is read from stdin, byte for byte
-  list-unread <team> <agent> [--limit N]     JSONL, oldest first (--limit: the oldest N)
-  mark-read-batch <team> <agent> <id>...     control
-  read-cursor-get <team> <agent>             prints the pair's cursor
-  read-cursor-consume <team> <agent> <cursor> [<id>...]   control
-  watch-tip <team:agent>...                  prints the current cursor
-  watch-after <cursor> <team:agent>...       JSONL, then {\"type\":\"cursor\",...}
+Ops (snake_case names are accepted too; a leading <team> selects the store,
+as agmsg passes it):
+  check                            control: ok / missing_deps
+  describe [team]                  key=value lines
+  init [team]                      control
+  store-exists [team]              exit 0 if a store exists, 1 if not
+  send <team> <from> <to> <body>
+      prints the new id
+  send --body-stdin <team> <from> <to>
+      the body is read from stdin, byte for byte
+  list-unread <team> <agent> [--limit N]
+      JSONL, oldest first (--limit: the oldest N)
+  mark-read-batch <team> <agent> <id>...
+      control
+  read-cursor-get <team> <agent>
+      prints the pair's cursor
+  read-cursor-consume <team> <agent> <cursor> [<id>...]
+      control
+  watch-tip <team:agent>...
+      prints the current cursor
+  watch-after <cursor> <team:agent>...
+      JSONL, then {\"type\":\"cursor\",...}
   wait-after <cursor> <team:agent>... [--timeout-ms N]
-                                             optional op (agmsg:storage 1.1.0 `live`): block until a
-                                             message may have arrived after <cursor> or N ms (default
-                                             1000, at most half the call deadline) pass; prints
-                                             `changed`, `timed-out`, or `unsupported` (not offered)
-  history <team> [agent] [--limit N]         JSONL, oldest to newest (--limit: the newest N)
-  export [team] <file>                       writes the v1 event log to <file> atomically
-  import [team] <file>                       all-or-nothing import of a v1 event log
-  compact [team]                             control
+      optional op (agmsg:storage 1.1.0 `live`): block until a message may
+      have arrived after <cursor> or N ms (default 1000, at most half the call
+      deadline) pass; prints `changed`, `timed-out`, or `unsupported`
+  history <team> [agent] [--limit N]
+      JSONL, oldest to newest (--limit: the newest N)
+  export [team] <file>
+      writes the v1 event log to <file> atomically
+  import [team] <file>
+      all-or-nothing import of a v1 event log
+  compact [team]
+      control
   record-receipts <team> <agent> <evidence> <id>...
-                                             optional op (agmsg:storage 1.2.0 `receipts`): record that
-                                             <agent> was handed the messages; control
-  receipt-status <team> <id>                 optional op (`receipts`): prints receipt, legacy_read or none
-  rename-agent <team> <old> <new>            optional op (1.2.0 `rename`): the store's records of <old>
-                                             now name <new>; control
-  rename-team <old> <new>                    optional op (`rename`): on the new team's store (a per-team
-                                             store still under <old> is moved first); control
-  purge-store --yes [team]                   optional op (1.2.0 `purge`): delete everything the store
-                                             holds (a database's rows); control
-  sync-prepare-push <team> <server-instance-id> <remote-team-id> <protocol-version> <limit>
-  sync-reconcile-push <team> <server-instance-id> <remote-team-id> <protocol-version>
-  sync-apply-pull <team> <server-instance-id> <remote-team-id> <protocol-version>
-  sync-reprocess <team> <server-instance-id> <remote-team-id> <protocol-version> <limit> [<seq>:<wire-id>] [malformed]
-                                             optional ops (1.2.0 `sync`, agmsg's Stage-1 remote sync):
-                                             agmsg's sync_* JSONL records on stdin and stdout, parsed
-                                             strictly (a repeated or unknown key is refused); exit 13 for
-                                             a refused argument or record or a runtime failure, 12 for a
-                                             store the driver finds inconsistent, 14 when the driver does
-                                             not offer sync (`describe` then lacks stage1-sync)
-                                             An optional op the driver does not offer fails with 13
-                                             (`unsupported: ...` on stderr); `agmsg-host shim storage`
-                                             defines its function only for a driver that offers it.
+      optional op (agmsg:storage 1.2.0 `receipts`): record that <agent> was
+      handed the messages; control
+  receipt-status <team> <id>
+      optional op (`receipts`): prints receipt, legacy_read or none
+  rename-agent <team> <old> <new>
+      optional op (1.2.0 `rename`): the store's records of <old> now name
+      <new>; control
+  rename-team <old> <new>
+      optional op (`rename`): on the new team's store (a per-team store still
+      under <old> is moved first); control
+  purge-store --yes [team]
+      optional op (1.2.0 `purge`): delete everything the store holds (a
+      database's rows); control
+  sync-prepare-push <team> <server-instance-id> <remote-team-id>
+      <protocol-version> <limit>
+  sync-reconcile-push <team> <server-instance-id> <remote-team-id>
+      <protocol-version>
+  sync-apply-pull <team> <server-instance-id> <remote-team-id>
+      <protocol-version>
+  sync-reprocess <team> <server-instance-id> <remote-team-id>
+      <protocol-version> <limit> [<seq>:<wire-id>] [malformed]
+      optional ops (1.2.0 `sync`, agmsg's Stage-1 remote sync): agmsg's
+      sync_* JSONL records on stdin and stdout, parsed strictly (a repeated or
+      unknown key is refused); exit 13 for a refused argument or record or a
+      runtime failure, 12 for a store the driver finds inconsistent, 14 when
+      the driver does not offer sync (`describe` then lacks stage1-sync)
+  An optional op the driver does not offer fails with 13 (`unsupported: ...`
+  on stderr); `agmsg-host shim storage` defines its function only for a
+  driver that offers it.
 
 Choosing the driver (agmsg's config file records the choice):
-  list [--json]                              the drivers this host can run; * marks the active one
-  switch <driver>                            the driver's check, then make it the configured driver
-  switch postgres --url postgres://USER@HOST:PORT/DB[?sslmode=verify-full&sslrootcert=CA.pem]
-                                             the same, and record the database (never a password:
-                                             PGPASSWORD or ~/.pgpass; AGMSG_POSTGRES_URL overrides it)
-  convert <driver>                           copy the store (its v1 event log) into <driver>, verify,
-                                             then switch; on any failure nothing changes
-  convert postgres --url URL                 the same into that (empty) database, recorded as switch does
-  switch/convert ... --json                  print a JSON object (status, driver, config; convert: from, to,
-                                             events, store) instead of `ok`; a failure is framed
-                                             as without it. Convert shows its progress on stderr when
-                                             that is a terminal, and is silent otherwise
+  list [--json]
+      the drivers this host can run; * marks the active one
+  switch <driver>
+      the driver's check, then make it the configured driver
+  switch postgres --url
+      postgres://USER@HOST:PORT/DB[?sslmode=verify-full&sslrootcert=CA.pem]
+      the same, and record the database (never a password: PGPASSWORD or
+      ~/.pgpass; AGMSG_POSTGRES_URL overrides it)
+  convert <driver>
+      copy the store (its v1 event log) into <driver>, verify, then switch;
+      on any failure nothing changes
+  convert postgres --url URL
+      the same into that (empty) database, recorded as switch does
+  switch/convert ... --json
+      print a JSON object (status, driver, config; convert: from, to, events,
+      store) instead of `ok`; a failure is framed as without it. Convert
+      shows its progress on stderr when that is a terminal, and is silent
+      otherwise
 
-Exit codes: 0 ok, 10 missing_deps, 12 corrupt_state, 13 runtime_error, 2 usage error.";
+Exit codes: 0 ok, 10 missing_deps, 12 corrupt_state, 13 runtime_error, 2 usage
+error.";
 
 struct Usage(String);
 
@@ -124,9 +153,7 @@ impl Op {
             | Op::RecordReceipts { .. }
             | Op::RenameAgent { .. }
             | Op::RenameTeam { .. }
-            | Op::PurgeStore { .. } => {
-                Shape::Control
-            }
+            | Op::PurgeStore { .. } => Shape::Control,
             _ => Shape::Record,
         }
     }
@@ -159,9 +186,7 @@ impl Op {
             | Op::RenameAgent { team, .. } => Some(team),
             // The store is the new team's: agmsg's rename-team has moved it (or `execute` does).
             Op::RenameTeam { new, .. } => Some(new),
-            Op::WatchTip { pairs } | Op::WatchAfter { pairs, .. } | Op::WaitAfter { pairs, .. } => {
-                pairs.first().map(|p| p.team.as_str())
-            }
+            Op::WatchTip { pairs } | Op::WatchAfter { pairs, .. } | Op::WaitAfter { pairs, .. } => pairs.first().map(|p| p.team.as_str()),
         }
     }
 }
@@ -312,7 +337,8 @@ fn parse(op: &str, args: &[String]) -> Result<Op, Usage> {
                 };
                 match value {
                     Some(v) => {
-                        timeout_ms = v.parse().map_err(|_| Usage(format!("--timeout-ms needs a whole number of milliseconds, not {v:?}")))?
+                        timeout_ms =
+                            v.parse().map_err(|_| Usage(format!("--timeout-ms needs a whole number of milliseconds, not {v:?}")))?
                     }
                     None if arg.starts_with("--") => return Err(Usage(format!("unknown flag {arg}"))),
                     None => positional.push(arg.clone()),

@@ -19,30 +19,44 @@ use agmsg_host::terminal::resolve::{self, Resolved};
 use agmsg_host::terminal::source::Candidates;
 use agmsg_host::terminal::{TerminalError, TerminalSource};
 
+/// `terminal --help`: as `storage --help`, every line at most 79 columns, so clap never re-wraps it.
 pub const LONG_HELP: &str = "Run one terminal-driver op, with agmsg's argv, outputs and exit codes.
 
-Ops (snake_case names are accepted too). <id> is a driver id or a placement reference <terminal>:<id>:
-  check                                   ok / missing_deps (10)
-  describe                                key=value lines
-  detect [session-id]                     exit 0 if under this terminal; stdout: this pane's id (may be empty)
-  spawn <name> <project> window|pane-h|pane-v <boot>...   prints the new id
-  despawn <id>                            ok / runtime_error
-  peek <id> [--lines N]                   the pane's text, verbatim
-  poke <id> <text>                        types the text and submits it: ok / runtime_error
-  pane-state <id>                         present / gone (0), unknown (10, 12 or 13)
-  where <id>                              the container id; unknown (10) / unsupported (13)
-  arrange <source> place_below|place_right|swap <target>   moved / unchanged; unknown / unsupported / runtime_error
-  name <id> <team> <agent> [key]          ok / runtime_error (key: set only the key, not the label)
-  optional: capability <cap> [id] (exit 0 yes / 1 no / 2 unknown), team-observe <id>,
-    team-input-ready <id> <expected> (exit 0/1/2), find-by-label <label>, label-of <id>, id-ok <id>,
-    pane-process-observe <id>, enumerate-panes, fence <id> [seat-pid], pane-focused <id>, input-clear <id>,
-    input-type <id> <text>, expected-label <team> <agent>, instance-for-ref <ref>, id-split <id>
-  list [--json]                           the drivers, in resolution order, with their capabilities
-  resolve-placement [session-id]          <terminal>TAB<id>: where a new pane goes (exit 1: no terminal)
-  resolve-name [session-id]               <terminal>TAB<id>: this session's own pane (exit 1: none)
+Ops (snake_case names are accepted too). <id> is a driver id or a placement
+reference <terminal>:<id>:
+  check                            ok / missing_deps (10)
+  describe                         key=value lines
+  detect [session-id]
+      exit 0 if under this terminal; stdout: this pane's id (may be empty)
+  spawn <name> <project> window|pane-h|pane-v <boot>...
+      prints the new id
+  despawn <id>                     ok / runtime_error
+  peek <id> [--lines N]            the pane's text, verbatim
+  poke <id> <text>
+      types the text and submits it: ok / runtime_error
+  pane-state <id>
+      present / gone (0), unknown (10, 12 or 13)
+  where <id>
+      the container id; unknown (10) / unsupported (13)
+  arrange <source> place_below|place_right|swap <target>
+      moved / unchanged; unknown / unsupported / runtime_error
+  name <id> <team> <agent> [key]
+      ok / runtime_error (key: set only the key, not the label)
+  optional: capability <cap> [id] (exit 0 yes / 1 no / 2 unknown),
+    team-observe <id>, team-input-ready <id> <expected> (exit 0/1/2),
+    find-by-label <label>, label-of <id>, id-ok <id>,
+    pane-process-observe <id>, enumerate-panes, fence <id> [seat-pid],
+    pane-focused <id>, input-clear <id>, input-type <id> <text>,
+    expected-label <team> <agent>, instance-for-ref <ref>, id-split <id>
+  list [--json]
+      the drivers, in resolution order, with their capabilities
+  resolve-placement [session-id]
+      <terminal>TAB<id>: where a new pane goes (exit 1: no terminal)
+  resolve-name [session-id]
+      <terminal>TAB<id>: this session's own pane (exit 1: none)
 
-Exit codes: 0 ok, 10 unreachable or missing deps, 12 failed, 13 unsupported, 2 usage error.
-An optional op a driver does not implement is unsupported (13).";
+Exit codes: 0 ok, 10 unreachable or missing deps, 12 failed, 13 unsupported,
+2 usage error. An optional op a driver does not implement is unsupported (13).";
 
 fn session_arg(args: &[String]) -> &str {
     args.first().map_or("", String::as_str)
@@ -137,7 +151,8 @@ fn print_reply(op: &str, reply: Reply) -> Result<ExitCode, Outcome> {
         Reply::Line(line) => print(&format!("{line}\n"))?,
         Reply::Lines(lines) => print(&lines.iter().map(|l| format!("{l}\n")).collect::<String>())?,
         Reply::Described { description: d, priority } => {
-            let mut text = format!("name={}\npriority={priority}\nbackend={}\ncapabilities={}\n", d.name, d.backend, d.capabilities.join(" "));
+            let mut text =
+                format!("name={}\npriority={priority}\nbackend={}\ncapabilities={}\n", d.name, d.backend, d.capabilities.join(" "));
             for (key, value) in d.hints {
                 text.push_str(&format!("{key}={value}\n"));
             }
@@ -186,7 +201,8 @@ fn list(args: &[String]) -> Result<ExitCode, Outcome> {
         _ => return Err(Outcome::Usage("list: expected [--json]".into())),
     };
     // One read of the plugin directories for both parts of the list.
-    let (candidates, untrusted) = TerminalSource::listing().map_err(|e| Outcome::failed(Shape::Record, TerminalError::new(TermFailKind::Unreachable, e)))?;
+    let (candidates, untrusted) =
+        TerminalSource::listing().map_err(|e| Outcome::failed(Shape::Record, TerminalError::new(TermFailKind::Unreachable, e)))?;
     let untrusted = untrusted.iter();
     if json {
         let mut rows: Vec<_> = candidates

@@ -5,8 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::manifest::{INSTALLED_COMPONENT, MANIFEST_FILE, PluginManifest};
 use super::DirPackage;
+use super::manifest::{INSTALLED_COMPONENT, MANIFEST_FILE, PluginManifest};
 use super::registry::{self, AgentTypeFiles, Candidate, agmsg_home};
 use super::trust::{TrustFile, TrustRecord};
 use super::{MAX_COMPONENT_BYTES, read_file, sha256_hex};
@@ -38,7 +38,8 @@ impl Package {
             None => source.to_owned(),
         };
         let (manifest, _) = PluginManifest::read(&manifest_path)?;
-        let component_path = if is_wasm { source.to_owned() } else { manifest_path.parent().unwrap_or(Path::new(".")).join(&manifest.component) };
+        let component_path =
+            if is_wasm { source.to_owned() } else { manifest_path.parent().unwrap_or(Path::new(".")).join(&manifest.component) };
         let wasm = read_file(&component_path, MAX_COMPONENT_BYTES)
             .map_err(|e| HostError::refused(format!("{e} (the component: build it first, or point at the .wasm with --manifest)")))?;
         let sha256 = sha256_hex(&wasm);
@@ -77,7 +78,14 @@ pub enum Offer<'a> {
     /// An agent type: it declares no capabilities, and its plug component, if it ships one, runs with
     /// none. Its files are what the user is shown of the texts it gives agents and the code it ships;
     /// `runs_from` is the directory it is used from once trusted (where spawn finds its launcher).
-    AgentType { name: &'a str, conf_sha256: &'a str, conf: Option<&'a super::conf::Manifest>, plug: Option<&'a PluginManifest>, files: &'a [super::registry::TypeFile], runs_from: &'a Path },
+    AgentType {
+        name: &'a str,
+        conf_sha256: &'a str,
+        conf: Option<&'a super::conf::Manifest>,
+        plug: Option<&'a PluginManifest>,
+        files: &'a [super::registry::TypeFile],
+        runs_from: &'a Path,
+    },
 }
 
 /// What the user is asked to consent to.
@@ -89,6 +97,10 @@ pub struct ConsentRequest<'a> {
     pub from: &'a Path,
     /// For a plugin trusted before: what it asks for beyond what the user consented to then.
     pub widened: Option<Vec<Capability>>,
+    /// For a plugin trusted before at this directory with these very files, asking for exactly what the
+    /// user consented to then: what the user granted then. Trusting it again changes nothing, so a
+    /// caller may answer with it without asking (`plugin trust` of an unchanged plugin is a no-op).
+    pub unchanged: Option<Capabilities>,
 }
 
 impl ConsentRequest<'_> {
@@ -116,7 +128,15 @@ fn widened(home: &Path, axis: Axis, name: &str, dir: &Path, asks_for: &Capabilit
 }
 
 /// Record the user's trust in the plugin `axis/name` in `dir`, pinned to `hashes` (code, manifest).
-fn record_trust(home: &Path, axis: Axis, name: &str, dir: &Path, consented: Capabilities, hashes: (String, String), granted: Capabilities) -> Result<Trusted, HostError> {
+fn record_trust(
+    home: &Path,
+    axis: Axis,
+    name: &str,
+    dir: &Path,
+    consented: Capabilities,
+    hashes: (String, String),
+    granted: Capabilities,
+) -> Result<Trusted, HostError> {
     let runs_with = consented.granted_by(&granted);
     let (sha256, manifest_sha256) = hashes;
     let record = TrustRecord { axis, name: name.to_owned(), path: dir.to_owned(), sha256, manifest_sha256, consented, granted };
@@ -136,7 +156,9 @@ pub fn install(
     consent: impl FnOnce(&ConsentRequest) -> Result<Capabilities, HostError>,
 ) -> Result<(Trusted, Option<&'static str>), HostError> {
     let report = examine(runtime, &package.manifest, &package.wasm, &package.sha256);
-    report.verdict.map_err(|e| HostError::refused(format!("refusing to install {}/{}: {e}", package.manifest.axis, package.manifest.name)))?;
+    report
+        .verdict
+        .map_err(|e| HostError::refused(format!("refusing to install {}/{}: {e}", package.manifest.axis, package.manifest.name)))?;
     let home = agmsg_home()?;
     let (axis, name) = (package.manifest.axis, package.manifest.name.clone());
     let axis_dir = home.join("plugins").join(axis.as_str());
@@ -147,6 +169,7 @@ pub fn install(
         sha256: &package.sha256,
         from: &package.component_path,
         widened: widened(&home, axis, &name, &dir, &asks_for)?,
+        unchanged: None,
     };
     let granted = consent(&request)?;
     let manifest_text = package.manifest.installed_text();
@@ -181,7 +204,8 @@ impl TypePackage {
             "" => dir.file_name().and_then(|n| n.to_str()).unwrap_or("").to_owned(),
             name => name.to_owned(),
         };
-        agmsg_contract::check_driver_name(&name).map_err(|e| HostError::refused(format!("{}: the type's name: {e}", dir.join(file).display())))?;
+        agmsg_contract::check_driver_name(&name)
+            .map_err(|e| HostError::refused(format!("{}: the type's name: {e}", dir.join(file).display())))?;
         let files = AgentTypeFiles::read(kind, &name, &dir)?;
         for (key, named) in kind.named_files(&files.conf) {
             if files.tree.file(Path::new(named)).is_none() {
@@ -219,10 +243,18 @@ pub fn install_type(
     let (files_sha256, conf_sha256) = package.files.pinned();
     let listing = package.files.listing();
     let request = ConsentRequest {
-        offer: Offer::AgentType { name, conf_sha256: &conf_sha256, conf: Some(&package.files.conf), plug: package.files.plug.as_ref().map(|(m, _)| m), files: &listing, runs_from: &dir },
+        offer: Offer::AgentType {
+            name,
+            conf_sha256: &conf_sha256,
+            conf: Some(&package.files.conf),
+            plug: package.files.plug.as_ref().map(|(m, _)| m),
+            files: &listing,
+            runs_from: &dir,
+        },
         sha256: &files_sha256,
         from: &package.dir,
         widened: widened(&home, axis, name, &dir, &Capabilities::default())?,
+        unchanged: None,
     };
     consent(&request)?;
     let entries: Vec<(&str, Option<&[u8]>)> = package.files.tree.entries.iter().map(|(p, bytes)| (p.as_str(), bytes.as_deref())).collect();
@@ -248,7 +280,8 @@ fn put_in_place(axis_dir: &Path, name: &str, files: &[(&str, Option<&[u8]>)]) ->
     };
     let staging = scratch("installing")?;
     for (file, bytes) in files {
-        let rel = super::tree::normalize(Path::new(file)).ok_or_else(|| HostError::refused(format!("{file:?} is not a path inside the package")))?;
+        let rel = super::tree::normalize(Path::new(file))
+            .ok_or_else(|| HostError::refused(format!("{file:?} is not a path inside the package")))?;
         let path = staging.path().join(rel);
         match bytes {
             Some(bytes) => std::fs::write(&path, bytes),
@@ -278,7 +311,8 @@ pub fn find_ref(reference: &str, dirs: &[&dyn DirPackage]) -> Result<(Axis, Stri
     let (axis, name) = match reference.split_once('/') {
         Some((axis, name)) => {
             let known: Vec<&str> = Axis::ALL.iter().map(|a| a.as_str()).collect();
-            let axis = Axis::parse(axis).ok_or_else(|| HostError::refused(format!("unknown axis {axis:?} in {reference:?} ({})", known.join(" or "))))?;
+            let axis = Axis::parse(axis)
+                .ok_or_else(|| HostError::refused(format!("unknown axis {axis:?} in {reference:?} ({})", known.join(" or "))))?;
             (Some(axis), name)
         }
         None => (None, reference),
@@ -337,12 +371,29 @@ pub fn trust(
     let home = agmsg_home()?;
     let asks_for = candidate.declared();
     let offer = match (&candidate.manifest, candidate.is_type_dir) {
-        (plug, true) => Offer::AgentType { name: &name, conf_sha256: &pinned.1, conf: candidate.package_manifest.as_ref(), plug: plug.as_ref(), files: &candidate.type_files, runs_from: &candidate.dir },
+        (plug, true) => Offer::AgentType {
+            name: &name,
+            conf_sha256: &pinned.1,
+            conf: candidate.package_manifest.as_ref(),
+            plug: plug.as_ref(),
+            files: &candidate.type_files,
+            runs_from: &candidate.dir,
+        },
         (Some(manifest), false) => Offer::Component(manifest),
         (None, false) => return Err(HostError::refused(format!("{axis}/{name} has no manifest"))),
     };
     let from = if candidate.is_type_dir { candidate.dir.clone() } else { candidate.component().unwrap_or_default() };
-    let request = ConsentRequest { offer, sha256: &pinned.0, from: &from, widened: widened(&home, axis, &name, &candidate.dir, &asks_for)? };
+    let unchanged = TrustFile::load(&home)?
+        .record(axis, &name, &candidate.dir)
+        .filter(|r| r.sha256 == pinned.0 && r.manifest_sha256 == pinned.1 && r.consented == asks_for)
+        .map(|r| r.granted.clone());
+    let request = ConsentRequest {
+        offer,
+        sha256: &pinned.0,
+        from: &from,
+        widened: widened(&home, axis, &name, &candidate.dir, &asks_for)?,
+        unchanged,
+    };
     let granted = consent(&request)?;
     record_trust(&home, axis, &name, &candidate.dir, asks_for, pinned, granted)
 }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::driver::{Message, Pair, Wake};
 use super::wake::{Change, StoreWake};
-use super::{StorageError, Storage};
+use super::{Storage, StorageError};
 use crate::log::host_log;
 use crate::runtime::sandbox::StoreDir;
 
@@ -31,8 +31,28 @@ fn hand_over(messages: &[Message], deliver: &mut impl FnMut(&Message) -> bool) -
     (delivered, true)
 }
 
-/// An agent's unread messages, delivered oldest first, then exactly those consumed. Returns how many were
-/// unread (0: nothing to show).
+/// The evidence words of the receipts agmsg-host's `inbox` and `watch` record: agmsg's own, for the
+/// same hand-off (the message written to the reader's stdout), as its `inbox.sh` and `watch.sh` record
+/// them.
+pub const INBOX_EVIDENCE: &str = "inbox_stdout";
+pub const WATCH_EVIDENCE: &str = "watch_stdout";
+
+/// After a consume: record that `agent` was handed `delivered` (`evidence`), when the driver keeps
+/// receipts (the optional `receipts` interface; agmsg's sqlite hand-off audit, which its history and
+/// `message-status.sh` read). As agmsg's readers do, a failure here never undoes the delivery: it is
+/// logged, and the messages stay read.
+fn record_receipts(driver: &mut Storage<'_>, team: &str, agent: &str, evidence: &str, delivered: &[String]) {
+    if delivered.is_empty() || !driver.offers().receipts {
+        return;
+    }
+    if let Err(e) = driver.record_receipts(team, agent, evidence, delivered) {
+        host_log::warn(&format!("the messages were delivered, but their receipts were not recorded: {}", e.message));
+    }
+}
+
+/// An agent's unread messages, delivered oldest first, then exactly those consumed, and their receipts
+/// recorded (`inbox_stdout`) where the driver keeps them. Returns how many were unread (0: nothing to
+/// show).
 pub fn inbox(driver: &mut Storage<'_>, team: &str, agent: &str, mut deliver: impl FnMut(&Message) -> bool) -> Result<usize, StorageError> {
     let pair = Pair { team: team.to_owned(), agent: agent.to_owned() };
     // The tip first: what arrives after it is consumed only if delivered (its exact id).
@@ -41,6 +61,7 @@ pub fn inbox(driver: &mut Storage<'_>, team: &str, agent: &str, mut deliver: imp
     let (delivered, _) = hand_over(&unread, &mut deliver);
     if !delivered.is_empty() {
         driver.read_cursor_consume(team, agent, &tip, &delivered)?;
+        record_receipts(driver, team, agent, INBOX_EVIDENCE, &delivered);
     }
     Ok(unread.len())
 }
@@ -54,15 +75,21 @@ pub struct WatchRound {
 }
 
 /// One round of a watch: what arrived after the agent's stored cursor, delivered, then consumed (the
-/// cursor also moves past what the agent does not see). The stored cursor is the truth: a round after a
+/// cursor also moves past what the agent does not see) and their receipts recorded (`watch_stdout`). The stored cursor is the truth: a round after a
 /// missed wake-up, or after none at all, delivers everything since.
-pub fn watch_round(driver: &mut Storage<'_>, team: &str, agent: &str, mut deliver: impl FnMut(&Message) -> bool) -> Result<WatchRound, StorageError> {
+pub fn watch_round(
+    driver: &mut Storage<'_>,
+    team: &str,
+    agent: &str,
+    mut deliver: impl FnMut(&Message) -> bool,
+) -> Result<WatchRound, StorageError> {
     let cursor = driver.read_cursor_get(team, agent)?;
     let pair = Pair { team: team.to_owned(), agent: agent.to_owned() };
     let batch = driver.watch_after(&cursor, std::slice::from_ref(&pair))?;
     let (delivered, all) = hand_over(&batch.messages, &mut deliver);
     if batch.cursor != cursor || !delivered.is_empty() {
         driver.read_cursor_consume(team, agent, &batch.cursor, &delivered)?;
+        record_receipts(driver, team, agent, WATCH_EVIDENCE, &delivered);
     }
     Ok(WatchRound { all_delivered: all, cursor: batch.cursor })
 }
@@ -84,7 +111,7 @@ impl Waiter {
     pub fn choose(driver: &mut Storage<'_>, store: Option<&StoreDir>, wake: bool) -> Waiter {
         let why_poll = if !wake {
             "AGMSG_WATCH_POLL is set".to_owned()
-        } else if driver.offers_wait() {
+        } else if driver.offers().live {
             return Waiter::Live;
         } else if let Some(store) = store {
             // The driver says which file is its store (sqlite: messages.db, jsonl: events.jsonl).

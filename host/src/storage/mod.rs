@@ -10,6 +10,7 @@ pub mod manage;
 pub mod module;
 pub mod postgres;
 pub mod records;
+pub mod roster;
 pub mod session;
 pub mod shim;
 pub mod source;

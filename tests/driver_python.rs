@@ -31,13 +31,7 @@ fn build_python_driver() -> PathBuf {
     let wasm = dir.join("storage_python.wasm");
     let script = workspace().join("examples").join("storage-python").join("build.sh");
     let started = Instant::now();
-    let out = Command::new("bash")
-        .arg(&script)
-        .arg(&wasm)
-        .arg(dir.join("venv"))
-        .env_remove("VIRTUAL_ENV")
-        .output()
-        .expect("running bash");
+    let out = Command::new("bash").arg(&script).arg(&wasm).arg(dir.join("venv")).env_remove("VIRTUAL_ENV").output().expect("running bash");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{} failed ({}):\n{stderr}{}", script.display(), out.status, String::from_utf8_lossy(&out.stdout));
     eprintln!("python driver built in {:.1} s:\n{stderr}", started.elapsed().as_secs_f64());
@@ -80,12 +74,16 @@ fn python_driver_passes_the_storage_contract_suite() {
     let manifest = manifest.to_str().unwrap();
     let run = env.run(&["plugin", "inspect", wasm, "--manifest", manifest]);
     assert_eq!(run.code, 0, "{run:?}");
-    for expected in ["storage/python 0.1.0", "inert-sockets", "wasi:sockets/tcp@", "agmsg:storage/driver@1.2.0", "Verdict: loads on this host"] {
+    for expected in
+        ["storage/python 0.1.0", "inert-sockets", "wasi:sockets/tcp@", "agmsg:storage/driver@1.2.0", "Verdict: loads on this host"]
+    {
         assert!(run.stdout.contains(expected), "{expected}: {}", run.stdout);
     }
     let run = env.run(&["plugin", "install", wasm, "--manifest", manifest, "--yes"]);
     assert_eq!(run.code, 0, "{run:?}");
-    let by_name = |args: &[&str]| -> common::Run { env.cmd().env("AGMSG_STORAGE_DRIVER", "python").arg("storage").args(args).output().unwrap().into() };
+    let by_name = |args: &[&str]| -> common::Run {
+        env.cmd().env("AGMSG_STORAGE_DRIVER", "python").arg("storage").args(args).output().unwrap().into()
+    };
     assert_eq!(by_name(&["send", "t", "carol", "bob", "by name"]).code, 0);
     let unread = by_name(&["list-unread", "t", "bob"]);
     let bodies: Vec<String> = unread.json().iter().map(|r| r["body"].as_str().unwrap().to_owned()).collect();

@@ -127,10 +127,14 @@ impl Drop for Lan {
 
 /// Delete the namespaces of earlier runs whose process is gone (killed before its drop ran).
 fn remove_leftovers(ip: &PathBuf) {
-    let Ok(out) = Command::new(ip).args(["netns", "list"]).output() else { return };
+    let Ok(out) = Command::new(ip).args(["netns", "list"]).output() else {
+        return;
+    };
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let name = line.split_whitespace().next().unwrap_or_default();
-        let Some(pid) = name.strip_prefix(PREFIX).and_then(|rest| rest.split('-').next()) else { continue };
+        let Some(pid) = name.strip_prefix(PREFIX).and_then(|rest| rest.split('-').next()) else {
+            continue;
+        };
         if pid.parse::<u32>().is_ok() && !std::path::Path::new("/proc").join(pid).exists() {
             let _ = run(ip, &["netns", "delete", name]);
         }

@@ -23,6 +23,21 @@ pub struct Suite {
     pub env: Vec<(String, String)>,
 }
 
+/// A file `shim install` puts into agmsg's install directory for an axis's driver (or leaves out):
+/// agmsg sources it in place of its own driver and it forwards to agmsg-host (`crate::shim`).
+#[derive(Debug)]
+pub struct ShimFile {
+    /// Relative to agmsg's directory: below `scripts/drivers/`, where agmsg's loaders look.
+    pub path: String,
+    /// Its text, or why it is left out (agmsg-host cannot answer for that driver).
+    pub text: Result<String, String>,
+    /// What agmsg loses with it in place, said beside it.
+    pub warnings: Vec<String>,
+    /// Written only where agmsg already has the file's directory (a type's: agmsg reads no type it
+    /// does not have), else left out saying this.
+    pub only_in_existing_dir: Option<&'static str>,
+}
+
 /// An axis's host-side descriptor.
 pub trait AxisModule: Sync {
     /// Whether `reference` (a driver name, a component file, a driver directory) names a driver of this
@@ -39,6 +54,10 @@ pub trait AxisModule: Sync {
 
     /// The bundled driver `name` as it runs (its fixed capabilities), if this binary has one.
     fn bundled_source(&self, name: &str) -> Option<DriverSource>;
+
+    /// The shims `shim install` writes for this axis's drivers into the agmsg install `agmsg_dir`, each
+    /// running the agmsg-host at `bin` (`crate::shim::install`).
+    fn shim_files(&self, agmsg_dir: &std::path::Path, bin: &str) -> Result<Vec<ShimFile>, HostError>;
 
     /// How plugin/ reads a plugin directory that is a package of this axis's own kind (an agent type),
     /// if the axis has such packages ([`crate::axis::Axis::dir_manifest`]).

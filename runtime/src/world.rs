@@ -42,7 +42,7 @@ macro_rules! driver_world {
             });
         }
 
-        $(mod $field;)*
+        $(pub(crate) mod $field;)*
 
         /// The `agmsg:host` interfaces the bindings share with the runtime (the axis's, `axis.rs`).
         pub const HOST_INTERFACES: &[&str] = &[$($host),*];
@@ -70,6 +70,17 @@ macro_rules! driver_world {
             /// The capability word of each optional interface (what `describe` says for it).
             pub const WORDS: &'static [&'static str] = &[$($word),*];
 
+            /// The name of each optional interface in the list (its module's, `read_state`).
+            pub const NAMES: &'static [&'static str] = &[$(stringify!($field)),*];
+
+            /// The names of the optional interfaces offered, in the list's order.
+            #[allow(unused_mut)]
+            pub fn names(&self) -> Vec<&'static str> {
+                let mut names = Vec::new();
+                $(if self.$field { names.push(stringify!($field)); })*
+                names
+            }
+
             /// The capability words of the optional interfaces offered, in the list's order.
             #[allow(unused_mut)]
             pub fn words(&self) -> Vec<&'static str> {
@@ -94,6 +105,30 @@ macro_rules! driver_world {
                 }
             )*
         }
+
+        /// One optional interface of the world, named by its exports' type (`sync::Exports`): whether a
+        /// driver offers it and its typed calls in an instance, so a caller names the interface once.
+        #[allow(dead_code)]
+        pub trait Optional {
+            /// The interface as the list names it (`agmsg:storage/read-state@1.2.0`).
+            const INTERFACE: &'static str;
+            /// Whether `offers` has it.
+            fn offered(offers: &Offers) -> bool;
+            /// Its exports in `world`, if the instance has them.
+            fn of(world: &$World) -> Option<&Self>;
+        }
+
+        $(
+            impl Optional for $field::Exports {
+                const INTERFACE: &'static str = $iface;
+                fn offered(offers: &Offers) -> bool {
+                    offers.$field
+                }
+                fn of(world: &$World) -> Option<&Self> {
+                    world.$field.as_ref()
+                }
+            }
+        )*
 
         impl $crate::DriverWorld for $World {
             const AXIS: $crate::axis::Axis = $crate::axis::Axis::$axis;

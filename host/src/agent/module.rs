@@ -5,13 +5,13 @@
 
 use std::path::{Path, PathBuf};
 
+use super::manifest::TYPE_CONF;
 use super::registry::Registry;
 use super::suite::{MANIFEST_RULES, PLUG_RULES, PLUG_VAR, TYPE_VAR};
 use crate::axis::Axis;
-use crate::axis_module::{AxisModule, Reference, Suite, absolute};
+use crate::axis_module::{AxisModule, Reference, ShimFile, Suite, absolute};
 use crate::error::HostError;
 use crate::plugin::manifest::{MANIFEST_FILE, PluginManifest};
-use super::manifest::TYPE_CONF;
 use crate::plugin::registry::sha256_hex;
 use crate::runtime::DriverSource;
 
@@ -86,8 +86,9 @@ impl AxisModule for AgentModule {
     fn suite(&self, reference: &str) -> Result<Suite, HostError> {
         let registry = Registry::from_env();
         let (type_ref, plug): (String, Option<(String, String)>) = if let Reference::File(path) = Reference::of(reference) {
-            let (name, sha256) =
-                plug_file(reference).ok_or_else(|| HostError::refused(format!("{reference} is not a delivery plug component (it exports no agmsg:agent/driver)")))?;
+            let (name, sha256) = plug_file(reference).ok_or_else(|| {
+                HostError::refused(format!("{reference} is not a delivery plug component (it exports no agmsg:agent/driver)"))
+            })?;
             (format!("new:{name}"), Some((absolute(path)?, sha256)))
         } else if let Reference::Dir(dir) = Reference::of(reference) {
             let dir = PathBuf::from(absolute(dir)?);
@@ -132,6 +133,10 @@ impl AxisModule for AgentModule {
 
     fn bundled_source(&self, name: &str) -> Option<DriverSource> {
         super::bundled::plug(name)
+    }
+
+    fn shim_files(&self, agmsg_dir: &Path, bin: &str) -> Result<Vec<ShimFile>, HostError> {
+        Ok(super::delivery::shim::install_files(agmsg_dir, bin))
     }
 
     fn dir_package(&self) -> Option<&'static dyn crate::plugin::DirPackage> {

@@ -3,8 +3,8 @@
 //! delivery engine sources for a type, forwarding its functions to `agmsg-host delivery`
 //! (`agent::delivery::shim`); `agmsg-host shim terminal <name>`: a terminal driver directory
 //! (`terminal.conf` + `ops.sh`, `terminal::shim`) forwarding every `terminal_*` function to
-//! `agmsg-host terminal`; `shim install | uninstall` (`shim_install.rs`): all of them in an agmsg
-//! install, agmsg's originals kept.
+//! `agmsg-host terminal`; `shim install | uninstall` (`shim_install.rs`, the library's
+//! `agmsg_host::shim::install`): all of them in an agmsg install, agmsg's originals kept.
 //!
 //! The shims' text and what they name are the library's (`agmsg_host::storage::shim`,
 //! `agmsg_host::terminal::shim`, `agmsg_host::agent::delivery::shim`, `agmsg_host::shim`); this file
@@ -35,7 +35,7 @@ fn write_shim(driver_flag: Option<String>, name: Option<String>, output: Option<
 
 /// This binary's path as a shim names it: the path the user ran it by, a link kept
 /// ([`agmsg_host::shim::invoked_binary`]); not found is refused.
-pub fn this_binary() -> Result<String, HostError> {
+fn this_binary() -> Result<String, HostError> {
     agmsg_host::shim::invoked_binary()
 }
 
@@ -68,39 +68,9 @@ pub fn run_terminal(name: &str, output: Option<PathBuf>) -> ExitCode {
     }
 }
 
-/// The directory's two files, for a driver agmsg-host runs under `name`; an unknown driver is refused.
-pub fn terminal_files(name: &str, bin: &str) -> Result<[(&'static str, String); 2], HostError> {
-    use agmsg_host::terminal::shim;
-    // A name, not a driver directory's path: the name is also the directory agmsg finds it by.
-    if !agmsg_contract::is_driver_name(name) {
-        return Err(HostError::refused(format!("a terminal driver's name matches [a-zA-Z0-9_-]+, not {name:?}")));
-    }
-    let source = agmsg_host::terminal::source::Candidates::new().resolve(name).map_err(HostError::refused)?;
-    // ops.sh first: agmsg takes a directory with terminal.conf for a driver.
-    Ok([("ops.sh", shim::ops_sh(name, bin)), ("terminal.conf", shim::terminal_conf(&source.manifest))])
-}
-
 /// Every failure here is refused: an unknown driver, a directory that cannot be written.
 fn write_terminal(name: &str, output: Option<PathBuf>) -> Result<PathBuf, HostError> {
-    let files = terminal_files(name, &this_binary()?)?;
-    let dir = output.unwrap_or_else(|| PathBuf::from(".")).join(name);
-    let refused = HostError::refused;
-    match std::fs::symlink_metadata(&dir) {
-        // Written into, so never through a link to somewhere else.
-        Ok(meta) if meta.file_type().is_symlink() => return Err(refused(format!("{} is a symlink (not followed)", dir.display()))),
-        Ok(meta) if !meta.is_dir() => return Err(refused(format!("{} exists and is not a directory", dir.display()))),
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::create_dir(&dir).map_err(|e| refused(format!("cannot create {}: {e}", dir.display())))?;
-        }
-        Err(e) => return Err(refused(format!("cannot read {}: {e}", dir.display()))),
-    }
-    for (file, text) in files {
-        let path = dir.join(file);
-        let failed = |e: std::io::Error| refused(format!("cannot write {}: {e}", path.display()));
-        agmsg_host::storage::atomic_file::write_atomically(&path, failed, |w| w.write_all(text.as_bytes()).map_err(failed))?;
-    }
-    Ok(dir)
+    agmsg_host::terminal::shim::write_dir(name, &output.unwrap_or_else(|| PathBuf::from(".")), &this_binary()?)
 }
 
 /// `agmsg-host shim types <type> [--output FILE]`: exit 0 written, 1 refused (an unknown type, one

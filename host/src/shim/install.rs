@@ -1,7 +1,8 @@
 //! `agmsg-host shim install | uninstall <agmsg dir>`: every shim put into (or taken out of) an agmsg
-//! install in one command.
+//! install in one command. The workflow is here; it answers a [`Report`] the binary prints.
 //!
-//! Install writes, below `<dir>/scripts/drivers/` (where agmsg's loaders look):
+//! Install writes, below `<dir>/scripts/drivers/` (where agmsg's loaders look), what each axis says
+//! ([`crate::axis_module::AxisModule::shim_files`]):
 //! - `storage/<name>.sh` for every storage driver agmsg-host runs by name: its bundled ones (sqlite,
 //!   jsonl, postgres) and every trusted storage plugin (agmsg's `agmsg_storage_load` sources the first
 //!   `storage/<name>.sh` it finds, builtins first). Each forwards by name, so each call checks the
@@ -24,23 +25,20 @@
 //! link where a file or directory is expected refuses the whole command before anything changes. Files
 //! are written atomically (`fsroot::Dir::write_atomically`). Running either twice
 //! changes nothing the second time; one runs at a time per directory (a `flock` on it, a second is
-//! refused). Exit 0 done (or nothing to do), 1 refused or failed.
+//! refused). Every failure is refused (exit 1).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, Permissions};
 use std::io::{Read, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
-use std::process::ExitCode;
 
-use super::exit;
-use agmsg_host::error::HostError;
-
-use agmsg_host::fsroot::{self, Why};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
-use agmsg_host::plugin::sha256_hex;
+use crate::axis_module::ShimFile;
+use crate::error::HostError;
+use crate::fsroot::{self, Why};
+use crate::plugin::sha256_hex;
 
 /// Where install keeps its record and agmsg's originals, in agmsg's directory (outside `scripts/`, which
 /// agmsg's own updates replace).
@@ -82,13 +80,16 @@ struct Original {
 
 /// One line of the report: what happened (or would) to a path.
 #[derive(Debug, Serialize)]
-struct Item {
-    path: String,
-    action: &'static str,
+pub struct Item {
+    /// Relative to agmsg's directory (a directory's ends with `/`).
+    pub path: String,
+    /// What happened to it (or would, in a dry run): `add`, `replace`, `update`, `unchanged`, `skip`,
+    /// `create`, `restore`, `remove`, `leave`, `keep`, `nothing`.
+    pub action: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    detail: Option<String>,
+    pub detail: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    warnings: Vec<String>,
+    pub warnings: Vec<String>,
 }
 
 impl Item {
@@ -97,39 +98,33 @@ impl Item {
     }
 }
 
-/// `shim install | uninstall`: exit 0 done (or a dry run), 1 refused (each failure says so where it is
-/// found: not an agmsg directory, a link or a damaged record or backup, a file not written).
-pub fn run(action: Action, dir: &Path, dry_run: bool, json: bool) -> ExitCode {
-    let verb = match action {
-        Action::Install => "install",
-        Action::Uninstall => "uninstall",
-    };
+/// What `shim install | uninstall` did (or, in a dry run, would do): one item per path, in order, up to
+/// a failure, if any; `result` is refused (each failure says so where it is found: not an agmsg
+/// directory, a link or a damaged record or backup, a file not written).
+#[derive(Debug)]
+pub struct Report {
+    pub items: Vec<Item>,
+    pub result: Result<(), HostError>,
+}
+
+impl Action {
+    /// The command's word: `install`, `uninstall`.
+    pub fn verb(self) -> &'static str {
+        match self {
+            Action::Install => "install",
+            Action::Uninstall => "uninstall",
+        }
+    }
+}
+
+/// Install or uninstall every shim in agmsg's directory `dir` (`dry_run`: plan only, change nothing).
+pub fn run(action: Action, dir: &Path, dry_run: bool) -> Report {
     let mut items = Vec::new();
     let result = Root::open(dir).and_then(|root| match action {
         Action::Install => install(&root, dry_run, &mut items),
         Action::Uninstall => uninstall(&root, dry_run, &mut items),
     });
-    if json {
-        let mut out =
-            json!({ "command": verb, "dir": dir.display().to_string(), "dry_run": dry_run, "items": items, "ok": result.is_ok() });
-        if let Err(e) = &result {
-            out["error"] = e.message.clone().into();
-        }
-        println!("{out}");
-    } else {
-        for item in &items {
-            // Paths are ours (driver and type names); details may carry an OS error: one line each.
-            let detail = item.detail.as_deref().map(|d| format!(" ({})", agmsg_host::display::line(d))).unwrap_or_default();
-            println!("{:<9} {}{detail}", item.action, agmsg_host::display::line(&item.path));
-            for w in &item.warnings {
-                println!("  warning: {}", agmsg_host::display::line(w));
-            }
-        }
-        if dry_run && result.is_ok() {
-            println!("(dry run: nothing was changed)");
-        }
-    }
-    exit::report(&format!("shim {verb}"), result)
+    Report { items, result }
 }
 
 /// agmsg's install directory, opened; everything below it is reached without following a link.
@@ -305,49 +300,28 @@ fn backup_path(sha256: &str) -> String {
     format!("{STATE_DIR}/{BACKUP_DIR}/{sha256}")
 }
 
-/// A file install puts in place.
+/// Every shim for this install, as each axis says it ([`crate::axis_module::AxisModule::shim_files`],
+/// named agmsg-host by the path the user ran it by), and what is left out with why.
+fn shims(root_path: &Path, items: &mut Vec<Item>) -> Result<Vec<Shim>, HostError> {
+    let bin = super::invoked_binary()?;
+    let mut out = Vec::new();
+    for axis in crate::axis::Axis::ALL {
+        for ShimFile { path, text, warnings, only_in_existing_dir } in crate::module(axis).shim_files(root_path, &bin)? {
+            match text {
+                Ok(text) => out.push(Shim { path, text, warnings, only_in_existing_dir }),
+                Err(why) => items.push(Item::new(&path, "skip", Some(why))),
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A file install puts in place (a [`ShimFile`] with its text).
 struct Shim {
     path: String,
     text: String,
     warnings: Vec<String>,
-}
-
-/// Every shim for this install, and what is left out with why.
-fn shims(root_path: &Path, items: &mut Vec<Item>) -> Result<Vec<Shim>, HostError> {
-    let bin = super::shim::this_binary()?;
-    let mut out = Vec::new();
-    for name in agmsg_host::storage::shim::install_names()? {
-        out.push(Shim {
-            path: format!("scripts/drivers/storage/{name}.sh"),
-            text: agmsg_host::storage::shim::storage_shim(&name, &bin, &name),
-            warnings: Vec::new(),
-        });
-    }
-    // The types as agmsg-host resolves them with this directory as agmsg's (what the shim's
-    // `agmsg-host delivery` calls will see, told SKILL_DIR).
-    use agmsg_host::agent::registry::{Registry, Sources};
-    let sources = Sources { skill_dir: Some(root_path.to_owned()), plugin_bases: agmsg_host::plugin::registry::bases() };
-    let registry = Registry::load(&sources, &agmsg_host::plugin::registry::home_trust);
-    for bundled in agmsg_host::agent::bundled::TYPES {
-        let path = format!("scripts/drivers/types/{}/_delivery.sh", bundled.name);
-        let t = match registry.require(bundled.name) {
-            Ok(t) => t,
-            Err(e) => {
-                items.push(Item::new(&path, "skip", Some(e.message)));
-                continue;
-            }
-        };
-        match agmsg_host::agent::delivery::shim::replaces(t) {
-            Ok(warnings) => out.push(Shim { path, text: agmsg_host::agent::delivery::shim::text(&t.name, &bin), warnings }),
-            Err(e) => items.push(Item::new(&path, "skip", Some(e.message))),
-        }
-    }
-    for driver in agmsg_host::bundled::of(agmsg_host::axis::Axis::Terminal) {
-        for (file, text) in super::shim::terminal_files(driver.name, &bin)? {
-            out.push(Shim { path: format!("scripts/drivers/terminals/{}/{file}", driver.name), text, warnings: Vec::new() });
-        }
-    }
-    Ok(out)
+    only_in_existing_dir: Option<&'static str>,
 }
 
 /// The components of directory `rel` that do not exist yet, shallowest first.
@@ -370,13 +344,12 @@ fn install(root: &Root, dry_run: bool, items: &mut Vec<Item>) -> Result<(), Host
     let old = root.record()?.unwrap_or_default();
     let mut wanted = Vec::new();
     for shim in shims(&root.path, items)? {
-        // A type agmsg does not have here gets no directory from us: agmsg would not read it.
-        if let Some(rest) = shim.path.strip_prefix("scripts/drivers/types/") {
-            let type_dir = format!("scripts/drivers/types/{}", split(rest).0);
-            if root.dir_at(&type_dir, None)?.is_none() {
-                items.push(Item::new(&shim.path, "skip", Some("agmsg has no such type here".into())));
-                continue;
-            }
+        // A file agmsg would read only in a directory it has itself (a type's) gets no directory from us.
+        if let Some(why) = shim.only_in_existing_dir
+            && root.dir_at(split(&shim.path).0, None)?.is_none()
+        {
+            items.push(Item::new(&shim.path, "skip", Some(why.into())));
+            continue;
         }
         wanted.push(shim);
     }

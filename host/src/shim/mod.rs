@@ -1,6 +1,9 @@
-//! What every shim shares (the bash files agmsg sources in place of its own drivers: the storage
-//! shim, `storage::shim`; a terminal driver's `ops.sh`, `terminal::shim`; a type's `_delivery.sh`,
-//! `agent::shim_text`): which agmsg-host a shim runs, and what it says when that agmsg-host cannot run.
+//! Shims, the bash files agmsg sources in place of its own drivers, forwarding to agmsg-host: what
+//! every shim shares (which agmsg-host a shim runs, and what it says when that agmsg-host cannot run)
+//! and `shim install | uninstall` ([`install`]), which puts every axis's shims into an agmsg install.
+//! Each axis says its own files and their text ([`crate::axis_module::AxisModule::shim_files`]): the
+//! storage shim, `storage::shim`; a terminal driver's `ops.sh`, `terminal::shim`; a type's
+//! `_delivery.sh`, `agent::delivery::shim`.
 //!
 //! A shim names agmsg-host by the path the user invoked it by, not by where a link led
 //! ([`invoked_binary`]): a link on `PATH` that an upgrade re-points keeps every shim working. A shim
@@ -11,6 +14,8 @@
 //! fails as agmsg's drivers fail at run time, 13 (`runtime_error`), with one line on stderr that names
 //! agmsg-host and says what to do ([`GONE_ADVICE`]): never a silent empty answer agmsg would read as
 //! "no messages".
+
+pub mod install;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};

@@ -21,7 +21,7 @@ use super::sync::{
     self, ApplyResult, Binding, PageKey, PrepareRequest, Projection, PullLine, PullMessage, PushAck, PushCandidate, ReprocessCandidate,
     ReprocessPage, ReprocessScope, SyncState,
 };
-use super::world::{Call, Offers, StorageWorld};
+use super::world::{self, Call, Offers, Optional, StorageWorld};
 use crate::display;
 use crate::runtime::sandbox::StoreDir;
 use crate::runtime::{Driver, DriverSource, HostState, Runtime};
@@ -243,12 +243,6 @@ impl<'rt> Storage<'rt> {
         self.driver.world_pre().offers()
     }
 
-    /// Whether the driver offers the optional `live` interface (`agmsg:storage` 1.1.0). Without it a
-    /// watcher polls.
-    pub fn offers_wait(&self) -> bool {
-        self.offers().live
-    }
-
     /// The longest wait the host asks of a driver: half its call deadline, so that a driver honouring
     /// the timeout returns well before the deadline would stop it.
     pub fn max_wait(&self) -> Duration {
@@ -259,76 +253,53 @@ impl<'rt> Storage<'rt> {
     /// `timeout` (at most [`Storage::max_wait`]) passes. `None`: the driver does not offer it. A driver
     /// that does not return is stopped by the call deadline, as in any op.
     pub fn wait_after(&mut self, cursor: &str, pairs: &[Pair], timeout: Duration) -> Result<Option<Wake>, StorageError> {
-        if !self.offers_wait() {
+        if !self.offers().live {
             return Ok(None);
         }
         let timeout_ms = u32::try_from(timeout.min(self.max_wait()).as_millis()).unwrap_or(u32::MAX);
-        self.optional("wait-after", "live", |o| o.live, |s, b| b.live().map(|l| l.wait_after(s, cursor, pairs, timeout_ms))).map(Some)
+        self.optional("wait-after", |s, l: &world::live::Exports| l.wait_after(s, cursor, pairs, timeout_ms)).map(Some)
     }
 
-    /// Whether the driver offers the optional `receipts` interface (`agmsg:storage` 1.2.0).
-    pub fn offers_receipts(&self) -> bool {
-        self.offers().receipts
-    }
-
-    /// Whether the driver offers the optional `rename` interface (`agmsg:storage` 1.2.0).
-    pub fn offers_rename(&self) -> bool {
-        self.offers().rename
-    }
-
-    /// An op of an optional interface: refused with `unsupported` (`runtime_error`) when the driver does
-    /// not export `interface` (`offered` reads it from [`Offers`]), else called; `f` answers `None` only
-    /// if the instance lacks the exports its component was found to have.
-    fn optional<T>(
-        &mut self,
-        op: &str,
-        interface: &str,
-        offered: impl FnOnce(Offers) -> bool,
-        f: impl FnOnce(&mut Store<HostState>, &StorageWorld) -> Option<Call<T>>,
-    ) -> Result<T, StorageError> {
-        if !offered(self.offers()) {
+    /// An op of the optional interface `I` (named by its exports' type, `world::sync::Exports`): refused
+    /// with `unsupported` (`runtime_error`) when the driver does not export it (its [`Offers`]), else
+    /// called.
+    fn optional<I: Optional, T>(&mut self, op: &str, f: impl FnOnce(&mut Store<HostState>, &I) -> Call<T>) -> Result<T, StorageError> {
+        let interface = I::INTERFACE.split('@').next().unwrap_or(I::INTERFACE);
+        if !I::offered(&self.offers()) {
             return Err(StorageError::runtime(format!(
-                "unsupported: driver '{}' does not offer {op} (the optional agmsg:storage/{interface} interface)",
+                "unsupported: driver '{}' does not offer {op} (the optional {interface} interface)",
                 self.name()
             )));
         }
-        self.op(op, |s, b| f(s, b).unwrap_or_else(|| Err(wasmtime::format_err!("the instance lost its {interface} exports"))))
+        self.op(op, |s, w| match I::of(w) {
+            Some(exports) => f(s, exports),
+            None => Err(wasmtime::format_err!("the instance lost its {interface} exports")),
+        })
     }
 
     /// `receipts.record-receipts`: `agent` of `team` was handed `ids`, with `evidence`.
     pub fn record_receipts(&mut self, team: &str, agent: &str, evidence: &str, ids: &[String]) -> Result<(), StorageError> {
-        self.optional(
-            "record-receipts",
-            "receipts",
-            |o| o.receipts,
-            |s, b| b.receipts().map(|r| r.record_receipts(s, team, agent, evidence, ids)),
-        )
+        self.optional("record-receipts", |s, r: &world::receipts::Exports| r.record_receipts(s, team, agent, evidence, ids))
     }
 
     /// `receipts.receipt-status`: what the store knows of message `id`'s hand-off.
     pub fn receipt_status(&mut self, team: &str, id: &str) -> Result<ReceiptState, StorageError> {
-        self.optional("receipt-status", "receipts", |o| o.receipts, |s, b| b.receipts().map(|r| r.receipt_status(s, team, id)))
+        self.optional("receipt-status", |s, r: &world::receipts::Exports| r.receipt_status(s, team, id))
     }
 
     /// `rename.rename-agent`.
     pub fn rename_agent(&mut self, team: &str, old: &str, new: &str) -> Result<(), StorageError> {
-        self.optional("rename-agent", "rename", |o| o.rename, |s, b| b.rename().map(|r| r.rename_agent(s, team, old, new)))
+        self.optional("rename-agent", |s, r: &world::rename::Exports| r.rename_agent(s, team, old, new))
     }
 
     /// `rename.rename-team`, on the new team's store.
     pub fn rename_team(&mut self, old: &str, new: &str) -> Result<(), StorageError> {
-        self.optional("rename-team", "rename", |o| o.rename, |s, b| b.rename().map(|r| r.rename_team(s, old, new)))
+        self.optional("rename-team", |s, r: &world::rename::Exports| r.rename_team(s, old, new))
     }
 
     /// `purge.purge-store`: delete everything the granted store holds.
     pub fn purge_store(&mut self) -> Result<(), StorageError> {
-        self.optional("purge-store", "purge", |o| o.purge, |s, b| b.purge().map(|p| p.purge_store(s)))
-    }
-
-    /// Whether the driver offers the optional `sync` interface (Stage-1 remote sync, capability
-    /// `stage1-sync`).
-    pub fn offers_sync(&self) -> bool {
-        self.offers().sync
+        self.optional("purge-store", |s, p: &world::purge::Exports| p.purge_store(s))
     }
 
     /// `sync.prepare-push`: reserve and seal up to `limit` messages, then hand `on_state` the state and
@@ -350,20 +321,15 @@ impl<'rt> Storage<'rt> {
         let name = self.name().to_owned();
         let refused = |e: String| answered(&name, e);
         let result = (|| {
-            let (state, candidates) = self.optional(
-                OP,
-                "sync",
-                |o| o.sync,
-                |s, w| {
-                    s.data_mut().set_sealer(Some(Box::new(sealer)));
-                    w.sync().map(|y| y.prepare_push(s, b, limit, request))
-                },
-            )?;
+            let (state, candidates) = self.optional(OP, |s, y: &world::sync::Exports| {
+                s.data_mut().set_sealer(Some(Box::new(sealer)));
+                y.prepare_push(s, b, limit, request)
+            })?;
             let result = sync::check_state(&state).map_err(refused).and_then(|()| on_state(&state)).and_then(|()| {
                 self.sync_slices(
                     OP,
                     limit,
-                    |s, w| w.sync().map(|y| y.push_candidates_page(s, candidates, SYNC_SLICE_BYTES)),
+                    |s, y| y.push_candidates_page(s, candidates, SYNC_SLICE_BYTES),
                     |c| {
                         // Its shape first (the clearer refusal), then whether the host sealed it.
                         sync::check_candidate(c, request).map_err(refused)?;
@@ -390,7 +356,7 @@ impl<'rt> Storage<'rt> {
         &mut self,
         op: &str,
         limit: u32,
-        next: impl Fn(&mut Store<HostState>, &StorageWorld) -> Option<Call<Vec<T>>>,
+        next: impl Fn(&mut Store<HostState>, &world::sync::Exports) -> Call<Vec<T>>,
         mut each: impl FnMut(&T) -> Result<(), StorageError>,
     ) -> Result<(), StorageError> {
         let mut seen = 0u64;
@@ -399,7 +365,7 @@ impl<'rt> Storage<'rt> {
         let started = std::time::Instant::now();
         let op_timeout = self.driver.grants().limits.op_timeout;
         loop {
-            let slice = self.optional(op, "sync", |o| o.sync, &next)?;
+            let slice = self.optional(op, &next)?;
             if slice.is_empty() {
                 return Ok(());
             }
@@ -421,7 +387,7 @@ impl<'rt> Storage<'rt> {
     /// `sync.reconcile-push`: record `acks` at once (a batch refused, or conflicts kept beside the valid
     /// acks, as the WIT's `reconcile-push` says for each driver); the push cursor.
     pub fn sync_reconcile_push(&mut self, b: &Binding, acks: &[PushAck]) -> Result<i64, StorageError> {
-        let cursor = self.optional("sync-reconcile-push", "sync", |o| o.sync, |s, w| w.sync().map(|y| y.reconcile_push(s, b, acks)))?;
+        let cursor = self.optional("sync-reconcile-push", |s, y: &world::sync::Exports| y.reconcile_push(s, b, acks))?;
         // An acknowledged reservation is never answered again: the host forgets what it sealed for it.
         if self.host_seals {
             Ledger::new(&self.store, b).forget(&acks.iter().map(|a| a.wire_id.as_str()).collect())?;
@@ -438,7 +404,7 @@ impl<'rt> Storage<'rt> {
         lines: impl Iterator<Item = Result<PullLine, StorageError>>,
     ) -> Result<ApplyResult, StorageError> {
         const OP: &str = "sync-apply-pull";
-        let page = self.optional(OP, "sync", |o| o.sync, |s, w| w.sync().map(|y| y.apply_pull(s, b)))?;
+        let page = self.optional(OP, |s, y: &world::sync::Exports| y.apply_pull(s, b))?;
         // What the page held, to check the driver's outcomes against.
         let mut sent = sync::PageSent::default();
         let lines = lines.inspect(|line| {
@@ -462,16 +428,16 @@ impl<'rt> Storage<'rt> {
                         if slice_bytes >= u64::from(SYNC_SLICE_BYTES) {
                             let full = std::mem::take(&mut slice);
                             slice_bytes = 0;
-                            self.optional(OP, "sync", |o| o.sync, |s, w| w.sync().map(|y| y.pull_page_push(s, page, full)))?;
+                            self.optional(OP, |s, y: &world::sync::Exports| y.pull_page_push(s, page, full))?;
                         }
                     }
                 }
             }
             let next_after = cursor.ok_or_else(|| StorageError::runtime("apply-pull: no sync_pull_cursor record ends the page"))?;
             if !slice.is_empty() {
-                self.optional(OP, "sync", |o| o.sync, |s, w| w.sync().map(|y| y.pull_page_push(s, page, slice)))?;
+                self.optional(OP, |s, y: &world::sync::Exports| y.pull_page_push(s, page, slice))?;
             }
-            self.optional(OP, "sync", |o| o.sync, |s, w| w.sync().map(|y| y.pull_page_commit(s, page, &next_after)))
+            self.optional(OP, |s, y: &world::sync::Exports| y.pull_page_commit(s, page, &next_after))
         })();
         self.drop_resource(page);
         let result = result?;
@@ -496,14 +462,14 @@ impl<'rt> Storage<'rt> {
         mut on_candidate: impl FnMut(&ReprocessCandidate) -> Result<(), StorageError>,
     ) -> Result<ReprocessPage, StorageError> {
         const OP: &str = "sync-reprocess";
-        let (page, candidates) = self.optional(OP, "sync", |o| o.sync, |s, w| w.sync().map(|y| y.reprocess(s, b, limit, after, scope)))?;
+        let (page, candidates) = self.optional(OP, |s, y: &world::sync::Exports| y.reprocess(s, b, limit, after, scope))?;
         let name = self.name().to_owned();
         let refused = |e: String| answered(&name, e);
         let result = sync::check_state(&page.state).map_err(refused).and_then(|()| on_state(&page.state)).and_then(|()| {
             self.sync_slices(
                 OP,
                 limit,
-                |s, w| w.sync().map(|y| y.reprocess_candidates_page(s, candidates, SYNC_SLICE_BYTES)),
+                |s, y| y.reprocess_candidates_page(s, candidates, SYNC_SLICE_BYTES),
                 |c| sync::check_reprocess_candidate(c, scope).map_err(refused).and_then(|()| on_candidate(c)),
             )
         });
@@ -513,20 +479,9 @@ impl<'rt> Storage<'rt> {
         Ok(page)
     }
 
-    /// Whether the driver offers the optional `resync` interface (capability `stage1-resync`).
-    pub fn offers_resync(&self) -> bool {
-        self.offers().resync
-    }
-
-    /// Whether the driver offers the optional `read-state` interface (capability `stage2-read-state`).
-    pub fn offers_read_state(&self) -> bool {
-        self.offers().read_state
-    }
-
     /// `resync.resync-status`: read only; `None` for a binding the store does not have.
     pub fn sync_resync_status(&mut self, b: &Binding, accepted_floor: &str) -> Result<Option<ResyncReport>, StorageError> {
-        let report =
-            self.optional("sync-resync-status", "resync", |o| o.resync, |s, w| w.resync().map(|r| r.resync_status(s, b, accepted_floor)))?;
+        let report = self.optional("sync-resync-status", |s, r: &world::resync::Exports| r.resync_status(s, b, accepted_floor))?;
         if let Some(report) = &report {
             resync::check_report(report, accepted_floor).map_err(|e| self.answered(e))?;
         }
@@ -535,27 +490,21 @@ impl<'rt> Storage<'rt> {
 
     /// `resync.resync`: record the accepted gap and move the transport cursor, in one transaction.
     pub fn sync_resync(&mut self, b: &Binding, request: &ResyncRequest) -> Result<ResyncResult, StorageError> {
-        let result = self.optional("sync-resync", "resync", |o| o.resync, |s, w| w.resync().map(|r| r.resync(s, b, request)))?;
+        let result = self.optional("sync-resync", |s, r: &world::resync::Exports| r.resync(s, b, request))?;
         resync::check_result(&result, request).map_err(|e| self.answered(e))?;
         Ok(result)
     }
 
     /// `read-state.prepare`.
     pub fn sync_prepare_read_state(&mut self, b: &Binding, context: &ReadContext) -> Result<Prepared, StorageError> {
-        let prepared = self.optional(
-            "sync-prepare-read-state",
-            "read-state",
-            |o| o.read_state,
-            |s, w| w.read_state().map(|r| r.prepare(s, b, context)),
-        )?;
+        let prepared = self.optional("sync-prepare-read-state", |s, r: &world::read_state::Exports| r.prepare(s, b, context))?;
         read_state::check_prepared(&prepared, context).map_err(|e| self.answered(e))?;
         Ok(prepared)
     }
 
     /// `read-state.apply`.
     pub fn sync_apply_read_state(&mut self, b: &Binding, page: &Snapshot) -> Result<ReadApplyResult, StorageError> {
-        let result =
-            self.optional("sync-apply-read-state", "read-state", |o| o.read_state, |s, w| w.read_state().map(|r| r.apply(s, b, page)))?;
+        let result = self.optional("sync-apply-read-state", |s, r: &world::read_state::Exports| r.apply(s, b, page))?;
         read_state::check_apply_result(&result, page).map_err(|e| self.answered(e))?;
         Ok(result)
     }
@@ -563,12 +512,7 @@ impl<'rt> Storage<'rt> {
     /// `read-state.block` (`unblock` when `block` is false).
     pub fn sync_block_read_state(&mut self, b: &Binding, member_id: &str, block: bool) -> Result<(), StorageError> {
         let op = if block { "sync-block-read-state" } else { "sync-unblock-read-state" };
-        self.optional(
-            op,
-            "read-state",
-            |o| o.read_state,
-            |s, w| w.read_state().map(|r| if block { r.block(s, b, member_id) } else { r.unblock(s, b, member_id) }),
-        )
+        self.optional(op, |s, r: &world::read_state::Exports| if block { r.block(s, b, member_id) } else { r.unblock(s, b, member_id) })
     }
 
     pub fn history(&mut self, team: &str, agent: Option<&str>, limit: Option<u32>) -> Result<Vec<Message>, StorageError> {

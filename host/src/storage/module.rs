@@ -1,6 +1,6 @@
 //! The storage axis's descriptor for the host's shared commands (see [`crate::axis_module`]).
 
-use crate::axis_module::{AxisModule, Reference, Suite, absolute};
+use crate::axis_module::{AxisModule, Reference, ShimFile, Suite, absolute};
 use crate::error::HostError;
 use crate::runtime::DriverSource;
 
@@ -40,5 +40,9 @@ impl AxisModule for StorageModule {
 
     fn bundled_source(&self, name: &str) -> Option<DriverSource> {
         super::source::bundled_driver(name)
+    }
+
+    fn shim_files(&self, _agmsg_dir: &std::path::Path, bin: &str) -> Result<Vec<ShimFile>, HostError> {
+        super::shim::install_files(bin)
     }
 }

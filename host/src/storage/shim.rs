@@ -21,26 +21,17 @@
 use std::path::Path;
 
 use super::StorageError;
+use super::world::Offers;
 use crate::axis_module::Reference;
 use crate::error::{ExitClass, HostError};
 use crate::shell::quote;
 
-/// The optional ops (agmsg:storage 1.2.0) a driver exports, which decide which of their functions a
-/// shim defines: agmsg's callers test `command -v storage_record_receipts` (and the like) and skip the
-/// op when it is absent, so a function defined for a driver without the op would fail them instead.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct OptionalOps {
-    pub receipts: bool,
-    pub rename: bool,
-    pub sync: bool,
-    pub resync: bool,
-    pub read_state: bool,
-}
-
-/// Load `driver` (a name or a component path) and see which optional interfaces it exports. No op is
-/// called; an empty private directory stands in for the store. A bundled driver is loaded as it is
+/// Load `driver` (a name or a component path) and see which optional interfaces it exports (its
+/// generated [`Offers`], which decide the optional functions a shim defines: agmsg's callers test
+/// `command -v storage_record_receipts` (and the like) and skip the op when it is absent, so a function
+/// defined for a driver without the op would fail them instead). No op is called; an empty private directory stands in for the store. A bundled driver is loaded as it is
 /// embedded (a driver with host settings needs none of them to say what it exports).
-pub fn optional_ops(driver: &str) -> Result<OptionalOps, StorageError> {
+pub fn offers(driver: &str) -> Result<Offers, StorageError> {
     let source = match super::source::resolve(driver) {
         Ok(source) => source,
         Err(e) => super::source::bundled_driver(driver).ok_or(e)?,
@@ -52,14 +43,7 @@ pub fn optional_ops(driver: &str) -> Result<OptionalOps, StorageError> {
         .map_err(|e| StorageError::runtime(format!("cannot create a directory: {e}")))?;
     let dir = crate::runtime::sandbox::StoreDir::open(empty.path())
         .map_err(|e| StorageError::runtime(format!("cannot open {}: {e}", empty.path().display())))?;
-    let storage = super::Storage::open(&runtime, &source, dir)?;
-    Ok(OptionalOps {
-        receipts: storage.offers_receipts(),
-        rename: storage.offers_rename(),
-        sync: storage.offers_sync(),
-        resync: storage.offers_resync(),
-        read_state: storage.offers_read_state(),
-    })
+    Ok(super::Storage::open(&runtime, &source, dir)?.offers())
 }
 
 /// A storage shim ready to write: its text and the name agmsg selects it by.
@@ -103,7 +87,7 @@ pub fn storage_shim_for(reference: &str, name: Option<&str>, output: Option<&Pat
         // A malformed argument, as clap's own argument errors: usage (2), nothing written.
         return Err(HostError::usage(format!("--name must match [a-zA-Z0-9_-]+ (agmsg's driver names), not {selector:?}")));
     }
-    let ops = optional_ops(&driver).map_err(runtime_error)?;
+    let ops = offers(&driver).map_err(runtime_error)?;
     Ok(StorageShim { text: storage_shim_with(&selector, bin, &driver, ops), selector })
 }
 
@@ -142,6 +126,20 @@ pub fn install_names() -> Result<Vec<String>, HostError> {
         }
     }
     Ok(names)
+}
+
+/// `shim install`'s storage shims: `scripts/drivers/storage/<name>.sh` for each of [`install_names`],
+/// forwarding by name, with the optional functions its driver offers.
+pub fn install_files(bin: &str) -> Result<Vec<crate::axis_module::ShimFile>, HostError> {
+    Ok(install_names()?
+        .into_iter()
+        .map(|name| crate::axis_module::ShimFile {
+            path: format!("scripts/drivers/storage/{name}.sh"),
+            text: Ok(storage_shim(&name, bin, &name)),
+            warnings: Vec::new(),
+            only_in_existing_dir: None,
+        })
+        .collect())
 }
 
 /// The file agmsg's `agmsg_storage_load` would source for storage driver `name` in the agmsg install
@@ -184,13 +182,13 @@ pub fn check_agmsg_loads(name: &str) -> Result<(), StorageError> {
 /// optional ops the driver exports (found by loading it; a driver that cannot be loaded gets none, and
 /// fails its first op with the reason).
 pub fn storage_shim(name: &str, bin: &str, driver: &str) -> String {
-    storage_shim_with(name, bin, driver, optional_ops(driver).unwrap_or_default())
+    storage_shim_with(name, bin, driver, offers(driver).unwrap_or_default())
 }
 
 /// [`storage_shim`] with the optional ops given. Its own names carry `_agmsg_host_storage`: one shell
 /// may also source a type's `_delivery.sh`, whose helpers are `_agmsg_host_*`, and a later definition
 /// of a shared name would send storage ops elsewhere.
-pub fn storage_shim_with(name: &str, bin: &str, driver: &str, optional: OptionalOps) -> String {
+pub fn storage_shim_with(name: &str, bin: &str, driver: &str, offers: Offers) -> String {
     let mut text = format!(
         "# agmsg storage driver '{name}': every storage_* op runs in agmsg-host's sandboxed '{driver_shown}'\n\
          # component. Generated by agmsg-host {version} (`agmsg-host shim storage`). agmsg loads it as\n\
@@ -210,23 +208,24 @@ pub fn storage_shim_with(name: &str, bin: &str, driver: &str, optional: Optional
         driver_shown = crate::display::line(driver),
     );
     text.push_str(SHIM_FUNCTIONS);
-    if optional.receipts {
-        text.push_str(SHIM_RECEIPTS);
-    }
-    if optional.rename {
-        text.push_str(SHIM_RENAME);
-    }
-    if optional.sync {
-        text.push_str(SHIM_SYNC);
-    }
-    if optional.resync {
-        text.push_str(SHIM_RESYNC);
-    }
-    if optional.read_state {
-        text.push_str(SHIM_READ_STATE);
+    for interface in offers.names() {
+        text.push_str(optional_functions(interface).unwrap_or_default());
     }
     text.push_str(SHIM_SOURCED);
     text
+}
+
+/// The functions a shim defines for an optional interface the driver offers (by its name in
+/// [`Offers::NAMES`]), in agmsg's names; none for an interface agmsg calls no function of (`live`, `purge`).
+fn optional_functions(interface: &str) -> Option<&'static str> {
+    Some(match interface {
+        "receipts" => SHIM_RECEIPTS,
+        "rename" => SHIM_RENAME,
+        "sync" => SHIM_SYNC,
+        "resync" => SHIM_RESYNC,
+        "read_state" => SHIM_READ_STATE,
+        _ => return None,
+    })
 }
 
 /// Last in every shim: sourced while agmsg-host cannot run, it says so and the sourcing fails with 13,
@@ -239,7 +238,7 @@ if ! _agmsg_host_storage_runnable; then
 fi
 "#;
 
-/// Defined only for a driver that exports `receipts` (see [`OptionalOps`]).
+/// Defined only for a driver that exports `receipts` (see [`optional_functions`]).
 const SHIM_RECEIPTS: &str = r#"
 # Optional ops (agmsg:storage 1.2.0 receipts): this driver offers them.
 storage_record_receipts() { _agmsg_host_storage "${1-}" record-receipts "$@"; }
@@ -436,16 +435,24 @@ mod tests {
         std::process::Command::new("bash").current_dir(dir.path()).arg("-c").arg(format!("source ./shim.sh; {script}")).output().unwrap()
     }
 
+    /// Every interface the shim has functions for is one the world lists.
+    #[test]
+    fn the_optional_functions_are_keyed_by_the_worlds_interfaces() {
+        for interface in ["receipts", "rename", "sync", "resync", "read_state"] {
+            assert!(Offers::NAMES.contains(&interface) && optional_functions(interface).is_some(), "{interface}");
+        }
+    }
+
     #[test]
     fn quotes_for_bash() {
         assert_eq!(quote("/opt/it's here/agmsg-host"), r"'/opt/it'\''s here/agmsg-host'");
-        let shim = storage_shim_with("host-sqlite", "/bin/true", "sqlite", OptionalOps::default());
+        let shim = storage_shim_with("host-sqlite", "/bin/true", "sqlite", Offers::default());
         assert!(shim.contains("_agmsg_host_storage_driver='sqlite'") && shim.contains("storage_compact()"));
         // A line break in the component's path (named in the header comment too) runs nothing when
         // agmsg sources the file.
         let dir = tempfile::tempdir().unwrap();
         let marker = dir.path().join("ran");
-        let shim = storage_shim_with("host-x", "/bin/true", &format!("/tmp/a\ntouch {}\n#.wasm", marker.display()), OptionalOps::default());
+        let shim = storage_shim_with("host-x", "/bin/true", &format!("/tmp/a\ntouch {}\n#.wasm", marker.display()), Offers::default());
         let sourced = source(&shim, "true");
         assert!(sourced.status.success(), "{sourced:?}");
         assert!(!marker.exists(), "the path's second line ran");
@@ -460,7 +467,7 @@ mod tests {
             "my-store",
             "/nonexistent/bin/agmsg-host",
             "my-store",
-            OptionalOps { receipts: true, rename: true, sync: true, resync: true, read_state: true },
+            Offers { receipts: true, rename: true, sync: true, resync: true, read_state: true, live: true, purge: true },
         );
         let out = source(&shim, "echo sourced");
         assert_eq!(out.status.code(), Some(0), "without set -e the script goes on: {out:?}");

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use super::source::{Candidates, TerminalSource};
-use crate::axis_module::{AxisModule, Reference, Suite, absolute};
+use crate::axis_module::{AxisModule, Reference, ShimFile, Suite, absolute};
 use crate::error::HostError;
 use crate::runtime::DriverSource;
 
@@ -46,5 +46,9 @@ impl AxisModule for TerminalModule {
 
     fn bundled_source(&self, name: &str) -> Option<DriverSource> {
         TerminalSource::resolve_bundled(name).map(|source| source.driver)
+    }
+
+    fn shim_files(&self, _agmsg_dir: &Path, bin: &str) -> Result<Vec<ShimFile>, HostError> {
+        super::shim::install_files(bin)
     }
 }

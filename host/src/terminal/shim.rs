@@ -14,7 +14,12 @@
 //! run at that path (moved, removed), every function answers runtime_error (13) with a line on stderr
 //! that names agmsg-host and says what to do (`crate::shim`).
 
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
 use super::manifest::TerminalManifest;
+use crate::axis_module::ShimFile;
+use crate::error::HostError;
 use crate::shell::quote;
 
 /// Every `terminal_*` function agmsg's registry calls (spec §6.2), the required ones first, as
@@ -111,6 +116,54 @@ pub fn ops_sh(driver: &str, bin: &str) -> String {
         text.push_str(&format!("terminal_{function}() {{ _agmsg_host_terminal {bin} {driver} {op} \"$@\"; }}\n"));
     }
     text
+}
+
+/// A driver directory's two files, for a driver agmsg-host runs under `name` (ops.sh first: agmsg takes
+/// a directory with terminal.conf for a driver); an unknown driver, or a name that is not one, is refused.
+pub fn files(name: &str, bin: &str) -> Result<[(&'static str, String); 2], HostError> {
+    // A name, not a driver directory's path: the name is also the directory agmsg finds it by.
+    if !agmsg_contract::is_driver_name(name) {
+        return Err(HostError::refused(format!("a terminal driver's name matches [a-zA-Z0-9_-]+, not {name:?}")));
+    }
+    let source = super::source::Candidates::new().resolve(name).map_err(HostError::refused)?;
+    Ok([("ops.sh", ops_sh(name, bin)), ("terminal.conf", terminal_conf(&source.manifest))])
+}
+
+/// `agmsg-host shim terminal <name> [--output DIR]`: the driver directory `<output>/<name>/` (created if
+/// missing; written into, so never through a link) with its [`files`], each written atomically; the
+/// directory. Every failure is refused.
+pub fn write_dir(name: &str, output: &Path, bin: &str) -> Result<PathBuf, HostError> {
+    let files = files(name, bin)?;
+    let dir = output.join(name);
+    let refused = HostError::refused;
+    match std::fs::symlink_metadata(&dir) {
+        Ok(meta) if meta.file_type().is_symlink() => return Err(refused(format!("{} is a symlink (not followed)", dir.display()))),
+        Ok(meta) if !meta.is_dir() => return Err(refused(format!("{} exists and is not a directory", dir.display()))),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir(&dir).map_err(|e| refused(format!("cannot create {}: {e}", dir.display())))?;
+        }
+        Err(e) => return Err(refused(format!("cannot read {}: {e}", dir.display()))),
+    }
+    for (file, text) in files {
+        let path = dir.join(file);
+        let failed = |e: std::io::Error| refused(format!("cannot write {}: {e}", path.display()));
+        crate::storage::atomic_file::write_atomically(&path, failed, |w| w.write_all(text.as_bytes()).map_err(failed))?;
+    }
+    Ok(dir)
+}
+
+/// `shim install`'s terminal shims: the driver directory `scripts/drivers/terminals/<name>/` of every
+/// bundled terminal driver (spec §6.1).
+pub fn install_files(bin: &str) -> Result<Vec<ShimFile>, HostError> {
+    let mut out = Vec::new();
+    for driver in crate::bundled::of(crate::axis::Axis::Terminal) {
+        for (file, text) in files(driver.name, bin)? {
+            let path = format!("scripts/drivers/terminals/{}/{file}", driver.name);
+            out.push(ShimFile { path, text: Ok(text), warnings: Vec::new(), only_in_existing_dir: None });
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

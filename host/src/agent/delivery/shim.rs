@@ -29,8 +29,8 @@
 use super::Behaviour;
 use crate::agent::plug::Function;
 use crate::agent::registry::AgentType;
-use crate::error::HostError;
 pub use crate::agent::shim_text::{is_shim, text};
+use crate::error::HostError;
 
 /// Whether type `t` can take the shim as its `_delivery.sh`, and what it loses: `Err` when agmsg-host
 /// cannot answer its apply and status (a shell plug overrides them and no plug component answers for
@@ -41,7 +41,10 @@ pub fn replaces(t: &AgentType) -> Result<Vec<String>, HostError> {
     let behaviour = Behaviour::of(t);
     let component = t.plug_component();
     if let (Err(e), None) = (&behaviour, &component) {
-        return Err(HostError::new(e.class, format!("{e}; install a delivery plug component for it first (`agmsg-host plugin install`, axis types)")));
+        return Err(HostError::new(
+            e.class,
+            format!("{e}; install a delivery plug component for it first (`agmsg-host plugin install`, axis types)"),
+        ));
     }
     let reproduced = |f: Function| match f {
         Function::Apply | Function::Status => true,
@@ -59,8 +62,41 @@ pub fn replaces(t: &AgentType) -> Result<Vec<String>, HostError> {
                 t.name,
                 f.shell_name(),
                 what.as_ref().map(|w| format!(" ({w})")).unwrap_or_default(),
-                if *f == Function::RuntimeStatus { "agmsg's default runs".to_owned() } else { format!("{} answers it, else agmsg's default runs", if component.is_some() { "its plug component" } else { "a plug component installed for it" }) }
+                if *f == Function::RuntimeStatus {
+                    "agmsg's default runs".to_owned()
+                } else {
+                    format!(
+                        "{} answers it, else agmsg's default runs",
+                        if component.is_some() { "its plug component" } else { "a plug component installed for it" }
+                    )
+                }
             )
         })
         .collect())
+}
+
+/// `shim install`'s types shims: `scripts/drivers/types/<type>/_delivery.sh` of every bundled type,
+/// written only where agmsg has the type's directory; a type agmsg-host cannot answer for (resolved
+/// with `agmsg_dir` as agmsg's directory, what the shim's `agmsg-host delivery` calls will see, told
+/// SKILL_DIR) is left out, saying why.
+pub fn install_files(agmsg_dir: &std::path::Path, bin: &str) -> Vec<crate::axis_module::ShimFile> {
+    use crate::agent::registry::{Registry, Sources};
+    let sources = Sources { skill_dir: Some(agmsg_dir.to_owned()), plugin_bases: crate::plugin::registry::bases() };
+    let registry = Registry::load(&sources, &crate::plugin::registry::home_trust);
+    crate::agent::bundled::TYPES
+        .iter()
+        .map(|bundled| {
+            let answer = registry.require(bundled.name).and_then(|t| Ok((replaces(t)?, text(&t.name, bin))));
+            let (text, warnings) = match answer {
+                Ok((warnings, text)) => (Ok(text), warnings),
+                Err(e) => (Err(e.message), Vec::new()),
+            };
+            crate::axis_module::ShimFile {
+                path: format!("scripts/drivers/types/{}/_delivery.sh", bundled.name),
+                text,
+                warnings,
+                only_in_existing_dir: Some("agmsg has no such type here"),
+            }
+        })
+        .collect()
 }

@@ -210,11 +210,11 @@ pub fn serve(
     let store = StoreSession::resolve(store_flag, driver_flag, Some(&b.local_team), true)?;
     let mut driver = store.driver()?;
     let (offered, capability, interface) = match op {
-        SyncOp::ResyncStatus { .. } | SyncOp::Resync => (driver.offers_resync(), "stage1-resync", "resync"),
+        SyncOp::ResyncStatus { .. } | SyncOp::Resync => (driver.offers().resync, "stage1-resync", "resync"),
         SyncOp::PrepareReadState | SyncOp::ApplyReadState | SyncOp::BlockReadState | SyncOp::UnblockReadState => {
-            (driver.offers_read_state(), "stage2-read-state", "read-state")
+            (driver.offers().read_state, "stage2-read-state", "read-state")
         }
-        _ => (driver.offers_sync(), "Stage-1 sync", "sync"),
+        _ => (driver.offers().sync, "Stage-1 sync", "sync"),
     };
     if !offered {
         let why = format!("driver '{}' does not offer {capability} (the optional agmsg:storage/{interface} interface)", driver.name());

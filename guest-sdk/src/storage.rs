@@ -41,10 +41,6 @@
 use std::cell::RefCell;
 
 use crate::bindings::storage::exports::agmsg::storage::driver::{self as wit, Guest, GuestExporter, GuestImporter};
-use crate::bindings::storage_live::exports::agmsg::storage::live::Guest as LiveGuest;
-use crate::bindings::storage_purge::exports::agmsg::storage::purge::Guest as PurgeGuest;
-use crate::bindings::storage_receipts::exports::agmsg::storage::receipts::Guest as ReceiptsGuest;
-use crate::bindings::storage_rename::exports::agmsg::storage::rename::Guest as RenameGuest;
 
 /// The driver's registry metadata, returned by [`StorageDriver::describe`]: its `name`, a one-line
 /// `backend` description, its `capabilities`, and the `store_file` agmsg shows as `<key>=<path>`
@@ -1092,135 +1088,6 @@ macro_rules! export_storage_driver {
     };
 }
 
-/// What [`LiveDriver::wait_after`] answers: [`Wake::Changed`] (a message may have arrived: the host reads
-/// now) or [`Wake::TimedOut`] (the timeout passed with no sign of one).
-///
-/// ```
-/// use agmsg_guest_sdk::storage::Wake;
-///
-/// fn woke(notified: bool) -> Wake {
-///     if notified { Wake::Changed } else { Wake::TimedOut }
-/// }
-/// assert_eq!(woke(false), Wake::TimedOut);
-/// ```
-pub use crate::bindings::storage_live::exports::agmsg::storage::live::Wake;
-
-/// The optional `live` interface (`agmsg:storage` 1.1.0): a driver whose store can tell it that something
-/// was written (PostgreSQL's LISTEN/NOTIFY, a file watch) lets `agmsg-host watch` sleep until then
-/// instead of polling. Implement it on the driver type and register it with
-/// [`export_storage_live!`](crate::export_storage_live) next to
-/// [`export_storage_driver!`](crate::export_storage_driver). A driver without it is polled, as every
-/// 1.0.0 driver is.
-///
-/// It is a hint: after every wait the host reads through [`StorageDriver::watch_after`] from the
-/// watcher's cursor. A wake with nothing new costs one read; a missed one delays the message until the
-/// timeout, never loses it. `changed` when in doubt is always correct.
-///
-/// ```
-/// use std::time::{Duration, Instant};
-/// use agmsg_guest_sdk::storage::{DriverError, LiveDriver, Pair, Wake};
-///
-/// #[derive(Default)]
-/// struct MyStore;
-///
-/// # fn messages_after(_: &str, _: &[Pair]) -> Result<bool, DriverError> { Ok(false) }
-/// impl LiveDriver for MyStore {
-///     fn wait_after(&self, cursor: &str, pairs: &[Pair], timeout_ms: u32) -> Result<Wake, DriverError> {
-///         // Here: a store that can only be asked. Subscribe first, then look, then block on the
-///         // subscription, so a write between the look and the block still wakes.
-///         let until = Instant::now() + Duration::from_millis(timeout_ms.into());
-///         while Instant::now() < until {
-///             if messages_after(cursor, pairs)? {
-///                 return Ok(Wake::Changed);
-///             }
-///             std::thread::sleep(Duration::from_millis(10).min(until - Instant::now()));
-///         }
-///         Ok(Wake::TimedOut)
-///     }
-/// }
-/// # assert_eq!(MyStore.wait_after("0", &[], 1)?, Wake::TimedOut);
-/// # Ok::<(), DriverError>(())
-/// ```
-pub trait LiveDriver {
-    /// Block until a message to one of `pairs` (all of one team, checked by the SDK) may have been
-    /// written after `cursor` (a cursor [`StorageDriver::watch_after`] returned), or until `timeout_ms`
-    /// passes. A message already there answers [`Wake::Changed`] at once.
-    ///
-    /// Return within `timeout_ms` (plus the little an answer takes): the host asks for a timeout well
-    /// inside its call deadline, and a call that outlives the deadline is stopped with an error.
-    ///
-    /// ```
-    /// use agmsg_guest_sdk::storage::{DriverError, LiveDriver, Pair, Wake};
-    ///
-    /// struct Never;
-    ///
-    /// impl LiveDriver for Never {
-    ///     fn wait_after(&self, _: &str, _: &[Pair], timeout_ms: u32) -> Result<Wake, DriverError> {
-    ///         std::thread::sleep(std::time::Duration::from_millis(timeout_ms.into()));
-    ///         Ok(Wake::TimedOut)
-    ///     }
-    /// }
-    /// assert_eq!(Never.wait_after("0", &[], 1)?, Wake::TimedOut);
-    /// # Ok::<(), DriverError>(())
-    /// ```
-    fn wait_after(&self, cursor: &str, pairs: &[Pair], timeout_ms: u32) -> Result<Wake, DriverError>;
-}
-
-/// Register `$driver` (the type given to [`export_storage_driver!`](crate::export_storage_driver), which
-/// also implements [`LiveDriver`]) as this component's `agmsg:storage/live` export, the optional
-/// interface of `agmsg:storage` 1.1.0.
-///
-/// Call it once, at the top level, next to `export_storage_driver!` and with the same type: both
-/// exports reach one driver value per instance.
-///
-/// ```rust,standalone_crate
-/// use agmsg_guest_sdk::storage::{DriverError, LiveDriver, Pair, StorageDriver, Wake};
-/// # use agmsg_guest_sdk::storage::*;
-///
-/// #[derive(Default)]
-/// struct MyStore;
-///
-/// impl StorageDriver for MyStore {
-///     // ... every op of the contract
-/// #     fn init(&self) -> Result<(), DriverError> { unimplemented!() }
-/// #     fn describe(&self) -> Description { unimplemented!() }
-/// #     fn store_exists(&self) -> Result<bool, DriverError> { unimplemented!() }
-/// #     fn send(&self, _: &str, _: &str, _: &str, _: &str) -> Result<String, DriverError> { unimplemented!() }
-/// #     fn list_unread(&self, _: &str, _: &str, _: Option<u32>) -> Result<Vec<Message>, DriverError> { unimplemented!() }
-/// #     fn mark_read_batch(&self, _: &str, _: &str, _: &[String]) -> Result<(), DriverError> { unimplemented!() }
-/// #     fn read_cursor_get(&self, _: &str, _: &str) -> Result<String, DriverError> { unimplemented!() }
-/// #     fn read_cursor_consume(&self, _: &str, _: &str, _: &str, _: &[String]) -> Result<(), DriverError> { unimplemented!() }
-/// #     fn watch_tip(&self, _: &[Pair]) -> Result<String, DriverError> { unimplemented!() }
-/// #     fn watch_after(&self, _: &str, _: &[Pair]) -> Result<WatchBatch, DriverError> { unimplemented!() }
-/// #     fn history(&self, _: &str, _: Option<&str>, _: Option<u32>) -> Result<Vec<Message>, DriverError> { unimplemented!() }
-/// #     fn export_events(&self) -> Result<Box<dyn EventExporter>, DriverError> { unimplemented!() }
-/// #     fn import_events(&self) -> Result<Box<dyn EventImporter>, DriverError> { unimplemented!() }
-/// #     fn compact(&self) -> Result<(), DriverError> { unimplemented!() }
-/// }
-///
-/// impl LiveDriver for MyStore {
-///     fn wait_after(&self, _cursor: &str, _pairs: &[Pair], _timeout_ms: u32) -> Result<Wake, DriverError> {
-///         Ok(Wake::Changed) // always correct, if no better than polling
-///     }
-/// }
-///
-/// agmsg_guest_sdk::export_storage_driver!(MyStore);
-/// agmsg_guest_sdk::export_storage_live!(MyStore);
-/// ```
-#[macro_export]
-macro_rules! export_storage_live {
-    ($driver:ty) => {
-        const _: () = {
-            type __AgmsgLiveComponent = $crate::storage::Component<$driver>;
-            #[cfg(target_arch = "wasm32")]
-    $crate::bindings::storage_live::export!(__AgmsgLiveComponent with_types_in $crate::bindings::storage_live);
-            #[cfg(not(target_arch = "wasm32"))]
-            const _: fn(String, Vec<$crate::storage::Pair>, u32) -> Result<$crate::storage::Wake, $crate::storage::DriverError> =
-                <__AgmsgLiveComponent as $crate::bindings::storage_live::exports::agmsg::storage::live::Guest>::wait_after;
-        };
-    };
-}
-
 thread_local! {
     /// This instance's driver value, made by the first call (of `driver` or `live`: both reach the same one).
     static DRIVER: std::cell::OnceCell<Box<dyn std::any::Any>> = const { std::cell::OnceCell::new() };
@@ -1339,549 +1206,67 @@ impl<D: StorageDriver + Default + 'static> Guest for Component<D> {
     }
 }
 
-impl<D: StorageDriver + LiveDriver + Default + 'static> LiveGuest for Component<D> {
-    fn wait_after(cursor: String, pairs: Vec<Pair>, timeout_ms: u32) -> Result<Wake, DriverError> {
-        check_pairs(&pairs)?;
-        with_driver::<D, _>(|d| d.wait_after(&cursor, &pairs, timeout_ms))
-    }
-}
+/// The optional interfaces: each `name => world` line is a file `storage/<name>.rs` (its trait, its
+/// `export_storage_<name>!` and the checks the SDK makes before the driver sees a call), re-exported
+/// here, and the interface's bindings, generated from its world with `storage`'s types
+/// (`optional_bindings::<name>`, whose export macro `export_storage_<name>!` expands in the driver
+/// crate). A new optional interface is its file and one line.
+macro_rules! optional_interfaces {
+    ($($name:ident => $world:literal),* $(,)?) => {
+        /// The wit-bindgen output of each optional interface's world. Internal, as `crate::bindings`.
+        #[doc(hidden)]
+        pub mod optional_bindings {
+            $(
+                #[doc = concat!("`", $world, "`, with `storage`'s types.")]
+                pub mod $name {
+                    wit_bindgen::generate!({
+                        world: $world,
+                        path: ["wit/host", "wit/storage"],
+                        with: {
+                            "agmsg:storage/types@1.2.0": crate::bindings::storage::agmsg::storage::types,
+                        },
+                        // Records compare, so a driver's tests can assert that answers are byte-stable.
+                        additional_derives: [PartialEq],
+                        pub_export_macro: true,
+                    });
+                }
+            )*
+        }
 
-/// What [`ReceiptsDriver::receipt_status`] answers for one message: a [`ReceiptState::Receipt`] was
-/// recorded, or none was but the legacy store marks it read ([`ReceiptState::LegacyRead`]), or neither
-/// ([`ReceiptState::None`]).
-pub use crate::bindings::storage_receipts::exports::agmsg::storage::receipts::ReceiptState;
-
-/// The optional `receipts` interface (`agmsg:storage` 1.2.0): the hand-off evidence agmsg's legacy
-/// readers keep per message (agmsg's sqlite `message_receipts` table). Register it with
-/// [`export_storage_receipts!`](crate::export_storage_receipts) next to
-/// [`export_storage_driver!`](crate::export_storage_driver). A driver without it offers no receipt ops,
-/// and agmsg's callers, which look for the functions first, skip them.
-///
-/// ```
-/// use std::cell::RefCell;
-/// use std::collections::BTreeMap;
-/// use agmsg_guest_sdk::storage::{DriverError, ReceiptState, ReceiptsDriver};
-///
-/// #[derive(Default)]
-/// struct Receipts(RefCell<BTreeMap<String, String>>);
-///
-/// impl ReceiptsDriver for Receipts {
-///     fn record_receipts(&self, _team: &str, agent: &str, _evidence: &str, ids: &[String]) -> Result<(), DriverError> {
-///         for id in ids {
-///             self.0.borrow_mut().entry(id.clone()).or_insert_with(|| agent.to_owned()); // the first one stays
-///         }
-///         Ok(())
-///     }
-///     fn receipt_status(&self, _team: &str, id: &str) -> Result<ReceiptState, DriverError> {
-///         Ok(if self.0.borrow().contains_key(id) { ReceiptState::Receipt } else { ReceiptState::None })
-///     }
-/// }
-/// let r = Receipts::default();
-/// r.record_receipts("dev", "bob", "inbox", &["7".into()])?;
-/// assert_eq!(r.receipt_status("dev", "7")?, ReceiptState::Receipt);
-/// # Ok::<(), DriverError>(())
-/// ```
-pub trait ReceiptsDriver {
-    /// Record that `agent` of `team` was handed the messages `ids`, with `evidence`. Ids the store does
-    /// not know are skipped; a message keeps its first receipt.
-    fn record_receipts(&self, team: &str, agent: &str, evidence: &str, ids: &[String]) -> Result<(), DriverError>;
-    /// The hand-off state of message `id` of `team`.
-    fn receipt_status(&self, team: &str, id: &str) -> Result<ReceiptState, DriverError>;
-}
-
-/// The optional `rename` interface (`agmsg:storage` 1.2.0): renaming an agent or a team inside a store
-/// that keeps names in its records. Register it with [`export_storage_rename!`](crate::export_storage_rename)
-/// next to [`export_storage_driver!`](crate::export_storage_driver). Hold the [`StoreLock`] for the
-/// whole rewrite, and make it all-or-nothing: a rename cut short must leave every message readable
-/// under one of the two names.
-pub trait RenameDriver {
-    /// Every message from or to `old` of `team`, its read marks and its read cursor now name `new`.
-    fn rename_agent(&self, team: &str, old: &str, new: &str) -> Result<(), DriverError>;
-    /// Every record of team `old` now names team `new`. The store is the new team's (the host moved a
-    /// per-team store first).
-    fn rename_team(&self, old: &str, new: &str) -> Result<(), DriverError>;
-}
-
-/// Register `$driver` (the type given to [`export_storage_driver!`](crate::export_storage_driver), which
-/// also implements [`ReceiptsDriver`]) as this component's `agmsg:storage/receipts` export (1.2.0).
-#[macro_export]
-macro_rules! export_storage_receipts {
-    ($driver:ty) => {
-        const _: () = {
-            type __AgmsgReceiptsComponent = $crate::storage::Component<$driver>;
-            #[cfg(target_arch = "wasm32")]
-    $crate::bindings::storage_receipts::export!(__AgmsgReceiptsComponent with_types_in $crate::bindings::storage_receipts);
-            #[cfg(not(target_arch = "wasm32"))]
-            const _: fn(String, String) -> Result<$crate::storage::ReceiptState, $crate::storage::DriverError> =
-                <__AgmsgReceiptsComponent as $crate::bindings::storage_receipts::exports::agmsg::storage::receipts::Guest>::receipt_status;
-        };
+        $(
+            mod $name;
+            pub use $name::*;
+        )*
     };
 }
 
-/// Register `$driver` (the type given to [`export_storage_driver!`](crate::export_storage_driver), which
-/// also implements [`RenameDriver`]) as this component's `agmsg:storage/rename` export (1.2.0).
-#[macro_export]
-macro_rules! export_storage_rename {
-    ($driver:ty) => {
-        const _: () = {
-            type __AgmsgRenameComponent = $crate::storage::Component<$driver>;
-            #[cfg(target_arch = "wasm32")]
-    $crate::bindings::storage_rename::export!(__AgmsgRenameComponent with_types_in $crate::bindings::storage_rename);
-            #[cfg(not(target_arch = "wasm32"))]
-            const _: fn(String, String) -> Result<(), $crate::storage::DriverError> =
-                <__AgmsgRenameComponent as $crate::bindings::storage_rename::exports::agmsg::storage::rename::Guest>::rename_team;
-        };
-    };
+optional_interfaces! {
+    live => "agmsg:storage/storage-live@1.2.0",
+    receipts => "agmsg:storage/storage-receipts@1.2.0",
+    rename => "agmsg:storage/storage-rename@1.2.0",
+    purge => "agmsg:storage/storage-purge@1.2.0",
+    sync => "agmsg:storage/storage-sync@1.2.0",
+    resync => "agmsg:storage/storage-resync@1.2.0",
+    read_state => "agmsg:storage/storage-read-state@1.2.0",
 }
 
-impl<D: StorageDriver + ReceiptsDriver + Default + 'static> ReceiptsGuest for Component<D> {
-    fn record_receipts(team: String, agent: String, evidence: String, ids: Vec<String>) -> Result<(), DriverError> {
-        check_team_agent(&team, &agent)?;
-        with_driver::<D, _>(|d| d.record_receipts(&team, &agent, &evidence, &ids))
-    }
-    fn receipt_status(team: String, id: String) -> Result<ReceiptState, DriverError> {
-        crate::check_name("team", &team)?;
-        with_driver::<D, _>(|d| d.receipt_status(&team, &id))
-    }
-}
-
-impl<D: StorageDriver + RenameDriver + Default + 'static> RenameGuest for Component<D> {
-    fn rename_agent(team: String, old: String, new: String) -> Result<(), DriverError> {
-        crate::check_name("team", &team)?;
-        crate::check_name("agent", &old)?;
-        crate::check_name("agent", &new)?;
-        with_driver::<D, _>(|d| d.rename_agent(&team, &old, &new))
-    }
-    fn rename_team(old: String, new: String) -> Result<(), DriverError> {
-        crate::check_name("team", &old)?;
-        crate::check_name("team", &new)?;
-        with_driver::<D, _>(|d| d.rename_team(&old, &new))
-    }
-}
-
-/// The optional `purge` interface (`agmsg:storage` 1.2.0): deleting everything the granted store holds,
-/// for a driver whose store is not a directory the host can remove (a database). Register it with
-/// [`export_storage_purge!`](crate::export_storage_purge) next to
-/// [`export_storage_driver!`](crate::export_storage_driver). `agmsg-host driver test` calls it on each
-/// rule's store when the rule ends.
-pub trait PurgeDriver {
-    /// Delete every record of this store (and nothing of any other), as if it had never been
-    /// initialized; a store that does not exist is already purged.
-    fn purge_store(&self) -> Result<(), DriverError>;
-}
-
-/// Register `$driver` (the type given to [`export_storage_driver!`](crate::export_storage_driver), which
-/// also implements [`PurgeDriver`]) as this component's `agmsg:storage/purge` export (1.2.0).
-#[macro_export]
-macro_rules! export_storage_purge {
-    ($driver:ty) => {
-        const _: () = {
-            type __AgmsgPurgeComponent = $crate::storage::Component<$driver>;
-            #[cfg(target_arch = "wasm32")]
-    $crate::bindings::storage_purge::export!(__AgmsgPurgeComponent with_types_in $crate::bindings::storage_purge);
-            #[cfg(not(target_arch = "wasm32"))]
-            const _: fn() -> Result<(), $crate::storage::DriverError> =
-                <__AgmsgPurgeComponent as $crate::bindings::storage_purge::exports::agmsg::storage::purge::Guest>::purge_store;
-        };
-    };
-}
-
-impl<D: StorageDriver + PurgeDriver + Default + 'static> PurgeGuest for Component<D> {
-    fn purge_store() -> Result<(), DriverError> {
-        with_driver::<D, _>(|d| d.purge_store())
-    }
-}
-
-// ---------------------------------------------------------------------------------------------------
-// The optional Stage-1 `sync` interface (1.2.0).
-
-/// The records of the optional `sync` interface (`agmsg:storage` 1.2.0, agmsg's Stage-1 remote sync):
-/// what [`SyncDriver`]'s ops take and answer, agmsg's JSONL records as typed values (the host parses and
-/// prints agmsg's lines). Sequences and cursors are canonical decimal strings ([`is_sequence`]), wire
-/// ids lowercase UUIDv4, binding ids lowercase UUIDv7 ([`is_lower_uuid`]).
-///
-/// ```
-/// use agmsg_guest_sdk::storage::{Envelope, PushCandidate};
-///
-/// let candidate = PushCandidate {
-///     local_position: 7,
-///     local_id: "0196f3a2-7c1e-7000-8000-000000000001".into(),
-///     wire_id: "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b".into(),
-///     envelope: Envelope { v: 1, cipher: "none".into(), key_id: None, blob: "e30=".into() },
-/// };
-/// assert_eq!(candidate.envelope.cipher, "none");
-/// ```
-pub use crate::bindings::storage_sync::exports::agmsg::storage::sync::{
-    AgeProfile, ApplyResult, Binding, Chat, Disposition, Envelope, Evaluated, Outcome, OutcomeStatus, PageKey, PrepareRequest, Projection,
-    PullMessage, PushAck, PushCandidate, ReprocessCandidate, ReprocessPage, ReprocessScope, RosterKind, SyncState, WriteProfile,
-};
-
-use crate::bindings::storage_sync::exports::agmsg::storage::sync::{
-    self as sync_wit, Guest as SyncGuest, GuestPullPage, GuestPushCandidates, GuestReprocessCandidates,
-};
-
-/// The most a prepare or reprocess page may hold, and the most acks one reconcile takes (agmsg's bound).
-pub const SYNC_PAGE_MAX: u32 = 1000;
-
-/// Every evaluated status (what [`Evaluated::from_name`] looks among).
-const EVALUATED: [Evaluated; 6] = [
-    Evaluated::Importable,
-    Evaluated::UnsupportedCipher,
-    Evaluated::PendingKey,
-    Evaluated::AuthenticationFailed,
-    Evaluated::Malformed,
-    Evaluated::PolicyViolation,
-];
-
-impl Evaluated {
-    /// agmsg's word for the status, as its drivers store it (`sync_quarantine.status`, the jsonl
-    /// journal's `status`).
-    ///
-    /// ```
-    /// use agmsg_guest_sdk::storage::Evaluated;
-    ///
-    /// assert_eq!(Evaluated::PendingKey.name(), "pending_key");
-    /// assert_eq!(Evaluated::from_name("pending_key"), Some(Evaluated::PendingKey));
-    /// assert_eq!(Evaluated::from_name("imported"), None);
-    /// ```
-    pub fn name(self) -> &'static str {
-        match self {
-            Evaluated::Importable => "importable",
-            Evaluated::UnsupportedCipher => "unsupported_cipher",
-            Evaluated::PendingKey => "pending_key",
-            Evaluated::AuthenticationFailed => "authentication_failed",
-            Evaluated::Malformed => "malformed",
-            Evaluated::PolicyViolation => "policy_violation",
-        }
-    }
-
-    /// The status agmsg's word `name` stands for; none for any other word.
-    pub fn from_name(name: &str) -> Option<Evaluated> {
-        EVALUATED.into_iter().find(|e| e.name() == name)
-    }
-}
-
-impl OutcomeStatus {
-    /// The outcome agmsg's word `name` stands for (an evaluated status's, or `imported`, `reconciled`,
-    /// `corrupt_state`); none for any other word.
-    pub fn from_name(name: &str) -> Option<OutcomeStatus> {
-        Some(match name {
-            "imported" => OutcomeStatus::Imported,
-            "reconciled" => OutcomeStatus::Reconciled,
-            "corrupt_state" => OutcomeStatus::CorruptState,
-            _ => match Evaluated::from_name(name)? {
-                Evaluated::Importable => OutcomeStatus::Importable,
-                Evaluated::UnsupportedCipher => OutcomeStatus::UnsupportedCipher,
-                Evaluated::PendingKey => OutcomeStatus::PendingKey,
-                Evaluated::AuthenticationFailed => OutcomeStatus::AuthenticationFailed,
-                Evaluated::Malformed => OutcomeStatus::Malformed,
-                Evaluated::PolicyViolation => OutcomeStatus::PolicyViolation,
-            },
-        })
-    }
-}
-
-/// Whether `text` is a canonical decimal sequence or cursor as agmsg's sync records carry them: digits,
-/// no leading zero (but `0` itself), at most 2^63-1.
-///
-/// ```
-/// use agmsg_guest_sdk::storage::is_sequence;
-///
-/// assert!(is_sequence("0") && is_sequence("42") && is_sequence("9223372036854775807"));
-/// for bad in ["", "007", "-1", "+1", "1.0", "9223372036854775808", " 1"] {
-///     assert!(!is_sequence(bad), "{bad:?}");
-/// }
-/// ```
-pub use agmsg_contract::sync::is_sequence;
-
-/// Whether `text` is a lowercase hyphenated UUID of `version` (7 for binding ids, 4 for wire ids) with
-/// the RFC 9562 variant, the only form agmsg's sync accepts.
-///
-/// ```
-/// use agmsg_guest_sdk::storage::is_lower_uuid;
-///
-/// assert!(is_lower_uuid("0196f3a2-7c1e-7000-8000-000000000000", 7));
-/// assert!(is_lower_uuid("6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b", 4));
-/// assert!(!is_lower_uuid("0196F3A2-7C1E-7000-8000-000000000000", 7), "uppercase");
-/// assert!(!is_lower_uuid("6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b", 7), "another version");
-/// assert!(!is_lower_uuid("6f1c2a3b-4d5e-4f60-ca7b-9c0d1e2f3a4b", 4), "another variant");
-/// ```
-pub use agmsg_contract::sync::is_lower_uuid;
-
-/// The optional `sync` interface (`agmsg:storage` 1.2.0, capability `stage1-sync`): the local half of
-/// agmsg's Stage-1 remote sync (spec §2.8). agmsg's engine does the HTTP, decryption and policy; the
-/// driver owns the durable transitions, and has the host seal each push envelope
-/// ([`crate::seal::seal`]): the host refuses an `age-v1` answer holding an envelope it did not seal.
-/// Register it with
-/// [`export_storage_sync!`](crate::export_storage_sync) next to
-/// [`export_storage_driver!`](crate::export_storage_driver).
-///
-/// The SDK refuses, before the driver sees them, a binding whose team is not a valid name, whose ids are
-/// not lowercase UUIDv7 or whose protocol version is not digits; a limit outside 1..1000; a prepare
-/// request other than envelope version 1 with `none`, or `age-v1` with a key id of
-/// `[a-z0-9][a-z0-9._-]{0,63}` and 1 to 256 distinct `age1` recipients; a sequence, cursor or wire id
-/// not in its canonical form; an empty or oversized ack batch.
-///
-/// What each op must guarantee (agmsg's crash boundaries): a wire id is never visible before its
-/// envelope is durably stored with it, and a stored reservation is never resealed; reconcile is all or
-/// nothing; a pull page's outcomes and its transport cursor commit together. A crash (a trap drops the
-/// instance) anywhere must lose and duplicate nothing.
-pub trait SyncDriver {
-    /// Reserve up to `limit` new messages (unless `request.allow_new` is false), each under the wire id and
-    /// envelope [`crate::seal::seal`] returns, stored together; then answer the binding's state and every
-    /// unacknowledged reservation in local order, at most `limit`, each as it was stored.
-    fn prepare_push(
-        &self,
-        binding: &Binding,
-        limit: u32,
-        request: &PrepareRequest,
-    ) -> Result<(SyncState, Box<dyn SyncPages<PushCandidate>>), DriverError>;
-    /// Record `acks` (1..1000) and answer the push cursor, advanced through the contiguous acknowledged
-    /// prefix. An ack that matches no durable reservation refuses the whole batch (`corrupt_state`). An
-    /// ack that conflicts with a recorded one (another sequence for its wire id, or another wire id's
-    /// sequence) is the driver's to handle as its agmsg driver does: refuse the whole batch
-    /// (`corrupt_state`, sqlite), or record the conflict beside the valid acks, the wire id then blocked
-    /// (jsonl). What the call records, it records in one commit.
-    fn reconcile_push(&self, binding: &Binding, acks: &[PushAck]) -> Result<i64, DriverError>;
-    /// Begin a pull page: the returned stage takes its messages and commits them with the cursor.
-    fn apply_pull(&self, binding: &Binding) -> Result<Box<dyn PullStage>, DriverError>;
-    /// One keyset page of quarantined envelopes in `scope` after `after`: its trailer (with the state)
-    /// and its candidates.
-    fn reprocess(
-        &self,
-        binding: &Binding,
-        limit: u32,
-        after: Option<&PageKey>,
-        scope: ReprocessScope,
-    ) -> Result<(ReprocessPage, Box<dyn SyncPages<ReprocessCandidate>>), DriverError>;
-}
-
-/// An answer read in slices: prepare's push candidates, reprocess's candidates.
-pub trait SyncPages<T> {
-    /// The next items, together at most `max_bytes` of envelope blob but at least one while any are
-    /// left; empty at the end.
-    fn next_page(&mut self, max_bytes: u32) -> Result<Vec<T>, DriverError>;
-}
-
-/// A pull page being applied: messages staged in slices, then committed with the transport cursor.
-/// Dropped without `commit`, nothing it staged remains.
-pub trait PullStage {
-    /// Stage the next messages of the page, in server order.
-    fn push(&mut self, messages: Vec<PullMessage>) -> Result<(), DriverError>;
-    /// Commit everything staged and set the transport cursor to `next_after`.
-    fn commit(&mut self, next_after: &str) -> Result<ApplyResult, DriverError>;
-}
-
-/// Register `$driver` (the type given to [`export_storage_driver!`](crate::export_storage_driver), which
-/// also implements [`SyncDriver`]) as this component's `agmsg:storage/sync` export (1.2.0).
-#[macro_export]
-macro_rules! export_storage_sync {
-    ($driver:ty) => {
-        const _: () = {
-            type __AgmsgSyncComponent = $crate::storage::Component<$driver>;
-            #[cfg(target_arch = "wasm32")]
-    $crate::bindings::storage_sync::export!(__AgmsgSyncComponent with_types_in $crate::bindings::storage_sync);
-            #[cfg(not(target_arch = "wasm32"))]
-            const _: fn($crate::storage::Binding, Vec<$crate::storage::PushAck>) -> Result<i64, $crate::storage::DriverError> =
-                <__AgmsgSyncComponent as $crate::bindings::storage_sync::exports::agmsg::storage::sync::Guest>::reconcile_push;
-        };
-    };
-}
-
-fn refuse(what: impl std::fmt::Display) -> DriverError {
-    DriverError::runtime(format!("sync: {what}"))
-}
-
-/// The binding rules agmsg's sqlite driver applies (the team by the contract's name rules).
-fn check_binding(b: &Binding) -> Result<(), DriverError> {
-    crate::check_name("team", &b.local_team)?;
-    for (what, id) in [("server instance id", &b.server_instance_id), ("remote team id", &b.remote_team_id)] {
-        if !is_lower_uuid(id, 7) {
-            return Err(refuse(format!("invalid {what} {id:?}: expected a lowercase UUIDv7")));
-        }
-    }
-    let v = &b.protocol_version;
-    if v.is_empty() || !v.bytes().all(|c| c.is_ascii_digit()) || v.parse::<i64>().is_err() {
-        return Err(refuse(format!("invalid protocol version {v:?}: expected digits")));
-    }
-    Ok(())
-}
-
-fn check_limit(limit: u32) -> Result<(), DriverError> {
-    if !(1..=SYNC_PAGE_MAX).contains(&limit) {
-        return Err(refuse(format!("invalid limit {limit}: expected 1..{SYNC_PAGE_MAX}")));
-    }
-    Ok(())
-}
-
-fn check_sequence(what: &str, text: &str) -> Result<(), DriverError> {
-    if !is_sequence(text) {
-        return Err(refuse(format!("invalid {what} {text:?}: expected a canonical decimal up to 2^63-1")));
-    }
-    Ok(())
-}
-
-fn check_wire_id(text: &str) -> Result<(), DriverError> {
-    if !is_lower_uuid(text, 4) {
-        return Err(refuse(format!("invalid wire id {text:?}: expected a lowercase UUIDv4")));
-    }
-    Ok(())
-}
-
-fn check_prepare(request: &PrepareRequest) -> Result<(), DriverError> {
-    if request.envelope_v != 1 {
-        return Err(refuse(format!("unsupported envelope version {}", request.envelope_v)));
-    }
-    if let WriteProfile::AgeV1(age) = &request.profile {
-        let key = age.key_id.as_bytes();
-        let key_ok = !key.is_empty()
-            && key.len() <= 64
-            && (key[0].is_ascii_lowercase() || key[0].is_ascii_digit())
-            && key.iter().all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, b'.' | b'_' | b'-'));
-        if !key_ok {
-            return Err(refuse(format!("invalid key id {:?}", age.key_id)));
-        }
-        if !(1..=256).contains(&age.recipients.len()) {
-            return Err(refuse(format!("age-v1 needs 1 to 256 recipients, not {}", age.recipients.len())));
-        }
-        let mut seen = std::collections::BTreeSet::new();
-        for r in &age.recipients {
-            let ok = r.len() == 62 && r.starts_with("age1") && r.bytes().skip(4).all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-            if !ok {
-                return Err(refuse(format!("invalid age recipient {r:?}")));
-            }
-            if !seen.insert(r) {
-                return Err(refuse(format!("duplicate age recipient {r:?}")));
-            }
-        }
-    }
-    Ok(())
-}
-
-fn check_pull_message(m: &PullMessage) -> Result<(), DriverError> {
-    check_sequence("server_seq", &m.server_seq)?;
-    check_wire_id(&m.wire_id)?;
-    pull_chat(m).map(drop)
-}
-
-/// The chat message a pull record brings to import: an importable record's message projection; none
-/// for a roster projection (the engine applied it, the driver only acknowledges it) or any other
-/// status. An importable record with no projection is refused, as agmsg's drivers both refuse the page
-/// at it. The SDK checks every record so before [`PullStage::push`] sees it.
-///
-/// ```
-/// use agmsg_guest_sdk::storage::{Chat, Envelope, Evaluated, Projection, PullMessage, pull_chat};
-///
-/// let chat = Chat { body: "hi".into(), created_at: "2026-01-01T00:00:00Z".into(), from_agent: "a".into(), to_agent: "b".into() };
-/// let mut m = PullMessage {
-///     server_seq: "1".into(),
-///     wire_id: "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b".into(),
-///     server_received_at: "2026-01-01T00:00:00Z".into(),
-///     envelope: Envelope { v: 1, cipher: "none".into(), key_id: None, blob: "e30=".into() },
-///     status: Evaluated::Importable,
-///     reason: None,
-///     policy_revision: None,
-///     local_security_revision: None,
-///     projection: Some(Projection::Message(chat.clone())),
-/// };
-/// assert_eq!(pull_chat(&m).unwrap(), Some(&chat));
-/// m.projection = None;
-/// assert!(pull_chat(&m).is_err());
-/// m.status = Evaluated::PendingKey;
-/// assert_eq!(pull_chat(&m).unwrap(), None);
-/// ```
-pub fn pull_chat(m: &PullMessage) -> Result<Option<&Chat>, DriverError> {
-    match (m.status, &m.projection) {
-        (Evaluated::Importable, None) => Err(refuse(format!("importable pull message {} has no projection", m.wire_id))),
-        (Evaluated::Importable, Some(Projection::Message(chat))) => Ok(Some(chat)),
-        _ => Ok(None),
-    }
-}
-
-fn check_page_key(key: &PageKey) -> Result<(), DriverError> {
-    check_sequence("page-after sequence", &key.server_seq)?;
-    check_wire_id(&key.wire_id)
-}
-
+/// What every `export_storage_<name>!` expands to: register `$driver` (the type given to
+/// [`export_storage_driver!`](crate::export_storage_driver)) as this component's export of the optional
+/// interface `$name`. A native build (a driver's unit tests) is no component: it exports nothing, and
+/// only checks that `$driver` implements the interface's trait.
 #[doc(hidden)]
-pub struct PushCandidatesResource(RefCell<Box<dyn SyncPages<PushCandidate>>>);
-
-#[doc(hidden)]
-pub struct ReprocessCandidatesResource(RefCell<Box<dyn SyncPages<ReprocessCandidate>>>);
-
-#[doc(hidden)]
-pub struct PullPageResource(RefCell<Box<dyn PullStage>>);
-
-impl GuestPushCandidates for PushCandidatesResource {
-    fn next_page(&self, max_bytes: u32) -> Result<Vec<PushCandidate>, DriverError> {
-        self.0.borrow_mut().next_page(max_bytes)
-    }
+#[macro_export]
+macro_rules! __export_storage_optional {
+    ($driver:ty, $name:ident) => {
+        const _: () = {
+            type __AgmsgOptionalComponent = $crate::storage::Component<$driver>;
+            #[cfg(target_arch = "wasm32")]
+            $crate::storage::optional_bindings::$name::export!(__AgmsgOptionalComponent with_types_in $crate::storage::optional_bindings::$name);
+            #[cfg(not(target_arch = "wasm32"))]
+            const _: () = {
+                fn implemented<C: $crate::storage::optional_bindings::$name::exports::agmsg::storage::$name::Guest>() {}
+                let _ = implemented::<__AgmsgOptionalComponent>;
+            };
+        };
+    };
 }
-
-impl GuestReprocessCandidates for ReprocessCandidatesResource {
-    fn next_page(&self, max_bytes: u32) -> Result<Vec<ReprocessCandidate>, DriverError> {
-        self.0.borrow_mut().next_page(max_bytes)
-    }
-}
-
-impl GuestPullPage for PullPageResource {
-    fn push(&self, messages: Vec<PullMessage>) -> Result<(), DriverError> {
-        messages.iter().try_for_each(check_pull_message)?;
-        self.0.borrow_mut().push(messages)
-    }
-    fn commit(&self, next_after: String) -> Result<ApplyResult, DriverError> {
-        check_sequence("next_after", &next_after)?;
-        self.0.borrow_mut().commit(&next_after)
-    }
-}
-
-impl<D: StorageDriver + SyncDriver + Default + 'static> SyncGuest for Component<D> {
-    type PushCandidates = PushCandidatesResource;
-    type PullPage = PullPageResource;
-    type ReprocessCandidates = ReprocessCandidatesResource;
-
-    fn prepare_push(b: Binding, limit: u32, request: PrepareRequest) -> Result<(SyncState, sync_wit::PushCandidates), DriverError> {
-        check_binding(&b)?;
-        check_limit(limit)?;
-        check_prepare(&request)?;
-        let (state, pages) = with_driver::<D, _>(|d| d.prepare_push(&b, limit, &request))?;
-        Ok((state, sync_wit::PushCandidates::new(PushCandidatesResource(RefCell::new(pages)))))
-    }
-
-    fn reconcile_push(b: Binding, acks: Vec<PushAck>) -> Result<i64, DriverError> {
-        check_binding(&b)?;
-        if acks.is_empty() || acks.len() > SYNC_PAGE_MAX as usize {
-            return Err(refuse(format!("reconcile takes 1..{SYNC_PAGE_MAX} acks, not {}", acks.len())));
-        }
-        for ack in &acks {
-            check_sequence("server_seq", &ack.server_seq)?;
-            check_wire_id(&ack.wire_id)?;
-        }
-        with_driver::<D, _>(|d| d.reconcile_push(&b, &acks))
-    }
-
-    fn apply_pull(b: Binding) -> Result<sync_wit::PullPage, DriverError> {
-        check_binding(&b)?;
-        let stage = with_driver::<D, _>(|d| d.apply_pull(&b))?;
-        Ok(sync_wit::PullPage::new(PullPageResource(RefCell::new(stage))))
-    }
-
-    fn reprocess(
-        b: Binding,
-        limit: u32,
-        after: Option<PageKey>,
-        scope: ReprocessScope,
-    ) -> Result<(ReprocessPage, sync_wit::ReprocessCandidates), DriverError> {
-        check_binding(&b)?;
-        check_limit(limit)?;
-        if let Some(key) = &after {
-            check_page_key(key)?;
-        }
-        let (page, pages) = with_driver::<D, _>(|d| d.reprocess(&b, limit, after.as_ref(), scope))?;
-        Ok((page, sync_wit::ReprocessCandidates::new(ReprocessCandidatesResource(RefCell::new(pages)))))
-    }
-}
-
-// The optional `resync` and `read-state` interfaces (1.2.0).
-mod stage2;
-pub use stage2::*;

@@ -68,6 +68,66 @@ const NAIVE_QUOTING: [&str; 5] = ["cursor", "copilot", "gemini", "antigravity", 
 /// A user's settings file with an entry of its own in an event agmsg owns entries in.
 const USER_JSON: &str = "{\n  \"permissions\": {\"allow\": [\"Bash(ls)\"]},\n  \"hooks\": {\"Stop\": [{\"matcher\": \"\", \"hooks\": [{\"type\": \"command\", \"command\": \"echo mine\"}]}]}\n}\n";
 
+/// agmsg's types that deliver (every one but agmsg-app).
+const DELIVERY_TYPES: [&str; 9] =
+    ["claude-code", "codex", "cursor", "copilot", "gemini", "antigravity", "opencode", "grok-build", "hermes"];
+
+/// Every mode of type `t` in turn, set by agmsg and by agmsg-host in projects below `root`: how many
+/// steps were checked.
+fn walk_type(parity: &Parity, root: &Path, types: &Path, t: &str) -> usize {
+    let mut checked = 0;
+    let conf = fs::read_to_string(types.join(t).join("type.conf")).unwrap_or_else(|e| panic!("agmsg's type {t}: {e}"));
+    let value = |key: &str| conf.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix('=')).unwrap_or_default().to_owned();
+    let modes: Vec<String> = value("delivery_modes").split_whitespace().map(str::to_owned).collect();
+    let rel = value("hooks_file");
+    assert!(!modes.is_empty(), "{t}: no delivery_modes");
+    // Every mode, then back again, so each mode follows another one (and off follows them all).
+    let mut walk = modes.clone();
+    walk.extend(modes.iter().rev().skip(1).cloned());
+    walk.push("off".into());
+    // A path agmsg and agmsg-host quote alike, and one with a quote in it.
+    for (project, name) in [(0, "project"), (1, "o'brien")] {
+        // Three projects: one only agmsg writes, one only agmsg-host writes, one they take turns on. Each
+        // is moved to the one project path for its turn, so that the files compare byte for byte.
+        let p = root.join(format!("{t} {name}"));
+        let p = p.to_str().unwrap();
+        let kept = |copy: &str| root.join(format!(".{t}-{project}-{copy}"));
+        for copy in ["agmsg", "host", "turns"] {
+            fs::create_dir(kept(copy)).unwrap();
+            if rel.ends_with(".json") {
+                fs::create_dir_all(kept(copy).join(&rel).parent().unwrap()).unwrap();
+                fs::write(kept(copy).join(&rel), USER_JSON).unwrap();
+            }
+        }
+        let show = |f: &Option<Vec<u8>>| f.as_ref().map(|b| String::from_utf8_lossy(b).into_owned());
+        for (i, mode) in walk.iter().enumerate() {
+            let step = format!("{t} in {name:?}, step {i} ({mode})");
+            let turn = if i % 2 == 0 { Writer::Host } else { Writer::Agmsg };
+            let mut files = Vec::new();
+            for (copy, who) in [("agmsg", Writer::Agmsg), ("host", Writer::Host), ("turns", turn)] {
+                fs::rename(kept(copy), p).unwrap();
+                let run = parity.set(who, mode, t, p);
+                assert_eq!(run.code, 0, "{step}: {who:?} set in {copy}: {run:#?}");
+                // Each reads the file as the mode that was set.
+                assert_eq!(parity.mode(Writer::Host, t, p), *mode, "{step}: agmsg-host's status of {copy}");
+                assert_eq!(parity.mode(Writer::Agmsg, t, p), *mode, "{step}: agmsg's status of {copy}");
+                files.push(if rel.is_empty() { None } else { fs::read(Path::new(p).join(&rel)).ok() });
+                fs::rename(p, kept(copy)).unwrap();
+            }
+            let (fa, fh, ft) = (&files[0], &files[1], &files[2]);
+            let naive = name.contains('\'') && NAIVE_QUOTING.contains(&t);
+            assert!(fa == fh || naive, "{step}: agmsg wrote {:?}, agmsg-host wrote {:?}", show(fa), show(fh));
+            assert!(ft == fa || naive, "{step}: {turn:?} set it after the other: {:?}, agmsg alone {:?}", show(ft), show(fa));
+            // The JSON hooks types edit a settings file the user shares (copilot's file is agmsg's alone).
+            if let Some(text) = fa.as_ref().filter(|_| ["claude-code", "codex"].contains(&t)) {
+                assert!(String::from_utf8_lossy(text).contains("echo mine"), "{step}: the user's entry is kept: {:?}", show(fa));
+            }
+            checked += 1;
+        }
+    }
+    checked
+}
+
 #[test]
 fn agmsgs_delivery_sh_and_agmsg_host_read_and_write_each_others_files() {
     let env = Env::new();
@@ -76,58 +136,12 @@ fn agmsgs_delivery_sh_and_agmsg_host_read_and_write_each_others_files() {
     let types = parity.skill.join("scripts/drivers/types");
     let root = parity.env.dir.path().join("projects");
     fs::create_dir(&root).unwrap();
-    let mut checked = 0;
-    for t in ["claude-code", "codex", "cursor", "copilot", "gemini", "antigravity", "opencode", "grok-build", "hermes"] {
-        let conf = fs::read_to_string(types.join(t).join("type.conf")).unwrap_or_else(|e| panic!("agmsg's type {t}: {e}"));
-        let value = |key: &str| conf.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix('=')).unwrap_or_default().to_owned();
-        let modes: Vec<String> = value("delivery_modes").split_whitespace().map(str::to_owned).collect();
-        let rel = value("hooks_file");
-        assert!(!modes.is_empty(), "{t}: no delivery_modes");
-        // Every mode, then back again, so each mode follows another one (and off follows them all).
-        let mut walk = modes.clone();
-        walk.extend(modes.iter().rev().skip(1).cloned());
-        walk.push("off".into());
-        // A path agmsg and agmsg-host quote alike, and one with a quote in it.
-        for (project, name) in [(0, "project"), (1, "o'brien")] {
-            // Three projects: one only agmsg writes, one only agmsg-host writes, one they take turns on. Each
-            // is moved to the one project path for its turn, so that the files compare byte for byte.
-            let p = root.join(format!("{t} {name}"));
-            let p = p.to_str().unwrap();
-            let kept = |copy: &str| root.join(format!(".{t}-{project}-{copy}"));
-            for copy in ["agmsg", "host", "turns"] {
-                fs::create_dir(kept(copy)).unwrap();
-                if rel.ends_with(".json") {
-                    fs::create_dir_all(kept(copy).join(&rel).parent().unwrap()).unwrap();
-                    fs::write(kept(copy).join(&rel), USER_JSON).unwrap();
-                }
-            }
-            let show = |f: &Option<Vec<u8>>| f.as_ref().map(|b| String::from_utf8_lossy(b).into_owned());
-            for (i, mode) in walk.iter().enumerate() {
-                let step = format!("{t} in {name:?}, step {i} ({mode})");
-                let turn = if i % 2 == 0 { Writer::Host } else { Writer::Agmsg };
-                let mut files = Vec::new();
-                for (copy, who) in [("agmsg", Writer::Agmsg), ("host", Writer::Host), ("turns", turn)] {
-                    fs::rename(kept(copy), p).unwrap();
-                    let run = parity.set(who, mode, t, p);
-                    assert_eq!(run.code, 0, "{step}: {who:?} set in {copy}: {run:#?}");
-                    // Each reads the file as the mode that was set.
-                    assert_eq!(parity.mode(Writer::Host, t, p), *mode, "{step}: agmsg-host's status of {copy}");
-                    assert_eq!(parity.mode(Writer::Agmsg, t, p), *mode, "{step}: agmsg's status of {copy}");
-                    files.push(if rel.is_empty() { None } else { fs::read(Path::new(p).join(&rel)).ok() });
-                    fs::rename(p, kept(copy)).unwrap();
-                }
-                let (fa, fh, ft) = (&files[0], &files[1], &files[2]);
-                let naive = name.contains('\'') && NAIVE_QUOTING.contains(&t);
-                assert!(fa == fh || naive, "{step}: agmsg wrote {:?}, agmsg-host wrote {:?}", show(fa), show(fh));
-                assert!(ft == fa || naive, "{step}: {turn:?} set it after the other: {:?}, agmsg alone {:?}", show(ft), show(fa));
-                // The JSON hooks types edit a settings file the user shares (copilot's file is agmsg's alone).
-                if let Some(text) = fa.as_ref().filter(|_| ["claude-code", "codex"].contains(&t)) {
-                    assert!(String::from_utf8_lossy(text).contains("echo mine"), "{step}: the user's entry is kept: {:?}", show(fa));
-                }
-                checked += 1;
-            }
-        }
-    }
+    // The types are independent (each its own projects): walked side by side, one thread each, since
+    // agmsg's scripts are most of this test's time (about 40 s one after another).
+    let checked: usize = std::thread::scope(|s| {
+        let walks: Vec<_> = DELIVERY_TYPES.iter().map(|t| s.spawn(|| walk_type(&parity, &root, &types, t))).collect();
+        walks.into_iter().map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).sum()
+    });
     assert!(checked >= 60, "every type and mode walked ({checked} steps)");
     // agmsg-app (the desktop app's identity: no hooks_file, no plug) is no delivery type to agmsg: it
     // refuses it. agmsg-host answers off and writes nothing (a deliberate difference: off is the one mode

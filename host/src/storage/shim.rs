@@ -467,7 +467,7 @@ mod tests {
             "my-store",
             "/nonexistent/bin/agmsg-host",
             "my-store",
-            Offers { receipts: true, rename: true, sync: true, resync: true, read_state: true, live: true, purge: true },
+            Offers { receipts: true, rename: true, sync: true, resync: true, read_state: true, ..Offers::default() },
         );
         let out = source(&shim, "echo sourced");
         assert_eq!(out.status.code(), Some(0), "without set -e the script goes on: {out:?}");

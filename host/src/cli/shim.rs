@@ -16,7 +16,6 @@ use std::process::ExitCode;
 
 use super::exit;
 use agmsg_host::error::{ExitClass, HostError};
-use agmsg_host::storage::location;
 use agmsg_host::storage::shim as storage_shim;
 
 /// `agmsg-host shim storage [--name N] [--output FILE]`, with the global `--driver`.
@@ -25,12 +24,17 @@ pub fn run(driver_flag: Option<String>, name: Option<String>, output: Option<Pat
 }
 
 fn write_shim(driver_flag: Option<String>, name: Option<String>, output: Option<PathBuf>) -> Result<(), HostError> {
-    let driver = location::storage_driver(driver_flag).map_err(|e| HostError::new(ExitClass::RUNTIME, e.to_string()))?;
-    let bin = this_binary().map_err(|e| HostError::new(ExitClass::RUNTIME, e.message))?;
-    let shim = storage_shim::storage_shim_for(&driver, name.as_deref(), output.as_deref(), &bin)?;
-    let hint = output.as_deref().map(|o| storage_shim::hint(o, &shim.selector)).unwrap_or_default();
-    // Every failure after the arguments is the storage runtime_error the driver would report to agmsg.
-    write(&shim.text, output, &hint).map_err(|e| HostError::new(ExitClass::RUNTIME, e.message))
+    let shim = storage_shim::requested(driver_flag, name.as_deref(), output.as_deref())?;
+    match output {
+        None => std::io::stdout()
+            .write_all(shim.text.as_bytes())
+            .map_err(|e| HostError::new(ExitClass::RUNTIME, format!("cannot write to stdout: {e}"))),
+        Some(path) => {
+            storage_shim::write(&shim, &path)?;
+            eprintln!("wrote {} ({})", path.display(), storage_shim::hint(&path, &shim.selector));
+            Ok(())
+        }
+    }
 }
 
 /// This binary's path as a shim names it: the path the user ran it by, a link kept

@@ -91,6 +91,22 @@ pub fn storage_shim_for(reference: &str, name: Option<&str>, output: Option<&Pat
     Ok(StorageShim { text: storage_shim_with(&selector, bin, &driver, ops), selector })
 }
 
+/// `agmsg-host shim storage`'s shim: for the driver `driver_flag` names, else the active one, run by
+/// this agmsg-host as the user ran it (see [`storage_shim_for`]). Every failure past the arguments is
+/// the storage runtime_error the driver would report to agmsg.
+pub fn requested(driver_flag: Option<String>, name: Option<&str>, output: Option<&Path>) -> Result<StorageShim, HostError> {
+    let driver = super::location::storage_driver(driver_flag).map_err(|e| HostError::new(ExitClass::RUNTIME, e.to_string()))?;
+    let bin = crate::shim::invoked_binary().map_err(|e| HostError::new(ExitClass::RUNTIME, e.message))?;
+    storage_shim_for(&driver, name, output, &bin)
+}
+
+/// Write `shim` to `output` atomically (agmsg may be sourcing the old file right now); not written is
+/// the storage runtime_error.
+pub fn write(shim: &StorageShim, output: &Path) -> Result<(), HostError> {
+    let failed = |e: std::io::Error| HostError::new(ExitClass::RUNTIME, format!("cannot write {}: {e}", output.display()));
+    super::atomic_file::write_atomically(output, failed, |w| std::io::Write::write_all(w, shim.text.as_bytes()).map_err(failed))
+}
+
 /// Where agmsg finds the shim written to `output` as storage driver `selector`, for the line printed
 /// after writing it.
 pub fn hint(output: &Path, selector: &str) -> String {

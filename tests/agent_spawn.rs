@@ -195,7 +195,8 @@ fn spawn_into_a_window_and_a_pane_runs_exactly_the_boot_argv() {
     // A pane to the right of the caller's: codex (no variables to unset), plain text output.
     let before = lab.server.pane_count();
     let project = lab.project("codex-side");
-    let args = ["codex", "crew", "cody", "--project", project.to_str().unwrap(), "--spawn-arg", "--sandbox", "--spawn-arg", "workspace-write"];
+    let args =
+        ["codex", "crew", "cody", "--project", project.to_str().unwrap(), "--spawn-arg", "--sandbox", "--spawn-arg", "workspace-write"];
     let boot_argv = json(&env.run(&[&["types", "boot-argv"][..], &args].concat()));
     let run = env.run(&[&["spawn"][..], &args, &["--placement", "pane-h"]].concat());
     let reference = run.ok().stdout.trim_end().to_owned();
@@ -203,7 +204,11 @@ fn spawn_into_a_window_and_a_pane_runs_exactly_the_boot_argv() {
     assert!(pane.starts_with(&format!("{sock}:%")), "{pane}");
     assert_eq!(lab.server.pane_count(), before + 1);
     let first_window = lab.server.query(&["display-message", "-p", "-t", socket_free(&lab.server.first_pane), "#{window_id}"]);
-    assert_eq!(lab.server.query(&["display-message", "-p", "-t", socket_free(pane), "#{window_id}"]), first_window, "a split, not a window");
+    assert_eq!(
+        lab.server.query(&["display-message", "-p", "-t", socket_free(pane), "#{window_id}"]),
+        first_window,
+        "a split, not a window"
+    );
     let (argv, cwd, vars) = lab.recorded(&project);
     let expected = strings(&boot_argv["argv"]);
     assert_eq!(expected, ["codex", "--sandbox", "workspace-write", "$agmsg actas cody"]);
@@ -219,7 +224,16 @@ fn spawn_into_a_window_and_a_pane_runs_exactly_the_boot_argv() {
 
     // AGMSG_TERMINAL_NAMING=off: the key only; the window keeps the agent's name spawn gave it.
     let project = lab.project("quiet");
-    let run = lab.inside().env("AGMSG_TERMINAL_NAMING", "off").run(&["spawn", "claude-code", "crew", "carol", "--project", project.to_str().unwrap(), "--json", "--no-wait"]);
+    let run = lab.inside().env("AGMSG_TERMINAL_NAMING", "off").run(&[
+        "spawn",
+        "claude-code",
+        "crew",
+        "carol",
+        "--project",
+        project.to_str().unwrap(),
+        "--json",
+        "--no-wait",
+    ]);
     let spawned = json(&run);
     assert_eq!(spawned["naming"], "key-only");
     let window = socket_free(spawned["id"].as_str().unwrap()).to_owned();
@@ -266,7 +280,12 @@ fn refusals_are_clear_and_leave_nothing_behind() {
         (&env, vec!["hermes", "crew", "a", "--project", p], 1, "not spawnable"),
         (&with_skill, vec!["nomodel", "crew", "a", "--project", p, "--model", "m"], 1, "does not accept --model"),
         (&env, vec!["claude-code", "crew", "a", "--project", missing.to_str().unwrap()], 1, "is not a directory"),
-        (&env, vec!["gemini", "crew", "a", "--project", p], 1, "gemini (the launch command of agent type gemini) is not an executable on PATH"),
+        (
+            &env,
+            vec!["gemini", "crew", "a", "--project", p],
+            1,
+            "gemini (the launch command of agent type gemini) is not an executable on PATH",
+        ),
         (&env, vec!["claude-code", "crew", "a:b", "--project", p], 1, "agent"),
         (&env, vec!["claude-code", "crew", "a", "--project", p, "--terminal", "plain"], 13, "could not spawn: unsupported: headless"),
         (&env, vec!["claude-code", "crew", "a", "--project", p, "--terminal", "screen"], 13, "unknown terminal driver"),
@@ -306,7 +325,16 @@ fn hostile_names_and_project_are_data() {
 
     // The finding as reported: `#(...)` in the team ran `touch` in tmux's $HOME, and spawn exited 0.
     let project = lab.project("finding");
-    let run = env.run(&["spawn", "claude-code", "crew#(cd;touch PWNED-finding)", "bob", "--project", project.to_str().unwrap(), "--json", "--no-wait"]);
+    let run = env.run(&[
+        "spawn",
+        "claude-code",
+        "crew#(cd;touch PWNED-finding)",
+        "bob",
+        "--project",
+        project.to_str().unwrap(),
+        "--json",
+        "--no-wait",
+    ]);
     let spawned = json(&run);
     assert_eq!(spawned["naming"], "label-and-key", "{run:?}");
     let window = socket_free(spawned["id"].as_str().unwrap()).to_owned();
@@ -326,7 +354,8 @@ fn hostile_names_and_project_are_data() {
             Some(mode) => lab.inside().env("AGMSG_TERMINAL_NAMING", mode),
             None => lab.inside(),
         };
-        let args = ["spawn", "claude-code", team, agent, "--project", project.to_str().unwrap(), "--placement", placement, "--json", "--no-wait"];
+        let args =
+            ["spawn", "claude-code", team, agent, "--project", project.to_str().unwrap(), "--placement", placement, "--json", "--no-wait"];
         let run = env.run(&args);
         let spawned = json(&run);
         let label = format!("{team}:{agent}");
@@ -368,13 +397,16 @@ fn the_placement_record_is_written_and_despawn_by_name_reads_it() {
     let reference = spawned["reference"].as_str().unwrap().to_owned();
     let record = lab.skill.join("run/spawn.c%231__cody");
     assert_eq!(spawned["record"], record.to_str().unwrap());
-    assert_eq!(std::fs::read_to_string(&record).unwrap(), format!("{reference}\t{}\tcodex\n", project.display()), "the record's bytes");
+    let bare = socket_free(&reference);
+    assert_eq!(std::fs::read_to_string(&record).unwrap(), format!("{bare}\t{}\tcodex\n", project.display()), "the record's bytes");
+    let own = lab.skill.join("run/agmsg-host.spawn.c%231__cody");
+    assert_eq!(std::fs::read_to_string(&own).unwrap(), format!("{reference}\n"), "the whole reference beside it");
     assert_eq!(spawned["ready"], "skipped");
     assert_eq!(lab.server.pane_count(), panes + 1);
 
     let run = env.run(&["despawn", "c#1", "lead", "cody", "--force"]);
     assert_eq!((run.code, run.stdout.as_str()), (0, "status=forced name=cody team=c#1\n"), "{run:?}");
-    assert!(!record.exists(), "the record is removed");
+    assert!(!record.exists() && !own.exists(), "the record is removed, and agmsg-host's beside it");
     assert_eq!(lab.server.pane_count(), panes, "the recorded window is closed");
     let run = env.run(&["despawn", "c#1", "lead", "cody", "--force"]);
     assert_eq!((run.code, run.stdout.as_str()), (1, ""), "{run:?}");
@@ -446,7 +478,8 @@ fn spawn_waits_for_readiness_and_the_wait_is_bounded() {
     let lines = run.ok().lines();
     assert_eq!(lines.len(), 2, "{run:?}");
     assert!(lines[0].starts_with("tmux:"), "the reference first: {run:?}");
-    let after: u64 = lines[1].strip_prefix("status=ready name=late team=crew after=").and_then(|s| s.strip_suffix('s')).unwrap().parse().unwrap();
+    let after: u64 =
+        lines[1].strip_prefix("status=ready name=late team=crew after=").and_then(|s| s.strip_suffix('s')).unwrap().parse().unwrap();
     assert!((1..30).contains(&after), "the stale sentinel did not count: {run:?}");
     assert!(sentinel.exists());
 
@@ -465,7 +498,8 @@ fn spawn_waits_for_readiness_and_the_wait_is_bounded() {
     // --no-wait, and a type with no handshake (codex, monitor=no): no wait at all.
     let project = lab.project("nowait");
     let started = Instant::now();
-    let spawned = json(&env.run(&["spawn", "claude-code", "crew", "nowait", "--project", project.to_str().unwrap(), "--no-wait", "--json"]));
+    let spawned =
+        json(&env.run(&["spawn", "claude-code", "crew", "nowait", "--project", project.to_str().unwrap(), "--no-wait", "--json"]));
     assert_eq!(spawned["ready"], "skipped");
     assert!(started.elapsed() < Duration::from_secs(20));
     let project = lab.project("codex-nowait");
@@ -533,7 +567,15 @@ fn the_agent_is_pre_joined_through_agmsgs_join() {
     let bare = lab.dir.path().join("bare/agmsg");
     std::fs::create_dir_all(&bare).unwrap();
     let project = lab.project("unjoined");
-    let run = lab.inside().env("AGMSG_SKILL_DIR", bare.to_str().unwrap()).run(&["spawn", "codex", "crew", "cy", "--project", project.to_str().unwrap(), "--json"]);
+    let run = lab.inside().env("AGMSG_SKILL_DIR", bare.to_str().unwrap()).run(&[
+        "spawn",
+        "codex",
+        "crew",
+        "cy",
+        "--project",
+        project.to_str().unwrap(),
+        "--json",
+    ]);
     let spawned = json(&run);
     assert_eq!(spawned["joined"], false);
     assert!(spawned["warnings"][0].as_str().unwrap().contains("cy was not pre-joined to crew"), "{run:?}");
@@ -582,7 +624,15 @@ fn spawn_options_are_applied_and_a_malformed_file_is_refused() {
     env.run(&args).ok();
     let (argv, _, _) = lab.recorded(&project);
     let expected = [
-        "claude", "--permission-mode", "acceptEdits", "--dangerously-skip-permissions", "--append-system-prompt", "preserve spaces exactly", "--extra", "-n", "crew-opt",
+        "claude",
+        "--permission-mode",
+        "acceptEdits",
+        "--dangerously-skip-permissions",
+        "--append-system-prompt",
+        "preserve spaces exactly",
+        "--extra",
+        "-n",
+        "crew-opt",
         "/agmsg actas opt",
     ];
     assert_ran(&lab, &argv, &expected.map(String::from));
@@ -591,7 +641,11 @@ fn spawn_options_are_applied_and_a_malformed_file_is_refused() {
     let project = lab.project("opts-role");
     env.run(&["spawn", "codex", "crew", "app_architect_codex", "--project", project.to_str().unwrap()]).ok();
     let (argv, _, _) = lab.recorded(&project);
-    assert_ran(&lab, &argv, &["codex", "--sandbox", "workspace-write", "-p", "architect", "$agmsg actas app_architect_codex"].map(String::from));
+    assert_ran(
+        &lab,
+        &argv,
+        &["codex", "--sandbox", "workspace-write", "-p", "architect", "$agmsg actas app_architect_codex"].map(String::from),
+    );
     let project = lab.project("opts-explicit");
     env.run(&["spawn", "codex", "crew", "arch", "--project", project.to_str().unwrap(), "--role", "architect"]).ok();
     let (argv, _, _) = lab.recorded(&project);
@@ -630,4 +684,59 @@ fn spawn_options_are_applied_and_a_malformed_file_is_refused() {
     assert_eq!(spawned["boot"]["env_set"]["CODEX_HOME"], profiles.canonicalize().unwrap().to_str().unwrap());
     let (argv, _, _) = lab.recorded(&project);
     assert_ran(&lab, &argv, &["codex", "-p", "architect", "$agmsg actas prof"].map(String::from));
+}
+
+/// Issue 35 §3: the placement record is shared with agmsg 1.2.1, whose despawn.sh acts only on a
+/// bare tmux `%N`/`@N` (or `herdr:<id>`) in its first field, on the caller's tmux server. A pane
+/// agmsg-host spawned is closed by agmsg's own `despawn.sh --force`, and a pane agmsg's own spawn.sh
+/// opened is closed by `agmsg-host despawn --force`.
+#[test]
+fn each_programs_despawn_closes_the_others_pane() {
+    let lab = Lab::new();
+    let env = lab.inside();
+    let Some(agmsg) = common::reference::scripts(&env, &["sqlite3", "bash", "tmux"]) else { return };
+    let real = lab.inside().env("AGMSG_SKILL_DIR", agmsg.to_str().unwrap());
+    let panes = lab.server.pane_count();
+
+    // agmsg-host spawns; agmsg's despawn.sh --force closes the pane.
+    let project = lab.project("host-spawned");
+    let run = real.run(&["spawn", "codex", "crew", "hana", "--project", project.to_str().unwrap(), "--json"]);
+    let spawned = json(&run);
+    lab.recorded(&project);
+    assert_eq!(lab.server.pane_count(), panes + 1);
+    let reference = spawned["reference"].as_str().unwrap_or_else(|| panic!("{run:?}"));
+    let record = std::fs::read_to_string(agmsg.join("run/spawn.crew__hana")).unwrap();
+    assert_eq!(record, format!("{}\t{}\tcodex\n", socket_free(reference), project.display()), "agmsg's form of the record");
+    let despawn = std::process::Command::new("bash")
+        .arg(agmsg.join("scripts/despawn.sh"))
+        .args(["crew", "lead", "hana", "--force"])
+        .env("TMUX", lab.server.tmux_var())
+        .env("HOME", env.dir.path())
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&despawn.stdout);
+    assert!(despawn.status.success() && out.contains("status=forced"), "{despawn:?}");
+    assert_eq!(lab.server.pane_count(), panes, "agmsg's despawn closed agmsg-host's pane: {despawn:?}");
+    assert!(!agmsg.join("run/spawn.crew__hana").exists());
+
+    // agmsg's spawn.sh opens a pane; agmsg-host's despawn --force closes it.
+    let project = lab.project("agmsg-spawned");
+    let spawn = std::process::Command::new("bash")
+        .arg(agmsg.join("scripts/spawn.sh"))
+        .args(["codex", "ivo", "--team", "crew", "--no-wait", "--project"])
+        .arg(&project)
+        .env("TMUX", lab.server.tmux_var())
+        .env("TMUX_PANE", socket_free(&lab.server.first_pane))
+        .env("PATH", &lab.path)
+        .env("HOME", env.dir.path())
+        .env("TMPDIR", &lab.tmp)
+        .output()
+        .unwrap();
+    assert!(spawn.status.success(), "agmsg's spawn.sh: {spawn:?}");
+    lab.recorded(&project);
+    assert_eq!(lab.server.pane_count(), panes + 1);
+    let run = real.run(&["despawn", "crew", "lead", "ivo", "--force"]);
+    assert_eq!((run.code, run.stdout.as_str()), (0, "status=forced name=ivo team=crew\n"), "{run:?}");
+    assert_eq!(lab.server.pane_count(), panes, "agmsg-host's despawn closed agmsg's pane: {run:?}");
+    assert!(!agmsg.join("run/spawn.crew__ivo").exists());
 }

@@ -16,20 +16,20 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::types::{self, BootArgs};
 use super::exit;
+use super::types::{self, BootArgs};
+use agmsg_host::agent::registry::{self, AgentType, Registry};
 use agmsg_host::display;
 use agmsg_host::error::{ExitClass, HostError};
 use agmsg_host::log::host_log;
 use agmsg_host::runtime::Runtime;
-use agmsg_host::agent::registry::{self, AgentType, Registry};
 use agmsg_host::spawn::despawn::{self, DespawnRequest, Despawned};
 use agmsg_host::spawn::join::Joined;
 use agmsg_host::spawn::options;
 use agmsg_host::spawn::place::{self, Readiness, RunDir};
 use agmsg_host::spawn::{self, Naming, SpawnRequest};
-use agmsg_host::terminal::source::Candidates;
 use agmsg_host::terminal::driver::{NamingMode, SpawnTarget, TermFailKind};
+use agmsg_host::terminal::source::Candidates;
 
 pub const LONG_HELP: &str = "Start an agent in a new pane: the command `types boot-argv` prints, run by a \
     terminal driver's spawn, then the pane named <team>:<agent>.\n\n\
@@ -46,7 +46,8 @@ pub const LONG_HELP: &str = "Start an agent in a new pane: the command `types bo
     from spawn_options.yaml (AGMSG_SPAWN_OPTIONS_FILE, else ~/.agmsg/config/spawn_options.yaml; its \
     <type>@<role> section for --role or an agent named <...>_<role>_<vendor>) go on the command line \
     before any --spawn-arg. After: the placement record run/spawn.<team>__<agent> \
-    (<reference> TAB <project> TAB <type>) is written for despawn, and spawn waits until the agent's \
+    (<id> TAB <project> TAB <type>, the id as agmsg's despawn.sh reads it: a tmux pane's bare %N or \
+    window's @N; the whole reference in run/agmsg-host.spawn.<team>__<agent>) is written for despawn, and spawn waits until the agent's \
     watcher signals ready (run/ready.<team>__<agent>), at most --ready-timeout seconds (default 90), \
     unless --no-wait or the type has no readiness handshake (monitor=no); it prints \
     status=ready|timeout name=<agent> team=<team> after=<N>s after the reference.\n\n\
@@ -168,7 +169,8 @@ fn spawn(args: SpawnArgs) -> Result<ExitCode, HostError> {
     let candidates = Candidates::new();
     let (team, agent) = (req.team.clone(), req.agent.clone());
     let env = env.into_iter().collect();
-    let request = SpawnRequest { boot: req, terminal: terminal.as_deref(), target: placement.target(), naming: spawn::naming_mode_from_env(), env };
+    let request =
+        SpawnRequest { boot: req, terminal: terminal.as_deref(), target: placement.target(), naming: spawn::naming_mode_from_env(), env };
     let spawned = spawn::spawn(&runtime, t, &candidates, &skill_dir, request)?;
 
     let mut warnings = Vec::new();
@@ -176,7 +178,10 @@ fn spawn(args: SpawnArgs) -> Result<ExitCode, HostError> {
         warnings.push(why.clone());
     }
     if let Joined::NoAgmsg(script) = &spawned.joined {
-        warnings.push(format!("{} is not there (agmsg is not installed): {agent} was not pre-joined to {team}, its actas will ask for a team", script.display()));
+        warnings.push(format!(
+            "{} is not there (agmsg is not installed): {agent} was not pre-joined to {team}, its actas will ask for a team",
+            script.display()
+        ));
     }
     if let Err(why) = &spawned.record {
         warnings.push(format!("{why}: despawn by name will not find this pane"));
@@ -192,7 +197,8 @@ fn spawn(args: SpawnArgs) -> Result<ExitCode, HostError> {
     if !json && let Err(e) = writeln!(out, "{}", display::line(&spawned.reference)).and_then(|()| out.flush()) {
         return Err(unwritten(&spawned.reference, e));
     }
-    let readiness = (spawned.boot.wait_ready && !no_wait).then(|| place::wait_ready(&spawned.run, &team, &agent, Duration::from_secs(ready_timeout)));
+    let readiness =
+        (spawned.boot.wait_ready && !no_wait).then(|| place::wait_ready(&spawned.run, &team, &agent, Duration::from_secs(ready_timeout)));
     let (ready_word, after) = match readiness {
         None => ("skipped", None),
         Some(Readiness::Ready(after)) => ("ready", Some(after.as_secs())),
@@ -266,12 +272,18 @@ pub fn run_despawn(driver_flag: Option<String>, args: DespawnArgs) -> ExitCode {
     let (line, timed_out) = match outcome.despawned {
         Despawned::Forced => (format!("status=forced name={agent} team={team}"), false),
         Despawned::NoLiveLock => {
-            eprintln!("agmsg-host despawn: no live session holds {}'s actas lock: its recorded pane, if any, is closed and its registration dropped from here", display::line(&agent));
+            eprintln!(
+                "agmsg-host despawn: no live session holds {}'s actas lock: its recorded pane, if any, is closed and its registration dropped from here",
+                display::line(&agent)
+            );
             (format!("status=ok name={agent} team={team} note=no-live-lock"), false)
         }
         Despawned::Released(after) => (format!("status=ok name={agent} team={team} after={}s", after.as_secs()), false),
         Despawned::TimedOut(_) => {
-            eprintln!("agmsg-host despawn: {} did not tear down within {timeout}s; its watcher may be dead: retry with --force", display::line(&agent));
+            eprintln!(
+                "agmsg-host despawn: {} did not tear down within {timeout}s; its watcher may be dead: retry with --force",
+                display::line(&agent)
+            );
             (format!("status=timeout name={agent} team={team} after={timeout}s"), true)
         }
     };

@@ -20,8 +20,8 @@ use super::actas::{self, LockState};
 use super::place::{self, PlacementRecord, RunDir};
 use crate::error::HostError;
 use crate::runtime::Runtime;
-use crate::terminal::resolve::split_reference;
 use crate::terminal::Terminal;
+use crate::terminal::resolve::split_reference;
 use crate::terminal::source::Candidates;
 
 /// agmsg's control message that asks a member's watcher to tear it down.
@@ -113,7 +113,7 @@ pub fn despawn(run: &RunDir, skill_dir: &Path, req: &DespawnRequest<'_>) -> Resu
 }
 
 fn remove_record(run: &RunDir, req: &DespawnRequest<'_>, warnings: &mut Vec<String>) {
-    if let Err(e) = run.remove(&place::record_name(req.team, req.agent)) {
+    if let Err(e) = place::remove_record(run, req.team, req.agent) {
         warnings.push(format!("cannot remove the placement record: {e}"));
     }
 }

@@ -136,7 +136,9 @@ impl PlacementRecord {
     pub fn line(&self) -> Result<String, HostError> {
         for (what, value) in [("reference", &self.reference), ("project", &self.project), ("type", &self.agent_type)] {
             if value.is_empty() || value.contains(['\t', '\n', '\r', '\0']) {
-                return Err(HostError::refused(format!("the placement record's {what} {value:?} is empty or holds a TAB, line break or NUL")));
+                return Err(HostError::refused(format!(
+                    "the placement record's {what} {value:?} is empty or holds a TAB, line break or NUL"
+                )));
             }
         }
         Ok(format!("{}\t{}\t{}\n", self.reference, self.project, self.agent_type))
@@ -156,22 +158,72 @@ impl PlacementRecord {
     }
 }
 
-/// Write the placement record of `team`/`agent`; its path. A record that cannot be written is
-/// refused ([`crate::error::ExitClass::Refused`]).
+/// Write the placement record of `team`/`agent`; its path. The shared record holds the id in the
+/// form agmsg 1.2.1 acts on ([`agmsg_id`]); when that drops part of the reference (the tmux socket),
+/// the whole reference goes to agmsg-host's own file beside it ([`reference_name`]), written first.
+/// A record that cannot be written is refused ([`crate::error::ExitClass::Refused`]).
 pub fn write_record(run: &RunDir, team: &str, agent: &str, record: &PlacementRecord) -> Result<PathBuf, HostError> {
     let name = record_name(team, agent);
     let path = run.path().join(&name);
-    let line = record.line()?;
-    run.write(&name, &line).map_err(|e| HostError::refused(format!("cannot write the placement record {}: {e}", path.display())))?;
+    record.line()?;
+    let shared = PlacementRecord { reference: agmsg_id(&record.reference).to_owned(), ..record.clone() };
+    let own = reference_name(team, agent);
+    let kept =
+        if shared.reference == record.reference { run.remove(&own).map(drop) } else { run.write(&own, &format!("{}\n", record.reference)) };
+    kept.map_err(|e| HostError::refused(format!("cannot write {}: {e}", run.path().join(&own).display())))?;
+    run.write(&name, &shared.line()?)
+        .map_err(|e| HostError::refused(format!("cannot write the placement record {}: {e}", path.display())))?;
     Ok(path)
 }
 
+/// Remove the placement record of `team`/`agent` and agmsg-host's reference beside it.
+pub fn remove_record(run: &RunDir, team: &str, agent: &str) -> io::Result<()> {
+    let own = run.remove(&reference_name(team, agent));
+    run.remove(&record_name(team, agent))?;
+    own.map(drop)
+}
+
 /// The placement record of `team`/`agent`, if there is one; one that cannot be read is refused
-/// (despawn refuses to guess which pane to close).
+/// (despawn refuses to guess which pane to close). Where agmsg-host's own reference beside it
+/// ([`reference_name`]) still names the pane the shared record names, the record carries that
+/// reference (its tmux server); otherwise the shared record's id is taken as it is (agmsg wrote it,
+/// or replaced the record since).
 pub fn read_record(run: &RunDir, team: &str, agent: &str) -> Result<Option<PlacementRecord>, HostError> {
     let name = record_name(team, agent);
     let text = run.read(&name).map_err(|e| HostError::refused(format!("cannot read the placement record: {e}")))?;
-    text.map(|t| PlacementRecord::parse(&t).map_err(|e| e.context(run.path().join(&name).display()))).transpose()
+    let Some(mut record) = text.map(|t| PlacementRecord::parse(&t).map_err(|e| e.context(run.path().join(&name).display()))).transpose()?
+    else {
+        return Ok(None);
+    };
+    // Unreadable or stale, agmsg-host's reference is only not used: the shared record still is.
+    if let Ok(Some(own)) = run.read(&reference_name(team, agent)) {
+        let own = own.lines().next().unwrap_or("");
+        if !own.is_empty() && agmsg_id(own) == record.reference && own != record.reference {
+            record.reference = own.to_owned();
+        }
+    }
+    Ok(Some(record))
+}
+
+/// agmsg-host's own file beside the shared record: `agmsg-host.spawn.<team>__<agent>`, holding the
+/// full placement reference when the shared record holds agmsg's shorter form of it (agmsg 1.2.1
+/// reads no file of this name).
+pub fn reference_name(team: &str, agent: &str) -> String {
+    pair_name("agmsg-host.spawn", team, agent)
+}
+
+/// The id agmsg 1.2.1's despawn.sh acts on for a placement reference: a tmux pane or window as the
+/// bare `%N` / `@N` (agmsg kills it on the caller's tmux server), every other reference as it is
+/// (agmsg's `herdr:<id>` is already agmsg-host's herdr reference).
+pub fn agmsg_id(reference: &str) -> &str {
+    let Some(id) = reference.strip_prefix("tmux:") else { return reference };
+    let bare = id.rsplit_once(':').map_or(id, |(_, tail)| tail);
+    let digits = bare.get(1..).unwrap_or("");
+    if matches!(bare.as_bytes().first(), Some(b'%' | b'@')) && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        bare
+    } else {
+        reference
+    }
 }
 
 /// How a readiness wait ended.
@@ -230,8 +282,40 @@ mod tests {
         assert_eq!(PlacementRecord::parse(&r.line().unwrap()).unwrap(), r);
         assert!(PlacementRecord { project: "/a\tb".into(), ..r.clone() }.line().is_err());
         assert!(PlacementRecord { project: "/a\nb".into(), ..r.clone() }.line().is_err());
-        assert_eq!(PlacementRecord::parse("%5\n").unwrap(), PlacementRecord { reference: "%5".into(), project: String::new(), agent_type: String::new() });
+        assert_eq!(
+            PlacementRecord::parse("%5\n").unwrap(),
+            PlacementRecord { reference: "%5".into(), project: String::new(), agent_type: String::new() }
+        );
         assert_eq!(PlacementRecord::parse("\t/p\tx\n").map_err(|e| e.class), Err(crate::error::ExitClass::Refused));
+    }
+
+    /// Issue 35 §3: the shared record holds the id agmsg 1.2.1's despawn.sh acts on; the whole
+    /// reference is agmsg-host's own, and used only while it names the shared record's pane.
+    #[test]
+    fn the_shared_record_holds_agmsgs_form_and_the_reference_is_kept_beside_it() {
+        assert_eq!(agmsg_id("tmux:/tmp/s:%3"), "%3");
+        assert_eq!(agmsg_id("tmux:/tmp/a:b/s:@12"), "@12");
+        assert_eq!(agmsg_id("tmux:%3"), "%3");
+        for as_is in ["herdr:w1:p2", "plain:-", "tmux:/tmp/s:%", "tmux:/tmp/s:%3x", "%3"] {
+            assert_eq!(agmsg_id(as_is), as_is);
+        }
+        let skill = tempfile::tempdir().unwrap();
+        let run = RunDir::new(skill.path());
+        let r = PlacementRecord { reference: "tmux:/tmp/s:%3".into(), project: "/p".into(), agent_type: "codex".into() };
+        write_record(&run, "t", "a", &r).unwrap();
+        assert_eq!(run.read("spawn.t__a").unwrap().as_deref(), Some("%3\t/p\tcodex\n"));
+        assert_eq!(run.read("agmsg-host.spawn.t__a").unwrap().as_deref(), Some("tmux:/tmp/s:%3\n"));
+        assert_eq!(read_record(&run, "t", "a").unwrap(), Some(r.clone()));
+        // agmsg's spawn.sh replaced the record since: its pane, on the caller's server.
+        run.write("spawn.t__a", "%7\t/p\tcodex\n").unwrap();
+        assert_eq!(read_record(&run, "t", "a").unwrap().unwrap().reference, "%7");
+        // A reference agmsg reads as it is needs nothing beside it.
+        let h = PlacementRecord { reference: "herdr:w1:p2".into(), ..r };
+        write_record(&run, "t", "a", &h).unwrap();
+        assert_eq!(run.read("agmsg-host.spawn.t__a").unwrap(), None);
+        assert_eq!(read_record(&run, "t", "a").unwrap(), Some(h));
+        remove_record(&run, "t", "a").unwrap();
+        assert_eq!(read_record(&run, "t", "a").unwrap(), None);
     }
 
     #[test]

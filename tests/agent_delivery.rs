@@ -100,9 +100,24 @@ fn claude_code_json_hooks_every_mode() {
     );
     let user_stop = r#"{"matcher":"","hooks":[{"type":"command","command":"notify-send agmsg-done"}]}"#;
     let golden = [
-        ("monitor", format!(r#"{{"zeta":{{"b":1,"a":[1.50,"\u00e9\/"]}},"hooks":{{"Stop":[{user_stop}],"PreToolUse":[{{"matcher":"Bash","hooks":[]}}],"SessionStart":[{ss}],"SessionEnd":[{se}]}},"alpha":true}}"#)),
-        ("turn", format!(r#"{{"zeta":{{"b":1,"a":[1.50,"\u00e9\/"]}},"hooks":{{"Stop":[{user_stop},{st}],"PreToolUse":[{{"matcher":"Bash","hooks":[]}}]}},"alpha":true}}"#)),
-        ("both", format!(r#"{{"zeta":{{"b":1,"a":[1.50,"\u00e9\/"]}},"hooks":{{"Stop":[{user_stop},{st}],"PreToolUse":[{{"matcher":"Bash","hooks":[]}}],"SessionStart":[{ss}],"SessionEnd":[{se}]}},"alpha":true}}"#)),
+        (
+            "monitor",
+            format!(
+                r#"{{"zeta":{{"b":1,"a":[1.50,"\u00e9\/"]}},"hooks":{{"Stop":[{user_stop}],"PreToolUse":[{{"matcher":"Bash","hooks":[]}}],"SessionStart":[{ss}],"SessionEnd":[{se}]}},"alpha":true}}"#
+            ),
+        ),
+        (
+            "turn",
+            format!(
+                r#"{{"zeta":{{"b":1,"a":[1.50,"\u00e9\/"]}},"hooks":{{"Stop":[{user_stop},{st}],"PreToolUse":[{{"matcher":"Bash","hooks":[]}}]}},"alpha":true}}"#
+            ),
+        ),
+        (
+            "both",
+            format!(
+                r#"{{"zeta":{{"b":1,"a":[1.50,"\u00e9\/"]}},"hooks":{{"Stop":[{user_stop},{st}],"PreToolUse":[{{"matcher":"Bash","hooks":[]}}],"SessionStart":[{ss}],"SessionEnd":[{se}]}},"alpha":true}}"#
+            ),
+        ),
     ];
     for (mode, expected) in &golden {
         fs::write(pr.file(rel), USER).unwrap();
@@ -128,9 +143,12 @@ fn claude_code_json_hooks_every_mode() {
     let status = pr.run(&["delivery", "status", "claude-code", p]);
     assert_eq!(
         status.stdout,
-        format!("mode: turn\nsettings hooks file: {p}/{rel}\n  SessionStart entries: 0\n  SessionEnd entries:   0\n  Stop entries:         1\n")
+        format!(
+            "mode: turn\nsettings hooks file: {p}/{rel}\n  SessionStart entries: 0\n  SessionEnd entries:   0\n  Stop entries:         1\n"
+        )
     );
-    let json: serde_json::Value = serde_json::from_str(pr.run(&["delivery", "status", "claude-code", p, "--json"]).ok().stdout.trim()).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(pr.run(&["delivery", "status", "claude-code", p, "--json"]).ok().stdout.trim()).unwrap();
     assert_eq!(json["mode"], "turn");
     assert_eq!(json["entries"]["Stop"], 1);
     pr.set("off", "claude-code").ok();
@@ -225,7 +243,10 @@ fn marker_rules_of_opencode_and_grok_build() {
         assert!(text.starts_with(&format!("<!-- agmsg-delivery-mode: {mode} -->\n")));
         assert!(text.contains(&format!("`{SKILL}/scripts/whoami.sh {} grok-build`", shq(p))), "{text}");
         // agmsg 1.2.1's rule ends there: no lines naming scripts it does not ship (where.sh, team.sh).
-        assert!(text.ends_with("Removing this file turns automatic delivery off.\n") && !text.contains("where.sh") && !text.contains("team.sh"), "{text}");
+        assert!(
+            text.ends_with("Removing this file turns automatic delivery off.\n") && !text.contains("where.sh") && !text.contains("team.sh"),
+            "{text}"
+        );
         assert_eq!(pr.mode("grok-build"), mode);
     }
     let run = pr.set("off", "grok-build");
@@ -238,7 +259,8 @@ fn gemini_and_antigravity_share_the_rule_file_without_deleting_each_other() {
     let pr = Project::new();
     let p = pr.p();
     let rel = ".agent/rules/agmsg.md";
-    let head = "# agmsg Integration Rule\n\n## PostToolUse\nAfter each tool call, automatically check the agmsg inbox for unread messages.\n";
+    let head =
+        "# agmsg Integration Rule\n\n## PostToolUse\nAfter each tool call, automatically check the agmsg inbox for unread messages.\n";
     let line = |t: &str| format!("- Command: {}\n", command("check-inbox.sh", t, p));
     pr.set("turn", "gemini").ok();
     let gemini_alone = format!("{head}{}", line("gemini"));
@@ -365,7 +387,9 @@ impl Hostile {
         fs::copy(common::fixture("hostile-plug"), pkg.join("driver.wasm")).unwrap();
         fs::write(
             pkg.join("agmsg-driver.toml"),
-            format!("name = \"{name}\"\naxis = \"types\"\nversion = \"0.1.0\"\napi = \"1.0.0\"\ncomponent = \"driver.wasm\"\n[capabilities]\n"),
+            format!(
+                "name = \"{name}\"\naxis = \"types\"\nversion = \"0.1.0\"\napi = \"1.0.0\"\ncomponent = \"driver.wasm\"\n[capabilities]\n"
+            ),
         )
         .unwrap();
         env.run(&["plugin", "install", pkg.to_str().unwrap(), "--yes"]).ok();
@@ -418,7 +442,10 @@ fn a_hostile_plug_fails_clearly_and_leaves_the_file_as_it_was() {
         let started = std::time::Instant::now();
         let run = h.env.run(&["delivery", "set", "turn", "claude-code", project.to_str().unwrap()]);
         assert_eq!(run.code, 1, "{case}: {run:#?}");
-        assert!(run.stderr.contains("delivery plug 'claude-code'") || run.stderr.contains("driver 'claude-code'"), "{case}: names the plug: {run:#?}");
+        assert!(
+            run.stderr.contains("delivery plug 'claude-code'") || run.stderr.contains("driver 'claude-code'"),
+            "{case}: names the plug: {run:#?}"
+        );
         assert!(run.stderr.contains(expected), "{case}: {expected}: {run:#?}");
         assert!(run.stdout.is_empty(), "{case}: nothing claimed done: {run:#?}");
         assert_eq!(snapshot(h.env.dir.path()), before, "{case}: nothing anywhere changed");
@@ -459,7 +486,10 @@ fn status_words_off_without_a_directory_tabs_and_a_closed_stdout_as_agmsg() {
         run.ok();
         run.lines()[0].to_owned()
     };
-    assert_eq!(status(&pr), format!("mode: off (unrecognized: no settings file found at {} -- this project may not be registered)", file.display()));
+    assert_eq!(
+        status(&pr),
+        format!("mode: off (unrecognized: no settings file found at {} -- this project may not be registered)", file.display())
+    );
     // No .claude directory: off writes `{}` (agmsg's answer), exit 0.
     let run = pr.set("off", "claude-code");
     run.ok();
@@ -469,8 +499,17 @@ fn status_words_off_without_a_directory_tabs_and_a_closed_stdout_as_agmsg() {
     let run = pr.run(&["delivery", "status", "claude-code", pr.p()]);
     run.ok();
     assert_eq!(run.lines()[0], format!("mode: off (unrecognized: settings file at {} could not be read as valid JSON)", file.display()));
-    assert_eq!(run.lines()[1..], [format!("settings hooks file: {}", file.display()), "  SessionStart entries: 0".into(), "  SessionEnd entries:   0".into(), "  Stop entries:         0".into()]);
-    let json: serde_json::Value = serde_json::from_str(&pr.run(&["delivery", "status", "claude-code", pr.p(), "--json"]).ok().stdout).unwrap();
+    assert_eq!(
+        run.lines()[1..],
+        [
+            format!("settings hooks file: {}", file.display()),
+            "  SessionStart entries: 0".into(),
+            "  SessionEnd entries:   0".into(),
+            "  Stop entries:         0".into()
+        ]
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&pr.run(&["delivery", "status", "claude-code", pr.p(), "--json"]).ok().stdout).unwrap();
     assert_eq!((json["mode"].as_str(), json["off"].as_str()), (Some("off"), Some("not_json")));
     // A type's directory is made when its file is written, not before: a status leaves none.
     pr.run(&["delivery", "status", "codex", pr.p()]).ok();
@@ -493,7 +532,11 @@ fn status_words_off_without_a_directory_tabs_and_a_closed_stdout_as_agmsg() {
 
     // stdout closed before anything is printed: the work is done, no panic (exit 101).
     fs::write(&file, "{}").unwrap();
-    for args in [vec!["delivery", "status", "claude-code", pr.p()], vec!["delivery", "modes", "claude-code"], vec!["delivery", "set", "both", "claude-code", pr.p()]] {
+    for args in [
+        vec!["delivery", "status", "claude-code", pr.p()],
+        vec!["delivery", "modes", "claude-code"],
+        vec!["delivery", "set", "both", "claude-code", pr.p()],
+    ] {
         let out = pr.env.cmd().args(&args).stdout(std::process::Stdio::from(closed_pipe().unwrap())).output().unwrap();
         assert_ne!(out.status.code(), Some(101), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
         assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
@@ -535,9 +578,15 @@ fn a_trusted_plug_gains_nothing_the_host_does_not_write_itself() {
         let before = snapshot(h.env.dir.path());
         let run = h.env.run(&["delivery", "set", mode, t, project.to_str().unwrap()]);
         assert_eq!(run.code, 1, "{case}: {run:#?}");
-        assert!(run.stderr.contains(&format!("delivery plug '{t}'")) || run.stderr.contains(&format!("delivery plug of {t}")), "{case}: names the plug: {run:#?}");
+        assert!(
+            run.stderr.contains(&format!("delivery plug '{t}'")) || run.stderr.contains(&format!("delivery plug of {t}")),
+            "{case}: names the plug: {run:#?}"
+        );
         assert!(run.stderr.contains(expected), "{case}: {expected}: {run:#?}");
-        assert!(!run.stdout.contains("AGMSG-DIRECTIVE") && !run.stdout.contains("PWNED"), "{case}: nothing of the plug's printed: {run:#?}");
+        assert!(
+            !run.stdout.contains("AGMSG-DIRECTIVE") && !run.stdout.contains("PWNED"),
+            "{case}: nothing of the plug's printed: {run:#?}"
+        );
         let after = snapshot(h.env.dir.path());
         let changed: Vec<_> = after.iter().filter(|e| !before.contains(e)).map(|(p, _)| p).collect();
         assert!(changed.is_empty() && after.len() == before.len(), "{case}: nothing anywhere changed: {changed:?}");
@@ -625,7 +674,8 @@ fn agmsgs_delivery_engine_through_the_shim_writes_what_delivery_set_writes() {
         let shim = env.dir.path().join(format!("{t}_delivery.sh"));
         let written = env.run(&["shim", "types", t, "--output", shim.to_str().unwrap()]);
         assert_eq!(written.code, 0, "{written:#?}");
-        let engine_run = |args: &[&str]| -> Run { env.program("bash").arg(&engine).arg(skill).arg(&shim).args(args).output().unwrap().into() };
+        let engine_run =
+            |args: &[&str]| -> Run { env.program("bash").arg(&engine).arg(skill).arg(&shim).args(args).output().unwrap().into() };
         // The user's settings file where the type's file is JSON, else no file.
         let start = |_: ()| {
             let _ = fs::remove_dir_all(&project);
@@ -643,19 +693,35 @@ fn agmsgs_delivery_engine_through_the_shim_writes_what_delivery_set_writes() {
             start(());
             host(&["delivery", "set", mode, t, p]).ok();
             let golden = fs::read(project.join(rel)).ok();
-            assert!(shim_file == golden, "{t} {mode}: through the shim {:?}, delivery set {:?}", shim_file.map(String::from_utf8), golden.map(String::from_utf8));
+            assert!(
+                shim_file == golden,
+                "{t} {mode}: through the shim {:?}, delivery set {:?}",
+                shim_file.map(String::from_utf8),
+                golden.map(String::from_utf8)
+            );
             if *mode != "off" {
-                assert!(shim_file.as_ref().is_some_and(|f| String::from_utf8_lossy(f).contains(&format!("{skill}/scripts/"))), "{t} {mode}: names agmsg's scripts");
+                assert!(
+                    shim_file.as_ref().is_some_and(|f| String::from_utf8_lossy(f).contains(&format!("{skill}/scripts/"))),
+                    "{t} {mode}: names agmsg's scripts"
+                );
             }
             let status = host(&["delivery", "status", t, p]);
-            assert_eq!(shim_status.stdout, format!("{}watch processes: 0 alive, 0 stale pidfiles\n", status.ok().stdout), "{t} {mode}: status agrees");
+            assert_eq!(
+                shim_status.stdout,
+                format!("{}watch processes: 0 alive, 0 stale pidfiles\n", status.ok().stdout),
+                "{t} {mode}: status agrees"
+            );
             // What agmsg prints: its own lines, and for the side effects the type's or agmsg's default.
             let lines = through_shim.lines();
             assert_eq!(lines.iter().filter(|l| l.starts_with("Delivery mode set to ")).count(), 1, "{through_shim:#?}");
             match *mode {
                 "turn" if *t == "grok-build" => assert!(through_shim.stdout.contains("kill_command_or_subagent"), "{through_shim:#?}"),
                 "turn" => assert!(through_shim.stdout.contains("AGMSG-DIRECTIVE: agmsg default stop directive"), "{through_shim:#?}"),
-                "off" => assert!(through_shim.stdout.contains(&format!("agmsg's on_disable: stop the watchers of {p} {t}")), "{through_shim:#?}"),
+                // codex's off is agmsg-host's own (agmsg's codex plug overrides on_disable).
+                "off" if *t == "codex" => assert!(through_shim.stdout.contains("agmsg-host stops no Codex bridge"), "{through_shim:#?}"),
+                "off" => {
+                    assert!(through_shim.stdout.contains(&format!("agmsg's on_disable: stop the watchers of {p} {t}")), "{through_shim:#?}")
+                }
                 _ => {}
             }
         }
@@ -748,8 +814,22 @@ fn claude_code_and_grok_build_print_agmsgs_monitor_directive() {
     let p = pr.p();
     let watch = format!("{SKILL}/scripts/watch.sh");
     let cases = [
-        ("claude-code", "CLAUDE_CODE_SESSION_ID", "GROK_SESSION_ID", &["monitor", "both"][..], "Monitor tool", "Future sessions: SessionStart hook will auto-launch the watcher."),
-        ("grok-build", "GROK_SESSION_ID", "CLAUDE_CODE_SESSION_ID", &["monitor"][..], "monitor tool", "Future sessions: the .grok/rules/agmsg.md rule will prompt the watcher launch (Grok has no SessionStart auto-start)."),
+        (
+            "claude-code",
+            "CLAUDE_CODE_SESSION_ID",
+            "GROK_SESSION_ID",
+            &["monitor", "both"][..],
+            "Monitor tool",
+            "Future sessions: SessionStart hook will auto-launch the watcher.",
+        ),
+        (
+            "grok-build",
+            "GROK_SESSION_ID",
+            "CLAUDE_CODE_SESSION_ID",
+            &["monitor"][..],
+            "monitor tool",
+            "Future sessions: the .grok/rules/agmsg.md rule will prompt the watcher launch (Grok has no SessionStart auto-start).",
+        ),
     ];
     for (t, var, other_var, enabling, tool, notice) in cases {
         for mode in enabling {
@@ -761,7 +841,12 @@ fn claude_code_and_grok_build_print_agmsgs_monitor_directive() {
             assert_eq!(directives(&run), [format!("AGMSG-DIRECTIVE: For this running session, invoke the {tool} now with:")], "{run:#?}");
             // The project %q-quoted, as agmsg's printf %q does; bash reads back exactly these words.
             let q = p.replace(' ', r"\ ").replace('\'', r"\'");
-            assert!(run.stdout.contains(&format!("\n  command: {watch} 5b0e-sess\\ 1 {q} {t}\n  description: agmsg inbox stream\n  persistent: true\n")), "{run:#?}");
+            assert!(
+                run.stdout.contains(&format!(
+                    "\n  command: {watch} 5b0e-sess\\ 1 {q} {t}\n  description: agmsg inbox stream\n  persistent: true\n"
+                )),
+                "{run:#?}"
+            );
             assert_eq!(command_words(&run).unwrap(), [watch.as_str(), "5b0e-sess 1", p, t]);
             assert!(!run.stdout.contains("not-mine"), "{t}'s plug reads only the variable it declares: {run:#?}");
 
@@ -823,7 +908,10 @@ fn a_hostile_session_variable_cannot_forge_a_directive_or_reach_the_terminal() {
         assert_eq!(forged.code, 1, "{forged:#?}");
         assert!(directives(&forged).is_empty() && !forged.stdout.contains("AGMSG-DIRECTIVE"), "{forged:#?}");
         assert!(forged.stderr.contains("malformed AGMSG-DIRECTIVE") && forged.stderr.contains("left as it was"), "{forged:#?}");
-        assert!(!forged.stderr.contains('\u{1b}') && forged.stderr.trim_end().lines().count() == 1, "the error is one escaped line: {forged:#?}");
+        assert!(
+            !forged.stderr.contains('\u{1b}') && forged.stderr.trim_end().lines().count() == 1,
+            "the error is one escaped line: {forged:#?}"
+        );
         assert_eq!(pr.read(rel), before, "{t}: the file as it was");
         assert_eq!(pr.mode(t), "turn");
     }
@@ -854,7 +942,10 @@ fn a_live_watcher_of_the_session_gets_no_second_start_directive() {
             Run::from(cmd.output().unwrap())
         }] {
             run.ok();
-            assert!(run.stdout.contains(&format!("A watch.sh is already streaming into this session (pid {})", live.id())), "{t}: {run:#?}");
+            assert!(
+                run.stdout.contains(&format!("A watch.sh is already streaming into this session (pid {})", live.id())),
+                "{t}: {run:#?}"
+            );
             assert!(directives(&run).is_empty(), "{t}: {run:#?}");
         }
         // Another session, a watcher that has exited, or no pid: the directive, as before.
@@ -877,4 +968,57 @@ fn a_live_watcher_of_the_session_gets_no_second_start_directive() {
     }
     live.kill().unwrap();
     live.wait().unwrap();
+}
+
+/// Issue 35 §3: agmsg's codex plug does more than write the hooks file (it tells how to launch Codex
+/// through its bridge, reports the bridges, stops them when delivery goes off); with agmsg-host's shim
+/// in its place, agmsg's real delivery.sh must still tell the user all of it, in agmsg-host's words:
+/// the `codex()` function to add, the restart, the bridges' state, what turning off leaves to the user.
+#[test]
+fn codex_through_the_shim_still_tells_what_agmsgs_plug_tells() {
+    let env = Env::new();
+    let Some(skill) = common::reference::scripts(&env, &["bash", "sqlite3"]) else { return };
+    for t in ["codex", "hermes"] {
+        let shim = skill.join(format!("scripts/drivers/types/{t}/_delivery.sh"));
+        fs::remove_file(&shim).unwrap();
+        env.run(&["shim", "types", t, "--output", shim.to_str().unwrap()]).ok();
+    }
+    let project = env.dir.path().join("proj");
+    fs::create_dir(&project).unwrap();
+    let p = project.to_str().unwrap();
+    let engine = |args: &[&str]| -> Run { env.program("bash").arg(skill.join("scripts/delivery.sh")).args(args).output().unwrap().into() };
+    let codex_dir = format!("{}/scripts/drivers/types/codex", skill.display());
+
+    let on = engine(&["set", "monitor", "codex", p]);
+    assert_eq!(on.code, 0, "{on:#?}");
+    assert!(on.stdout.contains(&format!("codex() {{ '{codex_dir}/codex-shim.sh' \"$@\"; }}")), "the shell function: {on:#?}");
+    assert!(on.stdout.contains(&format!("'{codex_dir}/codex-shim-install.sh' install")), "the PATH shim instead: {on:#?}");
+    assert!(on.stdout.contains("quit Codex and start it again") && on.stdout.contains("first message"), "the restart: {on:#?}");
+    assert!(on.stdout.contains("codex-monitor-beta.md"), "agmsg's documentation: {on:#?}");
+
+    let status = engine(&["status", "codex", p]);
+    assert_eq!(status.code, 0, "{status:#?}");
+    assert!(status.stdout.contains("Codex bridge: none recorded for this project"), "{status:#?}");
+    // agmsg's bridge records: one alive (this process), one whose process is gone, one of another project.
+    let run = skill.join("run");
+    fs::create_dir_all(&run).unwrap();
+    let me = std::process::id();
+    for (who, pid, proj) in [("t1.cody", me, p), ("t1.gone", 2_147_483_000, p), ("t1.other", me, "/elsewhere")] {
+        fs::write(run.join(format!("codex-bridge.{who}.pid")), format!("{pid}\n")).unwrap();
+        fs::write(run.join(format!("codex-bridge.{who}.meta")), format!("pid={pid}\nproject={proj}\ntype=codex\n")).unwrap();
+    }
+    let status = engine(&["status", "codex", p]);
+    assert!(status.stdout.contains(&format!("Codex bridge t1.cody: running (pid {me})")), "{status:#?}");
+    assert!(status.stdout.contains("Codex bridge t1.gone: not running"), "{status:#?}");
+    assert!(!status.stdout.contains("t1.other") && !status.stdout.contains("none recorded"), "{status:#?}");
+
+    let off = engine(&["set", "off", "codex", p]);
+    assert_eq!(off.code, 0, "{off:#?}");
+    assert!(off.stdout.contains("agmsg-host stops no Codex bridge"), "what is not done: {off:#?}");
+    assert!(off.stdout.contains(&format!("'{codex_dir}/codex-shim-install.sh' remove")) && off.stdout.contains("codex()"), "{off:#?}");
+
+    let hermes = engine(&["set", "off", "hermes", p]);
+    assert_eq!(hermes.code, 0, "{hermes:#?}");
+    assert!(hermes.stdout.contains("no automatic delivery hook") && hermes.stdout.contains("manual inbox checks only"), "{hermes:#?}");
+    assert!(!hermes.stdout.contains("AGMSG-DIRECTIVE"), "{hermes:#?}");
 }

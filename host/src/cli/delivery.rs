@@ -11,9 +11,9 @@ use std::process::ExitCode;
 
 use serde_json::json;
 
+use super::exit;
 use agmsg_host::agent::delivery::{self, Mode, SideEffect};
 use agmsg_host::agent::registry::{self, Registry};
-use super::exit;
 use agmsg_host::display;
 use agmsg_host::error::{ExitClass, HostError};
 
@@ -164,7 +164,11 @@ fn run_command(plug: Option<&str>, command: DeliveryCommand) -> Result<(), HostE
             let t = require(&registry, &agent_type)?;
             let report = delivery::status(t, &project, &registry::require_skill_dir()?, plug)?;
             if json {
-                let entries = report.status.entries.as_ref().map(|e| e.iter().map(|(k, n)| (k.to_string(), json!(n))).collect::<serde_json::Map<_, _>>());
+                let entries = report
+                    .status
+                    .entries
+                    .as_ref()
+                    .map(|e| e.iter().map(|(k, n)| (k.to_string(), json!(n))).collect::<serde_json::Map<_, _>>());
                 let off = report.status.off.map(|why| match why {
                     delivery::OffDetail::NoHooks => "no_hooks",
                     delivery::OffDetail::NoFile => "no_file",
@@ -177,6 +181,7 @@ fn run_command(plug: Option<&str>, command: DeliveryCommand) -> Result<(), HostE
                     "file": report.file.as_ref().map(|f| f.display().to_string()),
                     "exists": report.exists,
                     "entries": entries,
+                    "notes": report.notes,
                 });
                 say(value);
             } else {
@@ -186,6 +191,9 @@ fn run_command(plug: Option<&str>, command: DeliveryCommand) -> Result<(), HostE
                     for (event, n) in entries {
                         say(format_args!("  {:<22}{n}", format!("{event} entries:")));
                     }
+                }
+                for note in &report.notes {
+                    say(note);
                 }
             }
         }

@@ -20,6 +20,7 @@
 //! - [`target`]: `<project>/<hooks_file>` opened component by component without following a symlink,
 //!   read (capped), written through an anonymous file renamed into place, or removed.
 
+mod codex;
 pub mod component;
 pub mod forms;
 pub mod json_hooks;
@@ -29,8 +30,8 @@ pub mod target;
 pub mod types;
 
 use crate::agent::plug::Function;
-use crate::error::HostError;
 use crate::agent::registry::{AgentType, Origin};
+use crate::error::HostError;
 use component::Overrides;
 pub use types::{Answer, Mode};
 
@@ -84,7 +85,9 @@ impl Status {
         let file = file.map(|f| crate::display::line(&f.display().to_string()).into_owned()).unwrap_or_default();
         match (self.mode, self.off) {
             (Mode::Off, Some(OffDetail::NoHooks)) => "off (no agmsg delivery hooks installed for this project)".to_owned(),
-            (Mode::Off, Some(OffDetail::NoFile)) => format!("off (unrecognized: no settings file found at {file} -- this project may not be registered)"),
+            (Mode::Off, Some(OffDetail::NoFile)) => {
+                format!("off (unrecognized: no settings file found at {file} -- this project may not be registered)")
+            }
             (Mode::Off, Some(OffDetail::NotJson)) => format!("off (unrecognized: settings file at {file} could not be read as valid JSON)"),
             (mode, _) => mode.name().to_owned(),
         }
@@ -164,7 +167,12 @@ impl Behaviour {
             return Err(HostError::refused(format!(
                 "type {}: its _delivery.sh overrides {}; agmsg-host never runs shell plugs (a delivery plug component is the way to change delivery)",
                 t.name,
-                [Function::Apply, Function::Status].into_iter().filter(|f| plug.overrides(*f)).map(Function::shell_name).collect::<Vec<_>>().join(" and ")
+                [Function::Apply, Function::Status]
+                    .into_iter()
+                    .filter(|f| plug.overrides(*f))
+                    .map(Function::shell_name)
+                    .collect::<Vec<_>>()
+                    .join(" and ")
             )));
         }
         Ok(Behaviour::JsonHooks)
@@ -174,8 +182,31 @@ impl Behaviour {
     /// `None` is agmsg's default (stop the project's watchers of the type). hermes's plug in agmsg
     /// overrides it: it only says that delivery is manual, so that a hermes `off` never stops the
     /// watcher another type keeps on the same project. agmsg-app has no plug, so keeps the default.
-    pub fn on_disable(self, t: &AgentType) -> Option<Vec<String>> {
-        (self == Behaviour::Manual && t.name == "hermes").then(|| vec![format!("{}: no automatic delivery hook to remove; manual inbox checks only.", t.name)])
+    ///
+    /// codex's plug in agmsg also overrides it (it stops the project's Codex bridges and says how to
+    /// undo the bridge's setup): agmsg-host stops nothing, and says what to do instead
+    /// ([`codex::on_disable`]).
+    pub fn on_disable(self, t: &AgentType, ctx: &Context) -> Option<Vec<String>> {
+        match (self, t.name.as_str()) {
+            (Behaviour::Manual, "hermes") => {
+                Some(vec![format!("{}: no automatic delivery hook to remove; manual inbox checks only.", t.name)])
+            }
+            (Behaviour::JsonHooks, "codex") => Some(codex::on_disable(ctx)),
+            _ => None,
+        }
+    }
+
+    /// What turning monitor delivery on prints for the type when no plug component overrides
+    /// `on_enable`: `None` is agmsg's default. codex's plug in agmsg overrides it with the setup of its
+    /// Codex bridge, which agmsg-host does not run: the user is told how ([`codex::on_enable`]).
+    pub fn on_enable(self, t: &AgentType, ctx: &Context, mode: Mode) -> Option<Vec<String>> {
+        (self == Behaviour::JsonHooks && t.name == "codex").then(|| codex::on_enable(ctx, mode))
+    }
+
+    /// Whether [`Behaviour::on_enable`] / [`Behaviour::on_disable`] answer for the type (`enable`
+    /// says which), whatever the project.
+    pub fn answers_side_effect(self, t: &AgentType, enable: bool) -> bool {
+        matches!((self, t.name.as_str(), enable), (Behaviour::JsonHooks, "codex", _) | (Behaviour::Manual, "hermes", false))
     }
 
     /// Whether the behaviour writes a file (`hooks_file=` is needed).
@@ -287,7 +318,8 @@ fn set_notices(t: &AgentType, mode: Mode, ctx: &Context, plug: &mut dyn Override
     match mode {
         Mode::Monitor | Mode::Both => {
             let default = || vec!["Restart your agent (or start its watcher) to activate monitor delivery.".to_owned()];
-            lines.extend(plug.on_enable(mode)?.map(|said| unless_watching(ctx, said)).unwrap_or_else(default));
+            let own = || Behaviour::of(t).ok().and_then(|b| b.on_enable(t, ctx, mode));
+            lines.extend(plug.on_enable(mode)?.map(|said| unless_watching(ctx, said)).or_else(own).unwrap_or_else(default));
         }
         Mode::Turn => {
             lines.push("Future sessions: Stop hook will check inbox between turns.".to_owned());
@@ -295,7 +327,7 @@ fn set_notices(t: &AgentType, mode: Mode, ctx: &Context, plug: &mut dyn Override
         }
         Mode::Off => {
             lines.push("Future sessions: no automatic delivery.".to_owned());
-            let own = || Behaviour::of(t).ok().and_then(|b| b.on_disable(t));
+            let own = || Behaviour::of(t).ok().and_then(|b| b.on_disable(t, ctx));
             lines.extend(plug.on_disable()?.or_else(own).unwrap_or_default());
             if automatic {
                 lines.push(stop(plug)?);
@@ -350,7 +382,20 @@ mod tests {
     #[test]
     fn quoting_matches_agmsg_and_bash() {
         assert_eq!(shq("/p/o'brien"), r"'/p/o'\''brien'");
-        for (text, q) in [("a,b", r"a\,b"), ("~x", r"\~x"), ("a~b", "a~b"), ("#a", r"\#a"), ("a#b", "a#b"), ("a=b", "a=b"), ("x:y", "x:y"), ("é", "é"), ("it's", r"it\'s"), ("/tmp/p q", r"/tmp/p\ q"), ("", "''"), ("a{b}", r"a\{b\}")] {
+        for (text, q) in [
+            ("a,b", r"a\,b"),
+            ("~x", r"\~x"),
+            ("a~b", "a~b"),
+            ("#a", r"\#a"),
+            ("a#b", "a#b"),
+            ("a=b", "a=b"),
+            ("x:y", "x:y"),
+            ("é", "é"),
+            ("it's", r"it\'s"),
+            ("/tmp/p q", r"/tmp/p\ q"),
+            ("", "''"),
+            ("a{b}", r"a\{b\}"),
+        ] {
             assert_eq!(bash_q(text), q, "{text}");
         }
     }
@@ -381,10 +426,14 @@ pub struct StatusReport {
     pub file: Option<std::path::PathBuf>,
     pub exists: bool,
     pub status: Status,
+    /// What the type's delivery runs beside the file, as agmsg's status reports it after the file's
+    /// lines (codex: its Codex bridges, [`codex::bridge_status`]); empty for most types.
+    pub notes: Vec<String>,
 }
 
 fn context(t: &AgentType, project: &std::path::Path, skill_dir: &std::path::Path) -> Result<Context, HostError> {
-    let skill_dir = skill_dir.to_str().ok_or_else(|| HostError::refused(format!("agmsg's directory {} is not UTF-8", skill_dir.display())))?;
+    let skill_dir =
+        skill_dir.to_str().ok_or_else(|| HostError::refused(format!("agmsg's directory {} is not UTF-8", skill_dir.display())))?;
     Ok(Context {
         agent_type: t.name.clone(),
         project: project.to_str().expect("checked by project_dir").to_owned(),
@@ -406,7 +455,12 @@ fn hooks_file(t: &AgentType) -> Result<&str, HostError> {
 pub type PlugOverride<'a> = Option<&'a crate::runtime::DriverSource>;
 
 /// The type's plug component, loaded (the runtime made on first need), else [`component::NoPlug`].
-fn open_plug<'rt>(t: &AgentType, ctx: &Context, runtime: &'rt mut Option<crate::runtime::Runtime>, chosen: PlugOverride<'_>) -> Result<Box<dyn Overrides + 'rt>, HostError> {
+fn open_plug<'rt>(
+    t: &AgentType,
+    ctx: &Context,
+    runtime: &'rt mut Option<crate::runtime::Runtime>,
+    chosen: PlugOverride<'_>,
+) -> Result<Box<dyn Overrides + 'rt>, HostError> {
     let source = match chosen {
         Some(source) => source.clone(),
         None => match t.plug_component() {
@@ -422,17 +476,36 @@ fn open_plug<'rt>(t: &AgentType, ctx: &Context, runtime: &'rt mut Option<crate::
 /// `delivery set <mode> <type> <project>`: the gate, then the type's plug component's answer for each
 /// op it overrides, else the host's behaviour for the type, applied atomically, then the lines agmsg
 /// prints after it. On any error the file is as it was.
-pub fn set(t: &AgentType, mode: Mode, project: &std::path::Path, skill_dir: &std::path::Path, plug: PlugOverride<'_>) -> Result<SetReport, HostError> {
+pub fn set(
+    t: &AgentType,
+    mode: Mode,
+    project: &std::path::Path,
+    skill_dir: &std::path::Path,
+    plug: PlugOverride<'_>,
+) -> Result<SetReport, HostError> {
     apply_mode(t, mode, project, skill_dir, plug, true)
 }
 
 /// `delivery apply <type> <project> <mode>`: what agmsg's `agmsg_delivery_apply` does, the file only
 /// (the gate included), with the apply's own notices and none of `set`'s.
-pub fn apply(t: &AgentType, mode: Mode, project: &std::path::Path, skill_dir: &std::path::Path, plug: PlugOverride<'_>) -> Result<SetReport, HostError> {
+pub fn apply(
+    t: &AgentType,
+    mode: Mode,
+    project: &std::path::Path,
+    skill_dir: &std::path::Path,
+    plug: PlugOverride<'_>,
+) -> Result<SetReport, HostError> {
     apply_mode(t, mode, project, skill_dir, plug, false)
 }
 
-fn apply_mode(t: &AgentType, mode: Mode, project: &std::path::Path, skill_dir: &std::path::Path, chosen: PlugOverride<'_>, set_lines: bool) -> Result<SetReport, HostError> {
+fn apply_mode(
+    t: &AgentType,
+    mode: Mode,
+    project: &std::path::Path,
+    skill_dir: &std::path::Path,
+    chosen: PlugOverride<'_>,
+    set_lines: bool,
+) -> Result<SetReport, HostError> {
     gate(t, mode)?;
     let project = target::project_dir(project)?;
     let ctx = context(t, &project, skill_dir)?;
@@ -453,7 +526,8 @@ fn apply_mode(t: &AgentType, mode: Mode, project: &std::path::Path, skill_dir: &
                 let forms = own_forms(t, &ctx, current.as_deref());
                 let answer = outcome.answer.unwrap_or(Answer::Keep);
                 let json = t.value("hooks_file").ends_with(".json");
-                let answer = forms::admit_file(&forms, mode, current.as_deref(), json, answer).map_err(|e| left(HostError::new(e.class, format!("delivery plug of {}: {e}", t.name))))?;
+                let answer = forms::admit_file(&forms, mode, current.as_deref(), json, answer)
+                    .map_err(|e| left(HostError::new(e.class, format!("delivery plug of {}: {e}", t.name))))?;
                 Outcome { answer: Some(answer), ..outcome }
             }
             None => behaviour.clone()?.apply(&ctx, mode, current.as_deref()).map_err(left)?,
@@ -471,22 +545,34 @@ fn apply_mode(t: &AgentType, mode: Mode, project: &std::path::Path, skill_dir: &
 }
 
 /// `delivery status <type> <project>`: the mode the type's file says.
-pub fn status(t: &AgentType, project: &std::path::Path, skill_dir: &std::path::Path, chosen: PlugOverride<'_>) -> Result<StatusReport, HostError> {
+pub fn status(
+    t: &AgentType,
+    project: &std::path::Path,
+    skill_dir: &std::path::Path,
+    chosen: PlugOverride<'_>,
+) -> Result<StatusReport, HostError> {
     let behaviour = Behaviour::of(t);
     let project = target::project_dir(project)?;
     let ctx = context(t, &project, skill_dir)?;
     if t.value("hooks_file").is_empty() && behaviour.as_ref().is_ok_and(|b| !b.has_file()) {
-        return Ok(StatusReport { file: None, exists: false, status: behaviour?.status(&ctx, None)? });
+        return Ok(StatusReport { file: None, exists: false, status: behaviour?.status(&ctx, None)?, notes: Vec::new() });
     }
     let target = target::Target::open(&project, &t.name, hooks_file(t)?)?;
     let current = target.read()?;
     let mut runtime = None;
     let mut plug = open_plug(t, &ctx, &mut runtime, chosen)?;
+    // codex's runtime status in agmsg reports its bridges; with agmsg-host's shim in place of its plug,
+    // agmsg-host's status is the only one that can.
+    let notes = if behaviour.as_ref().is_ok_and(|b| *b == Behaviour::JsonHooks) && t.name == "codex" {
+        codex::bridge_status(&ctx)
+    } else {
+        Vec::new()
+    };
     let status = match plug.status(current.as_deref())? {
         Some(status) => status,
         None => behaviour?.status(&ctx, current.as_deref()).map_err(|e| HostError::refused(format!("{}: {e}", target.path().display())))?,
     };
-    Ok(StatusReport { file: Some(target.path()), exists: current.is_some(), status })
+    Ok(StatusReport { file: Some(target.path()), exists: current.is_some(), status, notes })
 }
 
 /// One of the Template Method's side-effect ops, asked on its own (`delivery on-enable | on-disable |
@@ -503,7 +589,13 @@ pub enum SideEffect {
 }
 
 /// Ask the type for `op` (see [`SideEffect`]): the lines it prints, or `None` for agmsg's default.
-pub fn side_effect(t: &AgentType, op: SideEffect, project: &std::path::Path, skill_dir: &std::path::Path, chosen: PlugOverride<'_>) -> Result<Option<Vec<String>>, HostError> {
+pub fn side_effect(
+    t: &AgentType,
+    op: SideEffect,
+    project: &std::path::Path,
+    skill_dir: &std::path::Path,
+    chosen: PlugOverride<'_>,
+) -> Result<Option<Vec<String>>, HostError> {
     let project = target::project_dir(project)?;
     let ctx = context(t, &project, skill_dir)?;
     let mut runtime = None;
@@ -511,9 +603,10 @@ pub fn side_effect(t: &AgentType, op: SideEffect, project: &std::path::Path, ski
     match op {
         SideEffect::OnEnable(mode) => {
             gate(t, mode)?;
-            Ok(plug.on_enable(mode)?.map(|said| unless_watching(&ctx, said)))
+            let own = || Behaviour::of(t).ok().and_then(|b| b.on_enable(t, &ctx, mode));
+            Ok(plug.on_enable(mode)?.map(|said| unless_watching(&ctx, said)).or_else(own))
         }
-        SideEffect::OnDisable => Ok(plug.on_disable()?.or_else(|| Behaviour::of(t).ok().and_then(|b| b.on_disable(t)))),
+        SideEffect::OnDisable => Ok(plug.on_disable()?.or_else(|| Behaviour::of(t).ok().and_then(|b| b.on_disable(t, &ctx)))),
         SideEffect::StopDirective => Ok(plug.stop_directive()?.map(|directive| vec![directive])),
     }
 }

@@ -49,8 +49,9 @@ pub fn replaces(t: &AgentType) -> Result<Vec<String>, HostError> {
     let reproduced = |f: Function| match f {
         Function::Apply | Function::Status => true,
         Function::StopDirective => behaviour == Ok(Behaviour::GrokBuild),
-        Function::OnDisable => behaviour.as_ref().is_ok_and(|b| b.on_disable(t).is_some()),
-        Function::OnEnable | Function::RuntimeStatus => false,
+        Function::OnDisable => behaviour.as_ref().is_ok_and(|b| b.answers_side_effect(t, false)),
+        Function::OnEnable => behaviour.as_ref().is_ok_and(|b| b.answers_side_effect(t, true)),
+        Function::RuntimeStatus => false,
     };
     Ok(t.plug()
         .overrides

@@ -388,3 +388,78 @@ fn trusting_an_unchanged_trusted_plugin_again_is_a_no_op() {
     assert_eq!(run.code, 1, "{run:?}");
     assert!(run.stderr.contains("no terminal to ask for consent"), "{run:?}");
 }
+
+/// agmsg's `scripts/<script> <args>` on the jsonl store, which must succeed.
+fn agmsg_jsonl(env: &Env, skill: &Path, script: &str, args: &[&str]) -> Run {
+    let run = agmsg(env, skill, &[("AGMSG_STORAGE_DRIVER", "jsonl")], script, args);
+    assert_eq!(run.code, 0, "{script} {args:?}: {run:?}");
+    run
+}
+
+/// Every file below `dir` (relative path → mode), the host's cache directory left out.
+fn modes(dir: &Path) -> std::collections::BTreeMap<String, u32> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = std::collections::BTreeMap::new();
+    let mut todo = vec![dir.to_owned()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let meta = e.metadata().unwrap();
+            let rel = e.path().strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+            if meta.is_dir() {
+                todo.push(e.path());
+            } else {
+                out.insert(rel, meta.permissions().mode() & 0o7777);
+            }
+        }
+    }
+    out
+}
+
+/// Issue 35 §4: a store agmsg-host has used through the shims is still agmsg's. Its jsonl store used by
+/// agmsg's own scripts, then through the shims: every file agmsg made keeps the mode agmsg gave it (its
+/// read cursors are 0600), a file the driver renames into place under a new name gets agmsg's
+/// (`mktemp`'s: no group or other bits), and agmsg's own reads of the store, after `shim uninstall`,
+/// see every message.
+#[test]
+fn files_keep_agmsgs_modes_and_agmsgs_reads_are_unaffected() {
+    let env = Env::new();
+    let Some(skill) = install_agmsg(&env) else { return };
+    for (agent, project) in [("alice", "proj-a"), ("bob", "proj-b")] {
+        let project = env.dir.path().join(project);
+        std::fs::create_dir_all(&project).unwrap();
+        agmsg_jsonl(&env, &skill, "join.sh", &["t1", agent, "claude-code", project.to_str().unwrap()]);
+    }
+    agmsg_jsonl(&env, &skill, "send.sh", &["t1", "alice", "bob", "from agmsg"]);
+    agmsg_jsonl(&env, &skill, "inbox.sh", &["t1", "bob"]);
+    let db = env.store.clone();
+    let before = modes(&db);
+    assert_eq!(before.get("read-cursors.tsv"), Some(&0o600), "agmsg's own cursors: {before:?}");
+
+    let install = env.run(&["shim", "install", skill.to_str().unwrap()]);
+    assert_eq!(install.code, 0, "{install:?}");
+    agmsg_jsonl(&env, &skill, "send.sh", &["t1", "alice", "bob", "through the shim"]);
+    agmsg_jsonl(&env, &skill, "inbox.sh", &["t1", "bob"]);
+    agmsg_jsonl(&env, &skill, "send.sh", &["t1", "bob", "alice", "a reply"]);
+    agmsg_jsonl(&env, &skill, "history.sh", &["t1", "alice"]);
+    let after = modes(&db);
+    for (file, mode) in &before {
+        assert_eq!(after.get(file), Some(mode), "{file} keeps agmsg's mode {mode:o}: {after:?}");
+    }
+
+    // A store whose cursors agmsg-host writes first: agmsg's mode for them all the same.
+    std::fs::remove_file(db.join("read-cursors.tsv")).unwrap();
+    agmsg_jsonl(&env, &skill, "inbox.sh", &["t1", "alice"]);
+    assert_eq!(modes(&db).get("read-cursors.tsv"), Some(&0o600), "new cursors as agmsg makes them");
+
+    // agmsg's own reads, agmsg-host gone from its scripts, see every message.
+    let uninstall = env.run(&["shim", "uninstall", skill.to_str().unwrap()]);
+    assert_eq!(uninstall.code, 0, "{uninstall:?}");
+    let history = agmsg_jsonl(&env, &skill, "history.sh", &["t1", "bob"]);
+    for body in ["from agmsg", "through the shim", "a reply"] {
+        assert!(history.stdout.contains(body), "{body}: {history:?}");
+    }
+    agmsg_jsonl(&env, &skill, "send.sh", &["t1", "alice", "bob", "after"]);
+    let inbox = agmsg_jsonl(&env, &skill, "inbox.sh", &["t1", "bob"]);
+    assert!(inbox.stdout.contains("after") && !inbox.stdout.contains("through the shim"), "only the new one is unread: {inbox:?}");
+}

@@ -121,9 +121,23 @@ fn link_view<T: WasiView + 'static>(linker: &mut Linker<T>, project: fn(&mut T) 
         (fd: Resource<Descriptor>, path: String) -> (), [(fd, path, false, NoEntry)], remove_directory_at);
     guarded!(types, project, "[method]descriptor.unlink-file-at",
         (fd: Resource<Descriptor>, path: String) -> (), [(fd, path, false, NoEntry)], unlink_file_at);
-    guarded!(types, project, "[method]descriptor.rename-at",
-        (fd: Resource<Descriptor>, old: String, new_fd: Resource<Descriptor>, new: String) -> (),
-        [(fd, old, false, NoEntry), (new_fd, new, false, Access)], rename_at);
+    types.func_wrap(
+        "[method]descriptor.rename-at",
+        move |mut store: StoreContextMut<'_, T>,
+              (fd, old, new_fd, new): (Resource<Descriptor>, String, Resource<Descriptor>, String)|
+              -> Ret<()> {
+            let data = store.data_mut();
+            if seen(data, project, &fd, &old, false) == Seen::Hidden {
+                return Ok((Err(NoEntry),));
+            }
+            if seen(data, project, &new_fd, &new, false) == Seen::Hidden {
+                return Ok((Err(Access),));
+            }
+            keep_mode(data, &fd, &old, &new_fd, &new);
+            let result = HostDescriptor::rename_at(&mut data.filesystem(), fd, old, new_fd, new);
+            answer(data, result)
+        },
+    )?;
     guarded!(types, project, "[method]descriptor.link-at",
         (fd: Resource<Descriptor>, old_flags: PathFlags, old: String, new_fd: Resource<Descriptor>, new: String) -> (),
         [(fd, old, follows(old_flags), NoEntry), (new_fd, new, false, Access)], link_at);
@@ -161,6 +175,38 @@ fn link_view<T: WasiView + 'static>(linker: &mut Linker<T>, project: fn(&mut T) 
         },
     )?;
     Ok(())
+}
+
+/// A directory descriptor's directory, borrowed as a file descriptor (`None`: not a directory).
+fn dir_fd<T: WasiView>(data: &mut T, fd: &Resource<Descriptor>) -> Option<std::os::fd::OwnedFd> {
+    let fs = data.filesystem();
+    let Ok(wasmtime_wasi::filesystem::Descriptor::Dir(dir)) = fs.table.get(fd) else {
+        return None;
+    };
+    dir.dir.as_fd().try_clone_to_owned().ok()
+}
+
+/// The mode a regular file `old` gets before a driver renames it to `new` (agmsg's stores are kept
+/// as agmsg makes them; a WASI guest cannot set a mode, so the host does): the mode of the regular
+/// file `new` replaces, so a file keeps the mode its owner gave it (agmsg's `read-cursors.tsv` is
+/// 0600); a new name gets the driver's file without group and other bits, as agmsg's `mktemp` and
+/// `mv` make every file it renames into place. Best effort: a rename the host cannot look at is left
+/// to the call. Neither name is followed if it is a symlink (a driver cannot make one).
+fn keep_mode<T: WasiView>(data: &mut T, fd: &Resource<Descriptor>, old: &str, new_fd: &Resource<Descriptor>, new: &str) {
+    use rustix::fs::{AtFlags, FileType, Mode};
+    let (Some(from), Some(to)) = (dir_fd(data, fd), dir_fd(data, new_fd)) else { return };
+    let Ok(source) = rustix::fs::statat(&from, old, AtFlags::SYMLINK_NOFOLLOW) else { return };
+    if FileType::from_raw_mode(source.st_mode) != FileType::RegularFile {
+        return;
+    }
+    let mode = match rustix::fs::statat(&to, new, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(target) if FileType::from_raw_mode(target.st_mode) == FileType::RegularFile => target.st_mode & 0o7777,
+        Ok(_) => return,
+        Err(_) => source.st_mode & 0o7700,
+    };
+    if mode != source.st_mode & 0o7777 {
+        let _ = rustix::fs::chmodat(&from, old, Mode::from_raw_mode(mode), AtFlags::empty());
+    }
 }
 
 /// The store's root, as a directory the walk can read, if `fd` is a descriptor of it.

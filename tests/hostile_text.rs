@@ -140,16 +140,21 @@ fn on_a_terminal_the_body_is_shown_too() {
     assert!(without_colors.contains(SHOWN), "{run:?}");
 }
 
-/// Names and timestamps pass the contract's name and token rules with a bidi control in them; they are
-/// shown as escapes.
+/// Names pass the contract's name rules with a bidi control in them: they are shown as escapes. A
+/// timestamp is a token, and a token holds no bidi control (`is_unprintable`): the answer is refused,
+/// the value shown escaped in the message.
 #[test]
-fn names_and_timestamps_from_a_driver_are_shown_too() {
+fn names_from_a_driver_are_shown_too_and_a_bidi_timestamp_is_refused() {
     let env = Env::new();
     let run = hostile(&env, &["history", "bidi"]);
     run.ok();
     assert_inert("history", &run.stdout);
     assert!(run.stdout.contains("mal\\u{2067}lory → b\\u{200f}ob  hi\\u{1b}]0;pwned"), "{run:?}");
-    assert!(run.stdout.starts_with("2026-01-01T00:00:00Z\\u{202e}  "), "{run:?}");
+    assert!(run.stdout.starts_with("2026-01-01T00:00:00Z  "), "{run:?}");
+    let refused = hostile(&env, &["history", "bidi-at"]);
+    assert_eq!((refused.code, refused.stdout.as_str()), (13, ""), "{refused:?}");
+    assert!(refused.stderr.contains(r#"malformed timestamp: "2026-01-01T00:00:00Z\u{202e}""#), "{refused:?}");
+    assert_inert("the refusal", &refused.stderr);
 }
 
 // ---- 2. describe -----------------------------------------------------------------------------------

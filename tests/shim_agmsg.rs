@@ -455,6 +455,13 @@ fn files_keep_agmsgs_modes_and_agmsgs_reads_are_unaffected() {
     // agmsg's own reads, agmsg-host gone from its scripts, see every message.
     let uninstall = env.run(&["shim", "uninstall", skill.to_str().unwrap()]);
     assert_eq!(uninstall.code, 0, "{uninstall:?}");
+    // Not on a terminal, the cache is kept by default, and the line says how to remove it.
+    let cache = db.join(".events-index");
+    assert!(cache.is_dir(), "{uninstall:?}");
+    assert!(
+        uninstall.stdout.contains(&format!("keep      {} (agmsg-host's cache: `shim uninstall --remove-caches`", cache.display())),
+        "{uninstall:?}"
+    );
     let history = agmsg_jsonl(&env, &skill, "history.sh", &["t1", "bob"]);
     for body in ["from agmsg", "through the shim", "a reply"] {
         assert!(history.stdout.contains(body), "{body}: {history:?}");
@@ -462,4 +469,17 @@ fn files_keep_agmsgs_modes_and_agmsgs_reads_are_unaffected() {
     agmsg_jsonl(&env, &skill, "send.sh", &["t1", "alice", "bob", "after"]);
     let inbox = agmsg_jsonl(&env, &skill, "inbox.sh", &["t1", "bob"]);
     assert!(inbox.stdout.contains("after") && !inbox.stdout.contains("through the shim"), "only the new one is unread: {inbox:?}");
+
+    // --remove-caches removes only the cache; install takes no such option.
+    let dir = skill.to_str().unwrap();
+    assert_eq!(env.run(&["shim", "install", dir, "--remove-caches"]).code, 2);
+    assert_eq!(env.run(&["shim", "install", dir]).code, 0);
+    agmsg_jsonl(&env, &skill, "inbox.sh", &["t1", "bob"]);
+    assert!(cache.is_dir());
+    let uninstall = env.run(&["shim", "uninstall", dir, "--remove-caches"]);
+    assert_eq!(uninstall.code, 0, "{uninstall:?}");
+    assert!(uninstall.stdout.contains(&format!("remove    {} (agmsg-host's cache)", cache.display())), "{uninstall:?}");
+    assert!(!cache.exists() && db.join("events.jsonl").is_file() && db.join("read-cursors.tsv").is_file());
+    let history = agmsg_jsonl(&env, &skill, "history.sh", &["t1", "bob"]);
+    assert!(history.stdout.contains("after") && history.stdout.contains("from agmsg"), "{history:?}");
 }

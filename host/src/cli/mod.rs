@@ -1,5 +1,6 @@
 //! The command line: parse, call the library, print. No driver logic lives here.
 
+mod caches;
 mod delivery;
 mod driver;
 mod exit;
@@ -240,6 +241,10 @@ struct ShimInstallArgs {
     /// Print what was (or would be) done as JSON
     #[arg(long)]
     json: bool,
+    /// uninstall: also remove what agmsg-host keeps in agmsg's store that is only a cache (jsonl's
+    /// .events-index/). Without it, asked on a terminal; elsewhere the caches are kept
+    #[arg(long)]
+    remove_caches: bool,
     /// The global `--store` and `--driver` choose a store and a driver, which install and uninstall
     /// use neither of: declared here (so clap does not add the global ones to this command's help),
     /// hidden, and refused when given (before or after `shim`).
@@ -303,12 +308,16 @@ pub fn main() -> ExitCode {
         Command::Shim(ShimAxis::Storage { name, output }) => shim::run(cli.driver, name, output),
         Command::Shim(ShimAxis::Types { agent_type, output }) => shim::run_types(&agent_type, output),
         Command::Shim(ShimAxis::Terminal { name, output }) => shim::run_terminal(&name, output),
+        Command::Shim(ShimAxis::Install(a)) if a.remove_caches => {
+            exit::fail("shim install", &agmsg_host::error::HostError::usage("--remove-caches is uninstall's"))
+        }
         Command::Shim(ShimAxis::Install(a)) => {
             a.refuse_selectors("install").unwrap_or_else(|| shim_install::run(shim_install::Action::Install, &a.dir, a.dry_run, a.json))
         }
-        Command::Shim(ShimAxis::Uninstall(a)) => {
-            a.refuse_selectors("uninstall").unwrap_or_else(|| shim_install::run(shim_install::Action::Uninstall, &a.dir, a.dry_run, a.json))
-        }
+        Command::Shim(ShimAxis::Uninstall(a)) => a.refuse_selectors("uninstall").unwrap_or_else(|| {
+            let code = shim_install::run(shim_install::Action::Uninstall, &a.dir, a.dry_run, a.json);
+            if code == ExitCode::SUCCESS && !a.dry_run { caches::after_uninstall(&a.dir, a.remove_caches, a.json) } else { code }
+        }),
         Command::Driver(DriverCommand::Test { driver }) => driver::test(&driver),
         Command::Plugin(command) => plugin::run(command),
         Command::Types(command) => types::run(command),

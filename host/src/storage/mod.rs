@@ -2,6 +2,7 @@
 //! call runs sandboxed, under a deadline, with its output checked before anyone prints it.
 
 pub mod atomic_file;
+pub mod caches;
 pub mod delivery;
 pub mod driver;
 pub mod drivers;

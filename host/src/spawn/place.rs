@@ -187,12 +187,15 @@ pub fn remove_record(run: &RunDir, team: &str, agent: &str) -> io::Result<()> {
 /// (despawn refuses to guess which pane to close). Where agmsg-host's own reference beside it
 /// ([`reference_name`]) still names the pane the shared record names, the record carries that
 /// reference (its tmux server); otherwise the shared record's id is taken as it is (agmsg wrote it,
-/// or replaced the record since).
+/// or replaced the record since). With no shared record (agmsg's despawn.sh removed it), agmsg-host's
+/// file left beside it is removed.
 pub fn read_record(run: &RunDir, team: &str, agent: &str) -> Result<Option<PlacementRecord>, HostError> {
     let name = record_name(team, agent);
     let text = run.read(&name).map_err(|e| HostError::refused(format!("cannot read the placement record: {e}")))?;
     let Some(mut record) = text.map(|t| PlacementRecord::parse(&t).map_err(|e| e.context(run.path().join(&name).display()))).transpose()?
     else {
+        // agmsg's despawn.sh removed the shared record: agmsg-host's beside it names a closed pane.
+        let _ = run.remove(&reference_name(team, agent));
         return Ok(None);
     };
     // Unreadable or stale, agmsg-host's reference is only not used: the shared record still is.
@@ -310,12 +313,17 @@ mod tests {
         run.write("spawn.t__a", "%7\t/p\tcodex\n").unwrap();
         assert_eq!(read_record(&run, "t", "a").unwrap().unwrap().reference, "%7");
         // A reference agmsg reads as it is needs nothing beside it.
-        let h = PlacementRecord { reference: "herdr:w1:p2".into(), ..r };
+        let h = PlacementRecord { reference: "herdr:w1:p2".into(), ..r.clone() };
         write_record(&run, "t", "a", &h).unwrap();
         assert_eq!(run.read("agmsg-host.spawn.t__a").unwrap(), None);
         assert_eq!(read_record(&run, "t", "a").unwrap(), Some(h));
         remove_record(&run, "t", "a").unwrap();
         assert_eq!(read_record(&run, "t", "a").unwrap(), None);
+        // agmsg's despawn.sh removes only the shared record: agmsg-host's goes at the next look.
+        write_record(&run, "t", "a", &r).unwrap();
+        run.remove("spawn.t__a").unwrap();
+        assert_eq!(read_record(&run, "t", "a").unwrap(), None);
+        assert!(!run.exists("agmsg-host.spawn.t__a"));
     }
 
     #[test]

@@ -24,7 +24,11 @@ fn write(dir: &Path, file: &str, text: &str) {
 /// A third-party type's directory, as its author ships it.
 fn kiro_package(at: &Path, cli: &str) -> PathBuf {
     let dir = at.join("kiro");
-    write(&dir, "type.conf", &format!("name=kiro\ncli={cli}\nspawnable=yes\ntemplate=template.md\ndetect=KIRO_SESSION_ID\nhooks_file=.kiro/hooks.json\n"));
+    write(
+        &dir,
+        "type.conf",
+        &format!("name=kiro\ncli={cli}\nspawnable=yes\ntemplate=template.md\ndetect=KIRO_SESSION_ID\nhooks_file=.kiro/hooks.json\n"),
+    );
     write(&dir, "template.md", "Use __SKILL_NAME__ as kiro.\n");
     dir
 }
@@ -61,11 +65,18 @@ fn an_untrusted_type_is_invisible_then_installed_and_used_by_name() {
     let list = run(&env, &["types", "list", "--json"]);
     list.ok();
     assert!(!type_names(&env).contains(&"kiro".to_owned()));
-    assert!(list.stderr.contains(&format!("external plugin 'types/kiro' found at {} but not trusted (ignored)", dropped.display())), "{list:#?}");
+    assert!(
+        list.stderr.contains(&format!("external plugin 'types/kiro' found at {} but not trusted (ignored)", dropped.display())),
+        "{list:#?}"
+    );
     assert!(list.stderr.contains("Opt in if you put it there intentionally: agmsg-host plugin trust types/kiro"), "{list:#?}");
     assert_eq!(run(&env, &["types", "get", "kiro", "cli"]).stdout, "\n", "agmsg_type_get's default for an unknown type");
     // A command about the type says why it is unknown once, in its error, not also as a warning.
-    for args in [&["types", "describe", "kiro"][..], &["types", "boot-argv", "kiro", "t", "a", "--project", "."], &["spawn", "kiro", "t", "a", "--project", "."]] {
+    for args in [
+        &["types", "describe", "kiro"][..],
+        &["types", "boot-argv", "kiro", "t", "a", "--project", "."],
+        &["spawn", "kiro", "t", "a", "--project", "."],
+    ] {
         let refused = run(&env, args);
         assert_eq!(refused.code, 1, "{args:?}: {refused:#?}");
         assert_eq!(refused.stderr.matches("agmsg-host plugin trust types/kiro").count(), 1, "{args:?}: {refused:#?}");
@@ -104,7 +115,9 @@ fn an_untrusted_type_is_invisible_then_installed_and_used_by_name() {
     install.ok();
     assert_eq!(install.stdout, format!("installed types/kiro in {}\ntrusted; it runs with: none\n", installed(&env, "kiro").display()));
     assert!(
-        install.stderr.contains("Spawned, it runs `kiro-cli` with your rights (not sandboxed), in the project, as:\n  kiro-cli --fast '/agmsg actas <agent>'\n"),
+        install.stderr.contains(
+            "Spawned, it runs `kiro-cli` with your rights (not sandboxed), in the project, as:\n  kiro-cli --fast '/agmsg actas <agent>'\n"
+        ),
         "the consent says what it launches: {install:#?}"
     );
     assert_eq!(fs::read_to_string(installed(&env, "kiro").join("template.md")).unwrap(), "Use __SKILL_NAME__ as kiro.\n");
@@ -122,7 +135,10 @@ fn an_untrusted_type_is_invisible_then_installed_and_used_by_name() {
     let describe = run(&env, &["types", "describe", "kiro"]);
     describe.ok();
     assert!(describe.stdout.contains(&format!("source     plugin {}\n", installed(&env, "kiro").display())), "{describe:#?}");
-    assert!(describe.stdout.contains(&format!("template   {}/template.md (28 bytes)\n", installed(&env, "kiro").display())), "{describe:#?}");
+    assert!(
+        describe.stdout.contains(&format!("template   {}/template.md (28 bytes)\n", installed(&env, "kiro").display())),
+        "{describe:#?}"
+    );
     let boot = run(&env, &["types", "boot-argv", "kiro", "t", "bob", "--project", p]);
     let boot: Value = serde_json::from_str(boot.ok().stdout.trim()).unwrap();
     assert_eq!(boot["argv"], serde_json::json!(["kiro-cli", "--fast", "/agmsg actas bob"]));
@@ -138,7 +154,10 @@ fn an_untrusted_type_is_invisible_then_installed_and_used_by_name() {
     set.ok();
     assert_eq!(set.lines()[0], format!("Delivery mode set to 'turn' for {p} (kiro)"));
     let check = format!("'{SKILL}/scripts/check-inbox.sh' 'kiro' '{p}'");
-    let golden = format!(r#"{{"hooks":{{"Stop":[{{"matcher":"","hooks":[{{"type":"command","command":{}}}]}}]}}}}"#, serde_json::to_string(&check).unwrap());
+    let golden = format!(
+        r#"{{"hooks":{{"Stop":[{{"matcher":"","hooks":[{{"type":"command","command":{}}}]}}]}}}}"#,
+        serde_json::to_string(&check).unwrap()
+    );
     assert_eq!(fs::read_to_string(project.join(".kiro/hooks.json")).unwrap(), golden);
     assert_eq!(run(&env, &["delivery", "status", "kiro", p]).ok().lines()[0], "mode: turn");
     run(&env, &["delivery", "set", "off", "kiro", p]).ok();
@@ -229,12 +248,20 @@ fn types_list_rows_carry_their_catalog_source() {
     let env0 = Env::new();
     let skill = env0.dir.path().join("skills/agmsg");
     let agmsg_types = skill.join("scripts/drivers/types");
-    write(&agmsg_types.join("devin"), "type.conf", "name=devin
+    write(
+        &agmsg_types.join("devin"),
+        "type.conf",
+        "name=devin
 cli=devin
-");
-    write(&agmsg_types.join("kiro"), "type.conf", "name=kiro
+",
+    );
+    write(
+        &agmsg_types.join("kiro"),
+        "type.conf",
+        "name=kiro
 cli=kiro-old
-");
+",
+    );
     let env = env0.env("AGMSG_SKILL_DIR", skill.to_str().unwrap());
     let pkg = kiro_package(&env.dir.path().join("pkg"), "kiro-cli");
     run(&env, &["plugin", "install", pkg.to_str().unwrap(), "--yes"]).ok();
@@ -249,7 +276,10 @@ cli=kiro-old
     };
     let dir = |p: PathBuf| p.to_str().unwrap().to_owned();
     assert_eq!(row("gemini"), serde_json::json!({ "name": "gemini", "source": "bundled", "dir": null, "shadows": [] }));
-    assert_eq!(row("devin"), serde_json::json!({ "name": "devin", "source": "agmsg", "dir": dir(agmsg_types.join("devin")), "shadows": [] }));
+    assert_eq!(
+        row("devin"),
+        serde_json::json!({ "name": "devin", "source": "agmsg", "dir": dir(agmsg_types.join("devin")), "shadows": [] })
+    );
     assert_eq!(
         row("kiro"),
         serde_json::json!({
@@ -281,7 +311,10 @@ fn a_hostile_type_directory_is_refused_and_nothing_outside_is_read() {
     std::os::unix::fs::symlink(&secret, linky.join("template.md")).unwrap();
     let install = run(&env, &["plugin", "install", linky.to_str().unwrap(), "--yes"]);
     assert_eq!(install.code, 1, "{install:#?}");
-    assert!(install.stderr.contains("template.md is a symbolic link (refused: a plugin's files must be inside its directory)"), "{install:#?}");
+    assert!(
+        install.stderr.contains("template.md is a symbolic link (refused: a plugin's files must be inside its directory)"),
+        "{install:#?}"
+    );
     assert!(!installed(&env, "linky").exists());
 
     // A template that climbs out.
@@ -337,7 +370,10 @@ fn a_type_with_a_plug_component_runs_it_sandboxed() {
     inspect.ok();
     assert!(inspect.stdout.contains("plug component plug.wasm 0.1.0 (built against agmsg:agent@1.0.0)"), "{inspect:#?}");
     assert!(inspect.stdout.contains("Its plug component only chooses among the forms agmsg-host itself writes there"), "{inspect:#?}");
-    assert!(inspect.stdout.contains("; it runs with: none\n") && inspect.stdout.contains("Verdict: loads on this host (with no capabilities)"), "{inspect:#?}");
+    assert!(
+        inspect.stdout.contains("; it runs with: none\n") && inspect.stdout.contains("Verdict: loads on this host (with no capabilities)"),
+        "{inspect:#?}"
+    );
 
     // Its plug answers apply (the fixture's `agree`: the host's own turn form, pretty-printed, which the
     // host writes in its own bytes) ...
@@ -346,7 +382,10 @@ fn a_type_with_a_plug_component_runs_it_sandboxed() {
     let p = project.to_str().unwrap();
     run(&env, &["delivery", "set", "turn", "kiro", p]).ok();
     let command = format!("'{SKILL}/scripts/check-inbox.sh' 'kiro' '{p}'");
-    let own = format!(r#"{{"hooks":{{"Stop":[{{"matcher":"","hooks":[{{"type":"command","command":{}}}]}}]}}}}"#, serde_json::to_string(&command).unwrap());
+    let own = format!(
+        r#"{{"hooks":{{"Stop":[{{"matcher":"","hooks":[{{"type":"command","command":{}}}]}}]}}}}"#,
+        serde_json::to_string(&command).unwrap()
+    );
     assert_eq!(fs::read_to_string(project.join(".kiro/hooks.json")).unwrap(), own);
     // ... and when it misbehaves it fails naming the plug, with the project as it was.
     let trap = env.dir.path().join("trap");
@@ -382,7 +421,10 @@ fn project_with_users_files(env: &Env) -> PathBuf {
 }
 
 fn users_files(project: &Path) -> Vec<(String, Option<String>)> {
-    [".git/config", "src/main.rs", ".claude/settings.local.json"].iter().map(|f| (f.to_string(), fs::read_to_string(project.join(f)).ok())).collect()
+    [".git/config", "src/main.rs", ".claude/settings.local.json"]
+        .iter()
+        .map(|f| (f.to_string(), fs::read_to_string(project.join(f)).ok()))
+        .collect()
 }
 
 #[test]
@@ -403,14 +445,20 @@ fn a_hooks_file_outside_a_runtimes_delivery_location_or_another_types_is_refused
         assert!(install.stderr.contains(why), "{file}: {install:#?}");
         assert!(!installed(&env, "kiro").exists(), "{file}");
         // Found in a plugin directory: trust is refused for the same reason, and the type stays unknown.
-        let found = type_package(&base.path().join("types"), "kiro", &format!("name=kiro\ncli=kiro\nspawnable=yes\ntemplate=template.md\nhooks_file={file}\n"));
+        let found = type_package(
+            &base.path().join("types"),
+            "kiro",
+            &format!("name=kiro\ncli=kiro\nspawnable=yes\ntemplate=template.md\nhooks_file={file}\n"),
+        );
         let trust = run(&env, &["plugin", "trust", "types/kiro", "--yes"]);
         assert_eq!(trust.code, 1, "{file}: {trust:#?}");
         assert!(trust.stderr.contains("refusing to trust types/kiro") && trust.stderr.contains(why), "{file}: {trust:#?}");
         fs::remove_dir_all(found).unwrap();
     }
     // The bundled type of the same name keeps its file; gemini and antigravity share theirs.
-    for (name, file) in [("claude-code", ".claude/settings.local.json"), ("gemini", ".agent/rules/agmsg.md"), ("antigravity", ".agent/rules/agmsg.md")] {
+    for (name, file) in
+        [("claude-code", ".claude/settings.local.json"), ("gemini", ".agent/rules/agmsg.md"), ("antigravity", ".agent/rules/agmsg.md")]
+    {
         let dir = type_package(&pkg, name, &format!("name={name}\ntemplate=template.md\nhooks_file={file}\n"));
         run(&env, &["plugin", "install", dir.to_str().unwrap(), "--yes"]).ok();
     }
@@ -443,8 +491,16 @@ fn a_type_trusted_before_the_rule_cannot_write_a_project_file_or_another_types_f
         ("src/main.rs", "\"src/main.rs\" is not an agent runtime's delivery file"),
         (".claude/settings.local.json", "is bundled claude-code's delivery file: type kiro may not write into it"),
     ] {
-        trusted_before_the_rule(&env, "kiro", &format!("name=kiro\ncli=kiro-cli\nspawnable=yes\ntemplate=template.md\nhooks_file={file}\n"));
-        assert_eq!(plugin_row(&env, "types/kiro")["problem"].as_str().map(|p| p.contains(why)), Some(true), "{file}: listed with why it cannot run");
+        trusted_before_the_rule(
+            &env,
+            "kiro",
+            &format!("name=kiro\ncli=kiro-cli\nspawnable=yes\ntemplate=template.md\nhooks_file={file}\n"),
+        );
+        assert_eq!(
+            plugin_row(&env, "types/kiro")["problem"].as_str().map(|p| p.contains(why)),
+            Some(true),
+            "{file}: listed with why it cannot run"
+        );
         for mode in ["turn", "both", "off"] {
             let set = run(&env, &["delivery", "set", mode, "kiro", p]);
             assert_eq!(set.code, 1, "{file} {mode}: {set:#?}");
@@ -465,10 +521,15 @@ fn agmsgs_own_installed_type_cannot_write_a_project_file_or_another_types_file_e
     for (file, why) in [
         (".git/config", "Invalid hooks_file for kiro: hooks_file \".git/config\" is not an agent runtime's delivery file"),
         ("src/main.rs", "Invalid hooks_file for kiro: hooks_file \"src/main.rs\" is not an agent runtime's delivery file"),
-        (".claude/settings.local.json", "Invalid hooks_file for kiro: hooks_file .claude/settings.local.json is bundled claude-code's delivery file"),
+        (
+            ".claude/settings.local.json",
+            "Invalid hooks_file for kiro: hooks_file .claude/settings.local.json is bundled claude-code's delivery file",
+        ),
     ] {
         write(&dir, "type.conf", &format!("name=kiro\nhooks_file={file}\n"));
-        for args in [&["delivery", "set", "turn", "kiro", p][..], &["delivery", "set", "off", "kiro", p], &["delivery", "apply", "kiro", p, "off"]] {
+        for args in
+            [&["delivery", "set", "turn", "kiro", p][..], &["delivery", "set", "off", "kiro", p], &["delivery", "apply", "kiro", p, "off"]]
+        {
             let set = run(&env, args);
             assert_eq!(set.code, 1, "{file} {args:?}: {set:#?}");
             assert!(set.stderr.contains(why), "{file} {args:?}: {set:#?}");
@@ -485,7 +546,8 @@ fn agmsgs_own_installed_type_cannot_write_a_project_file_or_another_types_file_e
 fn a_look_alike_of_a_bundled_type_says_it_replaces_it_before_asking_on_both_paths() {
     let base = tempfile::tempdir().unwrap();
     let env = env().env("AGMSG_PLUGIN_DIRS", base.path().to_str().unwrap());
-    let conf = "name=claude-code\ncli=claude-evil\nspawnable=yes\ntemplate=template.md\nhooks_file=.claude/settings.local.json\nname_arg=-n\n";
+    let conf =
+        "name=claude-code\ncli=claude-evil\nspawnable=yes\ntemplate=template.md\nhooks_file=.claude/settings.local.json\nname_arg=-n\n";
     let says = [
         "It replaces bundled claude-code: wherever the type claude-code is used (detection, delivery, spawn, its /agmsg command) this one is used instead.\n",
         "What differs from bundled claude-code's type.conf:\n",
@@ -579,14 +641,32 @@ fn the_consent_shows_every_word_spawn_can_put_on_the_command_line() {
     let boot: Value = serde_json::from_str(boot.ok().stdout.trim()).unwrap();
     assert_eq!(
         boot["argv"],
-        serde_json::json!(["fakeagent", "--dangerously-skip-permissions", "--model", "--trust-all", "m", "--mcp-config", "/tmp/x.json", "-n", "t-bob", "--allow-all\u{1b}[2J", "-p", "/agmsg actas bob"])
+        serde_json::json!([
+            "fakeagent",
+            "--dangerously-skip-permissions",
+            "--model",
+            "--trust-all",
+            "m",
+            "--mcp-config",
+            "/tmp/x.json",
+            "-n",
+            "t-bob",
+            "--allow-all\u{1b}[2J",
+            "-p",
+            "/agmsg actas bob"
+        ])
     );
 }
 
 #[test]
 fn the_types_suite_holds_a_hooks_file_to_the_same_rule() {
     let env = env();
-    let rule = |run: &Run| run.stdout.lines().find(|l| l.contains("hooks_file_stays_in_the_project")).map(|l| l.split_whitespace().next().unwrap_or("").to_owned());
+    let rule = |run: &Run| {
+        run.stdout
+            .lines()
+            .find(|l| l.contains("hooks_file_stays_in_the_project"))
+            .map(|l| l.split_whitespace().next().unwrap_or("").to_owned())
+    };
     for (name, file, verdict) in [
         ("kiro", ".git/config", "FAIL"),
         ("kiro", "src/main.rs", "FAIL"),
@@ -594,11 +674,19 @@ fn the_types_suite_holds_a_hooks_file_to_the_same_rule() {
         ("kiro", ".kiro/hooks.json", "PASS"),
         ("claude-code", ".claude/settings.local.json", "PASS"),
     ] {
-        let dir = type_package(&env.dir.path().join(format!("suite-{verdict}-{}", file.replace('/', "_"))), name, &format!("name={name}\ntemplate=template.md\ndelivery_modes=turn off\nhooks_file={file}\n"));
+        let dir = type_package(
+            &env.dir.path().join(format!("suite-{verdict}-{}", file.replace('/', "_"))),
+            name,
+            &format!("name={name}\ntemplate=template.md\ndelivery_modes=turn off\nhooks_file={file}\n"),
+        );
         let test = run(&env, &["driver", "test", dir.to_str().unwrap()]);
         assert_eq!(rule(&test).as_deref(), Some(verdict), "{file}: {test:#?}");
         if verdict == "FAIL" {
-            assert!(test.stdout.contains("is not an agent runtime's delivery file") || test.stdout.contains("is bundled claude-code's delivery file"), "{file}: {test:#?}");
+            assert!(
+                test.stdout.contains("is not an agent runtime's delivery file")
+                    || test.stdout.contains("is bundled claude-code's delivery file"),
+                "{file}: {test:#?}"
+            );
         }
     }
 }
@@ -606,7 +694,11 @@ fn the_types_suite_holds_a_hooks_file_to_the_same_rule() {
 #[test]
 fn the_consent_of_a_node_launcher_type_with_a_rule_file() {
     let env = env();
-    let pkg = type_package(&env.dir.path().join("pkg"), "kiro", "name=kiro\nspawn=launch.mjs\ncmd_prefix=$\ntemplate=template.md\nhooks_file=.kiro/rules/agmsg.mdc\n");
+    let pkg = type_package(
+        &env.dir.path().join("pkg"),
+        "kiro",
+        "name=kiro\nspawn=launch.mjs\ncmd_prefix=$\ntemplate=template.md\nhooks_file=.kiro/rules/agmsg.mdc\n",
+    );
     write(&pkg, "launch.mjs", "// launcher\n");
     let sha = agmsg_host::plugin::sha256_hex(b"// launcher\n");
     let asked = run(&env, &["plugin", "install", pkg.to_str().unwrap()]);

@@ -127,10 +127,7 @@ const REFERENCE: &[(&str, &[(&str, &str)])] = &[
             ("delivery_modes", "turn monitor off"),
         ],
     ),
-    (
-        "hermes",
-        &[("template", "template.md"), ("cli", "hermes"), ("detect", "explicit"), ("monitor", "no"), ("delivery_modes", "off")],
-    ),
+    ("hermes", &[("template", "template.md"), ("cli", "hermes"), ("detect", "explicit"), ("monitor", "no"), ("delivery_modes", "off")]),
     (
         "opencode",
         &[
@@ -150,9 +147,28 @@ const REFERENCE: &[(&str, &[(&str, &str)])] = &[
 
 /// Every key the reference's table has a column or note for.
 const KEYS: &[&str] = &[
-    "template", "cli", "spawnable", "spawn", "model_arg", "prompt_arg", "cmd_prefix", "name_arg", "resume_arg", "detect", "detect_proc",
-    "hooks_file", "monitor", "delivery_modes", "stop_output", "hook_windows_wrap", "vendor", "spawn_unset_env", "role_overlay_profile_args",
-    "role_overlay_profile_home_env", "role_overlay_profile_default_dir", "role_overlay_profile_suffix",
+    "template",
+    "cli",
+    "spawnable",
+    "spawn",
+    "model_arg",
+    "prompt_arg",
+    "cmd_prefix",
+    "name_arg",
+    "resume_arg",
+    "detect",
+    "detect_proc",
+    "hooks_file",
+    "monitor",
+    "delivery_modes",
+    "stop_output",
+    "hook_windows_wrap",
+    "vendor",
+    "spawn_unset_env",
+    "role_overlay_profile_args",
+    "role_overlay_profile_home_env",
+    "role_overlay_profile_default_dir",
+    "role_overlay_profile_suffix",
 ];
 
 fn types(env: &Env, args: &[&str]) -> Run {
@@ -313,10 +329,22 @@ fn describe_says_every_key_its_origin_template_and_plug() {
         }
     }
     let run = types(&env, &["describe", "claude-code"]);
-    assert!(run.stdout.contains("component  agmsg-host runs bundled plug 'claude-code' (sha256 ") && run.stdout.contains("granted: env:CLAUDE_CODE_SESSION_ID"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("component  agmsg-host runs bundled plug 'claude-code' (sha256 ")
+            && run.stdout.contains("granted: env:CLAUDE_CODE_SESSION_ID"),
+        "{}",
+        run.stdout
+    );
     let run = types(&env, &["describe", "codex"]);
     run.ok();
-    for needle in ["source     bundled", "model_arg=-m  [type.conf line", "prompt_arg  [missing: reads as empty]", "on_disable      overridden:", "apply           default:", "component  none"] {
+    for needle in [
+        "source     bundled",
+        "model_arg=-m  [type.conf line",
+        "prompt_arg  [missing: reads as empty]",
+        "on_disable      overridden:",
+        "apply           default:",
+        "component  none",
+    ] {
         assert!(run.stdout.contains(needle), "{needle:?} in {}", run.stdout);
     }
     let run = types(&env, &["describe", "nope"]);
@@ -334,7 +362,11 @@ fn agmsg_installed_types_are_read_unchanged() {
     let env = Env::new();
     // agmsg's default install: ~/.agents/skills/agmsg.
     let types_dir = env.dir.path().join(".agents/skills/agmsg/scripts/drivers/types");
-    write(&types_dir.join("codex"), "type.conf", "# newer agmsg\nname=codex\ncli=codex --flag\nspawnable=yes\ntemplate=template.md\ncmd_prefix=$\nsession_env=CODEX_THREAD_ID\n");
+    write(
+        &types_dir.join("codex"),
+        "type.conf",
+        "# newer agmsg\nname=codex\ncli=codex --flag\nspawnable=yes\ntemplate=template.md\ncmd_prefix=$\nsession_env=CODEX_THREAD_ID\n",
+    );
     write(&types_dir.join("codex"), "template.md", "installed template __SKILL_NAME__\n");
     write(&types_dir.join("codex"), "_delivery.sh", "agmsg_delivery_on_enable() { :; }\nagmsg_delivery_runtime_status() {\n :\n}\n");
     write(&types_dir.join("codex"), "codex-bridge.js", "");
@@ -391,7 +423,11 @@ fn external_types_stay_invisible_until_trusted() {
     run.ok();
     assert_eq!(run.json().len(), 10);
     for name in ["kiro", "codex", "other"] {
-        assert!(run.stderr.contains(&format!("external plugin 'types/{name}'")) && run.stderr.contains("(ignored)"), "{name}: {}", run.stderr);
+        assert!(
+            run.stderr.contains(&format!("external plugin 'types/{name}'")) && run.stderr.contains("(ignored)"),
+            "{name}: {}",
+            run.stderr
+        );
     }
     assert_eq!(types(&env, &["get", "codex", "cli"]).stdout, "codex\n");
     assert_eq!(types(&env, &["get", "kiro", "cli"]).stdout, "\n");
@@ -437,7 +473,14 @@ fn detection_from_the_environment() {
     assert!(d["explanation"].as_str().unwrap().starts_with("rule 1"), "{d}");
 
     let env = Env::new();
-    let run: Run = env.cmd().args(["types", "detect", "--explain", "--pid", "1"]).env("GROK_SESSION_ID", "g").env("GEMINI_API_KEY", "k").output().unwrap().into();
+    let run: Run = env
+        .cmd()
+        .args(["types", "detect", "--explain", "--pid", "1"])
+        .env("GROK_SESSION_ID", "g")
+        .env("GEMINI_API_KEY", "k")
+        .output()
+        .unwrap()
+        .into();
     run.ok();
     let lines = run.lines();
     assert_eq!(lines[0], "grok-build");
@@ -487,7 +530,10 @@ fn detection_from_the_process_tree() {
     // The caller itself is named grok.
     let d = run_under(&grok, "\"$1\" types detect --json; true", &[]);
     assert_eq!((d["type"].as_str().unwrap(), d["rule"].as_str().unwrap()), ("grok-build", "process"), "{d}");
-    assert_eq!((d["ancestor"]["name"].as_str().unwrap(), d["ancestor"]["depth"].as_u64().unwrap(), d["ancestor"]["pattern"].as_str().unwrap()), ("grok", 0, "grok"));
+    assert_eq!(
+        (d["ancestor"]["name"].as_str().unwrap(), d["ancestor"]["depth"].as_u64().unwrap(), d["ancestor"]["pattern"].as_str().unwrap()),
+        ("grok", 0, "grok")
+    );
 
     // Two levels up, through a plain shell; and the process beats a shared credential.
     let d = run_under(&codex, "/bin/sh -c '\"$1\" types detect --json; true' sh \"$1\"; true", &[("GEMINI_API_KEY", "k")]);
@@ -562,7 +608,8 @@ fn boot_argv_for_every_type() {
         ("opencode", &["opencode", "--model", "M", "--opt", "--prompt", "$agmsg actas bob\nstart here"]),
     ];
     for (name, argv) in with_all {
-        let b = one_json(&boot(&[name, "t", "bob", "--model", "M", "--boot-prompt", "start here", "--resume", "u-1", "--spawn-arg", "--opt"]));
+        let b =
+            one_json(&boot(&[name, "t", "bob", "--model", "M", "--boot-prompt", "start here", "--resume", "u-1", "--spawn-arg", "--opt"]));
         assert_eq!(b["argv"], serde_json::json!(argv), "{name}");
     }
     let b = one_json(&boot(&["claude-code", "t", "bob"]));
@@ -596,7 +643,19 @@ fn boot_argv_for_every_type() {
     assert_eq!(b["launcher"], "node");
     assert_eq!(
         b["argv"],
-        serde_json::json!(["node", launcher.to_str().unwrap(), "--name", "bob", "--team", "t", "--project", p, "--transport=x", "--initial-input", "$agmsg actas bob\ngo"])
+        serde_json::json!([
+            "node",
+            launcher.to_str().unwrap(),
+            "--name",
+            "bob",
+            "--team",
+            "t",
+            "--project",
+            p,
+            "--transport=x",
+            "--initial-input",
+            "$agmsg actas bob\ngo"
+        ])
     );
     assert_eq!(b["wait_ready"], false);
     let env = env.env("AGMSG_NODE_BIN", "/opt/node22/bin/node");

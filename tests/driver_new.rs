@@ -52,7 +52,15 @@ fn a_generated_delivery_plug_builds_and_passes_the_types_suite() {
     // Tried on a project as a type's plug: it overrides nothing, so agmsg's default JSON hooks.
     let target = env.dir.path().join("app");
     std::fs::create_dir(&target).unwrap();
-    let run = env.run(&["--driver", project.join("driver.wasm").to_str().unwrap(), "delivery", "set", "turn", "claude-code", target.to_str().unwrap()]);
+    let run = env.run(&[
+        "--driver",
+        project.join("driver.wasm").to_str().unwrap(),
+        "delivery",
+        "set",
+        "turn",
+        "claude-code",
+        target.to_str().unwrap(),
+    ]);
     assert_eq!(run.code, 0, "{run:?}");
     assert!(std::fs::read_to_string(target.join(".claude/settings.local.json")).unwrap().contains("check-inbox.sh"));
 }

@@ -98,12 +98,26 @@ fn the_hostile_plug_and_a_broken_type_fail_the_types_suite_by_rule() {
     let pkg = env.dir.path().join("hostile-pkg");
     std::fs::create_dir(&pkg).unwrap();
     std::fs::copy(fixture("hostile-plug"), pkg.join("driver.wasm")).unwrap();
-    std::fs::write(pkg.join("agmsg-driver.toml"), "name = \"hostile\"\naxis = \"types\"\nversion = \"0.1.0\"\napi = \"1.0.0\"\n[capabilities]\n").unwrap();
+    std::fs::write(
+        pkg.join("agmsg-driver.toml"),
+        "name = \"hostile\"\naxis = \"types\"\nversion = \"0.1.0\"\napi = \"1.0.0\"\n[capabilities]\n",
+    )
+    .unwrap();
     let run = env.run(&["driver", "test", pkg.to_str().unwrap()]);
     assert_eq!(run.code, 1, "{run:?}");
-    let every_rule = ["apply_answers_within_the_rules", "status_reports_the_applied_mode", "enable_then_disable_keeps_the_users_bytes", "notices_and_directives_are_well_formed_lines", "ops_not_overridden_fall_back"];
+    let every_rule = [
+        "apply_answers_within_the_rules",
+        "status_reports_the_applied_mode",
+        "enable_then_disable_keeps_the_users_bytes",
+        "notices_and_directives_are_well_formed_lines",
+        "ops_not_overridden_fall_back",
+    ];
     assert_eq!(failing(&run), every_rule, "{run:?}");
-    assert!(run.stdout.contains("refused the plug's answer: it is not one of agmsg-host's own forms for the file (.hostile = true is not agmsg's)"), "the reason is given: {run:?}");
+    assert!(
+        run.stdout
+            .contains("refused the plug's answer: it is not one of agmsg-host's own forms for the file (.hostile = true is not agmsg's)"),
+        "the reason is given: {run:?}"
+    );
     assert!(run.stdout.ends_with("0 of 5 rules passed\n"), "{run:?}");
     // The component file alone is a plug too (it exports agmsg:agent/driver): the same rules.
     let run = env.run(&["driver", "test", pkg.join("driver.wasm").to_str().unwrap()]);
@@ -122,10 +136,22 @@ fn the_hostile_plug_and_a_broken_type_fail_the_types_suite_by_rule() {
     assert_eq!(run.code, 1, "{run:?}");
     assert_eq!(
         failing(&run),
-        ["manifest_keys_are_agmsgs", "template_paths_are_guarded", "delivery_modes_are_agmsgs", "detection_keys_are_well_formed", "hooks_file_stays_in_the_project"],
+        [
+            "manifest_keys_are_agmsgs",
+            "template_paths_are_guarded",
+            "delivery_modes_are_agmsgs",
+            "detection_keys_are_well_formed",
+            "hooks_file_stays_in_the_project"
+        ],
         "{run:?}"
     );
-    for reason in ["agmsg reads no key 'monitr'", "must be relative, without '..'", "\"sometimes\"", "matches \"bash\"", "Invalid hooks_file for broken"] {
+    for reason in [
+        "agmsg reads no key 'monitr'",
+        "must be relative, without '..'",
+        "\"sometimes\"",
+        "matches \"bash\"",
+        "Invalid hooks_file for broken",
+    ] {
         assert!(run.stdout.contains(reason), "{reason}: {run:?}");
     }
     // Fixed, with its template present, it passes; a template that is a link does not.

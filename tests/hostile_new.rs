@@ -13,7 +13,9 @@ use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use agmsg_host::storage::sync::{self, ApplyResult, Envelope, Evaluated, Outcome, OutcomeStatus, PushCandidate, ReprocessCandidate, SyncState};
+use agmsg_host::storage::sync::{
+    self, ApplyResult, Envelope, Evaluated, Outcome, OutcomeStatus, PushCandidate, ReprocessCandidate, SyncState,
+};
 use common::Env;
 use common::sync::{REMOTE, SERVER, sync_op};
 
@@ -44,7 +46,9 @@ fn run_bounded(env: &Env, skill: &Path, args: &[&str], deadline: Duration) -> ag
 /// No control character (newlines and tabs aside) and no bidi override: the text cannot act on a terminal.
 #[track_caller]
 fn assert_inert(what: &str, text: &str) {
-    let bad = text.chars().find(|&c| (c.is_control() && c != '\n' && c != '\t') || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'));
+    let bad = text
+        .chars()
+        .find(|&c| (c.is_control() && c != '\n' && c != '\t') || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'));
     assert!(bad.is_none(), "{what} carries {bad:?}: {text:?}");
 }
 
@@ -62,7 +66,8 @@ fn skill_with_reset(env: &Env) -> PathBuf {
     std::fs::create_dir_all(skill.join("run")).unwrap();
     std::fs::create_dir_all(skill.join("scripts")).unwrap();
     let reset = skill.join("scripts/reset.sh");
-    std::fs::write(&reset, format!("#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > '{}/reset-args'\n", skill.display())).unwrap();
+    std::fs::write(&reset, format!("#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > '{}/reset-args'\n", skill.display()))
+        .unwrap();
     std::fs::set_permissions(&reset, std::fs::Permissions::from_mode(0o755)).unwrap();
     skill
 }
@@ -213,7 +218,12 @@ fn driver_strings_are_printed_as_one_json_line_each_that_reads_back_exactly() {
     let envelope = Envelope { v: 1, cipher: s.clone(), key_id: Some(s.clone()), blob: s.clone() };
     let lines = [
         sync::state_line(&SyncState { driver_generation: s.clone(), transport_cursor: s.clone() }),
-        sync::candidate_line(&PushCandidate { local_position: i64::MIN, local_id: s.clone(), wire_id: s.clone(), envelope: envelope.clone() }),
+        sync::candidate_line(&PushCandidate {
+            local_position: i64::MIN,
+            local_id: s.clone(),
+            wire_id: s.clone(),
+            envelope: envelope.clone(),
+        }),
         sync::apply_result_line(&ApplyResult { transport_cursor: s.clone(), corrupt_count: u64::MAX, outcomes: Vec::new() }),
         sync::outcome_line(&Outcome { wire_id: s.clone(), server_seq: s.clone(), status: OutcomeStatus::Evaluated(Evaluated::Malformed) }),
         sync::reprocess_candidate_line(&ReprocessCandidate {
@@ -271,8 +281,24 @@ fn sync_stdin_records_with_repeated_or_unknown_keys_are_refused_with_13() {
         ("reconcile-push", vec![], ack.replacen(r#""server_seq":"7""#, "\"server_seq\":\"7\\u001b[2J\"", 1).into_bytes()),
         ("prepare-push", vec!["5"], prepare.replacen(r#""allow_new":true"#, r#""allow_new":true,"allow_new":false"#, 1).into_bytes()),
         ("prepare-push", vec!["5"], format!("{prepare}\n{prepare}\n").into_bytes()),
-        ("apply-pull", vec![], format!("{}\n{{\"type\":\"sync_pull_cursor\",\"next_after\":\"1\"}}\n", message.replacen(r#""blob":"eA==""#, r#""blob":"eA==","blob":"eQ==""#, 1)).into_bytes()),
-        ("apply-pull", vec![], format!("{}\n{{\"type\":\"sync_pull_cursor\",\"next_after\":\"1\"}}\n", message.replacen(r#""hi""#, r#""hi","to_agent":"c""#, 1)).into_bytes()),
+        (
+            "apply-pull",
+            vec![],
+            format!(
+                "{}\n{{\"type\":\"sync_pull_cursor\",\"next_after\":\"1\"}}\n",
+                message.replacen(r#""blob":"eA==""#, r#""blob":"eA==","blob":"eQ==""#, 1)
+            )
+            .into_bytes(),
+        ),
+        (
+            "apply-pull",
+            vec![],
+            format!(
+                "{}\n{{\"type\":\"sync_pull_cursor\",\"next_after\":\"1\"}}\n",
+                message.replacen(r#""hi""#, r#""hi","to_agent":"c""#, 1)
+            )
+            .into_bytes(),
+        ),
         ("apply-pull", vec![], b"{\"type\":\"sync_pull_cursor\",\"next_after\":\"\xff\"}\n".to_vec()),
     ];
     for (op, extra, stdin) in cases {
@@ -329,7 +355,9 @@ fn a_sync_drivers_answers_are_checked_against_the_request_and_nothing_is_printed
     let run = sync_op(&env, driver);
     let recipient = format!("age1{}", "q".repeat(58));
     let age = |key: &str| {
-        format!(r#"{{"type":"sync_prepare","envelope_v":1,"cipher":"age-v1","key_id":"{key}","recipients":["{recipient}"],"max_blob_bytes":64,"allow_new":true}}"#)
+        format!(
+            r#"{{"type":"sync_prepare","envelope_v":1,"cipher":"age-v1","key_id":"{key}","recipients":["{recipient}"],"max_blob_bytes":64,"allow_new":true}}"#
+        )
     };
     assert_eq!(run("prepare-push", &["2"], &prepare_none(8)).ok().lines().len(), 3);
     // An age file's start, made by the driver: the host did not seal it (tests/sync_sealing.rs has the rest).
@@ -343,7 +371,11 @@ fn a_sync_drivers_answers_are_checked_against_the_request_and_nothing_is_printed
     ] {
         assert_refused(&format!("prepare, max_blob_bytes {max}"), run("prepare-push", &["2"], &prepare_none(max)), why);
     }
-    assert_refused("a plaintext envelope for age-v1", run("prepare-push", &["2"], &age("downgrade")), r#"cipher "none" where the engine asked for "age-v1""#);
+    assert_refused(
+        "a plaintext envelope for age-v1",
+        run("prepare-push", &["2"], &age("downgrade")),
+        r#"cipher "none" where the engine asked for "age-v1""#,
+    );
     assert_refused("an age-v1 blob that is no age file", run("prepare-push", &["2"], &age("plain")), "not an age v1 file");
 
     let message = |n: u64| {
@@ -357,11 +389,23 @@ fn a_sync_drivers_answers_are_checked_against_the_request_and_nothing_is_printed
     let conflict = run("apply-pull", &[], &page(95));
     assert!(conflict.ok().stdout.contains(r#""server_seq":"1001","status":"corrupt_state""#), "{conflict:?}");
     assert_refused("an outcome for a wire id not sent", run("apply-pull", &[], &page(97)), "which the page did not hold");
-    assert_refused("another transport cursor", run("apply-pull", &[], &page(98)), r#"transport_cursor "99", not the page's next_after "98""#);
-    assert_refused("an outcome moved to another sequence", run("apply-pull", &[], &page(96)), "server_seq 1001, which the page did not hold");
+    assert_refused(
+        "another transport cursor",
+        run("apply-pull", &[], &page(98)),
+        r#"transport_cursor "99", not the page's next_after "98""#,
+    );
+    assert_refused(
+        "an outcome moved to another sequence",
+        run("apply-pull", &[], &page(96)),
+        "server_seq 1001, which the page did not hold",
+    );
 
     assert_eq!(run("reprocess", &["2", "", "malformed"], "").ok().lines().len(), 4);
-    assert_refused("reprocess out of scope", run("reprocess", &["6", "", "malformed"], ""), r#"prior_status "pending_key" in the malformed scope"#);
+    assert_refused(
+        "reprocess out of scope",
+        run("reprocess", &["6", "", "malformed"], ""),
+        r#"prior_status "pending_key" in the malformed scope"#,
+    );
 }
 
 /// Every entry under `dir`, a file with its bytes: what "the store is unchanged" compares.
@@ -399,7 +443,9 @@ fn resync_and_read_state_answers_are_checked_and_nothing_is_printed_on_refusal()
     let driver = driver.to_str().unwrap();
     let run = sync_op(&env, driver);
     let request = |current: &str| {
-        format!(r#"{{"type":"sync_resync","expected_transport_cursor":"0","min_available_seq":"5","current_seq":"{current}","reason":"retention-gap-accepted"}}"#)
+        format!(
+            r#"{{"type":"sync_resync","expected_transport_cursor":"0","min_available_seq":"5","current_seq":"{current}","reason":"retention-gap-accepted"}}"#
+        )
     };
     let context = |selector: &str| {
         format!(
@@ -441,7 +487,10 @@ fn resync_and_read_state_answers_are_checked_and_nothing_is_printed_on_refusal()
     );
     // No bound on the count of exact reads (the relay's limit is per member and the engine's to handle).
     assert_eq!(run("prepare-read-state", &[], &context("many")).ok().lines().len(), 5002);
-    assert_eq!(run("apply-read-state", &[], &page("100")).ok().lines(), [r#"{"type":"sync_read_apply_result","min_available_seq":"50","member_count":2}"#]);
+    assert_eq!(
+        run("apply-read-state", &[], &page("100")).ok().lines(),
+        [r#"{"type":"sync_read_apply_result","min_available_seq":"50","member_count":2}"#]
+    );
 
     let before = entries(env.dir.path());
     let refused = |what: &str, run: agmsg_conformance::Run, why: &str| {

@@ -45,8 +45,11 @@ fn sqlite_receipts_round_trip_with_agmsgs_three_states() {
     assert_eq!(rows, [(legacy, "bob".to_owned(), "inbox".to_owned())]);
 
     // A pre-event-log row agmsg marked read: legacy_read, by its number as history shows it.
-    db.execute("INSERT INTO messages(team, from_agent, to_agent, body, read_at) VALUES('t', 'alice', 'bob', 'old', '2026-01-01T00:00:00Z')", [])
-        .unwrap();
+    db.execute(
+        "INSERT INTO messages(team, from_agent, to_agent, body, read_at) VALUES('t', 'alice', 'bob', 'old', '2026-01-01T00:00:00Z')",
+        [],
+    )
+    .unwrap();
     let old = db.last_insert_rowid().to_string();
     drop(db);
     assert_eq!(env.storage(&["receipt-status", "t", &old]).ok().stdout, "legacy_read\n");

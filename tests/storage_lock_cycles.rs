@@ -24,7 +24,12 @@ impl Opens {
         unsafe {
             let fd = libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC);
             assert!(fd >= 0, "inotify_init1: {}", std::io::Error::last_os_error());
-            assert!(libc::inotify_add_watch(fd, path.as_ptr(), libc::IN_OPEN | libc::IN_CLOSE) >= 0, "watch {}: {}", file.display(), std::io::Error::last_os_error());
+            assert!(
+                libc::inotify_add_watch(fd, path.as_ptr(), libc::IN_OPEN | libc::IN_CLOSE) >= 0,
+                "watch {}: {}",
+                file.display(),
+                std::io::Error::last_os_error()
+            );
             Opens(fd)
         }
     }

@@ -91,7 +91,11 @@ fn convert_and_switch_through_the_library() {
     let run = env.storage(&["convert", "sqlite", "--json"]);
     assert_eq!(run.code, 0, "{run:?}");
     let value: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap();
-    assert_eq!((value["from"].as_str(), value["to"].as_str(), value["events"].as_u64()), (Some("jsonl"), Some("sqlite"), Some(7)), "{run:?}");
+    assert_eq!(
+        (value["from"].as_str(), value["to"].as_str(), value["events"].as_u64()),
+        (Some("jsonl"), Some("sqlite"), Some(7)),
+        "{run:?}"
+    );
     assert_eq!(run.stderr, "", "no progress off a terminal, and --json says the rest: {run:?}");
     // --url is for a driver whose store is a database, named from the drivers with host settings.
     let run = env.storage(&["switch", "jsonl", "--url", "postgres://agmsg@127.0.0.1:1/x"]);

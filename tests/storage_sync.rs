@@ -23,7 +23,11 @@ fn sync(env: &Env, driver: &str, op: &str, extra: &[&str], stdin: &str) -> agmsg
 }
 
 fn pull_message(n: u64, status: &str, blob: &str) -> String {
-    let projection = if status == "importable" { r#","projection":{"body":"hi","created_at":"2026-01-01T00:00:00Z","from_agent":"a","to_agent":"b"}"# } else { "" };
+    let projection = if status == "importable" {
+        r#","projection":{"body":"hi","created_at":"2026-01-01T00:00:00Z","from_agent":"a","to_agent":"b"}"#
+    } else {
+        ""
+    };
     format!(
         r#"{{"type":"sync_pull_message","server_seq":"{n}","id":"{}","server_received_at":"2026-01-01T00:00:00Z","envelope":{{"v":1,"cipher":"none","key_id":null,"blob":"{blob}"}},"status":"{status}"{projection}}}"#,
         wire(n)
@@ -38,7 +42,9 @@ fn describe_names_stage1_sync_from_the_exports_and_the_shim_defines_the_sync_fun
     let described = env.run(&["--driver", &driver, "storage", "describe"]);
     assert!(described.ok().lines().contains(&"capabilities=stage1-sync"), "{described:?}");
     let shim = env.run(&["--driver", &driver, "shim", "storage"]);
-    for function in ["storage_sync_prepare_push()", "storage_sync_reconcile_push()", "storage_sync_apply_pull()", "storage_sync_reprocess()"] {
+    for function in
+        ["storage_sync_prepare_push()", "storage_sync_reconcile_push()", "storage_sync_apply_pull()", "storage_sync_reprocess()"]
+    {
         assert!(shim.ok().stdout.contains(function), "{function} missing:\n{}", shim.stdout);
     }
     // A driver without the interface: agmsg's adapter finds no function and answers 14 itself.
@@ -58,7 +64,8 @@ fn an_op_the_driver_does_not_offer_exits_14_and_bad_arguments_exit_13() {
     assert!(run.stderr.contains("does not offer"), "{run:?}");
 
     let driver = sync_fixture();
-    let prepare = r#"{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"recipients":[],"max_blob_bytes":4,"allow_new":true}"#;
+    let prepare =
+        r#"{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"recipients":[],"max_blob_bytes":4,"allow_new":true}"#;
     assert_eq!(sync(&env, &driver, "prepare-push", &["2"], prepare).ok().lines().len(), 3);
     // Refused before stdin is read: nothing is fed, so the test never writes into a closed pipe.
     for limit in ["0", "1001", "01", "x"] {
@@ -77,13 +84,18 @@ fn prepare_prints_the_state_then_every_candidate_read_in_slices() {
     let driver = sync_fixture();
     // Three 5 MiB envelopes: more than one slice of the host's reads, each printed whole and in order.
     let blob = 5 << 20;
-    let prepare = format!(r#"{{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"recipients":[],"max_blob_bytes":{blob},"allow_new":true}}"#);
+    let prepare = format!(
+        r#"{{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"recipients":[],"max_blob_bytes":{blob},"allow_new":true}}"#
+    );
     let run = sync(&env, &driver, "prepare-push", &["3"], &prepare);
     let lines = run.ok().lines();
     assert_eq!(lines.len(), 4, "{}", run.stderr);
     assert_eq!(lines[0], r#"{"type":"sync_state","driver_generation":"0c3e1f5a-8d2b-4e6f-9a1c-2b3d4e5f6a7b","transport_cursor":"0"}"#);
     for (n, line) in (1..=3u64).zip(&lines[1..]) {
-        let head = format!(r#"{{"type":"sync_push_candidate","local_position":"{n}","local_id":"local-{n}","id":"{}","envelope":{{"v":1,"cipher":"none","key_id":null,"blob":""#, wire(n));
+        let head = format!(
+            r#"{{"type":"sync_push_candidate","local_position":"{n}","local_id":"local-{n}","id":"{}","envelope":{{"v":1,"cipher":"none","key_id":null,"blob":""#,
+            wire(n)
+        );
         assert!(line.starts_with(&head), "candidate {n}: {}", &line[..200.min(line.len())]);
         assert_eq!(line.len(), head.len() + blob + 3);
     }
@@ -113,7 +125,11 @@ fn reconcile_answers_the_push_cursor_and_a_corrupt_batch_exits_12() {
     let corrupt = sync(&env, &driver, "reconcile-push", &[], &format!("{}\n{}\n", ack(1, 10), ack(2000, 11)));
     assert_eq!((corrupt.code, corrupt.stdout.as_str()), (12, ""), "{corrupt:?}");
     assert!(corrupt.stderr.contains("matches no reservation"), "{corrupt:?}");
-    for bad in [String::new(), ack(1, 10).replace(r#""disposition":"stored""#, r#""disposition":"kept""#), ack(1, 10).replace('}', r#","server_seq":"12"}"#)] {
+    for bad in [
+        String::new(),
+        ack(1, 10).replace(r#""disposition":"stored""#, r#""disposition":"kept""#),
+        ack(1, 10).replace('}', r#","server_seq":"12"}"#),
+    ] {
         let run = sync(&env, &driver, "reconcile-push", &[], &bad);
         assert_eq!((run.code, run.stdout.as_str()), (13, ""), "{bad}: {run:?}");
     }
@@ -123,7 +139,12 @@ fn reconcile_answers_the_push_cursor_and_a_corrupt_batch_exits_12() {
 fn apply_pull_streams_the_page_in_slices_and_commits_it_with_its_cursor() {
     let env = Env::new();
     let driver = sync_fixture();
-    let page = [pull_message(1, "importable", "eA=="), pull_message(2, "pending_key", "eQ=="), r#"{"type":"sync_pull_cursor","next_after":"2"}"#.to_owned()].join("\n");
+    let page = [
+        pull_message(1, "importable", "eA=="),
+        pull_message(2, "pending_key", "eQ=="),
+        r#"{"type":"sync_pull_cursor","next_after":"2"}"#.to_owned(),
+    ]
+    .join("\n");
     let run = sync(&env, &driver, "apply-pull", &[], &page);
     assert_eq!(
         run.ok().lines(),
@@ -157,10 +178,19 @@ fn apply_pull_streams_the_page_in_slices_and_commits_it_with_its_cursor() {
     for (bad, why) in [
         (pull_message(1, "importable", "eA=="), "no sync_pull_cursor"),
         (format!("{cursor}\n{cursor}"), "second sync_pull_cursor"),
-        (format!("{}\n{cursor}", pull_message(1, "malformed", "eA==").replace(r#""blob":"eA==""#, r#""blob":"eA==","blob":"eA==""#)), "line 1: not one JSON record: duplicate key"),
-        (format!("{}\n{cursor}", pull_message(1, "malformed", "eA==").replace(r#""status""#, r#""colour":"red","status""#)), "line 1: sync_pull_message: unknown key"),
+        (
+            format!("{}\n{cursor}", pull_message(1, "malformed", "eA==").replace(r#""blob":"eA==""#, r#""blob":"eA==","blob":"eA==""#)),
+            "line 1: not one JSON record: duplicate key",
+        ),
+        (
+            format!("{}\n{cursor}", pull_message(1, "malformed", "eA==").replace(r#""status""#, r#""colour":"red","status""#)),
+            "line 1: sync_pull_message: unknown key",
+        ),
         (format!("{}\n{cursor}", pull_message(1, "importable", "eA==").replace(r#","projection""#, r#","x""#)), "line 1"),
-        (format!("\n\n{}\n{cursor}", pull_message(1, "malformed", "eA==").replace(r#""server_seq":"1""#, r#""server_seq":"01""#)), "line 3"),
+        (
+            format!("\n\n{}\n{cursor}", pull_message(1, "malformed", "eA==").replace(r#""server_seq":"1""#, r#""server_seq":"01""#)),
+            "line 3",
+        ),
     ] {
         let run = sync(&env, &driver, "apply-pull", &[], &bad);
         assert_eq!((run.code, run.stdout.as_str()), (13, ""), "{bad}: {run:?}");
@@ -205,7 +235,8 @@ fn reprocess_prints_the_state_its_candidates_and_the_page_trailer() {
 fn sqlite_round_trip_through_the_cli() {
     let env = Env::new();
     env.run(&["--driver", "sqlite", "storage", "send", "t", "a", "b", "hello"]).ok();
-    let prepare = r#"{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"recipients":[],"max_blob_bytes":1048576,"allow_new":true}"#;
+    let prepare =
+        r#"{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"recipients":[],"max_blob_bytes":1048576,"allow_new":true}"#;
     let first = sync(&env, "sqlite", "prepare-push", &["10"], prepare);
     let lines = first.ok().lines();
     assert_eq!(lines.len(), 2, "{first:?}");
@@ -230,7 +261,11 @@ fn sqlite_round_trip_through_the_cli() {
     let pulled = sync(&env, "sqlite", "apply-pull", &[], &echo);
     let lines = pulled.ok().lines();
     assert!(lines[0].starts_with(r#"{"type":"sync_apply_result","transport_cursor":"1""#), "{pulled:?}");
-    assert_eq!(lines[1], format!(r#"{{"type":"sync_apply_outcome","id":"{wire_id}","server_seq":"1","status":"reconciled"}}"#), "{pulled:?}");
+    assert_eq!(
+        lines[1],
+        format!(r#"{{"type":"sync_apply_outcome","id":"{wire_id}","server_seq":"1","status":"reconciled"}}"#),
+        "{pulled:?}"
+    );
     let history = env.run(&["--driver", "sqlite", "storage", "history", "t"]);
     assert_eq!(history.ok().lines().len(), 1, "the echo is not a second message: {history:?}");
 }

@@ -13,13 +13,14 @@ use common::{Env, fixture};
 const SERVER: &str = "018f3f7e-0000-7000-8000-000000000000";
 const REMOTE: &str = "018f3f7e-0000-7000-8000-000000000001";
 const MEMBER: &str = "018f3f7e-0000-7000-8000-000000000010";
-const PREPARE: &str =
-    r#"{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"max_blob_bytes":1048576,"allow_new":true}"#;
-const RESYNC: &str = r#"{"type":"sync_resync","expected_transport_cursor":"0","min_available_seq":"5","current_seq":"7","reason":"retention-gap-accepted"}"#;
+const PREPARE: &str = r#"{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"max_blob_bytes":1048576,"allow_new":true}"#;
+const RESYNC: &str =
+    r#"{"type":"sync_resync","expected_transport_cursor":"0","min_available_seq":"5","current_seq":"7","reason":"retention-gap-accepted"}"#;
 
 fn sync(env: &Env, driver: &str, op: &str, extra: &[&str], stdin: &str) -> agmsg_conformance::Run {
     let op = format!("sync-{op}");
-    let args: Vec<&str> = ["--driver", driver, "storage", op.as_str(), "demo", SERVER, REMOTE, "1"].into_iter().chain(extra.iter().copied()).collect();
+    let args: Vec<&str> =
+        ["--driver", driver, "storage", op.as_str(), "demo", SERVER, REMOTE, "1"].into_iter().chain(extra.iter().copied()).collect();
     env.run_stdin(&args, stdin.as_bytes())
 }
 
@@ -49,7 +50,8 @@ fn describe_and_the_shim_offer_resync_and_read_state_only_for_a_driver_that_expo
     let shim = env.run(&["--driver", &plain, "shim", "storage"]);
     assert!(!shim.ok().stdout.contains("storage_sync_resync") && !shim.stdout.contains("read_state"), "{}", shim.stdout);
     for (op, extra, stdin) in [("resync-status", vec!["5"], ""), ("resync", vec![], RESYNC), ("unblock-read-state", vec![], "")] {
-        let stdin = if op == "unblock-read-state" { format!(r#"{{"type":"sync_read_unblock","member_id":"{MEMBER}"}}"#) } else { stdin.to_owned() };
+        let stdin =
+            if op == "unblock-read-state" { format!(r#"{{"type":"sync_read_unblock","member_id":"{MEMBER}"}}"#) } else { stdin.to_owned() };
         let run = sync(&env, &plain, op, &extra, &stdin);
         assert_eq!(run.code, 14, "{op}: {run:?}");
         assert!(run.stderr.contains("does not offer"), "{run:?}");
@@ -72,7 +74,8 @@ fn resync_status_is_read_only_and_resync_records_one_gap() {
     assert_eq!((line["transport_cursor"].as_str(), line["audit"].is_null()), (Some("0"), true));
 
     let result = sync(&env, "sqlite", "resync", &[], RESYNC);
-    let keys = ["type", "driver_generation", "expected_transport_cursor", "transport_cursor", "accepted_floor", "gap_start", "gap_end", "reason"];
+    let keys =
+        ["type", "driver_generation", "expected_transport_cursor", "transport_cursor", "accepted_floor", "gap_start", "gap_end", "reason"];
     assert!(in_order(result.ok().stdout.trim(), &keys), "{result:?}");
     let r = json(result.stdout.trim());
     assert_eq!((r["transport_cursor"].as_str(), r["gap_start"].as_str(), r["gap_end"].as_str()), (Some("5"), Some("1"), Some("5")));
@@ -84,8 +87,15 @@ fn resync_status_is_read_only_and_resync_records_one_gap() {
     let again = sync(&env, "sqlite", "resync", &[], RESYNC);
     assert_eq!((again.code, again.stdout.as_str()), (13, ""), "{again:?}");
     assert_eq!(count(&env, "SELECT COUNT(*) FROM sync_resync_audits"), 1);
-    let other = env.run_stdin(&["--driver", "sqlite", "storage", "sync-resync-status", "demo", SERVER, "018f3f7e-0000-7000-8000-000000000002", "1", "5"], b"");
-    assert_eq!((other.code, other.stdout.as_str(), other.stderr.as_str()), (13, "", ""), "agmsg: absent bindings fail closed, silently: {other:?}");
+    let other = env.run_stdin(
+        &["--driver", "sqlite", "storage", "sync-resync-status", "demo", SERVER, "018f3f7e-0000-7000-8000-000000000002", "1", "5"],
+        b"",
+    );
+    assert_eq!(
+        (other.code, other.stdout.as_str(), other.stderr.as_str()),
+        (13, "", ""),
+        "agmsg: absent bindings fail closed, silently: {other:?}"
+    );
 }
 
 #[test]
@@ -152,7 +162,10 @@ fn read_state_prepares_applies_blocks_and_unblocks_through_the_cli() {
 
     let block = format!(r#"{{"type":"sync_read_block","member_id":"{MEMBER}","reason":"read-state-limit-exceeded"}}"#);
     let blocked = sync(&env, "sqlite", "block-read-state", &[], &block);
-    assert_eq!(blocked.ok().stdout.trim(), format!(r#"{{"type":"sync_read_blocked","member_id":"{MEMBER}","reason":"read-state-limit-exceeded"}}"#));
+    assert_eq!(
+        blocked.ok().stdout.trim(),
+        format!(r#"{{"type":"sync_read_blocked","member_id":"{MEMBER}","reason":"read-state-limit-exceeded"}}"#)
+    );
     let prepared = sync(&env, "sqlite", "prepare-read-state", &[], &context);
     assert_eq!(prepared.ok().lines(), [blocked.stdout.trim()], "only the block, no frontier");
     let unblock = format!(r#"{{"type":"sync_read_unblock","member_id":"{MEMBER}"}}"#);

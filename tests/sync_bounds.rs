@@ -10,7 +10,9 @@ use common::Env;
 use common::sync::sync_op;
 
 fn prepare_none(max: u64) -> String {
-    format!(r#"{{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"recipients":[],"max_blob_bytes":{max},"allow_new":true}}"#)
+    format!(
+        r#"{{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"recipients":[],"max_blob_bytes":{max},"allow_new":true}}"#
+    )
 }
 
 fn refused(what: &str, run: &agmsg_conformance::Run, why: &str) {

@@ -114,11 +114,7 @@ fn herdr_id(pane: &str) -> String {
 
 /// As if inside herdr pane w1:p4 of the instance at SOCK, with a fake herdr.
 fn in_herdr() -> (Env, Fake) {
-    let env = Env::new()
-        .env("HERDR_ENV", "1")
-        .env("HERDR_SOCKET_PATH", SOCK)
-        .env("HERDR_PANE_ID", PANE)
-        .env("HERDR_WORKSPACE_ID", "w1");
+    let env = Env::new().env("HERDR_ENV", "1").env("HERDR_SOCKET_PATH", SOCK).env("HERDR_PANE_ID", PANE).env("HERDR_WORKSPACE_ID", "w1");
     Fake::install(env, "herdr")
 }
 

@@ -67,7 +67,11 @@ fn an_op_on_a_named_driver_reads_no_other_plugin() {
     }
     let fifo = plugins.join("fifo");
     std::fs::create_dir_all(&fifo).unwrap();
-    std::fs::write(fifo.join("agmsg-driver.toml"), "name = \"fifo\"\naxis = \"terminal\"\nversion = \"1.0.0\"\napi = \"1.0.0\"\ncomponent = \"driver.wasm\"\n").unwrap();
+    std::fs::write(
+        fifo.join("agmsg-driver.toml"),
+        "name = \"fifo\"\naxis = \"terminal\"\nversion = \"1.0.0\"\napi = \"1.0.0\"\ncomponent = \"driver.wasm\"\n",
+    )
+    .unwrap();
     assert!(std::process::Command::new("mkfifo").arg(fifo.join("driver.wasm")).status().unwrap().success());
 
     let run = plain(&env, &["check"]);

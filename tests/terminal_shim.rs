@@ -158,7 +158,12 @@ fn wait_for_text(env: &Env, ops: &Path, id: &str, needle: &str) -> String {
 fn assert_nothing_ran(dirs: &[&Path]) {
     std::thread::sleep(Duration::from_millis(500));
     for dir in dirs.iter().copied().chain([Path::new("/")]) {
-        let ran: Vec<String> = std::fs::read_dir(dir).unwrap().filter_map(Result::ok).map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with("PWNED")).collect();
+        let ran: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("PWNED"))
+            .collect();
         assert!(ran.is_empty(), "a hostile word ran: {ran:?} in {}", dir.display());
     }
 }
@@ -256,7 +261,8 @@ fn every_op_through_the_shim_against_a_real_tmux() {
     expect(&call(&env, &ops, "where", &["not-an-id"]), 13, "unsupported\n");
     expect(&call(&env, &ops, "spawn", &["x", project, "sideways", "cat"]), 13, "");
     // Usage errors: exit 2, nothing on stdout, agmsg-host's own message.
-    for (function, op, args) in [("peek", "peek", vec![]), ("name", "name", vec![window.as_str()]), ("poke", "poke", vec![window.as_str()])] {
+    for (function, op, args) in [("peek", "peek", vec![]), ("name", "name", vec![window.as_str()]), ("poke", "poke", vec![window.as_str()])]
+    {
         let run = same_as_direct(&env, &ops, function, op, &args);
         expect(&run, 2, "");
     }

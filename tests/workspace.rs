@@ -38,14 +38,20 @@ fn a_half_written_driver_directory_does_not_break_the_workspace() {
             continue; // a glob: the strays below are what it would pick up
         }
         let name = member.replace('/', "-");
-        write(&tree.path().join(member).join("Cargo.toml"), &format!("[package]\nname = \"stub-{name}\"\nversion = \"0.0.0\"\nedition = \"2021\"\n"));
+        write(
+            &tree.path().join(member).join("Cargo.toml"),
+            &format!("[package]\nname = \"stub-{name}\"\nversion = \"0.0.0\"\nedition = \"2021\"\n"),
+        );
         write(&tree.path().join(member).join("src/lib.rs"), "");
     }
     for stray in ["drivers", "tests/fixtures"] {
         std::fs::create_dir_all(tree.path().join(stray).join("empty-new-dir")).unwrap();
         write(&tree.path().join(stray).join("half-written/Cargo.toml"), "[package\nname = \"half");
         // What `driver new` writes: a project of its own.
-        write(&tree.path().join(stray).join("scaffolded/Cargo.toml"), "[package]\nname = \"my-store\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[workspace]\n");
+        write(
+            &tree.path().join(stray).join("scaffolded/Cargo.toml"),
+            "[package]\nname = \"my-store\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[workspace]\n",
+        );
         write(&tree.path().join(stray).join("scaffolded/src/lib.rs"), "");
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
@@ -54,7 +60,11 @@ fn a_half_written_driver_directory_does_not_break_the_workspace() {
         .args(["metadata", "--no-deps", "--offline", "--format-version", "1"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "cargo metadata failed in a tree with stray driver directories:\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "cargo metadata failed in a tree with stray driver directories:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let metadata: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(metadata["workspace_members"].as_array().unwrap().len(), listed.len(), "{metadata}");
 }

@@ -128,11 +128,8 @@ impl Env {
     pub fn new(harness: &Harness) -> Env {
         let dir = tempfile::tempdir().unwrap();
         let store = dir.path().join("store");
-        let unique: String = dir
-            .path()
-            .file_name()
-            .map(|n| n.to_string_lossy().chars().filter(|c| c.is_ascii_alphanumeric()).collect())
-            .unwrap_or_default();
+        let unique: String =
+            dir.path().file_name().map(|n| n.to_string_lossy().chars().filter(|c| c.is_ascii_alphanumeric()).collect()).unwrap_or_default();
         let extra = harness.env.iter().map(|(k, v)| (k.clone(), v.replace("{env}", &unique))).collect();
         Env { store, cache: harness.cache.clone(), bin: harness.bin.clone(), dir, extra, cleanup: harness.cleanup.clone() }
     }
@@ -200,4 +197,3 @@ impl Env {
         run.stdout.trim_end().to_owned()
     }
 }
-

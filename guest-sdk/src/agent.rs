@@ -184,7 +184,7 @@ macro_rules! export_agent_plug {
         const _: () = {
             type __AgmsgComponent = $crate::agent::Component<$plug>;
             #[cfg(target_arch = "wasm32")]
-            $crate::bindings::agent::export!(__AgmsgComponent with_types_in $crate::bindings::agent);
+    $crate::bindings::agent::export!(__AgmsgComponent with_types_in $crate::bindings::agent);
             #[cfg(not(target_arch = "wasm32"))]
             const _: fn($crate::agent::Target) -> Result<Vec<String>, $crate::agent::PlugError> =
                 <__AgmsgComponent as $crate::bindings::agent::exports::agmsg::agent::driver::Guest>::on_disable;

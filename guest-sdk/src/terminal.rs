@@ -1355,7 +1355,7 @@ macro_rules! export_terminal_driver {
         const _: () = {
             type __AgmsgComponent = $crate::terminal::Component<$driver>;
             #[cfg(target_arch = "wasm32")]
-            $crate::bindings::terminal::export!(__AgmsgComponent with_types_in $crate::bindings::terminal);
+    $crate::bindings::terminal::export!(__AgmsgComponent with_types_in $crate::bindings::terminal);
             #[cfg(not(target_arch = "wasm32"))]
             const _: fn() -> $crate::terminal::Description =
                 <__AgmsgComponent as $crate::bindings::terminal::exports::agmsg::terminal::driver::Guest>::describe;

@@ -18,11 +18,11 @@
 //! install places it (see `common::host_binary`).
 
 mod common;
-#[path = "common/postgres_sql.rs"]
-mod postgres_sql;
 #[allow(dead_code)]
 #[path = "../../tests/common/postgres.rs"]
 mod postgres_cluster;
+#[path = "common/postgres_sql.rs"]
+mod postgres_sql;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -114,10 +114,7 @@ impl Table {
 /// A process with a clean environment: `PATH`, the run's `HOME` and cache, and `extra`.
 fn command(program: &Path, home: &Path, extra: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new(program);
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("AGMSG_CACHE_DIR", home.join("cache"));
+    cmd.env_clear().env("PATH", std::env::var_os("PATH").unwrap_or_default()).env("HOME", home).env("AGMSG_CACHE_DIR", home.join("cache"));
     for (k, v) in extra {
         cmd.env(k, v);
     }
@@ -306,8 +303,12 @@ fn postgres_send(host: &Host, n: usize, table: &mut Table) {
     let psql = |i: usize| {
         let send = postgres_sql::send_sql(i);
         let mut cmd = command(&cluster.psql_program(), &host.home, &[("PGPASSWORD", PASSWORD), ("PGSSLMODE", "disable")]);
-        cmd.args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", &addr, "-p", &port, "-U", USER, "-d", &database])
-            .args(["-c", postgres_sql::PROBE, "-c", &send]);
+        cmd.args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", &addr, "-p", &port, "-U", USER, "-d", &database]).args([
+            "-c",
+            postgres_sql::PROBE,
+            "-c",
+            &send,
+        ]);
         ok(cmd);
     };
     let (ours, base) = alternate(n, |i| drop(host.run(&["storage", "send", "t", "alice", "carol", &format!("h{i}")], &env)), psql);

@@ -14,11 +14,11 @@
 //! Run: `cargo bench -p agmsg-host --bench postgres_vs_psql` (release build). Prints a table with ratios.
 
 mod common;
-#[path = "common/postgres_sql.rs"]
-mod postgres_sql;
 #[allow(dead_code)]
 #[path = "../../tests/common/postgres.rs"]
 mod postgres_cluster;
+#[path = "common/postgres_sql.rs"]
+mod postgres_sql;
 
 use std::path::Path;
 use std::process::Command;
@@ -26,7 +26,6 @@ use std::process::Command;
 use common::{alternating, row};
 use postgres_cluster::{Cluster, PASSWORD, USER};
 use postgres_sql::{PROBE, send_sql};
-
 
 /// Runs per op, each side.
 const P: usize = 30;
@@ -124,11 +123,8 @@ fn main() {
 
     let unread = bench.host(&["storage", "list-unread", "t", "bob"]).lines().count();
     assert_eq!(bench.psql(&[PROBE, UNREAD]).lines().count(), unread + 2, "the same rows (after the probe's two)");
-    let (ours, base) = alternating(
-        P,
-        |_| drop(bench.host(&["storage", "list-unread", "t", "bob"])),
-        |_| drop(bench.psql(&[PROBE, UNREAD])),
-    );
+    let (ours, base) =
+        alternating(P, |_| drop(bench.host(&["storage", "list-unread", "t", "bob"])), |_| drop(bench.psql(&[PROBE, UNREAD])));
     row(&format!("storage list-unread ({unread} unread)"), ours, base, "psql, probe + same query");
 
     // agmsg's watch polls from the tip; 20 behind it, each poll also carries 20 messages.

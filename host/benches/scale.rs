@@ -15,16 +15,15 @@
 mod common;
 
 use agmsg_host::runtime::cache::CompileCache;
-use agmsg_host::storage::types::{Event, Message, ReadMark};
 use agmsg_host::runtime::sandbox::StoreDir;
 use agmsg_host::runtime::{Limits, Runtime};
 use agmsg_host::storage::driver::Pair;
+use agmsg_host::storage::types::{Event, Message, ReadMark};
 use agmsg_host::storage::{DriverSource, Storage};
 use common::{ms, time};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
 
 const AGENTS: usize = 50;
 const UNREAD_PER_AGENT: usize = 10;
@@ -216,14 +215,23 @@ fn whole_process(messages: usize, cache: &Path) {
                 run(&store, cache, driver, &["storage", "read-cursor-consume", "t", &agent(a), &tip]);
             }
         }
-        show(&format!("{driver}: first op (history --limit 20)"), run(&store, cache, driver, &["storage", "history", "t", "--limit", "20"]));
+        show(
+            &format!("{driver}: first op (history --limit 20)"),
+            run(&store, cache, driver, &["storage", "history", "t", "--limit", "20"]),
+        );
         let median = |f: &dyn Fn(usize) -> (Duration, f64)| {
             let mut runs: Vec<(Duration, f64)> = (0..9).map(f).collect();
             runs.sort_by_key(|r| r.0);
             (runs[runs.len() / 2].0, runs.iter().map(|r| r.1).fold(0.0, f64::max))
         };
-        show(&format!("{driver}: send"), median(&|i| run(&store, cache, driver, &["storage", "send", "t", &agent(i), &agent(i + 1), "a new message"])));
-        show(&format!("{driver}: history --limit 20"), median(&|_| run(&store, cache, driver, &["storage", "history", "t", "--limit", "20"])));
+        show(
+            &format!("{driver}: send"),
+            median(&|i| run(&store, cache, driver, &["storage", "send", "t", &agent(i), &agent(i + 1), "a new message"])),
+        );
+        show(
+            &format!("{driver}: history --limit 20"),
+            median(&|_| run(&store, cache, driver, &["storage", "history", "t", "--limit", "20"])),
+        );
         show(&format!("{driver}: list-unread"), median(&|i| run(&store, cache, driver, &["storage", "list-unread", "t", &agent(i)])));
         if driver == "sqlite" && std::env::var_os("AGMSG_BENCH_SQLITE_EXPORT").is_none() {
             // Its page query (`seq > ? AND type IN (..) ORDER BY seq LIMIT n`) is planned on the index

@@ -25,7 +25,6 @@ use agmsg_host::runtime::{Limits, Runtime};
 use agmsg_host::storage::Storage;
 use rusqlite::{Connection, params};
 
-
 /// agmsg's schema, for the native baseline.
 /// agmsg's schema in a native database with the given journal mode.
 fn native_store(path: &Path, journal_mode: &str) -> Connection {
@@ -37,10 +36,12 @@ fn native_store(path: &Path, journal_mode: &str) -> Connection {
 
 fn native_send(db: &mut Connection, i: usize) {
     let tx = db.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).unwrap();
-    tx.prepare_cached("INSERT INTO messages(team, from_agent, to_agent, body, created_at) VALUES('t', 'alice', 'bob', ?1, '2026-12-02T00:00:00Z')")
-        .unwrap()
-        .execute([format!("message {i}")])
-        .unwrap();
+    tx.prepare_cached(
+        "INSERT INTO messages(team, from_agent, to_agent, body, created_at) VALUES('t', 'alice', 'bob', ?1, '2026-12-02T00:00:00Z')",
+    )
+    .unwrap()
+    .execute([format!("message {i}")])
+    .unwrap();
     let legacy = tx.last_insert_rowid();
     tx.prepare_cached(
         "INSERT INTO events(type, id, team, from_agent, to_agent, body, at, legacy_id) VALUES('message_sent', ?1, 't', 'alice', 'bob', ?2, '2026-12-02T00:00:00Z', ?3)",
@@ -141,7 +142,10 @@ fn cold_start_breakdown(source: &agmsg_host::runtime::DriverSource, dir: &Path, 
     phase("limits + cache (Runtime::from_env, engine shared)", time(N, |_| Runtime::from_env().unwrap()));
     let runtime = Runtime::from_env().unwrap();
     phase("component load (bundled code, in place; measured above)", in_place);
-    phase("linker for the storage axis (WASI + agmsg:host)", time(N, |_| agmsg_host::runtime::sandbox::linker(&runtime.engine, agmsg_host::axis::Axis::Storage).unwrap()));
+    phase(
+        "linker for the storage axis (WASI + agmsg:host)",
+        time(N, |_| agmsg_host::runtime::sandbox::linker(&runtime.engine, agmsg_host::axis::Axis::Storage).unwrap()),
+    );
     let component = runtime.load(&source.wasm, &source.sha256).unwrap();
     let linker = agmsg_host::runtime::sandbox::linker(&runtime.engine, agmsg_host::axis::Axis::Storage).unwrap();
     phase("instantiate_pre (type-check imports)", time(N, |_| linker.instantiate_pre(&component).unwrap()));
@@ -174,7 +178,8 @@ fn host(store: &Path, cache: &Path, args: &[&str]) {
 
 /// The `sqlite3` CLI running `sql` on `db` in the driver's journal mode, as agmsg's bash driver does.
 fn sqlite3_cli(sqlite3: &Path, db: &Path, sql: &str) {
-    let out = Command::new(sqlite3).args(["-cmd", ".timeout 5000", "-cmd", "PRAGMA journal_mode=PERSIST"]).arg(db).arg(sql).output().unwrap();
+    let out =
+        Command::new(sqlite3).args(["-cmd", ".timeout 5000", "-cmd", "PRAGMA journal_mode=PERSIST"]).arg(db).arg(sql).output().unwrap();
     assert!(out.status.success(), "{out:?}");
 }
 
@@ -195,7 +200,9 @@ fn whole_process(dir: &Path, cache: &Path, native_db: &Path) {
     for i in 0..200 {
         sqlite3_cli(&sqlite3, native_db, &send_sql(&format!("fill{i}")));
     }
-    let send = |driver: &str, store: &Path, i: usize| host(store, cache, &["--driver", driver, "storage", "send", "t", "alice", "bob", &format!("p{i}")]);
+    let send = |driver: &str, store: &Path, i: usize| {
+        host(store, cache, &["--driver", driver, "storage", "send", "t", "alice", "bob", &format!("p{i}")])
+    };
     let base_send = |i: usize| sqlite3_cli(&sqlite3, native_db, &send_sql(&format!("p{i}")));
     let (sqlite_store, jsonl_store) = (&stores[0].1, &stores[1].1);
 
@@ -216,27 +223,43 @@ fn whole_process(dir: &Path, cache: &Path, native_db: &Path) {
     row("storage send, empty cache", first, warm, "the same, warm cache");
     // No writable cache at all (a read-only HOME inside an agent's sandbox).
     let nowhere = Path::new("/proc/agmsg-host-no-cache");
-    let (none, warm) = alternating(P, |_| host(sqlite_store, nowhere, &["storage", "send", "t", "alice", "bob", "x"]), |i| send("sqlite", sqlite_store, i));
+    let (none, warm) = alternating(
+        P,
+        |_| host(sqlite_store, nowhere, &["storage", "send", "t", "alice", "bob", "x"]),
+        |i| send("sqlite", sqlite_store, i),
+    );
     row("storage send, no cache dir", none, warm, "the same, warm cache");
 
     let unread_sql = "SELECT json_object('id',id,'team',team,'from',from_agent,'to',to_agent,'body',body,'at',at) FROM events \
         WHERE type='message_sent' AND team='t' AND to_agent='bob' AND seq > COALESCE((SELECT local_position FROM read_cursors \
         WHERE team='t' AND agent='bob'), 0) ORDER BY seq";
     for (driver, store) in &stores {
-        let (ours, base) = alternating(P, |_| host(store, cache, &["--driver", driver, "storage", "list-unread", "t", "bob"]), |_| sqlite3_cli(&sqlite3, native_db, unread_sql));
+        let (ours, base) = alternating(
+            P,
+            |_| host(store, cache, &["--driver", driver, "storage", "list-unread", "t", "bob"]),
+            |_| sqlite3_cli(&sqlite3, native_db, unread_sql),
+        );
         row(&format!("storage list-unread ({driver})"), ours, base, "sqlite3 CLI, same query");
     }
     let history_sql = "SELECT * FROM (SELECT json_object('id',id,'team',team,'from',from_agent,'to',to_agent,'body',body,'at',at), seq \
         FROM events WHERE type='message_sent' AND team='t' ORDER BY seq DESC LIMIT 20) ORDER BY seq";
     for (driver, store) in &stores {
-        let (ours, base) = alternating(P, |_| host(store, cache, &["--driver", driver, "storage", "history", "t", "--limit", "20"]), |_| sqlite3_cli(&sqlite3, native_db, history_sql));
+        let (ours, base) = alternating(
+            P,
+            |_| host(store, cache, &["--driver", driver, "storage", "history", "t", "--limit", "20"]),
+            |_| sqlite3_cli(&sqlite3, native_db, history_sql),
+        );
         row(&format!("storage history --limit 20 ({driver})"), ours, base, "sqlite3 CLI, same query");
     }
     let watch_sql = "SELECT json_object('id',id,'team',team,'from',from_agent,'to',to_agent,'body',body,'at',at) FROM events \
         WHERE type='message_sent' AND seq > 150 AND team='t' AND to_agent='bob' ORDER BY seq";
     for (driver, store) in &stores {
         let tip = watch_tip(store, cache, driver);
-        let (ours, base) = alternating(P, |_| host(store, cache, &["--driver", driver, "storage", "watch-after", &tip, "t:bob"]), |_| sqlite3_cli(&sqlite3, native_db, watch_sql));
+        let (ours, base) = alternating(
+            P,
+            |_| host(store, cache, &["--driver", driver, "storage", "watch-after", &tip, "t:bob"]),
+            |_| sqlite3_cli(&sqlite3, native_db, watch_sql),
+        );
         row(&format!("storage watch-after ({driver})"), ours, base, "sqlite3 CLI, same query");
     }
 }
@@ -253,6 +276,12 @@ fn host_quiet_send(store: &Path, cache: &Path, driver: &str, i: usize) {
 }
 
 fn watch_tip(store: &Path, cache: &Path, driver: &str) -> String {
-    let out = Command::new(common::host_binary()).arg("--store").arg(store).args(["--driver", driver, "storage", "watch-tip", "t:bob"]).env("AGMSG_CACHE_DIR", cache).output().unwrap();
+    let out = Command::new(common::host_binary())
+        .arg("--store")
+        .arg(store)
+        .args(["--driver", driver, "storage", "watch-tip", "t:bob"])
+        .env("AGMSG_CACHE_DIR", cache)
+        .output()
+        .unwrap();
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }

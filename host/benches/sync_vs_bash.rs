@@ -148,7 +148,9 @@ impl Side for Host {
     }
     fn op(&self, store: &Path, op: &str, extra: &[&str]) -> Command {
         let mut cmd = Command::new(common::host_binary());
-        cmd.args(["--driver", "sqlite", "storage", &format!("sync-{op}"), "t", SERVER, REMOTE, "1"]).args(extra).env("AGMSG_STORAGE_PATH", store);
+        cmd.args(["--driver", "sqlite", "storage", &format!("sync-{op}"), "t", SERVER, REMOTE, "1"])
+            .args(extra)
+            .env("AGMSG_STORAGE_PATH", store);
         cmd
     }
 }
@@ -204,7 +206,10 @@ fn agmsg_side(dir: &Path) -> Result<Bash, String> {
         let jq = which("jq").unwrap();
         std::fs::write(
             wrapper.join("jq"),
-            format!("#!/usr/bin/env bash\nargs=()\nfor a in \"$@\"; do [ \"$a\" = -b ] || args+=(\"$a\"); done\nexec '{}' \"${{args[@]}}\"\n", jq.display()),
+            format!(
+                "#!/usr/bin/env bash\nargs=()\nfor a in \"$@\"; do [ \"$a\" = -b ] || args+=(\"$a\"); done\nexec '{}' \"${{args[@]}}\"\n",
+                jq.display()
+            ),
         )
         .unwrap();
         std::fs::set_permissions(wrapper.join("jq"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
@@ -229,7 +234,8 @@ fn copy_store(base: &Path, dir: &Path) {
 /// Each op's wall time on `side`, one run from a fresh copy of `base`; checks each answer's size.
 fn one_run(side: &dyn Side, base: &Path, store: &Path, page: &str) -> [Duration; 3] {
     copy_store(base, store);
-    let prepared = run(&format!("{} prepare-push", side.name()), side.op(store, "prepare-push", &["1000"]), feed_text(PREPARE.into()), true);
+    let prepared =
+        run(&format!("{} prepare-push", side.name()), side.op(store, "prepare-push", &["1000"]), feed_text(PREPARE.into()), true);
     let text = String::from_utf8(prepared.stdout).unwrap();
     let candidates: Vec<serde_json::Value> = text.lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(candidates.len(), MESSAGES, "{}: prepare answered {} candidates", side.name(), candidates.len());
@@ -258,8 +264,9 @@ fn main() {
     run("import", import, |_| {}, false);
 
     // Server sequences 1001.. (the pushed messages took 1..1000), each a new wire id.
-    let page: String = (MESSAGES + 1..=2 * MESSAGES).map(|seq| pull_message(seq, &format!("pulled {seq} {}", "y".repeat(180))) + "\n").collect::<String>()
-        + &format!("{{\"type\":\"sync_pull_cursor\",\"next_after\":\"{}\"}}\n", 2 * MESSAGES);
+    let page: String =
+        (MESSAGES + 1..=2 * MESSAGES).map(|seq| pull_message(seq, &format!("pulled {seq} {}", "y".repeat(180))) + "\n").collect::<String>()
+            + &format!("{{\"type\":\"sync_pull_cursor\",\"next_after\":\"{}\"}}\n", 2 * MESSAGES);
 
     let bash = agmsg_side(dir.path());
     if let Err(why) = &bash {
@@ -293,7 +300,13 @@ fn main() {
             false => {
                 let b = median(theirs[i].clone());
                 // The ratio, and how many times faster agmsg-host is (the bash side forks per message).
-                println!("{op:<28} {:>13.1} ms {:>19.1} ms {:>9.4}x ({:.0}x faster)", ms(a), ms(b), a.as_secs_f64() / b.as_secs_f64(), b.as_secs_f64() / a.as_secs_f64());
+                println!(
+                    "{op:<28} {:>13.1} ms {:>19.1} ms {:>9.4}x ({:.0}x faster)",
+                    ms(a),
+                    ms(b),
+                    a.as_secs_f64() / b.as_secs_f64(),
+                    b.as_secs_f64() / a.as_secs_f64()
+                );
             }
         }
     }
@@ -331,6 +344,11 @@ fn main() {
         ("prepare-push (answer)", &prepared, prepared.stdout_bytes),
         ("apply-pull (page in)", &applied, (MESSAGES as u64) * (MIB_BODY as u64 * 4 / 3 + MIB_BODY as u64)),
     ] {
-        println!("{what:<28} {:>9.1} s {:>10.1} MB   peak RSS {:>6.1} MiB", ran.took.as_secs_f64(), bytes as f64 / 1e6, ran.max_rss_kb as f64 / 1024.0);
+        println!(
+            "{what:<28} {:>9.1} s {:>10.1} MB   peak RSS {:>6.1} MiB",
+            ran.took.as_secs_f64(),
+            bytes as f64 / 1e6,
+            ran.max_rss_kb as f64 / 1024.0
+        );
     }
 }

@@ -36,7 +36,12 @@ fn run_ok(mut cmd: Command) -> String {
 }
 
 fn row(what: &str, ours: Duration, baseline: Duration) {
-    println!("{what:<44} {:>9.3} ms   raw tmux {:>9.3} ms   ratio {:>5.2}x", ms(ours), ms(baseline), ours.as_secs_f64() / baseline.as_secs_f64());
+    println!(
+        "{what:<44} {:>9.3} ms   raw tmux {:>9.3} ms   ratio {:>5.2}x",
+        ms(ours),
+        ms(baseline),
+        ours.as_secs_f64() / baseline.as_secs_f64()
+    );
 }
 
 fn main() {
@@ -64,11 +69,15 @@ fn main() {
     let mut driver = Terminal::open(&runtime, &source).unwrap();
     assert!(driver.peek(&id, None).unwrap().contains("agmsg bench line"));
 
-    println!("terminal: tmux {} on a private socket; medians", run_ok({
-        let mut v = Command::new("tmux");
-        v.arg("-V");
-        v
-    }).trim());
+    println!(
+        "terminal: tmux {} on a private socket; medians",
+        run_ok({
+            let mut v = Command::new("tmux");
+            v.arg("-V");
+            v
+        })
+        .trim()
+    );
     let ours = time(RUNS, |_| driver.peek(&id, None).unwrap().len());
     let raw = time(RUNS, |_| {
         let mut cmd = tmux(&socket);

@@ -25,11 +25,11 @@
 //! Run: `cargo bench -p agmsg-host --bench watch_latency` (release build).
 
 mod common;
+#[path = "../../tests/common/lines.rs"]
+mod lines;
 #[allow(dead_code)]
 #[path = "../../tests/common/postgres.rs"]
 mod postgres_cluster;
-#[path = "../../tests/common/lines.rs"]
-mod lines;
 
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -38,7 +38,6 @@ use std::time::{Duration, Instant};
 use common::ms;
 use lines::timestamped_lines;
 use postgres_cluster::Cluster;
-
 
 /// Sends per configuration.
 const N: usize = 40;
@@ -228,7 +227,13 @@ fn main() {
             send_walls.extend(sends);
         }
         let (median, p90, max) = summary(send_walls);
-        println!("{:<56} {:>7.1} ms {:>7.1} ms {:>7.1} ms", format!("{store}: (the send process alone, start to exit)"), ms(median), ms(p90), ms(max));
+        println!(
+            "{:<56} {:>7.1} ms {:>7.1} ms {:>7.1} ms",
+            format!("{store}: (the send process alone, start to exit)"),
+            ms(median),
+            ms(p90),
+            ms(max)
+        );
         ratios.push(format!(
             "{store}: polling(1 s) / woken {:.1}x, polling(0.1 s) / woken {:.1}x",
             medians[1].as_secs_f64() / medians[0].as_secs_f64(),

@@ -22,14 +22,25 @@ pub enum Origin {
     /// Installed by another program in a directory of its own, read there as it is and trusted as that
     /// program trusts it (agmsg's installed agent types); `by` names the program, and is the word
     /// listings show.
-    Installed { dir: PathBuf, by: &'static str },
+    Installed {
+        dir: PathBuf,
+        by: &'static str,
+    },
     /// A trusted plugin, the one that runs under its name.
-    Plugin { dir: PathBuf },
+    Plugin {
+        dir: PathBuf,
+    },
     /// A plugin that runs only once the user trusts it.
-    Untrusted { dir: PathBuf, problem: String, trust_command: String },
+    Untrusted {
+        dir: PathBuf,
+        problem: String,
+        trust_command: String,
+    },
     /// A driver named by its path (a component file, a driver directory): never listed, but what a
     /// resolved driver says it came from.
-    Path { path: PathBuf },
+    Path {
+        path: PathBuf,
+    },
 }
 
 impl Origin {
@@ -263,13 +274,15 @@ mod tests {
         let installed = Origin::Installed { dir: PathBuf::from("/skill/types/a"), by: "agmsg" };
         let fixed = vec![row("a", Origin::Bundled), row("b", Origin::Bundled), row("a", installed.clone())];
         let catalog = read(Axis::Types, Sources { fixed, plugins: Ok(Vec::new()) });
-        let rows: Vec<(&str, &str, &[Origin])> = catalog.rows.iter().map(|r| (r.entry.name.as_str(), r.entry.origin.word(), r.shadows.as_slice())).collect();
+        let rows: Vec<(&str, &str, &[Origin])> =
+            catalog.rows.iter().map(|r| (r.entry.name.as_str(), r.entry.origin.word(), r.shadows.as_slice())).collect();
         assert_eq!(rows, [("a", "agmsg", &[Origin::Bundled][..]), ("b", "bundled", &[][..])]);
         assert_eq!(installed.describe(), "agmsg /skill/types/a");
         assert!(catalog.warnings.is_empty() && catalog.untrusted.is_empty() && catalog.plugins_unread.is_none());
 
         // Plugins that cannot be read leave the fixed rows standing, and say why.
-        let catalog = read(Axis::Storage, Sources { fixed: vec![row("sqlite", Origin::Bundled)], plugins: Err("trust file unreadable".into()) });
+        let catalog =
+            read(Axis::Storage, Sources { fixed: vec![row("sqlite", Origin::Bundled)], plugins: Err("trust file unreadable".into()) });
         assert_eq!(catalog.rows.len(), 1);
         assert_eq!(catalog.plugins_unread.as_deref(), Some("trust file unreadable"));
     }

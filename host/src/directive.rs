@@ -80,7 +80,14 @@ mod tests {
 
     #[test]
     fn only_plain_installs() {
-        for ok in ["apt-get install tmux", "sudo apt-get install -y tmux python3-venv", "brew install duckdb", "pacman -S --noconfirm tmux", "brew install owner/tap/g++", "apk add sqlite"] {
+        for ok in [
+            "apt-get install tmux",
+            "sudo apt-get install -y tmux python3-venv",
+            "brew install duckdb",
+            "pacman -S --noconfirm tmux",
+            "brew install owner/tap/g++",
+            "apk add sqlite",
+        ] {
             assert!(is_install_command(ok), "{ok}");
         }
         for bad in [

@@ -11,7 +11,9 @@ use crate::error::HostError;
 /// An agmsg driver name (the contract's rule) that is also a conventional cargo package name: cargo
 /// refuses a leading digit, '-' or '_', and rustc warns about an uppercase crate name.
 pub fn valid_name(name: &str) -> bool {
-    agmsg_contract::is_driver_name(name) && name.starts_with(|c: char| c.is_ascii_lowercase()) && !name.contains(|c: char| c.is_ascii_uppercase())
+    agmsg_contract::is_driver_name(name)
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && !name.contains(|c: char| c.is_ascii_uppercase())
 }
 
 /// The SDK this binary was built with, when its source is still where it was built.
@@ -23,7 +25,9 @@ fn default_sdk() -> Option<PathBuf> {
 /// guest SDK at `sdk` (default: the one this binary was built with); the directory written.
 pub fn create(axis: Axis, name: &str, path: Option<PathBuf>, sdk: Option<PathBuf>) -> Result<PathBuf, HostError> {
     if !valid_name(name) {
-        return Err(HostError::usage(format!("the name must be lowercase letters, digits, '-' and '_', starting with a letter, not {name:?}")));
+        return Err(HostError::usage(format!(
+            "the name must be lowercase letters, digits, '-' and '_', starting with a letter, not {name:?}"
+        )));
     }
     let sdk = match sdk {
         Some(sdk) => sdk.canonicalize().map_err(|e| HostError::usage(format!("--sdk {}: {e}", sdk.display())))?,

@@ -109,7 +109,13 @@ pub fn naming_mode_from_env() -> NamingMode {
 /// or could not create the pane.
 ///
 /// [`ExitClass::Refused`]: crate::error::ExitClass::Refused
-pub fn spawn(runtime: &Runtime, t: &AgentType, candidates: &Candidates, skill_dir: &Path, req: SpawnRequest<'_>) -> Result<Spawned, HostError> {
+pub fn spawn(
+    runtime: &Runtime,
+    t: &AgentType,
+    candidates: &Candidates,
+    skill_dir: &Path,
+    req: SpawnRequest<'_>,
+) -> Result<Spawned, HostError> {
     // The names are checked here, before any file is named after them or anything runs.
     let mut boot = boot::boot_command(t, &req.boot)?;
     boot.env_set.extend(req.env.iter().cloned());
@@ -120,13 +126,19 @@ pub fn spawn(runtime: &Runtime, t: &AgentType, candidates: &Candidates, skill_di
     let run = RunDir::new(skill_dir);
     // The child's actas would refuse a role a live session holds: refused here, before launching it.
     if let LockState::Held(owner) = actas::lock_state(&run, team, agent) {
-        return Err(HostError::refused(format!("actas '{agent}' in team '{team}' is held by a live session ({owner}); drop it there first")));
+        return Err(HostError::refused(format!(
+            "actas '{agent}' in team '{team}' is held by a live session ({owner}); drop it there first"
+        )));
     }
 
     let (mut source, _) = resolve::choose_driver(runtime, candidates, req.terminal, None).map_err(HostError::from)?;
     let name = source.manifest.name.clone();
     if !source.manifest.capabilities.iter().any(|c| c == "spawn") {
-        return Err(TerminalError::new(TermFailKind::Unsupported, format!("terminal driver '{name}' cannot spawn (its manifest does not list spawn)")).into());
+        return Err(TerminalError::new(
+            TermFailKind::Unsupported,
+            format!("terminal driver '{name}' cannot spawn (its manifest does not list spawn)"),
+        )
+        .into());
     }
     if source.driver.capabilities.covers(&Capability::Env { name: SPAWN_TEAM_VAR.to_owned() }) {
         source.driver.settings.push((SPAWN_TEAM_VAR.to_owned(), req.boot.team.clone()));
@@ -141,9 +153,9 @@ pub fn spawn(runtime: &Runtime, t: &AgentType, candidates: &Candidates, skill_di
     }
     let file = BootFile::write(&script)?;
     let words = [SHELL.to_owned(), file.path_text().to_owned()];
-    let id = terminal.spawn(&req.boot.agent, &project, req.target, &words).map_err(|e| {
-        HostError::from(TerminalError::new(e.kind, format!("terminal '{name}' could not spawn: {}", e.message)))
-    })?;
+    let id = terminal
+        .spawn(&req.boot.agent, &project, req.target, &words)
+        .map_err(|e| HostError::from(TerminalError::new(e.kind, format!("terminal '{name}' could not spawn: {}", e.message))))?;
     // The pane runs the script, which removes its own file.
     file.keep();
 

@@ -88,7 +88,9 @@ impl Capability {
     pub fn consequence(&self) -> Option<&'static str> {
         match self {
             Capability::Env { .. } => Some("it reads the variable, and may pass or set it for programs it runs"),
-            Capability::Network { endpoint } if parse_endpoint(endpoint).is_ok_and(|(host, _)| host.parse::<std::net::IpAddr>().is_err()) => {
+            Capability::Network { endpoint }
+                if parse_endpoint(endpoint).is_ok_and(|(host, _)| host.parse::<std::net::IpAddr>().is_err()) =>
+            {
                 Some("a host name: it may also make DNS lookups (of any name)")
             }
             Capability::Program { args: None, .. } => Some("with any arguments: whatever that program can do"),
@@ -258,10 +260,7 @@ mod tests {
     use super::*;
 
     fn program(name: &str, args: Option<&[&[&str]]>) -> Capability {
-        Capability::Program {
-            name: name.into(),
-            args: args.map(|a| a.iter().map(|v| v.iter().map(|s| s.to_string()).collect()).collect()),
-        }
+        Capability::Program { name: name.into(), args: args.map(|a| a.iter().map(|v| v.iter().map(|s| s.to_string()).collect()).collect()) }
     }
 
     #[test]

@@ -17,10 +17,10 @@ use std::path::PathBuf;
 use wasmtime::Store;
 use wasmtime::component::InstancePre;
 
-use super::sandbox::{self, Grants, HostState, StoreDir};
 use super::engine::Runtime;
 use super::failure::{self, CallFailure};
 use super::limits::Limits;
+use super::sandbox::{self, Grants, HostState, StoreDir};
 use crate::axis::Axis;
 use crate::capabilities::Capabilities;
 

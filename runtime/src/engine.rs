@@ -5,9 +5,9 @@ use std::sync::{Mutex, OnceLock};
 
 pub use super::limits::{EPOCH_TICK, Limits};
 
+use wasmtime::Engine;
 use wasmtime::Result;
 use wasmtime::component::{Component, Linker};
-use wasmtime::Engine;
 
 use super::cache::CompileCache;
 use super::sandbox::HostState;

@@ -20,11 +20,11 @@ pub mod log;
 pub mod semver;
 
 pub mod cache;
-pub mod code_memory;
 pub mod caps;
+pub mod code_memory;
+pub mod driver;
 pub mod engine;
 pub mod engine_config;
-pub mod driver;
 pub mod failure;
 pub mod limits;
 pub mod sandbox;
@@ -32,6 +32,6 @@ pub mod world;
 
 pub use driver::{Driver, DriverSource, DriverWorld};
 pub use engine::Runtime;
-pub use limits::Limits;
 pub use failure::CallFailure;
+pub use limits::Limits;
 pub use sandbox::{Grants, HostState};

@@ -75,4 +75,3 @@ pub mod host_log {
         emit("host", Severity::Warn, message);
     }
 }
-

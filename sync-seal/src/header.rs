@@ -190,6 +190,9 @@ mod tests {
         refused("-> X25519 a\nAA=B\n", "age recipient stanza body is invalid");
         assert_eq!(x25519_stanzas(b"age-encryption.org/v2\n").unwrap_err().message, "blob is not an age v1 file");
         assert_eq!(x25519_stanzas(format!("age-encryption.org/v1\n{X}").as_bytes()).unwrap_err().message, "age header footer is missing");
-        assert_eq!(x25519_stanzas(format!("age-encryption.org/v1\n{X}--- AAAA\n").as_bytes()).unwrap_err().message, "age header footer is invalid");
+        assert_eq!(
+            x25519_stanzas(format!("age-encryption.org/v1\n{X}--- AAAA\n").as_bytes()).unwrap_err().message,
+            "age header footer is invalid"
+        );
     }
 }

@@ -24,10 +24,7 @@ agmsg_guest_sdk::export_agent_plug!(ClaudeCode);
 
 /// agmsg's notice, then its directive block (a blank line first).
 fn enable_lines(t: &Target, session_id: &str) -> Vec<String> {
-    let mut lines = vec![
-        "Future sessions: SessionStart hook will auto-launch the watcher.".to_owned(),
-        String::new(),
-    ];
+    let mut lines = vec!["Future sessions: SessionStart hook will auto-launch the watcher.".to_owned(), String::new()];
     lines.extend(delivery_texts::start_watch_directive("Monitor", &watch_command(t, session_id)));
     lines.push(String::new());
     lines.push("Pass the command above verbatim — the session_id is already filled in.".to_owned());
@@ -48,7 +45,12 @@ mod tests {
     use super::*;
 
     fn target() -> Target {
-        Target { agent_type: "claude-code".into(), project: "/p/o'brien x".into(), skill_dir: "/s".into(), hooks_file: ".claude/settings.local.json".into() }
+        Target {
+            agent_type: "claude-code".into(),
+            project: "/p/o'brien x".into(),
+            skill_dir: "/s".into(),
+            hooks_file: ".claude/settings.local.json".into(),
+        }
     }
 
     #[test]

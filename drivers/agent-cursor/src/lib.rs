@@ -53,7 +53,12 @@ mod tests {
 
     #[test]
     fn turn_writes_the_rule_and_off_removes_it() {
-        let t = Target { agent_type: "cursor".into(), project: "/p".into(), skill_dir: "/s".into(), hooks_file: ".cursor/rules/agmsg.mdc".into() };
+        let t = Target {
+            agent_type: "cursor".into(),
+            project: "/p".into(),
+            skill_dir: "/s".into(),
+            hooks_file: ".cursor/rules/agmsg.mdc".into(),
+        };
         let Ok(Applied { file: FileAnswer::Write(text), .. }) = Cursor.apply(&t, Mode::Turn, None) else { panic!() };
         assert!(text.starts_with("---\nalwaysApply: true\n---\n# agmsg Integration Rule\n"));
         assert!(text.ends_with("- Command: '/s/scripts/check-inbox.sh' 'cursor' '/p'\n"));

@@ -57,7 +57,12 @@ mod tests {
     use super::*;
 
     fn target() -> Target {
-        Target { agent_type: "grok-build".into(), project: "/p q".into(), skill_dir: "/s".into(), hooks_file: ".grok/rules/agmsg.md".into() }
+        Target {
+            agent_type: "grok-build".into(),
+            project: "/p q".into(),
+            skill_dir: "/s".into(),
+            hooks_file: ".grok/rules/agmsg.md".into(),
+        }
     }
 
     #[test]

@@ -151,13 +151,9 @@ fn parse_fast(line: &[u8]) -> Option<Option<LineEvent<'_>>> {
             body: fast.body?.0,
             at: fast.at?.0,
         })),
-        "message_read" => Some(Some(LineEvent::Read {
-            id: fast.id?.0,
-            msg_id: fast.msg_id?.0,
-            team: fast.team?.0,
-            agent: fast.agent?.0,
-            at: fast.at?.0,
-        })),
+        "message_read" => {
+            Some(Some(LineEvent::Read { id: fast.id?.0, msg_id: fast.msg_id?.0, team: fast.team?.0, agent: fast.agent?.0, at: fast.at?.0 }))
+        }
         _ => None,
     }
 }

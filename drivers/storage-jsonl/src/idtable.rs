@@ -161,13 +161,18 @@ impl IdTable {
         if !fits {
             let entries_so_far: u64 = self.levels.iter().map(|l| l.entries).sum();
             let wanted = entries_so_far + entries.len() as u64;
-            let slots = if self.levels.is_empty() { self.first_slots.max((wanted * 2).next_power_of_two()) } else { (wanted * 4).next_power_of_two().max(MIN_SLOTS) };
+            let slots = if self.levels.is_empty() {
+                self.first_slots.max((wanted * 2).next_power_of_two())
+            } else {
+                (wanted * 4).next_power_of_two().max(MIN_SLOTS)
+            };
             self.add_level(slots)?;
         }
         let level = *self.levels.last().expect("a level exists");
         let mask = level.slots - 1;
         entries.sort_unstable_by_key(|&(hash, value)| (hash & mask, value));
-        let segment_slots = (level.slots * PER_SEGMENT / entries.len() as u64).next_power_of_two().clamp(MIN_SEGMENT, MAX_SEGMENT).min(level.slots);
+        let segment_slots =
+            (level.slots * PER_SEGMENT / entries.len() as u64).next_power_of_two().clamp(MIN_SEGMENT, MAX_SEGMENT).min(level.slots);
         let mut rest: &[(u64, u64)] = entries;
         while let Some(&(first, _)) = rest.first() {
             let segment = (first & mask) / segment_slots;

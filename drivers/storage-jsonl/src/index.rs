@@ -257,8 +257,12 @@ impl Index {
         let log_len = self.log.metadata().map_err(io_error)?.len();
         self.log_len = log_len;
         let first = self.meta.covered_len;
-        let mut progress = (log_len.saturating_sub(first) > ANNOUNCE_BYTES)
-            .then(|| Progress { from: first, to: log_len, started: std::time::Instant::now(), reported: std::time::Instant::now() });
+        let mut progress = (log_len.saturating_sub(first) > ANNOUNCE_BYTES).then(|| Progress {
+            from: first,
+            to: log_len,
+            started: std::time::Instant::now(),
+            reported: std::time::Instant::now(),
+        });
         if let Some(p) = &progress {
             agmsg_guest_sdk::log::info(&format!(
                 "jsonl index: indexing {LOG_FILE} from byte {} to {} ({} MiB); saved as it goes, so a stopped run resumes",
@@ -326,7 +330,10 @@ impl Index {
             }
         }
         if start != first {
-            agmsg_guest_sdk::log::debug(&format!("jsonl index: parsed bytes {first}..{start} of the log ({} lines so far)", self.meta.lines));
+            agmsg_guest_sdk::log::debug(&format!(
+                "jsonl index: parsed bytes {first}..{start} of the log ({} lines so far)",
+                self.meta.lines
+            ));
         }
         self.save(true)?;
         if let Some(p) = &progress {
@@ -347,8 +354,7 @@ impl Index {
             match parsed {
                 LineEvent::Sent { id, team, from, to, .. } => {
                     let position = self.meta.count + self.new_records.len() as u64;
-                    let was_pending =
-                        !self.pending.is_empty() && self.pending.remove(&(team.to_string(), to.to_string(), id.to_string()));
+                    let was_pending = !self.pending.is_empty() && self.pending.remove(&(team.to_string(), to.to_string(), id.to_string()));
                     if was_pending {
                         self.dirty = true;
                     }
@@ -420,7 +426,8 @@ impl Index {
         for position in flagged {
             write_all_at(&self.records, &READ_BY_RECIPIENT.to_le_bytes(), position * RECORD_SIZE + FLAGS_OFFSET).map_err(io_error)?;
         }
-        let mut slots: Vec<(u64, u64)> = self.new_ids.drain().flat_map(|(hash, positions)| positions.into_iter().map(move |p| (hash, p))).collect();
+        let mut slots: Vec<(u64, u64)> =
+            self.new_ids.drain().flat_map(|(hash, positions)| positions.into_iter().map(move |p| (hash, p))).collect();
         self.ids.insert_batch(&mut slots).map_err(|e| damaged(e.message))?;
         self.meta.count += self.new_records.len() as u64;
         self.new_records.clear();

@@ -23,12 +23,11 @@ use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::time::Duration;
 
+use agmsg_contract::records;
 use agmsg_guest_sdk::ids::{new_id, now_utc};
 use agmsg_guest_sdk::storage::{
-    Description, DriverError, Event, EventExporter, EventImporter, Message, Pair, ReadMark, StorageDriver, StoreFile,
-    StoreLock, WatchBatch,
+    Description, DriverError, Event, EventExporter, EventImporter, Message, Pair, ReadMark, StorageDriver, StoreFile, StoreLock, WatchBatch,
 };
-use agmsg_contract::records;
 
 use events::{LineReader, io_error, line_at, parse_line, read_full_at, write_all_at};
 use idtable::{IdTable, hash_bytes};
@@ -426,7 +425,8 @@ fn compact_log() -> Result<(), DriverError> {
     let seen_path = index_path("compact-reads.bin");
     let result = (|| {
         let out = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&tmp).map_err(io_error)?;
-        let seen_file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&seen_path).map_err(io_error)?;
+        let seen_file =
+            std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&seen_path).map_err(io_error)?;
         let mut seen = IdTable::new(seen_file, Vec::new(), 1 << 12);
         let (mut written, mut buffer) = (0u64, Vec::new());
         let mut removed = 0usize;
@@ -548,13 +548,16 @@ fn roll_back_interrupted_import() -> Result<(), DriverError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(io_error(e)),
     };
-    let length: u64 = text.trim().parse().map_err(|_| DriverError::corrupt(format!("jsonl: {DIR_NAME}/{IMPORT_JOURNAL} is not a length")))?;
+    let length: u64 =
+        text.trim().parse().map_err(|_| DriverError::corrupt(format!("jsonl: {DIR_NAME}/{IMPORT_JOURNAL} is not a length")))?;
     let log = std::fs::OpenOptions::new().write(true).open(store_path(LOG_FILE)).map_err(io_error)?;
     if log.metadata().map_err(io_error)?.len() > length {
         log.set_len(length).map_err(io_error)?;
         log.sync_all().map_err(io_error)?;
     }
-    agmsg_guest_sdk::log::warn("jsonl: an import was interrupted (or a sync commit) while it was being written; its lines were removed from the log");
+    agmsg_guest_sdk::log::warn(
+        "jsonl: an import was interrupted (or a sync commit) while it was being written; its lines were removed from the log",
+    );
     std::fs::remove_file(&journal).map_err(io_error)?;
     for staged in [STAGED_LINES, STAGED_IDS, STAGED_READS] {
         let _ = std::fs::remove_file(index_path(staged));
@@ -637,7 +640,8 @@ impl Importer {
     fn write_page(&mut self) -> Result<(), DriverError> {
         self.write_page_lines()?;
         for (table, page) in [(&mut self.ids, &mut self.page_ids), (&mut self.reads, &mut self.page_reads)] {
-            let mut entries: Vec<(u64, u64)> = page.drain().flat_map(|(hash, offsets)| offsets.into_iter().map(move |o| (hash, o))).collect();
+            let mut entries: Vec<(u64, u64)> =
+                page.drain().flat_map(|(hash, offsets)| offsets.into_iter().map(move |o| (hash, o))).collect();
             table.insert_batch(&mut entries)?;
         }
         Ok(())
@@ -665,7 +669,10 @@ impl Importer {
                 match existing {
                     Some(old) if same_message(&old, &m) => {}
                     Some(_) => {
-                        return Err(DriverError::runtime(format!("import conflict: message {} already exists with different content", m.id)));
+                        return Err(DriverError::runtime(format!(
+                            "import conflict: message {} already exists with different content",
+                            m.id
+                        )));
                     }
                     None => {
                         let offset = self.stage(&sent_line(&m));

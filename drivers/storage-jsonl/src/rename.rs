@@ -99,7 +99,9 @@ fn line_of(record: &Value) -> String {
     let fields = record.as_object().map_or(0, |o| o.len());
     match (s("type"), fields) {
         (Some("message_sent"), 7) => {
-            if let (Some(id), Some(team), Some(from), Some(to), Some(body), Some(at)) = (s("id"), s("team"), s("from"), s("to"), s("body"), s("at")) {
+            if let (Some(id), Some(team), Some(from), Some(to), Some(body), Some(at)) =
+                (s("id"), s("team"), s("from"), s("to"), s("body"), s("at"))
+            {
                 return records::message_sent(id, team, from, to, body, at);
             }
         }

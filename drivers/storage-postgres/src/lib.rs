@@ -627,36 +627,15 @@ impl Importer {
                         if same(existing, &m) {
                             continue;
                         }
-                        return Err(pg::Error::Broken(format!(
-                            "import conflict: message {} already exists with different content",
-                            m.id
-                        )));
+                        return Err(pg::Error::Broken(format!("import conflict: message {} already exists with different content", m.id)));
                     }
                     known.insert(m.id.clone(), m.clone());
                     self.teams.insert(m.team.clone());
-                    [
-                        Some("message_sent".into()),
-                        Some(m.id),
-                        Some(m.team),
-                        Some(m.from),
-                        Some(m.to),
-                        Some(m.body),
-                        None,
-                        None,
-                        Some(m.at),
-                    ]
+                    [Some("message_sent".into()), Some(m.id), Some(m.team), Some(m.from), Some(m.to), Some(m.body), None, None, Some(m.at)]
                 }
-                Event::MessageRead(r) => [
-                    Some("message_read".into()),
-                    Some(r.id),
-                    Some(r.team),
-                    None,
-                    None,
-                    None,
-                    Some(r.msg_id),
-                    Some(r.agent),
-                    Some(r.at),
-                ],
+                Event::MessageRead(r) => {
+                    [Some("message_read".into()), Some(r.id), Some(r.team), None, None, None, Some(r.msg_id), Some(r.agent), Some(r.at)]
+                }
             };
             self.last += 1;
             columns[0].push(Some(self.last.to_string()));

@@ -196,12 +196,7 @@ impl Conn {
         let tcp = connect_tcp(c, deadline)?;
         let mut startup = BytesMut::new();
         frontend::startup_message(
-            [
-                ("user", c.user.as_str()),
-                ("database", c.dbname.as_str()),
-                ("application_name", "agmsg-host"),
-                ("client_encoding", "UTF8"),
-            ],
+            [("user", c.user.as_str()), ("database", c.dbname.as_str()), ("application_name", "agmsg-host"), ("client_encoding", "UTF8")],
             &mut startup,
         )
         .map_err(broken)?;
@@ -507,10 +502,8 @@ fn set_timeouts(tcp: &TcpStream, deadline: Instant) -> Result<()> {
 
 /// A TCP connection to the first address of the endpoint that answers, before `deadline`.
 fn connect_tcp(c: &Config, deadline: Instant) -> Result<TcpStream> {
-    let addrs: Vec<SocketAddr> = (c.host.as_str(), c.port)
-        .to_socket_addrs()
-        .map_err(|e| Error::Broken(format!("cannot resolve {}: {e}", c.host)))?
-        .collect();
+    let addrs: Vec<SocketAddr> =
+        (c.host.as_str(), c.port).to_socket_addrs().map_err(|e| Error::Broken(format!("cannot resolve {}: {e}", c.host)))?.collect();
     let mut last = Error::Broken(format!("{} resolves to no address", c.host));
     for addr in addrs {
         let left = deadline.saturating_duration_since(Instant::now());

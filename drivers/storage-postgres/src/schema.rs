@@ -85,9 +85,10 @@ pub fn ensure(conn: &mut Conn, part: &str) -> pg::Result<()> {
 
 fn create(conn: &mut Conn, part: &str) -> pg::Result<()> {
     conn.simple("BEGIN")?;
-    let result = conn.simple(SCHEMA_LOCK).and_then(|_| conn.simple(CREATE)).and_then(|_| {
-        conn.query("INSERT INTO agmsg_counter (part, last) VALUES ($1, 0) ON CONFLICT DO NOTHING", &[Some(part)])
-    });
+    let result = conn
+        .simple(SCHEMA_LOCK)
+        .and_then(|_| conn.simple(CREATE))
+        .and_then(|_| conn.query("INSERT INTO agmsg_counter (part, last) VALUES ($1, 0) ON CONFLICT DO NOTHING", &[Some(part)]));
     match result {
         Ok(_) => conn.simple("COMMIT").map(drop),
         Err(e) => {

@@ -32,9 +32,8 @@ pub fn create(conn: &Connection) -> rusqlite::Result<()> {
 
 /// After dual-writing legacy row `legacy_id` (linked), classify everything up to it.
 pub fn note_linked(conn: &Connection, legacy_id: i64) -> rusqlite::Result<()> {
-    let upto: i64 = conn
-        .prepare_cached("SELECT CAST(value AS INTEGER) FROM storage_metadata WHERE key=?1")?
-        .query_row([UPTO_KEY], |r| r.get(0))?;
+    let upto: i64 =
+        conn.prepare_cached("SELECT CAST(value AS INTEGER) FROM storage_metadata WHERE key=?1")?.query_row([UPTO_KEY], |r| r.get(0))?;
     if legacy_id <= upto {
         return Ok(());
     }
@@ -46,8 +45,7 @@ pub fn note_linked(conn: &Connection, legacy_id: i64) -> rusqlite::Result<()> {
         )?
         .execute(params![upto, legacy_id])?;
     }
-    conn.prepare_cached("UPDATE storage_metadata SET value=CAST(?2 AS TEXT) WHERE key=?1")?
-        .execute(params![UPTO_KEY, legacy_id])?;
+    conn.prepare_cached("UPDATE storage_metadata SET value=CAST(?2 AS TEXT) WHERE key=?1")?.execute(params![UPTO_KEY, legacy_id])?;
     Ok(())
 }
 

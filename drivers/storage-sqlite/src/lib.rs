@@ -22,8 +22,7 @@ use std::time::Duration;
 
 use agmsg_guest_sdk::ids::{new_id, now_utc};
 use agmsg_guest_sdk::storage::{
-    Description, DriverError, Event, EventExporter, EventImporter, Message, Pair, ReadMark, StorageDriver, StoreFile,
-    StoreLock, WatchBatch,
+    Description, DriverError, Event, EventExporter, EventImporter, Message, Pair, ReadMark, StorageDriver, StoreFile, StoreLock, WatchBatch,
 };
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params};
 
@@ -193,8 +192,7 @@ fn is_wal_file(path: &str) -> bool {
 
 fn open_connection(flags: OpenFlags, wal: bool) -> Result<Connection, DriverError> {
     vfs::register().map_err(DriverError::runtime)?;
-    let conn = Connection::open_with_flags_and_vfs(db_path(), flags | OpenFlags::SQLITE_OPEN_NO_MUTEX, vfs::VFS_NAME)
-        .map_err(sql_error)?;
+    let conn = Connection::open_with_flags_and_vfs(db_path(), flags | OpenFlags::SQLITE_OPEN_NO_MUTEX, vfs::VFS_NAME).map_err(sql_error)?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(sql_error)?;
     // The sandbox has no /tmp, so temporary data stays in memory.
     conn.execute_batch("PRAGMA temp_store=MEMORY;").map_err(sql_error)?;
@@ -205,8 +203,7 @@ fn open_connection(flags: OpenFlags, wal: bool) -> Result<Connection, DriverErro
         // database (real, through the VFS) for the connection's life, which is one operation: native
         // WAL connections hold SHARED while open, so neither side sees the other's WAL index half-made. NORMAL sync is durable across process crashes (closing checkpoints with
         // fsync), and keeping the emptied WAL file spares every write a file creation.
-        conn.execute_batch("PRAGMA locking_mode=EXCLUSIVE; PRAGMA synchronous=NORMAL; PRAGMA journal_size_limit=0;")
-            .map_err(sql_error)?;
+        conn.execute_batch("PRAGMA locking_mode=EXCLUSIVE; PRAGMA synchronous=NORMAL; PRAGMA journal_size_limit=0;").map_err(sql_error)?;
         let mut persist: std::ffi::c_int = 1;
         // SAFETY: a valid open handle, the "main" schema, and a pointer to an int, as the opcode requires.
         unsafe {
@@ -222,22 +219,13 @@ fn open_connection(flags: OpenFlags, wal: bool) -> Result<Connection, DriverErro
 }
 
 fn message_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Message> {
-    Ok(Message {
-        id: row.get(0)?,
-        team: row.get(1)?,
-        from: row.get(2)?,
-        to: row.get(3)?,
-        body: row.get(4)?,
-        at: row.get(5)?,
-    })
+    Ok(Message { id: row.get(0)?, team: row.get(1)?, from: row.get(2)?, to: row.get(3)?, body: row.get(4)?, at: row.get(5)? })
 }
 
 /// The AUTOINCREMENT high-water of `events`: agmsg's delivery cursor. It counts every event ever
 /// inserted (reads too) and never goes back, even when compaction deletes rows.
 fn high_water(conn: &Connection) -> rusqlite::Result<u64> {
-    let seq: i64 = conn.query_row("SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name='events'), 0)", [], |r| {
-        r.get(0)
-    })?;
+    let seq: i64 = conn.query_row("SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name='events'), 0)", [], |r| r.get(0))?;
     Ok(u64::try_from(seq).unwrap_or(0))
 }
 
@@ -270,17 +258,13 @@ fn insert_message(tx: &Connection, m: &Message) -> rusqlite::Result<()> {
 /// `read_at` too (for outside readers of `messages`); a pure legacy row is never mutated.
 fn insert_read(tx: &Connection, team: &str, agent: &str, msg_id: &str, id: &str, at: &str) -> rusqlite::Result<bool> {
     let already: bool = tx
-        .prepare_cached(
-            "SELECT EXISTS(SELECT 1 FROM events WHERE type='message_read' AND team=?1 AND agent=?2 AND msg_id=?3)",
-        )?
+        .prepare_cached("SELECT EXISTS(SELECT 1 FROM events WHERE type='message_read' AND team=?1 AND agent=?2 AND msg_id=?3)")?
         .query_row(params![team, agent, msg_id], |r| r.get(0))?;
     if already {
         return Ok(false);
     }
-    tx.prepare_cached(
-        "INSERT INTO events(type, id, team, msg_id, agent, at) VALUES('message_read', ?1, ?2, ?3, ?4, ?5)",
-    )?
-    .execute(params![id, team, msg_id, agent, at])?;
+    tx.prepare_cached("INSERT INTO events(type, id, team, msg_id, agent, at) VALUES('message_read', ?1, ?2, ?3, ?4, ?5)")?
+        .execute(params![id, team, msg_id, agent, at])?;
     // Look the link up by id (the planner would otherwise walk the recipient's messages in events_sent),
     // then update by primary key.
     let linked: Vec<i64> = tx
@@ -310,8 +294,7 @@ fn unread(conn: &Connection, team: &str, agent: &str, limit: Option<u32>) -> rus
              AND r.msg_id=e.id) ORDER BY e.seq",
         )
         .and_then(|mut stmt| {
-            stmt.query_map(params![team, agent], |r| Ok((message_from_row(r)?, 1u8, r.get(6)?)))?
-                .collect::<rusqlite::Result<Vec<_>>>()
+            stmt.query_map(params![team, agent], |r| Ok((message_from_row(r)?, 1u8, r.get(6)?)))?.collect::<rusqlite::Result<Vec<_>>>()
         })?;
     unread.extend(legacy::unread(conn, team, agent)?);
     // agmsg's order: time, then source (legacy first), then store order. --limit keeps the oldest N.
@@ -342,8 +325,7 @@ fn consume(tx: &Connection, team: &str, agent: &str, target: u64, ids: &[String]
         .query_row(params![team, agent, current, cap], |r| r.get(0))
         .optional()?;
     let frontier = current.max(gap.map_or(cap, |g| g - 1));
-    tx.prepare_cached("UPDATE read_cursors SET local_position=?3 WHERE team=?1 AND agent=?2")?
-        .execute(params![team, agent, frontier])?;
+    tx.prepare_cached("UPDATE read_cursors SET local_position=?3 WHERE team=?1 AND agent=?2")?.execute(params![team, agent, frontier])?;
     Ok(())
 }
 
@@ -379,14 +361,7 @@ impl StorageDriver for Sqlite {
 
     fn send(&self, team: &str, from: &str, to: &str, body: &str) -> Result<String, DriverError> {
         let mut session = Session::writer()?;
-        let message = Message {
-            id: new_id(),
-            team: team.into(),
-            from: from.into(),
-            to: to.into(),
-            body: body.into(),
-            at: now_utc(),
-        };
+        let message = Message { id: new_id(), team: team.into(), from: from.into(), to: to.into(), body: body.into(), at: now_utc() };
         let tx = session.write()?;
         insert_message(&tx, &message).map_err(sql_error)?;
         tx.commit().map_err(sql_error)?;
@@ -414,9 +389,7 @@ impl StorageDriver for Sqlite {
         let session = Session::read()?;
         let position: Option<i64> = session
             .conn()
-            .query_row("SELECT local_position FROM read_cursors WHERE team=?1 AND agent=?2", params![team, agent], |r| {
-                r.get(0)
-            })
+            .query_row("SELECT local_position FROM read_cursors WHERE team=?1 AND agent=?2", params![team, agent], |r| r.get(0))
             .optional()
             .map_err(sql_error)?;
         Ok(position.unwrap_or(0).to_string())
@@ -456,9 +429,7 @@ impl StorageDriver for Sqlite {
                     continue;
                 }
                 let rows = stmt
-                    .query_map(params![pair.team, pair.agent, as_sql_position(after)], |r| {
-                        Ok((r.get::<_, i64>(6)?, message_from_row(r)?))
-                    })
+                    .query_map(params![pair.team, pair.agent, as_sql_position(after)], |r| Ok((r.get::<_, i64>(6)?, message_from_row(r)?)))
                     .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
                     .map_err(sql_error)?;
                 messages.extend(rows);

@@ -72,10 +72,8 @@ pub fn current(conn: &Connection) -> bool {
 /// Whether this driver's schema marker (at the current revision) and agmsg's cursor-migration marker
 /// are both there.
 fn markers_present(conn: &Connection) -> rusqlite::Result<bool> {
-    conn.prepare_cached(
-        "SELECT count(*) = 2 FROM storage_metadata WHERE (key = ?1 AND value = ?2) OR key = ?3",
-    )?
-    .query_row(params![SCHEMA_KEY, SCHEMA_REV, CURSOR_MIGRATION_KEY], |r| r.get(0))
+    conn.prepare_cached("SELECT count(*) = 2 FROM storage_metadata WHERE (key = ?1 AND value = ?2) OR key = ?3")?
+        .query_row(params![SCHEMA_KEY, SCHEMA_REV, CURSOR_MIGRATION_KEY], |r| r.get(0))
 }
 
 fn create(conn: &Connection) -> rusqlite::Result<()> {
@@ -136,9 +134,6 @@ fn migrate_cursors(conn: &Connection) -> rusqlite::Result<()> {
          ON CONFLICT(team, agent) DO UPDATE SET local_position = MAX(local_position, excluded.local_position)",
         [high_water as i64],
     )?;
-    conn.execute(
-        "INSERT OR REPLACE INTO storage_metadata(key, value) VALUES(?1, '1')",
-        [CURSOR_MIGRATION_KEY],
-    )?;
+    conn.execute("INSERT OR REPLACE INTO storage_metadata(key, value) VALUES(?1, '1')", [CURSOR_MIGRATION_KEY])?;
     Ok(())
 }

@@ -115,9 +115,7 @@ fn lock(name: &str, held: c_int, wanted: c_int) -> Result<c_int, FileLockError> 
             file_lock::unlock(name, PENDING_BYTE, 1)?;
             Ok(if shared? { ffi::SQLITE_LOCK_SHARED } else { held })
         }
-        ffi::SQLITE_LOCK_RESERVED => {
-            Ok(if file_lock::try_lock(name, RESERVED_BYTE, 1, Write)? { ffi::SQLITE_LOCK_RESERVED } else { held })
-        }
+        ffi::SQLITE_LOCK_RESERVED => Ok(if file_lock::try_lock(name, RESERVED_BYTE, 1, Write)? { ffi::SQLITE_LOCK_RESERVED } else { held }),
         ffi::SQLITE_LOCK_EXCLUSIVE => {
             let mut now = held;
             if now < ffi::SQLITE_LOCK_PENDING {

@@ -115,11 +115,7 @@ pub fn presence(list: &Value, bare: &str) -> Presence {
     if objects.clone().any(|e| e.get("pane_id").and_then(Value::as_str) == Some(bare)) {
         return Presence::Listed;
     }
-    if objects.filter(|e| pane_ok(e) && anchor_ok(e)).count() == entries.len() {
-        Presence::NotListed
-    } else {
-        Presence::Undecidable
-    }
+    if objects.filter(|e| pane_ok(e) && anchor_ok(e)).count() == entries.len() { Presence::NotListed } else { Presence::Undecidable }
 }
 
 /// The new pane of a `pane split` / `tab create` answer: the first candidate path holding a pane id of

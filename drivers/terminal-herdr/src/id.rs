@@ -42,9 +42,7 @@ pub fn parse(id: &str) -> Option<HerdrId<'_>> {
 /// `w` + alphanumerics, one `:`, `p` + alphanumerics; ASCII alphanumerics and that one colon only.
 pub fn bare_ok(bare: &str) -> bool {
     let Some((workspace, pane)) = bare.split_once(':') else { return false };
-    let part = |s: &str, lead: u8| {
-        s.as_bytes().first() == Some(&lead) && s.len() > 1 && s.bytes().all(|b| b.is_ascii_alphanumeric())
-    };
+    let part = |s: &str, lead: u8| s.as_bytes().first() == Some(&lead) && s.len() > 1 && s.bytes().all(|b| b.is_ascii_alphanumeric());
     part(workspace, b'w') && part(pane, b'p')
 }
 
@@ -74,8 +72,26 @@ mod tests {
     #[test]
     fn refuses_malformed_and_hostile_ids() {
         for bad in [
-            "", "w1", "w1:", ":w1:p4", "w:p4", "w1:p", "w1:t1", "w1:p4;kill", "w1:p4 ", " w1:p4", "%3", "w1:x:p4",
-            "rel.sock:w1:p4", "/s\n:w1:p4", "/s:w1:p4\n", "/s\t:w1:p4", "/s:w1:p4:", "/s:w1:p-4", "/s:wé:p4", "w1:p4|x",
+            "",
+            "w1",
+            "w1:",
+            ":w1:p4",
+            "w:p4",
+            "w1:p",
+            "w1:t1",
+            "w1:p4;kill",
+            "w1:p4 ",
+            " w1:p4",
+            "%3",
+            "w1:x:p4",
+            "rel.sock:w1:p4",
+            "/s\n:w1:p4",
+            "/s:w1:p4\n",
+            "/s\t:w1:p4",
+            "/s:w1:p4:",
+            "/s:w1:p-4",
+            "/s:wé:p4",
+            "w1:p4|x",
         ] {
             assert!(parse(bad).is_none(), "{bad:?} must be refused");
         }

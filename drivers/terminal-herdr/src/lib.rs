@@ -28,8 +28,7 @@ use agmsg_guest_sdk::export_terminal_driver;
 use agmsg_guest_sdk::log;
 use agmsg_guest_sdk::process;
 use agmsg_guest_sdk::terminal::{
-    Answer, ArrangeOutcome, Description, Detection, Intent, NamingMode, PanePresence, SpawnTarget, TermError,
-    TerminalDriver,
+    Answer, ArrangeOutcome, Description, Detection, Intent, NamingMode, PanePresence, SpawnTarget, TermError, TerminalDriver,
 };
 use sha2::{Digest, Sha256};
 
@@ -152,9 +151,9 @@ impl TerminalDriver for Herdr {
         };
         match listed.map(|list| answers::pane_for_session(&list, session_id)) {
             Some(SessionLookup::Found(pane)) => Detection::Resolved(id::qualify(&socket, &pane)),
-            Some(SessionLookup::NotAmong) => Detection::Unresolved(format!(
-                "herdr: session '{session_id}' is not among the live agents — cannot resolve this pane"
-            )),
+            Some(SessionLookup::NotAmong) => {
+                Detection::Unresolved(format!("herdr: session '{session_id}' is not among the live agents — cannot resolve this pane"))
+            }
             _ => Detection::Unresolved(
                 "herdr: 'agent list' did not answer (herdr not on PATH or errored) — cannot resolve this pane".to_owned(),
             ),
@@ -169,8 +168,8 @@ impl TerminalDriver for Herdr {
         let socket = session::socket().map_err(step_failed)?;
         let created = match target {
             SpawnTarget::Window => {
-                let workspace = session::workspace()
-                    .ok_or_else(|| TermError::unsupported("unsupported: window target needs HERDR_WORKSPACE_ID"))?;
+                let workspace =
+                    session::workspace().ok_or_else(|| TermError::unsupported("unsupported: window target needs HERDR_WORKSPACE_ID"))?;
                 herdr_ok(&["tab", "create", "--workspace", &workspace, "--label", &label, "--cwd", project], |why| {
                     step_failed(format!("herdr tab create: {why}"))
                 })?
@@ -263,9 +262,7 @@ impl TerminalDriver for Herdr {
         require_herdr()?;
         let _route = reach(&parsed);
         herdr_ok(&["agent", "prompt", parsed.bare, text], |why| {
-            TermError::failed(format!(
-                "herdr: could not deliver to pane {id:?} — it may be gone, or have no live agent to receive ({why})"
-            ))
+            TermError::failed(format!("herdr: could not deliver to pane {id:?} — it may be gone, or have no live agent to receive ({why})"))
         })?;
         Ok(())
     }
@@ -285,9 +282,9 @@ impl TerminalDriver for Herdr {
         match answers::presence(&list, parsed.bare) {
             Presence::Listed => Ok(PanePresence::Present),
             Presence::NotListed if parsed.socket.is_some() => Ok(PanePresence::Gone),
-            Presence::NotListed => Err(TermError::unreachable(format!(
-                "herdr: {id:?} names no instance, so its absence from this one does not prove it gone"
-            ))),
+            Presence::NotListed => {
+                Err(TermError::unreachable(format!("herdr: {id:?} names no instance, so its absence from this one does not prove it gone")))
+            }
             Presence::Undecidable => Err(TermError::unreachable("herdr agent list: an entry could not be read, so absence is undecided")),
         }
     }

@@ -78,10 +78,7 @@ pub fn json_of(out: &Output) -> Option<Value> {
 /// stdout, so both channels are quoted).
 pub fn complaint(out: &Output) -> String {
     let status = out.status.map_or_else(|| "a signal".to_owned(), |code| format!("rc={code}"));
-    let said: Vec<String> = [out.stdout_text(), out.stderr_text()]
-        .into_iter()
-        .map(|s| s.trim().to_owned())
-        .filter(|s| !s.is_empty())
-        .collect();
+    let said: Vec<String> =
+        [out.stdout_text(), out.stderr_text()].into_iter().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect();
     if said.is_empty() { status } else { format!("{status}: {}", said.join(" / ")) }
 }

@@ -19,8 +19,7 @@ pub fn parse(id: &str) -> Option<&str> {
 pub fn handle_ok(handle: &str) -> bool {
     let Some(uuid) = handle.strip_prefix("term_") else { return false };
     let groups: Vec<&str> = uuid.split('-').collect();
-    groups.len() == 5
-        && groups.iter().zip([8, 4, 4, 4, 12]).all(|(g, len)| g.len() == len && g.bytes().all(|b| b.is_ascii_hexdigit()))
+    groups.len() == 5 && groups.iter().zip([8, 4, 4, 4, 12]).all(|(g, len)| g.len() == len && g.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 #[cfg(test)]

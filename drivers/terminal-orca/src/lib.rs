@@ -194,7 +194,8 @@ impl TerminalDriver for Orca {
             .ok_or_else(|| TermError::failed(format!("orca: read for terminal {id:?} did not return an array of lines")))?;
         let mut text = String::new();
         for line in tail {
-            let line = line.as_str().ok_or_else(|| TermError::failed(format!("orca: read for terminal {id:?} returned a non-text line")))?;
+            let line =
+                line.as_str().ok_or_else(|| TermError::failed(format!("orca: read for terminal {id:?} returned a non-text line")))?;
             text.push_str(line);
             text.push('\n');
         }

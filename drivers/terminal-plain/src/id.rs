@@ -43,8 +43,16 @@ mod tests {
     #[test]
     fn refuses_everything_else() {
         for bad in [
-            "", "x", "--", "iterm:", "iterm:/dev/ttys", "iterm:/dev/ttys1;x", "xterm:/dev/ttys1", "iterm:/dev/pts/1",
-            "iterm:/dev/ttys1\n", "iterm:/dev/ttys1:x",
+            "",
+            "x",
+            "--",
+            "iterm:",
+            "iterm:/dev/ttys",
+            "iterm:/dev/ttys1;x",
+            "xterm:/dev/ttys1",
+            "iterm:/dev/pts/1",
+            "iterm:/dev/ttys1\n",
+            "iterm:/dev/ttys1:x",
         ] {
             assert!(parse(bad).is_none(), "{bad:?} must be refused");
         }

@@ -16,8 +16,7 @@ mod quote;
 
 use agmsg_guest_sdk::export_terminal_driver;
 use agmsg_guest_sdk::terminal::{
-    Answer, ArrangeOutcome, Description, Detection, Intent, NamingMode, PanePresence, SpawnTarget, TermError,
-    TerminalDriver,
+    Answer, ArrangeOutcome, Description, Detection, Intent, NamingMode, PanePresence, SpawnTarget, TermError, TerminalDriver,
 };
 
 use id::PlainId;
@@ -51,10 +50,7 @@ impl TerminalDriver for Plain {
     }
 
     fn describe(&self) -> Description {
-        Description {
-            hints: Vec::new(),
-            ..Description::from_terminal_conf(MANIFEST)
-        }
+        Description { hints: Vec::new(), ..Description::from_terminal_conf(MANIFEST) }
     }
 
     /// Always present, never with a nameable pane: the `-` sentinel, which the resolver treats as the

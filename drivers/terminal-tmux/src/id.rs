@@ -118,8 +118,26 @@ mod tests {
     #[test]
     fn refuses_malformed_and_hostile_ids() {
         for bad in [
-            "", "%", "@", "%9;kill", "alice", ":%3", "/tmp/s:%3x", "/tmp/s:", "%3 ", " %3", "%-1", "%+1", "%٣",
-            "tmp/s:%3", "/tmp/a,b:%3", "/tmp/\ts:%3", "/tmp/s\n:%3", "/tmp/s\u{7f}:%3", "/tmp/s:%3\n", "#3",
+            "",
+            "%",
+            "@",
+            "%9;kill",
+            "alice",
+            ":%3",
+            "/tmp/s:%3x",
+            "/tmp/s:",
+            "%3 ",
+            " %3",
+            "%-1",
+            "%+1",
+            "%٣",
+            "tmp/s:%3",
+            "/tmp/a,b:%3",
+            "/tmp/\ts:%3",
+            "/tmp/s\n:%3",
+            "/tmp/s\u{7f}:%3",
+            "/tmp/s:%3\n",
+            "#3",
         ] {
             assert!(parse(bad).is_none(), "{bad:?} must be refused");
         }

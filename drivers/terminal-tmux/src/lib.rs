@@ -31,8 +31,7 @@ use agmsg_guest_sdk::export_terminal_driver;
 use agmsg_guest_sdk::log;
 use agmsg_guest_sdk::process;
 use agmsg_guest_sdk::terminal::{
-    Answer, ArrangeOutcome, Description, Detection, Intent, NamingMode, PanePresence, SpawnTarget, TermError,
-    TerminalDriver,
+    Answer, ArrangeOutcome, Description, Detection, Intent, NamingMode, PanePresence, SpawnTarget, TermError, TerminalDriver,
 };
 
 use geometry::Placement;
@@ -132,9 +131,8 @@ impl TerminalDriver for Tmux {
         if let Some(start) = &start {
             args.extend(["-S", start.as_str()]);
         }
-        let out = Server::of(&parsed).run_ok(&args, |why| {
-            TermError::failed(format!("tmux: could not capture pane {id:?} (it may no longer exist): {why}"))
-        })?;
+        let out = Server::of(&parsed)
+            .run_ok(&args, |why| TermError::failed(format!("tmux: could not capture pane {id:?} (it may no longer exist): {why}")))?;
         if out.truncated {
             log::warn(&format!("peek {id:?}: the capture went over the host's output cap and was cut"));
         }
@@ -223,9 +221,8 @@ impl TerminalDriver for Tmux {
             return Err(TermError::unsupported("unsupported: source and target are not on the same tmux server"));
         }
         let server = Server::of(&s);
-        let out = server.run_ok(&["list-panes", "-a", "-F", geometry::FORMAT], |why| {
-            TermError::unreachable(format!("tmux list-panes: {why}"))
-        })?;
+        let out = server
+            .run_ok(&["list-panes", "-a", "-F", geometry::FORMAT], |why| TermError::unreachable(format!("tmux list-panes: {why}")))?;
         let listing = out.stdout_text();
         let (Some(srect), Some(trect)) = (geometry::find(&listing, s.bare), geometry::find(&listing, t.bare)) else {
             return Err(TermError::unreachable("tmux: source or target is not in the pane listing"));
@@ -317,9 +314,9 @@ impl TerminalDriver for Tmux {
     /// must carry an instance.
     fn id_split(&self, id: &str) -> Result<(String, String), TermError> {
         let parsed = parse_id(id)?;
-        let socket = parsed.socket.ok_or_else(|| {
-            TermError::unsupported(format!("unsupported: {id:?} is a legacy id without a socket; a locator needs one"))
-        })?;
+        let socket = parsed
+            .socket
+            .ok_or_else(|| TermError::unsupported(format!("unsupported: {id:?} is a legacy id without a socket; a locator needs one")))?;
         Ok((socket.to_owned(), parsed.bare.to_owned()))
     }
 }

@@ -52,7 +52,9 @@ pub fn format(value: &str) -> String {
 /// (`rename-window` stores `\n` as the two characters `\n`), so the name would silently become
 /// something else; a name never needs one.
 pub fn unshowable(name: &str) -> Option<String> {
-    name.chars().any(char::is_control).then(|| format!("unsupported: the name {name:?} holds a control character, which tmux cannot show as given"))
+    name.chars()
+        .any(char::is_control)
+        .then(|| format!("unsupported: the name {name:?} holds a control character, which tmux cannot show as given"))
 }
 
 #[cfg(test)]

@@ -19,9 +19,8 @@ use crate::session;
 /// values as tmux printed them (one line, split by the caller).
 fn display(id: &TmuxId<'_>, fields: &str) -> Result<String, TermError> {
     let format = format!("{}|{fields}", id.kind.identity_field());
-    let out = Server::of(id).run_ok(&["display-message", "-p", "-t", id.bare, &format], |why| {
-        TermError::unreachable(format!("tmux display-message: {why}"))
-    })?;
+    let out = Server::of(id)
+        .run_ok(&["display-message", "-p", "-t", id.bare, &format], |why| TermError::unreachable(format!("tmux display-message: {why}")))?;
     let facts = captured(&out);
     match facts.split_once('|') {
         Some((seen, rest)) if seen == id.bare => Ok(rest.to_owned()),
@@ -92,8 +91,7 @@ pub fn find_by_label(label: &str) -> Result<Vec<String>, TermError> {
 /// same id does not keep. A preflight check before a self-write, not an atomic fence.
 pub fn fence(id: TmuxId<'_>) -> Result<String, TermError> {
     let instance = id.socket.unwrap_or("default");
-    let pid = display(&id, "#{pane_pid}")
-        .map_err(|e| TermError::unreachable(format!("{instance}\tunknown:pane_query_failed ({e:?})")))?;
+    let pid = display(&id, "#{pane_pid}").map_err(|e| TermError::unreachable(format!("{instance}\tunknown:pane_query_failed ({e:?})")))?;
     if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
         return Err(TermError::unreachable(format!("{instance}\tunknown:pane_pid_missing")));
     }

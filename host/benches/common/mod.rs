@@ -68,9 +68,8 @@ pub fn which(program: &str) -> Option<std::path::PathBuf> {
 pub fn host_binary() -> &'static std::path::Path {
     static COPY: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
     COPY.get_or_init(|| {
-        let built = std::env::var_os("AGMSG_HOST_BIN")
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(|| env!("CARGO_BIN_EXE_agmsg-host").into());
+        let built =
+            std::env::var_os("AGMSG_HOST_BIN").map(std::path::PathBuf::from).unwrap_or_else(|| env!("CARGO_BIN_EXE_agmsg-host").into());
         let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
         let copy = dir.join("agmsg-host-bench");
         // Copied under a name of this process, then renamed: a bench running beside this one keeps

@@ -26,9 +26,9 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::delivery::shq;
-use crate::error::HostError;
 use super::manifest::{self, Manifest, is_space};
 use super::registry::AgentType;
+use crate::error::HostError;
 
 /// What to boot.
 #[derive(Clone, Debug, Default)]
@@ -109,7 +109,10 @@ impl BootCommand {
     pub fn script(&self) -> Result<String, HostError> {
         for name in self.env_set.keys().chain(&self.env_unset) {
             if !is_shell_name(name) {
-                return Err(HostError::refused(format!("agent type {}: {name:?} is not a variable name the boot script can set or unset", self.agent_type)));
+                return Err(HostError::refused(format!(
+                    "agent type {}: {name:?} is not a variable name the boot script can set or unset",
+                    self.agent_type
+                )));
             }
         }
         let cwd = self.cwd.to_str().ok_or_else(|| HostError::refused(format!("project {} is not UTF-8", self.cwd.display())))?;
@@ -216,11 +219,16 @@ pub fn boot_command(t: &AgentType, req: &BootRequest) -> Result<BootCommand, Hos
     agmsg_contract::check_name("team", &req.team).map_err(|e| HostError::refused(e.to_string()))?;
     agmsg_contract::check_name("agent", &req.agent).map_err(|e| HostError::refused(e.to_string()))?;
     if !t.spawnable() {
-        return Err(HostError::refused(format!("agent type {} is not spawnable (its manifest has neither spawnable=yes nor spawn=)", t.name)));
+        return Err(HostError::refused(format!(
+            "agent type {} is not spawnable (its manifest has neither spawnable=yes nor spawn=)",
+            t.name
+        )));
     }
     let project_text = req.project.to_string_lossy();
     if project_text.is_empty() || project_text.chars().any(char::is_control) {
-        return Err(HostError::refused(format!("invalid project path {project_text:?}: empty, or holds a line break or control character")));
+        return Err(HostError::refused(format!(
+            "invalid project path {project_text:?}: empty, or holds a line break or control character"
+        )));
     }
     let project = std::path::absolute(&req.project).map_err(|e| HostError::refused(format!("{}: {e}", req.project.display())))?;
     if !project.is_dir() {
@@ -238,7 +246,10 @@ pub fn boot_command(t: &AgentType, req: &BootRequest) -> Result<BootCommand, Hos
             return Err(HostError::refused(format!("agent type {} does not accept --model (its manifest has no model_arg)", t.name)));
         }
         if !spawn.is_empty() {
-            return Err(HostError::refused(format!("agent type {} is started by a node launcher, which takes its model from its own configuration: --model is refused", t.name)));
+            return Err(HostError::refused(format!(
+                "agent type {} is started by a node launcher, which takes its model from its own configuration: --model is refused",
+                t.name
+            )));
         }
     }
     let prompt = actas_prompt(t, &req.skill, &req.agent, req.boot_prompt.as_deref());
@@ -296,7 +307,18 @@ pub fn boot_command(t: &AgentType, req: &BootRequest) -> Result<BootCommand, Hos
     }
     argv.extend(words(t.value("prompt_arg")));
     argv.push(prompt.clone());
-    Ok(BootCommand { agent_type: t.name.clone(), launcher: Launcher::Cli, argv, cwd: project, env_set, env_unset, prompt, session_name, resume, wait_ready })
+    Ok(BootCommand {
+        agent_type: t.name.clone(),
+        launcher: Launcher::Cli,
+        argv,
+        cwd: project,
+        env_set,
+        env_unset,
+        prompt,
+        session_name,
+        resume,
+        wait_ready,
+    })
 }
 
 #[cfg(test)]
@@ -305,7 +327,14 @@ mod tests {
     use crate::agent::registry::{Registry, Sources, trust_none};
 
     fn req(project: &std::path::Path) -> BootRequest {
-        BootRequest { team: "t".into(), agent: "bob".into(), project: project.to_owned(), skill: "agmsg".into(), node: "node".into(), ..Default::default() }
+        BootRequest {
+            team: "t".into(),
+            agent: "bob".into(),
+            project: project.to_owned(),
+            skill: "agmsg".into(),
+            node: "node".into(),
+            ..Default::default()
+        }
     }
 
     fn argv(reg: &Registry, name: &str, r: &BootRequest) -> Vec<String> {
@@ -342,7 +371,10 @@ mod tests {
             ..req(dir.path())
         };
         let cmd = boot_command(reg.get("claude-code").unwrap(), &r).unwrap();
-        assert_eq!(cmd.argv, ["claude", "--resume", "0192-uuid", "--model", "opus", "--x", "y", "-n", "t-bob", "/agmsg actas bob\nreview PR 7"]);
+        assert_eq!(
+            cmd.argv,
+            ["claude", "--resume", "0192-uuid", "--model", "opus", "--x", "y", "-n", "t-bob", "/agmsg actas bob\nreview PR 7"]
+        );
         assert_eq!(cmd.env_unset, ["CLAUDE_CODE_SESSION_ID"]);
         assert_eq!(cmd.env_set.get("AGMSG_SPAWNED").map(String::as_str), Some("1"));
         assert!(cmd.wait_ready);
@@ -376,7 +408,12 @@ mod tests {
         assert!(boot_command(claude, &BootRequest { agent: String::new(), ..req(dir.path()) }).unwrap_err().message.contains("agent"));
         assert!(boot_command(claude, &req(&dir.path().join("missing"))).unwrap_err().message.contains("not a directory"));
         assert!(boot_command(claude, &req(std::path::Path::new("/tmp/a\nb"))).unwrap_err().message.contains("line break"));
-        assert!(boot_command(claude, &BootRequest { model: Some(String::new()), ..req(dir.path()) }).unwrap_err().message.contains("invalid model"));
+        assert!(
+            boot_command(claude, &BootRequest { model: Some(String::new()), ..req(dir.path()) })
+                .unwrap_err()
+                .message
+                .contains("invalid model")
+        );
     }
 
     #[test]
@@ -429,7 +466,23 @@ mod tests {
         let r = BootRequest { model: Some("M".into()), resume: Some("S".into()), ..req(project.path()) };
         assert_eq!(
             argv(&reg, "fake", &r),
-            ["fakeagent", "--dangerously-skip-permissions", "resume", "--all", "S", "--model", "--unsafe", "M", "--mcp-config", "/tmp/x.json", "-n", "t-bob", "--yolo", "-p", "$(id)agmsg actas bob"]
+            [
+                "fakeagent",
+                "--dangerously-skip-permissions",
+                "resume",
+                "--all",
+                "S",
+                "--model",
+                "--unsafe",
+                "M",
+                "--mcp-config",
+                "/tmp/x.json",
+                "-n",
+                "t-bob",
+                "--yolo",
+                "-p",
+                "$(id)agmsg actas bob"
+            ]
         );
 
         // Bundled claude-code, a node launcher, and types spawn refuses.
@@ -452,7 +505,8 @@ mod tests {
         let skill = tempfile::tempdir().unwrap();
         let dir = skill.path().join("scripts/drivers/types/kiro");
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("type.conf"), "name=kiro\ncli=ignored\nspawn=launch.mjs\nmodel_arg=--model\ncmd_prefix=$\nmonitor=no\n").unwrap();
+        std::fs::write(dir.join("type.conf"), "name=kiro\ncli=ignored\nspawn=launch.mjs\nmodel_arg=--model\ncmd_prefix=$\nmonitor=no\n")
+            .unwrap();
         let reg = Registry::load(&Sources { skill_dir: Some(skill.path().to_owned()), plugin_bases: vec![] }, &trust_none);
         let project = tempfile::tempdir().unwrap();
         let r = BootRequest { spawn_options: vec!["--flag".into()], node: "/opt/node".into(), ..req(project.path()) };
@@ -460,7 +514,27 @@ mod tests {
         assert_eq!(cmd.launcher, Launcher::Node);
         let project = project.path().to_string_lossy().into_owned();
         let launcher = dir.join("launch.mjs").to_string_lossy().into_owned();
-        assert_eq!(cmd.argv, ["/opt/node", &launcher, "--name", "bob", "--team", "t", "--project", &project, "--flag", "--initial-input", "$agmsg actas bob"]);
-        assert!(boot_command(reg.get("kiro").unwrap(), &BootRequest { model: Some("m".into()), ..r }).unwrap_err().message.contains("node launcher"));
+        assert_eq!(
+            cmd.argv,
+            [
+                "/opt/node",
+                &launcher,
+                "--name",
+                "bob",
+                "--team",
+                "t",
+                "--project",
+                &project,
+                "--flag",
+                "--initial-input",
+                "$agmsg actas bob"
+            ]
+        );
+        assert!(
+            boot_command(reg.get("kiro").unwrap(), &BootRequest { model: Some("m".into()), ..r })
+                .unwrap_err()
+                .message
+                .contains("node launcher")
+        );
     }
 }

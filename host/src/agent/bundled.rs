@@ -50,7 +50,10 @@ pub const TYPES: &[BundledType] = &[
         plug: Plug {
             file: Some("_delivery.sh"),
             overrides: &[
-                (Apply, "rulefile_apply: turn/both write a PostToolUse check-inbox rule to hooks_file (shared with gemini); monitor falls back to turn; off removes it"),
+                (
+                    Apply,
+                    "rulefile_apply: turn/both write a PostToolUse check-inbox rule to hooks_file (shared with gemini); monitor falls back to turn; off removes it",
+                ),
                 RULEFILE_STATUS,
             ],
             code: &[],
@@ -76,9 +79,18 @@ pub const TYPES: &[BundledType] = &[
         plug: Plug {
             file: Some("_delivery.sh"),
             overrides: &[
-                (OnEnable, "prints the codex shell-function setup (codex-shim-install.sh), runs a Node preflight (AGMSG_NODE), prints a restart-Codex notice"),
-                (OnDisable, "stops this identity's codex bridge and the per-project codex app-server (pid files checked against their cmdline), removes their run/ files"),
-                (RuntimeStatus, "per-identity bridge liveness, why a bridge is missing, a loaded-thread probe of the app-server, a note when the PATH shim is shadowed"),
+                (
+                    OnEnable,
+                    "prints the codex shell-function setup (codex-shim-install.sh), runs a Node preflight (AGMSG_NODE), prints a restart-Codex notice",
+                ),
+                (
+                    OnDisable,
+                    "stops this identity's codex bridge and the per-project codex app-server (pid files checked against their cmdline), removes their run/ files",
+                ),
+                (
+                    RuntimeStatus,
+                    "per-identity bridge liveness, why a bridge is missing, a loaded-thread probe of the app-server, a note when the PATH shim is shadowed",
+                ),
             ],
             code: &[
                 "_session-start.sh: writes the bridge request (type, thread id, app-server URL)",
@@ -96,7 +108,10 @@ pub const TYPES: &[BundledType] = &[
         plug: Plug {
             file: Some("_delivery.sh"),
             overrides: &[
-                (Apply, "turn writes {\"version\":1,\"hooks\":{\"Stop\":[{\"type\":\"command\",\"bash\":<check-inbox>,\"timeoutSec\":30}]}} to hooks_file; off removes it"),
+                (
+                    Apply,
+                    "turn writes {\"version\":1,\"hooks\":{\"Stop\":[{\"type\":\"command\",\"bash\":<check-inbox>,\"timeoutSec\":30}]}} to hooks_file; off removes it",
+                ),
                 RULEFILE_STATUS,
             ],
             code: &[],
@@ -108,7 +123,10 @@ pub const TYPES: &[BundledType] = &[
         files: template!("cursor"),
         plug: Plug {
             file: Some("_delivery.sh"),
-            overrides: &[(Apply, "turn writes an alwaysApply rule with a PostToolUse check-inbox instruction to hooks_file; off removes it"), RULEFILE_STATUS],
+            overrides: &[
+                (Apply, "turn writes an alwaysApply rule with a PostToolUse check-inbox instruction to hooks_file; off removes it"),
+                RULEFILE_STATUS,
+            ],
             code: &[],
         },
     },
@@ -119,7 +137,10 @@ pub const TYPES: &[BundledType] = &[
         plug: Plug {
             file: Some("_delivery.sh"),
             overrides: &[
-                (Apply, "rulefile_apply: turn/both write a PostToolUse check-inbox rule to hooks_file (shared with antigravity); monitor falls back to turn; off removes it"),
+                (
+                    Apply,
+                    "rulefile_apply: turn/both write a PostToolUse check-inbox rule to hooks_file (shared with antigravity); monitor falls back to turn; off removes it",
+                ),
                 RULEFILE_STATUS,
             ],
             code: &[],
@@ -132,7 +153,10 @@ pub const TYPES: &[BundledType] = &[
         plug: Plug {
             file: Some("_delivery.sh"),
             overrides: &[
-                (Apply, "a rule with a mode marker: turn self-polls with inbox.sh; monitor has the monitor tool run watch.sh \"${GROK_SESSION_ID:--}\""),
+                (
+                    Apply,
+                    "a rule with a mode marker: turn self-polls with inbox.sh; monitor has the monitor tool run watch.sh \"${GROK_SESSION_ID:--}\"",
+                ),
                 (Status, "reads the rule's mode marker"),
                 (OnEnable, "a grok-flavoured monitor directive"),
                 (StopDirective, "kill_command_or_subagent"),
@@ -146,7 +170,11 @@ pub const TYPES: &[BundledType] = &[
         files: template!("hermes"),
         plug: Plug {
             file: Some("_delivery.sh"),
-            overrides: &[(Apply, "nothing"), (Status, "always mode: off"), (OnDisable, "prints a notice; deliberately does not kill watchers")],
+            overrides: &[
+                (Apply, "nothing"),
+                (Status, "always mode: off"),
+                (OnDisable, "prints a notice; deliberately does not kill watchers"),
+            ],
             code: &[],
         },
     },
@@ -157,7 +185,10 @@ pub const TYPES: &[BundledType] = &[
         plug: Plug {
             file: Some("_delivery.sh"),
             overrides: &[
-                (Apply, "markdown rule with a first-line mode marker; monitor has the sentinel_monitor tool run watch.sh \"${SENTINEL_SESSION_ID:--}\" <project> opencode, with a turn fallback"),
+                (
+                    Apply,
+                    "markdown rule with a first-line mode marker; monitor has the sentinel_monitor tool run watch.sh \"${SENTINEL_SESSION_ID:--}\" <project> opencode, with a turn fallback",
+                ),
                 (Status, "reads the rule's mode marker"),
             ],
             code: &[],

@@ -206,7 +206,10 @@ pub fn detect(reg: &Registry, env: &dyn Fn(&str) -> Option<String>, procs: &dyn 
     let credential_note = |winner: &str, passed_over: &mut Vec<String>| {
         for (t, v) in &credentials {
             if t.name != winner {
-                passed_over.push(format!("{v} is set ({}), but it is a credential other tools share: weaker than a session variable or a process", t.name));
+                passed_over.push(format!(
+                    "{v} is set ({}), but it is a credential other tools share: weaker than a session variable or a process",
+                    t.name
+                ));
             }
         }
     };
@@ -219,7 +222,8 @@ pub fn detect(reg: &Registry, env: &dyn Fn(&str) -> Option<String>, procs: &dyn 
             'tree: for (depth, (pid, names)) in tree.iter().enumerate() {
                 for (i, (t, _)) in sessions.iter().enumerate() {
                     if let Some(pattern) = proc_match(t, names) {
-                        let name = names.iter().find(|n| glob::Pattern::new(&pattern).is_ok_and(|g| g.matches(n))).cloned().unwrap_or_default();
+                        let name =
+                            names.iter().find(|n| glob::Pattern::new(&pattern).is_ok_and(|g| g.matches(n))).cloned().unwrap_or_default();
                         chosen = i;
                         nearest = Some(Ancestor { pid: *pid, depth, name, pattern });
                         break 'tree;
@@ -302,7 +306,10 @@ mod tests {
     #[test]
     fn session_variables() {
         let d = run(&[("CODEX_THREAD_ID", "t")], &["bash"]);
-        assert_eq!((d.agent_type.as_str(), &d.rule), ("codex", &Rule::SessionVariable { variable: "CODEX_THREAD_ID".into(), nearest: None }));
+        assert_eq!(
+            (d.agent_type.as_str(), &d.rule),
+            ("codex", &Rule::SessionVariable { variable: "CODEX_THREAD_ID".into(), nearest: None })
+        );
         assert_eq!(run(&[("CLAUDE_CODE_SESSION_ID", "x")], &[]).agent_type, "claude-code");
         assert_eq!(run(&[("GROK_SESSION_ID", "x")], &[]).agent_type, "grok-build");
         assert_eq!(run(&[("GEMINI_CLI", "1")], &[]).agent_type, "gemini");
@@ -320,7 +327,9 @@ mod tests {
         // No session variable: the grok process still beats the credential.
         let d = run(&[("GEMINI_API_KEY", "k")], &["bash", "grok"]);
         assert_eq!(d.agent_type, "grok-build");
-        assert!(matches!(&d.rule, Rule::Process { ancestor } if ancestor.name == "grok" && ancestor.depth == 1 && ancestor.pattern == "grok"));
+        assert!(
+            matches!(&d.rule, Rule::Process { ancestor } if ancestor.name == "grok" && ancestor.depth == 1 && ancestor.pattern == "grok")
+        );
         // Nothing else: the credential is still evidence.
         let d = run(&[("GEMINI_API_KEY", "k")], &["bash", "sshd"]);
         assert_eq!((d.agent_type.as_str(), &d.rule), ("gemini", &Rule::Credential { variable: "GEMINI_API_KEY".into() }));
@@ -332,7 +341,9 @@ mod tests {
         let vars = [("CLAUDE_CODE_SESSION_ID", "c"), ("CODEX_THREAD_ID", "t")];
         let d = run(&vars, &["bash", "codex", "bash", "claude"]);
         assert_eq!(d.agent_type, "codex");
-        assert!(matches!(&d.rule, Rule::SessionVariable { variable, nearest: Some(a) } if variable == "CODEX_THREAD_ID" && a.name == "codex"));
+        assert!(
+            matches!(&d.rule, Rule::SessionVariable { variable, nearest: Some(a) } if variable == "CODEX_THREAD_ID" && a.name == "codex")
+        );
         assert!(d.passed_over[0].contains("CLAUDE_CODE_SESSION_ID"));
         // No process settles it: agmsg's sorted order.
         assert_eq!(run(&vars, &["bash"]).agent_type, "claude-code");

@@ -86,7 +86,9 @@ const NOT_RUNTIMES: &[&str] = &["git", "vscode", "idea", "devcontainer", "husky"
 
 /// A lowercase name part: `[a-z0-9][a-z0-9_-]*`, at most 64 characters.
 fn is_lower_name(s: &str) -> bool {
-    s.len() <= 64 && s.bytes().next().is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit()) && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+    s.len() <= 64
+        && s.bytes().next().is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
 }
 
 /// The one rule for where a type's `hooks_file` may be (delivery writes it, and deletes it for `off`):
@@ -180,9 +182,15 @@ impl HooksLocation<'_> {
             None => format!("the agent runtime that reads .{}/", crate::display::line(self.runtime)),
         };
         match self.kind {
-            HooksKind::Commands => format!("writes agmsg's hook commands into {file}, which {runtime} runs as shell commands at its session events, with your rights"),
-            HooksKind::Rules if plug => format!("writes agmsg's rule (or its hook entries) into {file}, which {runtime} gives its agent as standing instructions"),
-            HooksKind::Rules => format!("writes agmsg's hook entries (JSON naming agmsg's scripts) into {file}, which {runtime} gives its agent as standing instructions"),
+            HooksKind::Commands => format!(
+                "writes agmsg's hook commands into {file}, which {runtime} runs as shell commands at its session events, with your rights"
+            ),
+            HooksKind::Rules if plug => {
+                format!("writes agmsg's rule (or its hook entries) into {file}, which {runtime} gives its agent as standing instructions")
+            }
+            HooksKind::Rules => format!(
+                "writes agmsg's hook entries (JSON naming agmsg's scripts) into {file}, which {runtime} gives its agent as standing instructions"
+            ),
         }
     }
 }
@@ -209,16 +217,28 @@ pub const KEYS: &[KeyInfo] = &[
     KeyInfo { key: "cmd_prefix", default: Some("/"), meaning: "the skill invocation prefix: prompt = <prefix><skill> actas <agent>" },
     KeyInfo { key: "name_arg", default: None, meaning: "session display-name flag, emitted as <name_arg> <team>-<agent>" },
     KeyInfo { key: "resume_arg", default: None, meaning: "flag or subcommand emitted right after cli with the recorded session id" },
-    KeyInfo { key: "spawn_unset_env", default: None, meaning: "env variables the boot script unsets (a child must not inherit its parent's session)" },
+    KeyInfo {
+        key: "spawn_unset_env",
+        default: None,
+        meaning: "env variables the boot script unsets (a child must not inherit its parent's session)",
+    },
     KeyInfo { key: "vendor", default: None, meaning: "token for <project>_<role>_<vendor> role derivation" },
     KeyInfo { key: "hooks_file", default: None, meaning: "project-relative delivery file (absolute paths and '..' refused)" },
     KeyInfo { key: "monitor", default: None, meaning: "`no`: spawn skips the readiness wait" },
     KeyInfo { key: "delivery_modes", default: Some("monitor turn both off"), meaning: "the delivery modes `delivery set` accepts" },
-    KeyInfo { key: "stop_output", default: Some("plain"), meaning: "`json`: the turn-end inbox check prints {\"continue\":true,\"systemMessage\":...}" },
+    KeyInfo {
+        key: "stop_output",
+        default: Some("plain"),
+        meaning: "`json`: the turn-end inbox check prints {\"continue\":true,\"systemMessage\":...}",
+    },
     KeyInfo { key: "hook_windows_wrap", default: None, meaning: "`yes`: JSON hook entries also get a Windows commandWindows variant" },
     KeyInfo { key: "role_overlay_profile_args", default: None, meaning: "profile flags a role overlay may use (codex: -p --profile)" },
     KeyInfo { key: "role_overlay_profile_home_env", default: None, meaning: "env variable naming the profile home (codex: CODEX_HOME)" },
-    KeyInfo { key: "role_overlay_profile_default_dir", default: None, meaning: "profile home under $HOME when that variable is unset (codex: .codex)" },
+    KeyInfo {
+        key: "role_overlay_profile_default_dir",
+        default: None,
+        meaning: "profile home under $HOME when that variable is unset (codex: .codex)",
+    },
     KeyInfo { key: "role_overlay_profile_suffix", default: None, meaning: "profile file suffix (codex: .config.toml)" },
 ];
 
@@ -284,11 +304,10 @@ mod tests {
     fn entries_and_stray_lines() {
         let m = m("# c\nname=x\n\ncli=a\ncli=b\nnot a key line\n  spaced key=1\n");
         let e = m.entries();
-        assert_eq!(e.iter().map(|e| (e.key, e.value, e.line, e.ignored)).collect::<Vec<_>>(), [
-            ("name", "x", 2, false),
-            ("cli", "a", 4, false),
-            ("cli", "b", 5, true)
-        ]);
+        assert_eq!(
+            e.iter().map(|e| (e.key, e.value, e.line, e.ignored)).collect::<Vec<_>>(),
+            [("name", "x", 2, false), ("cli", "a", 4, false), ("cli", "b", 5, true)]
+        );
         assert_eq!(m.stray_lines(), [(6, "not a key line"), (7, "  spaced key=1")]);
     }
 
@@ -328,12 +347,37 @@ mod tests {
             assert_eq!(hooks_location(file), Ok(HooksLocation { runtime, kind }), "{file}");
         }
         for bad in [
-            ".git/config", ".git/hooks.json", ".git/hooks/pre-commit.json", ".vscode/settings.local.json", ".vscode/hooks.json",
-            "src/main.rs", "Makefile", ".envrc", ".github/workflows/ci.yml", ".github/workflows/hooks.json", ".vscode/tasks.json",
-            "hooks.json", ".claude/settings.json", ".claude/hooks/x.sh", ".claude/rules/x.sh", ".Claude/hooks.json", ".claude/rules/Agmsg.md",
-            ".claude//hooks.json", "./.claude/hooks.json", ".claude/hooks.json/", "../.claude/hooks.json", "/.claude/hooks.json",
-            "..claude/hooks.json", ".-x/hooks.json", ".claude/rules/.md", ".claude/rules/a.b.md", ".claude/x/rules/a.md", "", ".",
-            ".claude/hooks/a\nb.json", ".clau\u{202e}de/hooks.json",
+            ".git/config",
+            ".git/hooks.json",
+            ".git/hooks/pre-commit.json",
+            ".vscode/settings.local.json",
+            ".vscode/hooks.json",
+            "src/main.rs",
+            "Makefile",
+            ".envrc",
+            ".github/workflows/ci.yml",
+            ".github/workflows/hooks.json",
+            ".vscode/tasks.json",
+            "hooks.json",
+            ".claude/settings.json",
+            ".claude/hooks/x.sh",
+            ".claude/rules/x.sh",
+            ".Claude/hooks.json",
+            ".claude/rules/Agmsg.md",
+            ".claude//hooks.json",
+            "./.claude/hooks.json",
+            ".claude/hooks.json/",
+            "../.claude/hooks.json",
+            "/.claude/hooks.json",
+            "..claude/hooks.json",
+            ".-x/hooks.json",
+            ".claude/rules/.md",
+            ".claude/rules/a.b.md",
+            ".claude/x/rules/a.md",
+            "",
+            ".",
+            ".claude/hooks/a\nb.json",
+            ".clau\u{202e}de/hooks.json",
         ] {
             let e = hooks_location(bad).unwrap_err().message;
             assert!(e.contains("is not an agent runtime's delivery file"), "{bad:?}: {e}");
@@ -354,11 +398,20 @@ mod tests {
         assert!(e.contains("bundled claude-code's delivery file") && e.contains("type kiro may not write into it"), "{e}");
         assert!(check_hooks_file("claude-code", ".codex/hooks.json").unwrap_err().message.contains("bundled codex's"));
         let effect = check_hooks_file("claude-code", ".claude/settings.local.json").unwrap().effect(".claude/settings.local.json", false);
-        assert_eq!(effect, "writes agmsg's hook commands into .claude/settings.local.json, which Claude Code runs as shell commands at its session events, with your rights");
+        assert_eq!(
+            effect,
+            "writes agmsg's hook commands into .claude/settings.local.json, which Claude Code runs as shell commands at its session events, with your rights"
+        );
         let effect = hooks_location(".kiro/rules/agmsg.md").unwrap().effect(".kiro/rules/agmsg.md", true);
-        assert_eq!(effect, "writes agmsg's rule (or its hook entries) into .kiro/rules/agmsg.md, which the agent runtime that reads .kiro/ gives its agent as standing instructions");
+        assert_eq!(
+            effect,
+            "writes agmsg's rule (or its hook entries) into .kiro/rules/agmsg.md, which the agent runtime that reads .kiro/ gives its agent as standing instructions"
+        );
         let effect = hooks_location(".kiro/rules/agmsg.md").unwrap().effect(".kiro/rules/agmsg.md", false);
-        assert!(effect.starts_with("writes agmsg's hook entries (JSON naming agmsg's scripts) into .kiro/rules/agmsg.md"), "agmsg's default for a type without a plug: {effect}");
+        assert!(
+            effect.starts_with("writes agmsg's hook entries (JSON naming agmsg's scripts) into .kiro/rules/agmsg.md"),
+            "agmsg's default for a type without a plug: {effect}"
+        );
     }
 
     #[test]
@@ -374,9 +427,10 @@ mod tests {
     #[test]
     fn ten_types_sorted_each_named_as_its_directory() {
         let names: Vec<&str> = super::super::bundled::TYPES.iter().map(|t| t.name).collect();
-        assert_eq!(names, [
-            "agmsg-app", "antigravity", "claude-code", "codex", "copilot", "cursor", "gemini", "grok-build", "hermes", "opencode"
-        ]);
+        assert_eq!(
+            names,
+            ["agmsg-app", "antigravity", "claude-code", "codex", "copilot", "cursor", "gemini", "grok-build", "hermes", "opencode"]
+        );
         for t in super::super::bundled::TYPES {
             let m = Manifest::parse(t.conf.as_bytes(), t.name).unwrap();
             assert_eq!(m.get("name"), Some(t.name));

@@ -40,7 +40,9 @@ impl Function {
     /// What agmsg's `delivery.sh` does when no plug overrides it.
     pub fn default_behaviour(self) -> &'static str {
         match self {
-            Function::Apply => "JSON event hooks in hooks_file: SessionStart/SessionEnd for monitor, Stop for turn (agmsg-owned entries replaced, other keys kept)",
+            Function::Apply => {
+                "JSON event hooks in hooks_file: SessionStart/SessionEnd for monitor, Stop for turn (agmsg-owned entries replaced, other keys kept)"
+            }
             Function::Status => "inspects the agmsg-owned SessionStart/Stop entries of hooks_file: the mode and per-event counts",
             Function::OnEnable => "nothing",
             Function::OnDisable => "kills this (project, type)'s watch.sh",
@@ -157,7 +159,11 @@ mod tests {
     fn scans_a_type_dir() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("type.conf"), "name=x\n").unwrap();
-        std::fs::write(dir.path().join("_delivery.sh"), "agmsg_delivery_apply() { rulefile_apply \"$@\"; }\nagmsg_delivery_status() { :; }\n").unwrap();
+        std::fs::write(
+            dir.path().join("_delivery.sh"),
+            "agmsg_delivery_apply() { rulefile_apply \"$@\"; }\nagmsg_delivery_status() { :; }\n",
+        )
+        .unwrap();
         std::fs::write(dir.path().join("_transcript-exists.sh"), "").unwrap();
         std::fs::write(dir.path().join("launch.mjs"), "").unwrap();
         std::fs::create_dir(dir.path().join("dir.sh")).unwrap();

@@ -23,12 +23,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::bundled;
+use super::manifest::{self, Manifest};
+use super::plug::PlugInfo;
 use crate::axis::Axis;
 use crate::catalog::{self, Entry};
 use crate::error::HostError;
 use crate::plugin::registry;
-use super::manifest::{self, Manifest};
-use super::plug::PlugInfo;
 
 /// Where a type comes from: the catalog's origin (`Bundled`; `Installed` by [`AGMSG`], agmsg's own
 /// installed type; `Plugin`, a trusted external type), whose word listings show.
@@ -105,7 +105,12 @@ impl AgentType {
     /// A file of the type's directory (relative, already checked), as text.
     pub fn file_text(&self, file: &str) -> Result<String, String> {
         if let Some(t) = self.bundled.and_then(bundled::get) {
-            return t.files.iter().find(|(f, _)| *f == file).map(|(_, text)| (*text).to_owned()).ok_or_else(|| format!("bundled type {} has no file {file}", self.name));
+            return t
+                .files
+                .iter()
+                .find(|(f, _)| *f == file)
+                .map(|(_, text)| (*text).to_owned())
+                .ok_or_else(|| format!("bundled type {} has no file {file}", self.name));
         }
         // Below the type's directory no link is followed: a template cannot name a file elsewhere.
         let dir = self.dir().expect("a type on disk");
@@ -152,7 +157,10 @@ pub fn require_skill_dir() -> Result<PathBuf, HostError> {
 /// The installed command's name: the skill directory's basename (`agmsg`, or a custom install name),
 /// as agmsg's actas prompt uses it.
 pub fn skill_name() -> String {
-    skill_dir().and_then(|d| d.file_name().and_then(|n| n.to_str()).map(str::to_owned)).filter(|n| !n.is_empty()).unwrap_or_else(|| "agmsg".to_owned())
+    skill_dir()
+        .and_then(|d| d.file_name().and_then(|n| n.to_str()).map(str::to_owned))
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "agmsg".to_owned())
 }
 
 /// Where types are looked for besides the bundled ones.
@@ -231,7 +239,8 @@ impl Registry {
                 }
             }
         }
-        let plugins = registry::candidates_in(&sources.plugin_bases, Axis::Types, None, trust, &[&super::manifest::TypeDirs]).map_err(|e| e.to_string());
+        let plugins = registry::candidates_in(&sources.plugin_bases, Axis::Types, None, trust, &[&super::manifest::TypeDirs])
+            .map_err(|e| e.to_string());
         let catalog = catalog::read(Axis::Types, catalog::Sources { fixed, plugins });
         if let Some(e) = &catalog.plugins_unread {
             reg.warnings.push(format!("external types are ignored: {e}"));
@@ -359,8 +368,19 @@ mod tests {
         let mut trust = TrustFile::default();
         for dir in dirs {
             let name = dir.file_name().unwrap().to_str().unwrap();
-            let (sha256, manifest_sha256) = registry::read_candidate(Axis::Types, name, dir, &TrustFile::default(), &[&crate::agent::manifest::TypeDirs]).pinned.unwrap();
-            trust.trust(TrustRecord { axis: Axis::Types, name: name.into(), path: dir.to_path_buf(), sha256, manifest_sha256, consented: Default::default(), granted: Default::default() });
+            let (sha256, manifest_sha256) =
+                registry::read_candidate(Axis::Types, name, dir, &TrustFile::default(), &[&crate::agent::manifest::TypeDirs])
+                    .pinned
+                    .unwrap();
+            trust.trust(TrustRecord {
+                axis: Axis::Types,
+                name: name.into(),
+                path: dir.to_path_buf(),
+                sha256,
+                manifest_sha256,
+                consented: Default::default(),
+                granted: Default::default(),
+            });
         }
         trust
     }
@@ -378,10 +398,19 @@ mod tests {
         let reg = Registry::load(&sources, &no_trust);
         assert!(reg.get("kiro").is_none());
         let unknown = reg.require("kiro").unwrap_err().message;
-        assert!(unknown.starts_with("unknown agent type \"kiro\"") && unknown.contains("agmsg-host plugin trust types/kiro --path"), "says why, and how to trust it: {unknown}");
+        assert!(
+            unknown.starts_with("unknown agent type \"kiro\"") && unknown.contains("agmsg-host plugin trust types/kiro --path"),
+            "says why, and how to trust it: {unknown}"
+        );
         assert_eq!(reg.get("codex").unwrap().value("cli"), "codex", "an untrusted type never shadows");
         assert_eq!(reg.warnings.len(), 3);
-        assert!(reg.warnings.iter().all(|w| w.contains("not trusted") && w.contains("(ignored)") && w.contains("agmsg-host plugin trust types/")), "{:?}", reg.warnings);
+        assert!(
+            reg.warnings
+                .iter()
+                .all(|w| w.contains("not trusted") && w.contains("(ignored)") && w.contains("agmsg-host plugin trust types/")),
+            "{:?}",
+            reg.warnings
+        );
 
         let all = trusting(&[&a_kiro, &b_kiro, &b_codex]);
         let reg = Registry::load(&sources, &|| Ok(TrustFile { version: 1, plugins: all.plugins.clone() }));
@@ -403,7 +432,11 @@ mod tests {
     /// A plug component's package in `dir`: its manifest and `bytes` as the component.
     fn plug_package(dir: &Path, name: &str, bytes: &[u8]) {
         std::fs::create_dir_all(dir).unwrap();
-        std::fs::write(dir.join("agmsg-driver.toml"), format!("name = \"{name}\"\naxis = \"types\"\nversion = \"0.1.0\"\napi = \"1.0.0\"\ncomponent = \"plug.wasm\"\n")).unwrap();
+        std::fs::write(
+            dir.join("agmsg-driver.toml"),
+            format!("name = \"{name}\"\naxis = \"types\"\nversion = \"0.1.0\"\napi = \"1.0.0\"\ncomponent = \"plug.wasm\"\n"),
+        )
+        .unwrap();
         std::fs::write(dir.join("plug.wasm"), bytes).unwrap();
     }
 
@@ -504,7 +537,15 @@ mod tests {
         let mut trust = TrustFile::default();
         for dir in &dirs {
             let name = dir.file_name().unwrap().to_str().unwrap();
-            trust.trust(TrustRecord { axis: Axis::Types, name: name.into(), path: dir.clone(), sha256: "x".into(), manifest_sha256: "y".into(), consented: Default::default(), granted: Default::default() });
+            trust.trust(TrustRecord {
+                axis: Axis::Types,
+                name: name.into(),
+                path: dir.clone(),
+                sha256: "x".into(),
+                manifest_sha256: "y".into(),
+                consented: Default::default(),
+                granted: Default::default(),
+            });
         }
         let sources = Sources { skill_dir: None, plugin_bases: vec![base.path().to_owned()] };
         let reg = Registry::load(&sources, &|| Ok(TrustFile { version: 1, plugins: trust.plugins.clone() }));
@@ -514,7 +555,10 @@ mod tests {
         let all = reg.warnings.join("\n");
         assert!(all.contains("linky/template.md is a symbolic link (refused"), "{all}");
         assert!(all.contains("invalid template \"../../secret.txt\": must be relative, without '..'"), "{all}");
-        assert!(all.contains("types/real is not a directory (or is a symbolic link; refused)") || all.contains("types/real is a symbolic link"), "{all}");
+        assert!(
+            all.contains("types/real is not a directory (or is a symbolic link; refused)") || all.contains("types/real is a symbolic link"),
+            "{all}"
+        );
         assert!(all.matches("cannot run (ignored)").count() == 3, "{all}");
     }
 }

@@ -76,7 +76,11 @@ impl TypeUnderTest {
         match &self.dir {
             None => {
                 let t = super::bundled::get(&self.name).expect("checked in of()");
-                t.files.iter().find(|(f, _)| *f == file).map(|(_, text)| (*text).to_owned()).ok_or_else(|| format!("{file} is not a file of the type"))
+                t.files
+                    .iter()
+                    .find(|(f, _)| *f == file)
+                    .map(|(_, text)| (*text).to_owned())
+                    .ok_or_else(|| format!("{file} is not a file of the type"))
             }
             Some(dir) => {
                 // As the host reads a type on disk: below its directory, no link followed.
@@ -160,7 +164,11 @@ fn delivery_modes_are_agmsgs(harness: &Harness, _: &str) {
     let t = TypeUnderTest::of(harness);
     let Some(value) = t.manifest.get("delivery_modes") else { return };
     let words = t.manifest.words("delivery_modes");
-    assert!(!words.is_empty(), "{}: delivery_modes={value:?} is empty, which agmsg reads as every mode: list the modes or drop the line", t.name);
+    assert!(
+        !words.is_empty(),
+        "{}: delivery_modes={value:?} is empty, which agmsg reads as every mode: list the modes or drop the line",
+        t.name
+    );
     for (i, w) in words.iter().enumerate() {
         assert!(MODES.contains(w), "{}: delivery_modes holds {w:?}; agmsg's modes are monitor, turn, both and off", t.name);
         assert!(!words[..i].contains(w), "{}: delivery_modes lists {w} twice", t.name);
@@ -211,7 +219,9 @@ fn hooks_file_stays_in_the_project(harness: &Harness, _: &str) {
         words.is_empty() || words.iter().any(|w| *w != "off")
     };
     match t.manifest.get("hooks_file") {
-        None | Some("") => assert!(!automatic, "{}: no hooks_file, but its delivery modes write one (delivery_modes=off for a manual type)", t.name),
+        None | Some("") => {
+            assert!(!automatic, "{}: no hooks_file, but its delivery modes write one (delivery_modes=off for a manual type)", t.name)
+        }
         Some(file) => {
             if let Err(e) = check_hooks_file(&t.name, file) {
                 panic!("{e}: it must be relative to the project, plain path components, no '..'");
@@ -376,12 +386,19 @@ fn apply_answers_within_the_rules(harness: &Harness, _: &str) {
             pe.set(mode);
             let first = pe.read();
             if let (Some(bytes), true) = (&first, pe.is_json()) {
-                serde_json::from_slice::<serde_json::Value>(bytes).unwrap_or_else(|e| panic!("{}: the file is not JSON ({e})", pe.case(mode, start)));
+                serde_json::from_slice::<serde_json::Value>(bytes)
+                    .unwrap_or_else(|e| panic!("{}: the file is not JSON ({e})", pe.case(mode, start)));
             }
             // The same mode again is the same file: an answer depends on the file, not on history.
             pe.set(mode);
             let again = pe.read();
-            assert!(again == first, "{}: setting it again changed the file from {} to {}", pe.case(mode, start), show(&first), show(&again));
+            assert!(
+                again == first,
+                "{}: setting it again changed the file from {} to {}",
+                pe.case(mode, start),
+                show(&first),
+                show(&again)
+            );
         }
     }
 }
@@ -413,7 +430,12 @@ fn enable_then_disable_keeps_the_users_bytes(harness: &Harness, _: &str) {
         pe.set("off");
         let baseline = pe.read();
         if let (Some(text), true) = (start, pe.is_json()) {
-            assert!(baseline.as_deref() == Some(text.as_bytes()), "{}: a file without agmsg's entries became {}", pe.case("off", start), show(&baseline));
+            assert!(
+                baseline.as_deref() == Some(text.as_bytes()),
+                "{}: a file without agmsg's entries became {}",
+                pe.case("off", start),
+                show(&baseline)
+            );
         }
         for mode in pe.enabling_modes() {
             pe.reset(start);
@@ -490,7 +512,10 @@ fn ops_not_overridden_fall_back(harness: &Harness, _: &str) {
                 let again = side_effect(&pe, &["on-enable", mode, &pe.type_name, &p]).expect("on-enable answered, then was not overridden");
                 assert!(prints_answer(&set.stdout, &own, &again), "set {mode} prints what on-enable answers ({own:?}): {set:?}")
             }
-            None => assert!(set.stdout.contains("Restart your agent (or start its watcher)"), "set {mode} without an on-enable prints the default: {set:?}"),
+            None => assert!(
+                set.stdout.contains("Restart your agent (or start its watcher)"),
+                "set {mode} without an on-enable prints the default: {set:?}"
+            ),
         }
     }
     let directive = side_effect(&pe, &["stop-directive", &pe.type_name, &p]);
@@ -498,7 +523,10 @@ fn ops_not_overridden_fall_back(harness: &Harness, _: &str) {
         let set = pe.set("turn");
         match &directive {
             Some(own) => assert!(set.stdout.contains(own.trim_end()), "set turn prints the stop directive it answers ({own:?}): {set:?}"),
-            None => assert!(set.stdout.contains("agmsg-host stops no processes"), "set turn without a stop directive prints the default: {set:?}"),
+            None => assert!(
+                set.stdout.contains("agmsg-host stops no processes"),
+                "set turn without a stop directive prints the default: {set:?}"
+            ),
         }
     }
     if pe.accepts("off") {
@@ -539,7 +567,10 @@ mod tests {
         let out = "Delivery mode set\nnotice\n  command: watch.sh id-1 /p\ndone\n";
         assert!(prints_answer(out, "notice\n  command: watch.sh id-2 /p\n", "notice\n  command: watch.sh id-3 /p\n"));
         assert!(prints_answer(out, "notice\n", "notice\n"));
-        assert!(!prints_answer(out, "other notice\n  command: watch.sh id-2 /p\n", "other notice\n  command: watch.sh id-3 /p\n"), "a stable line must be there");
+        assert!(
+            !prints_answer(out, "other notice\n  command: watch.sh id-2 /p\n", "other notice\n  command: watch.sh id-3 /p\n"),
+            "a stable line must be there"
+        );
         assert!(!prints_answer(out, "notice\n", "notice\nmore\n"), "answers of another shape");
         assert!(!prints_answer(out, "notice\nnot printed\n", "notice\nnot printed\n"));
     }

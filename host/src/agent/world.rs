@@ -33,7 +33,12 @@ fn answer<T, U>(result: wasmtime::Result<Result<T, wit::PlugError>>, convert: im
 }
 
 fn target(t: &PlugTarget) -> wit::Target {
-    wit::Target { agent_type: t.agent_type.clone(), project: t.project.clone(), skill_dir: t.skill_dir.clone(), hooks_file: t.hooks_file.clone() }
+    wit::Target {
+        agent_type: t.agent_type.clone(),
+        project: t.project.clone(),
+        skill_dir: t.skill_dir.clone(),
+        hooks_file: t.hooks_file.clone(),
+    }
 }
 
 fn to_wit(mode: Mode) -> wit::Mode {

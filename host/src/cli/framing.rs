@@ -4,9 +4,9 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use agmsg_host::{directive, display};
 use agmsg_host::storage::StorageError;
 use agmsg_host::storage::driver::Directive;
+use agmsg_host::{directive, display};
 
 pub use agmsg_host::error::Shape;
 
@@ -19,7 +19,10 @@ pub fn control_failure(e: &StorageError, driver: &str) -> ExitCode {
             Some(line) => {
                 let _ = writeln!(out, "{line}");
             }
-            None => eprintln!("agmsg-host: driver '{driver}' gave a directive of type '{}', which is not relayed (a driver may only ask to install packages)", display::line(&d.kind)),
+            None => eprintln!(
+                "agmsg-host: driver '{driver}' gave a directive of type '{}', which is not relayed (a driver may only ask to install packages)",
+                display::line(&d.kind)
+            ),
         }
     }
     let _ = writeln!(out, "{}", e.status.word());
@@ -45,4 +48,3 @@ fn directive_line(d: &Directive, driver: &str) -> Option<String> {
     }
     Some(agmsg_contract::records::directive(directive::INSTALL_DEPS, driver, Some(&commands), &display::line(&d.reason)))
 }
-

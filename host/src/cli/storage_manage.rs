@@ -11,8 +11,8 @@ use agmsg_contract::Status;
 use super::framing::{control_failure, record_failure};
 use agmsg_host::catalog::Origin;
 use agmsg_host::display;
-use agmsg_host::storage::manage::{self, Progress, Stage};
 use agmsg_host::storage::location;
+use agmsg_host::storage::manage::{self, Progress, Stage};
 
 /// `storage list [--json]`: every driver this host can run (bundled, trusted plugins), the active one
 /// marked, and the plugins that run once trusted, with the command that trusts them (the catalog's rows,
@@ -155,7 +155,9 @@ pub fn convert(store_flag: Option<PathBuf>, choice: &Choice) -> ExitCode {
             let [from, to] = [&done.from, &done.to].map(|s| display::line(s));
             eprintln!("converted {} events from '{from}' to '{to}'; the '{from}' store is left in place", done.events);
             // Only the v1 event log converts (as agmsg's export): what a store keeps outside it stays.
-            eprintln!("note: anything the '{from}' store keeps outside its event log (legacy rows that predate it) is not converted and stays there");
+            eprintln!(
+                "note: anything the '{from}' store keeps outside its event log (legacy rows that predate it) is not converted and stays there"
+            );
             ExitCode::SUCCESS
         }
         Err(e) => control_failure(&e, to),

@@ -11,13 +11,13 @@ use std::process::ExitCode;
 
 use serde_json::{Value, json};
 
+use super::exit;
 use agmsg_host::agent::boot::{self, BootRequest};
 use agmsg_host::agent::delivery;
 use agmsg_host::agent::detect::{self, ProcFs};
 use agmsg_host::agent::manifest::{self, KEYS};
 use agmsg_host::agent::plug::Function;
 use agmsg_host::agent::registry::{AgentType, Origin, Registry};
-use super::exit;
 use agmsg_host::display;
 use agmsg_host::error::HostError;
 use agmsg_host::log::host_log;
@@ -365,7 +365,9 @@ fn get(name: &str, key: &str, default: &str, strict: bool) -> Result<(), HostErr
             None => default,
         },
         // The registry's own error: the types there are, and why one of this name was skipped.
-        None if strict => return Err(reg.require(name).err().unwrap_or_else(|| HostError::refused(format!("unknown agent type {name:?}")))),
+        None if strict => {
+            return Err(reg.require(name).err().unwrap_or_else(|| HostError::refused(format!("unknown agent type {name:?}"))));
+        }
         None => default,
     };
     print(&format!("{}\n", display::text(value)))

@@ -58,7 +58,8 @@ impl Manifest {
     /// A manifest from its bytes; `origin` names it in errors. Refused (malformed): bytes that are not
     /// UTF-8, a NUL byte.
     pub fn parse(bytes: &[u8], origin: &str) -> Result<Manifest, HostError> {
-        let text = std::str::from_utf8(bytes).map_err(|e| HostError::refused(format!("{origin}: malformed manifest: not UTF-8 text ({e})")))?;
+        let text =
+            std::str::from_utf8(bytes).map_err(|e| HostError::refused(format!("{origin}: malformed manifest: not UTF-8 text ({e})")))?;
         if text.contains('\0') {
             return Err(HostError::refused(format!("{origin}: malformed manifest: contains a NUL byte")));
         }

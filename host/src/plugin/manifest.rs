@@ -32,8 +32,8 @@ use crate::error::HostError;
 
 use crate::axis::Axis;
 use crate::capabilities::{Capabilities, Capability};
-use crate::semver::is_semver;
 use crate::display::is_printable_line;
+use crate::semver::is_semver;
 
 /// The longest description, component path or `[terminal]` backend; the longest `[terminal]` capability.
 const MAX_TEXT_CHARS: usize = 1024;
@@ -153,7 +153,9 @@ impl PluginManifest {
             if !is_printable_line(&keys.backend, MAX_TEXT_CHARS) {
                 return Err(format!("[terminal] backend must be one printable line, not {:?}", keys.backend));
             }
-            if let Some(c) = keys.capabilities.iter().find(|c| c.is_empty() || c.contains(char::is_whitespace) || !is_printable_line(c, MAX_TOKEN_CHARS)) {
+            if let Some(c) =
+                keys.capabilities.iter().find(|c| c.is_empty() || c.contains(char::is_whitespace) || !is_printable_line(c, MAX_TOKEN_CHARS))
+            {
                 return Err(format!("[terminal] capabilities must be printable words, not {c:?}"));
             }
         }
@@ -245,7 +247,11 @@ capabilities = ["peek"]
             (format!("description = \"{}\"\n{text}", "x".repeat(2000)), "description must be one line"),
             (text.replace("capabilities = [\"peek\"]", "capabilities = [\"pe\\u001bek\"]"), "printable words"),
             (format!("component = \"d\\u001b.wasm\"\n{text}"), "printable path"),
-            ("name = \"p\"\naxis = \"types\"\nversion = \"0.1.0\"\napi = \"1.0.0\"\n[capabilities]\nnetwork = [\"example.org:443\"]\n".to_owned(), "cannot reach the network"),
+            (
+                "name = \"p\"\naxis = \"types\"\nversion = \"0.1.0\"\napi = \"1.0.0\"\n[capabilities]\nnetwork = [\"example.org:443\"]\n"
+                    .to_owned(),
+                "cannot reach the network",
+            ),
         ] {
             let err = PluginManifest::parse(&bad, Path::new("m.toml")).unwrap_err();
             assert!(err.message.contains(why), "{why}: {err}");

@@ -105,7 +105,6 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

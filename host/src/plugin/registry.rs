@@ -8,12 +8,11 @@
 
 use std::path::{Path, PathBuf};
 
-
+use super::DirPackage;
 use super::manifest::{MANIFEST_FILE, PluginManifest};
 pub use super::sha256_hex;
-use crate::axis::Axis;
 use super::trust::{TrustFile, TrustState, Untrusted};
-use super::DirPackage;
+use crate::axis::Axis;
 use crate::capabilities::Capabilities;
 use crate::error::HostError;
 
@@ -22,7 +21,9 @@ pub fn agmsg_home() -> Result<PathBuf, HostError> {
     let home = match std::env::var_os("AGMSG_HOME").filter(|h| !h.is_empty()) {
         Some(home) => PathBuf::from(home),
         None => {
-            let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).ok_or_else(|| HostError::refused("cannot find agmsg's home: set AGMSG_HOME or HOME"))?;
+            let home = std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .ok_or_else(|| HostError::refused("cannot find agmsg's home: set AGMSG_HOME or HOME"))?;
             PathBuf::from(home).join(".agents/agmsg")
         }
     };
@@ -193,7 +194,12 @@ pub fn read_candidate(axis: Axis, name: &str, dir: &Path, trust: &TrustFile, dir
 /// A component manifest must name the axis and name it is installed as.
 fn check_identity(m: &PluginManifest, axis: Axis, name: &str, dir: &Path) -> Result<(), HostError> {
     if m.axis != axis || m.name != name {
-        return Err(HostError::refused(format!("{}: declares {}/{} but is installed as {axis}/{name}", dir.join(MANIFEST_FILE).display(), m.axis, m.name)));
+        return Err(HostError::refused(format!(
+            "{}: declares {}/{} but is installed as {axis}/{name}",
+            dir.join(MANIFEST_FILE).display(),
+            m.axis,
+            m.name
+        )));
     }
     Ok(())
 }
@@ -231,14 +237,25 @@ impl AgentTypeFiles {
         let manifest_file = axis.dir_manifest().expect("an axis with directory packages names their manifest");
         let tree = super::tree::read(dir)?;
         let conf_path = dir.join(manifest_file);
-        let conf_bytes = tree.file(Path::new(manifest_file)).ok_or_else(|| HostError::refused(format!("{} is not a regular file", conf_path.display())))?;
+        let conf_bytes = tree
+            .file(Path::new(manifest_file))
+            .ok_or_else(|| HostError::refused(format!("{} is not a regular file", conf_path.display())))?;
         if conf_bytes.len() as u64 > super::conf::MAX_MANIFEST_BYTES {
-            return Err(HostError::refused(format!("{} is larger than {}", conf_path.display(), super::size_text(super::conf::MAX_MANIFEST_BYTES))));
+            return Err(HostError::refused(format!(
+                "{} is larger than {}",
+                conf_path.display(),
+                super::size_text(super::conf::MAX_MANIFEST_BYTES)
+            )));
         }
         let conf = super::conf::Manifest::parse(conf_bytes, &conf_path.display().to_string())?;
         kind.check(name, &conf, &conf_path)?;
         let hashed = tree.hashed();
-        let conf_sha256 = hashed.iter().find(|(p, _)| p == manifest_file).and_then(|(_, f)| f.as_ref()).map(|(_, sha)| sha.clone()).expect("the manifest is a file of the tree");
+        let conf_sha256 = hashed
+            .iter()
+            .find(|(p, _)| p == manifest_file)
+            .and_then(|(_, f)| f.as_ref())
+            .map(|(_, sha)| sha.clone())
+            .expect("the manifest is a file of the tree");
         let plug = match tree.file(Path::new(MANIFEST_FILE)) {
             None => None,
             Some(bytes) => {
@@ -248,9 +265,15 @@ impl AgentTypeFiles {
                 check_identity(&m, axis, name, dir)?;
                 let asked = m.capabilities();
                 if !asked.0.is_empty() {
-                    return Err(HostError::refused(format!("{}: an agent type's plug component runs with no capabilities, but it asks for {}", path.display(), asked.summary())));
+                    return Err(HostError::refused(format!(
+                        "{}: an agent type's plug component runs with no capabilities, but it asks for {}",
+                        path.display(),
+                        asked.summary()
+                    )));
                 }
-                let wasm = tree.file(&m.component).ok_or_else(|| HostError::refused(format!("its plug component {} is not a file in {}", m.component.display(), dir.display())))?;
+                let wasm = tree.file(&m.component).ok_or_else(|| {
+                    HostError::refused(format!("its plug component {} is not a file in {}", m.component.display(), dir.display()))
+                })?;
                 let wasm = wasm.to_vec();
                 Some((m, wasm))
             }
@@ -265,7 +288,12 @@ impl AgentTypeFiles {
 
     /// Every file of the directory, with its size and sha256 (what consent and `inspect` list).
     pub fn listing(&self) -> Vec<TypeFile> {
-        self.hashed.iter().filter_map(|(path, file)| file.as_ref().map(|(bytes, sha256)| TypeFile { path: path.clone(), bytes: *bytes, sha256: sha256.clone() })).collect()
+        self.hashed
+            .iter()
+            .filter_map(|(path, file)| {
+                file.as_ref().map(|(bytes, sha256)| TypeFile { path: path.clone(), bytes: *bytes, sha256: sha256.clone() })
+            })
+            .collect()
     }
 }
 
@@ -296,7 +324,8 @@ fn read_dir_package(kind: &dyn DirPackage, name: &str, dir: &Path, trust: &Trust
             candidate.package_manifest = Some(files.conf);
             if let Some((manifest, wasm)) = files.plug {
                 // Hashed once with the tree: the plug is one of its files.
-                let listed = super::tree::normalize(&manifest.component).and_then(|rel| candidate.type_files.iter().find(|f| f.path == rel));
+                let listed =
+                    super::tree::normalize(&manifest.component).and_then(|rel| candidate.type_files.iter().find(|f| f.path == rel));
                 candidate.sha256 = Some(listed.map_or_else(|| sha256_hex(&wasm), |f| f.sha256.clone()));
                 candidate.wasm = Some(wasm);
                 candidate.manifest = Some(manifest);
@@ -407,7 +436,8 @@ pub fn choose(axis: Axis, name: &str, candidates: Vec<Candidate>) -> (Option<Can
         match candidate.problem() {
             None => chosen = Some(candidate),
             Some(problem) if candidate.only_untrusted() => {
-                let path = if several { format!(" --path {}", crate::shell::word(&candidate.dir.to_string_lossy())) } else { String::new() };
+                let path =
+                    if several { format!(" --path {}", crate::shell::word(&candidate.dir.to_string_lossy())) } else { String::new() };
                 warnings.push(format!(
                     "external plugin '{axis}/{name}' found at {} but {problem} (ignored).\n       \
                      Opt in if you put it there intentionally: agmsg-host plugin trust {axis}/{name}{path}",
@@ -415,7 +445,8 @@ pub fn choose(axis: Axis, name: &str, candidates: Vec<Candidate>) -> (Option<Can
                 ));
             }
             Some(problem) => {
-                warnings.push(format!("external plugin '{axis}/{name}' found at {} cannot run (ignored): {problem}", candidate.dir.display()));
+                warnings
+                    .push(format!("external plugin '{axis}/{name}' found at {} cannot run (ignored): {problem}", candidate.dir.display()));
             }
         }
     }

@@ -45,10 +45,19 @@ fn read_regular_at(at: &fsroot::Dir, name: &str, max_bytes: u64) -> Result<Vec<u
 
 /// Read `dir` (itself not a symlink) and everything below it.
 pub fn read(dir: &Path) -> Result<Tree, HostError> {
-    fn walk(at: &fsroot::Dir, root: &Path, rel: &str, depth: usize, total: &mut u64, out: &mut Vec<(String, Option<Vec<u8>>)>) -> Result<(), HostError> {
+    fn walk(
+        at: &fsroot::Dir,
+        root: &Path,
+        rel: &str,
+        depth: usize,
+        total: &mut u64,
+        out: &mut Vec<(String, Option<Vec<u8>>)>,
+    ) -> Result<(), HostError> {
         let mut names = Vec::new();
         for name in at.list().map_err(refused)? {
-            let name = name.into_string().map_err(|_| HostError::refused(format!("{}: a file name that is not UTF-8", root.join(rel).display())))?;
+            let name = name
+                .into_string()
+                .map_err(|_| HostError::refused(format!("{}: a file name that is not UTF-8", root.join(rel).display())))?;
             // Counted while listing: a directory of millions of entries is refused, not first read whole.
             if out.len() + names.len() >= MAX_ENTRIES {
                 return Err(too_many(root));
@@ -77,7 +86,11 @@ pub fn read(dir: &Path) -> Result<Tree, HostError> {
                 walk(&sub, root, &child, depth + 1, total, out)?;
             } else if kind.is_file() {
                 if *total + meta.len() > MAX_TOTAL_BYTES {
-                    return Err(HostError::refused(format!("{}: more than {} of files", root.display(), super::size_text(MAX_TOTAL_BYTES))));
+                    return Err(HostError::refused(format!(
+                        "{}: more than {} of files",
+                        root.display(),
+                        super::size_text(MAX_TOTAL_BYTES)
+                    )));
                 }
                 let bytes = read_regular_at(at, &name, MAX_TOTAL_BYTES - *total)?;
                 *total += bytes.len() as u64;
@@ -148,7 +161,8 @@ pub fn pin(hashed: &[(String, Option<(usize, String)>)], skip: &str) -> String {
 /// Read the file `rel` below `dir` (the directory itself may be reached through links; nothing below
 /// it is followed): a regular file of at most `max_bytes`.
 pub fn read_below(dir: &Path, rel: &str, max_bytes: u64) -> Result<Vec<u8>, HostError> {
-    let rel_path = normalize(Path::new(rel)).ok_or_else(|| HostError::refused(format!("{rel:?} is not a path inside {}", dir.display())))?;
+    let rel_path =
+        normalize(Path::new(rel)).ok_or_else(|| HostError::refused(format!("{rel:?} is not a path inside {}", dir.display())))?;
     let root = fsroot::Dir::open_ambient(dir).map_err(refused)?;
     let file = root.open_regular(&rel_path).map_err(refused)?;
     super::read_opened(file, &dir.join(&rel_path), max_bytes)

@@ -119,7 +119,9 @@ impl TrustFile {
         std::fs::create_dir_all(home).map_err(|e| refused(format!("create {}", home.display()), &e))?;
         let mut tmp = tempfile::NamedTempFile::new_in(home).map_err(|e| refused(format!("write in {}", home.display()), &e))?;
         let text = serde_json::to_string_pretty(self).expect("the trust file serializes");
-        tmp.write_all(text.as_bytes()).and_then(|()| tmp.as_file().sync_all()).map_err(|e| refused(format!("write {}", path.display()), &e))?;
+        tmp.write_all(text.as_bytes())
+            .and_then(|()| tmp.as_file().sync_all())
+            .map_err(|e| refused(format!("write {}", path.display()), &e))?;
         tmp.persist(&path).map_err(|e| refused(format!("write {}", path.display()), &e))?;
         Ok(())
     }

@@ -21,11 +21,7 @@ pub enum LockState {
 pub fn lock_state(run: &RunDir, team: &str, agent: &str) -> LockState {
     // `head -1` of a regular file; anything else reads as no owner, as agmsg's `[ -f ]` does.
     let owner = run.read(&lock_name(team, agent)).ok().flatten().and_then(|t| t.lines().next().map(str::to_owned)).unwrap_or_default();
-    if !owner.is_empty() && instance_alive(run, &owner) {
-        LockState::Held(owner)
-    } else {
-        LockState::Free
-    }
+    if !owner.is_empty() && instance_alive(run, &owner) { LockState::Held(owner) } else { LockState::Free }
 }
 
 /// `<prefix>.<digits>` with a non-empty prefix: the composite form of an owner token.

@@ -57,7 +57,10 @@ pub fn pre_join(skill_dir: &Path, team: &str, agent: &str, agent_type: &str, pro
             Ok(None) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(HostError::refused(format!("agmsg's join.sh did not finish within {}s: {team}/{agent} was not joined", JOIN_TIMEOUT.as_secs())));
+                return Err(HostError::refused(format!(
+                    "agmsg's join.sh did not finish within {}s: {team}/{agent} was not joined",
+                    JOIN_TIMEOUT.as_secs()
+                )));
             }
             Err(e) => return Err(HostError::refused(format!("waiting for agmsg's join.sh: {e}"))),
         }

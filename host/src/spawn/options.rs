@@ -185,7 +185,9 @@ impl SpawnOptions {
         match self.entries(POLICY_SECTION).find(|(k, _)| k.trim_end_matches([' ', '\t']) == agent_type).map(|(_, v)| v.as_str()) {
             None | Some("false") => Ok(false),
             Some("true") => Ok(true),
-            Some(other) => Err(HostError::refused(format!("{POLICY_SECTION} for type {agent_type:?} must be true or false (got {other:?})"))),
+            Some(other) => {
+                Err(HostError::refused(format!("{POLICY_SECTION} for type {agent_type:?} must be true or false (got {other:?})")))
+            }
         }
     }
 }
@@ -314,13 +316,18 @@ fn check_profile(file: &SpawnOptions, agent_type: &str, role: &str, contract: &P
         None => PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(contract.default_dir),
     };
     // As `cd dir && pwd -P`: the physical directory, when there is one.
-    let home = std::fs::canonicalize(&dir).or_else(|_| std::path::absolute(&dir)).map_err(|e| HostError::refused(format!("{}: {e}", dir.display())))?;
+    let home = std::fs::canonicalize(&dir)
+        .or_else(|_| std::path::absolute(&dir))
+        .map_err(|e| HostError::refused(format!("{}: {e}", dir.display())))?;
     let profile = home.join(format!("{alias}{}", contract.suffix));
     let readable = open_regular(&profile).is_ok();
     if !readable {
         return fail(format!("profile {alias:?} needs the readable file {}", profile.display()));
     }
-    let home = home.into_os_string().into_string().map_err(|h| HostError::refused(format!("the profile directory {} is not UTF-8", PathBuf::from(h).display())))?;
+    let home = home
+        .into_os_string()
+        .into_string()
+        .map_err(|h| HostError::refused(format!("the profile directory {} is not UTF-8", PathBuf::from(h).display())))?;
     Ok((env.to_owned(), home))
 }
 
@@ -362,11 +369,15 @@ pub fn resolve(
     let mut env = None;
     if file.requires_role(agent_type)? {
         let Some(role) = &role else {
-            return Err(HostError::refused(format!("spawn options require a role overlay for type {agent_type:?}: pass --role <role> or name the agent <project>_<role>_<vendor>")));
+            return Err(HostError::refused(format!(
+                "spawn options require a role overlay for type {agent_type:?}: pass --role <role> or name the agent <project>_<role>_<vendor>"
+            )));
         };
         let section = format!("{agent_type}@{role}");
         if !file.has_section(&section) {
-            return Err(HostError::refused(format!("spawn options require a role overlay for type {agent_type:?}: section {section} is missing")));
+            return Err(HostError::refused(format!(
+                "spawn options require a role overlay for type {agent_type:?}: section {section} is missing"
+            )));
         }
         if let Some(contract) = contract {
             env = Some(check_profile(file, agent_type, role, contract)?);
@@ -446,8 +457,15 @@ mod tests {
         assert_eq!(derived_role("architect_codex", &vendors), None, "two parts");
         assert_eq!(derived_role("proj_architect_gpt", &vendors), None, "not a vendor");
         let file = parse("codex:\n  -a: 1\ncodex@architect:\n  -p: architect\n");
-        assert_eq!(resolve(Some(&file), "codex", "proj_architect_codex", None, &vendors, None).unwrap().tokens, ["-a", "1", "-p", "architect"]);
-        assert_eq!(resolve(Some(&file), "codex", "proj_writer_codex", None, &vendors, None).unwrap().tokens, ["-a", "1"], "a derived role without a section");
+        assert_eq!(
+            resolve(Some(&file), "codex", "proj_architect_codex", None, &vendors, None).unwrap().tokens,
+            ["-a", "1", "-p", "architect"]
+        );
+        assert_eq!(
+            resolve(Some(&file), "codex", "proj_writer_codex", None, &vendors, None).unwrap().tokens,
+            ["-a", "1"],
+            "a derived role without a section"
+        );
         assert!(resolve(Some(&file), "codex", "bob", Some("writer"), &vendors, None).unwrap_err().message.contains("codex@writer"));
         assert!(resolve(None, "codex", "bob", Some("architect"), &vendors, None).unwrap_err().message.contains("codex@architect"));
         assert!(resolve(Some(&file), "codex", "bob", Some("a b"), &vendors, None).unwrap_err().message.contains("--role must contain"));
@@ -455,7 +473,11 @@ mod tests {
         let policy = parse("agmsg.require-role-overlay:\n  codex: true\ncodex@architect:\n  -p: architect\n");
         assert!(resolve(Some(&policy), "codex", "bob", None, &vendors, None).unwrap_err().message.contains("require a role overlay"));
         assert_eq!(resolve(Some(&policy), "codex", "bob", Some("architect"), &vendors, None).unwrap().tokens, ["-p", "architect"]);
-        assert_eq!(resolve(Some(&policy), "claude-code", "bob", None, &vendors, None).unwrap(), Resolved::default(), "metadata is never a token");
+        assert_eq!(
+            resolve(Some(&policy), "claude-code", "bob", None, &vendors, None).unwrap(),
+            Resolved::default(),
+            "metadata is never a token"
+        );
         let odd = parse("agmsg.require-role-overlay:\n  codex: yes\n");
         assert!(resolve(Some(&odd), "codex", "bob", None, &vendors, None).unwrap_err().message.contains("true or false"));
     }
@@ -465,7 +487,12 @@ mod tests {
     fn a_required_role_selects_exactly_one_existing_profile() {
         let profiles = tempfile::tempdir().unwrap();
         let dir = profiles.path().to_str().unwrap();
-        let contract = ProfileContract { args: vec!["-p", "--profile"], home_env: "AGMSG_TEST_NO_SUCH_VARIABLE", default_dir: dir, suffix: ".config.toml" };
+        let contract = ProfileContract {
+            args: vec!["-p", "--profile"],
+            home_env: "AGMSG_TEST_NO_SUCH_VARIABLE",
+            default_dir: dir,
+            suffix: ".config.toml",
+        };
         let check = |text: &str| resolve(Some(&parse(text)), "codex", "bob", Some("architect"), &["codex"], Some(&contract));
         let policy = "agmsg.require-role-overlay:\n  codex: true\n";
         let missing = check(&format!("{policy}codex@architect:\n  -p: architect\n")).unwrap_err().message;
@@ -473,7 +500,10 @@ mod tests {
         std::fs::write(profiles.path().join("architect.config.toml"), "").unwrap();
         let home = profiles.path().canonicalize().unwrap().to_str().unwrap().to_owned();
         let ok = check(&format!("{policy}codex@architect:\n  -p: architect\n")).unwrap();
-        assert_eq!((ok.tokens, ok.env), (vec!["-p".to_owned(), "architect".to_owned()], Some(("AGMSG_TEST_NO_SUCH_VARIABLE".to_owned(), home))));
+        assert_eq!(
+            (ok.tokens, ok.env),
+            (vec!["-p".to_owned(), "architect".to_owned()], Some(("AGMSG_TEST_NO_SUCH_VARIABLE".to_owned(), home)))
+        );
         assert!(check(&format!("{policy}codex@architect:\n  --profile=architect: true\n")).is_ok(), "the long equals form");
         for (text, why) in [
             ("codex:\n  -p: base\ncodex@architect:\n  -p: false\n  --sandbox: x\n", "section codex selects a profile"),

@@ -46,7 +46,13 @@ const SETTINGS: &[HostSettings] = &[
         unconfigured: super::postgres::unconfigured,
         suite_env: super::postgres::suite_env,
     },
-    HostSettings { driver: "jsonl", takes_location: false, configure: jsonl_configure, unconfigured: |_| {}, suite_env: |_| Ok(Vec::new()) },
+    HostSettings {
+        driver: "jsonl",
+        takes_location: false,
+        configure: jsonl_configure,
+        unconfigured: |_| {},
+        suite_env: |_| Ok(Vec::new()),
+    },
 ];
 
 /// jsonl takes agmsg's `events.jsonl.lock/` as agmsg's bash driver does, retrying every 10 ms

@@ -21,6 +21,6 @@ pub mod types;
 pub mod wake;
 pub mod world;
 
-pub use driver::{StorageError, Storage};
-pub use session::StoreSession;
 pub use crate::runtime::DriverSource;
+pub use driver::{Storage, StorageError};
+pub use session::StoreSession;

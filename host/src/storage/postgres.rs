@@ -67,7 +67,12 @@ const MAX_CA_BYTES: u64 = 1 << 20;
 /// when set); `AGMSG_POSTGRES_TIMEOUT_MS` (its own deadline per op, below the host's call deadline, so
 /// that a slow server is an error naming it rather than a trap). With no URL configured the driver
 /// runs with no network at all, and says how to configure one.
-pub fn configure(source: &mut DriverSource, partition: Option<&str>, url_override: Option<&str>, config: Config) -> Result<(), StorageError> {
+pub fn configure(
+    source: &mut DriverSource,
+    partition: Option<&str>,
+    url_override: Option<&str>,
+    config: Config,
+) -> Result<(), StorageError> {
     let url = match url_override {
         Some(url) => Some(url.to_owned()),
         None => postgres_url(config)?,
@@ -137,7 +142,8 @@ impl PostgresUrl {
     /// `PGDATABASE`, else the login name (`USER`, else libpq's `postgres`) and a database named as the
     /// user.
     pub fn user_and_database(&self) -> (String, String) {
-        let user = self.user.clone().or_else(|| non_empty_env("PGUSER")).or_else(|| non_empty_env("USER")).unwrap_or_else(|| "postgres".into());
+        let user =
+            self.user.clone().or_else(|| non_empty_env("PGUSER")).or_else(|| non_empty_env("USER")).unwrap_or_else(|| "postgres".into());
         let database = self.database.clone().or_else(|| non_empty_env("PGDATABASE")).unwrap_or_else(|| user.clone());
         (user, database)
     }
@@ -239,9 +245,8 @@ pub fn postgres_password(url: &PostgresUrl, user: &str, database: &str) -> Optio
     if let Ok(password) = std::env::var("PGPASSWORD") {
         return Some(password);
     }
-    let path = non_empty_env("PGPASSFILE")
-        .map(PathBuf::from)
-        .or_else(|| non_empty_env("HOME").map(|h| PathBuf::from(h).join(".pgpass")))?;
+    let path =
+        non_empty_env("PGPASSFILE").map(PathBuf::from).or_else(|| non_empty_env("HOME").map(|h| PathBuf::from(h).join(".pgpass")))?;
     use std::os::unix::fs::PermissionsExt;
     let meta = std::fs::metadata(&path).ok()?;
     if !meta.is_file() || meta.permissions().mode() & 0o077 != 0 {

@@ -97,11 +97,7 @@ fn parse_event(line: &str) -> Result<Option<Event>, String> {
     let object = value.as_object().ok_or("invalid JSON record: not an object")?;
     let kind = object.get("type").and_then(|t| t.as_str()).ok_or("invalid JSON record: no string \"type\"")?;
     let field = |name: &str| -> Result<String, String> {
-        object
-            .get(name)
-            .and_then(|v| v.as_str())
-            .map(str::to_owned)
-            .ok_or_else(|| format!("{kind} record: \"{name}\" must be a string"))
+        object.get(name).and_then(|v| v.as_str()).map(str::to_owned).ok_or_else(|| format!("{kind} record: \"{name}\" must be a string"))
     };
     let event = match kind {
         "message_sent" => Event::MessageSent(Message {

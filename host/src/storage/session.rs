@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use super::location::{self, StorePlace};
-use super::{StorageError, Storage};
+use super::{Storage, StorageError};
 use crate::runtime::sandbox::StoreDir;
 use crate::runtime::{DriverSource, Runtime};
 
@@ -23,7 +23,12 @@ pub struct StoreSession {
 impl StoreSession {
     /// Resolve the store of `team` (its partition) and the active driver, as agmsg does; create the
     /// store directory when `create`.
-    pub fn resolve(store_flag: Option<PathBuf>, driver_flag: Option<String>, team: Option<&str>, create: bool) -> Result<StoreSession, StorageError> {
+    pub fn resolve(
+        store_flag: Option<PathBuf>,
+        driver_flag: Option<String>,
+        team: Option<&str>,
+        create: bool,
+    ) -> Result<StoreSession, StorageError> {
         let place = store_place(store_flag, team)?;
         let source = super::source::resolve_at(&location::storage_driver(driver_flag)?, place.partition.as_deref(), None)?;
         let opened = place.open(create)?;
@@ -37,7 +42,8 @@ impl StoreSession {
                     .prefix("agmsg-host-empty-")
                     .tempdir()
                     .map_err(|e| StorageError::runtime(format!("cannot create an empty sandbox directory: {e}")))?;
-                let dir = StoreDir::open(empty.path()).map_err(|e| StorageError::runtime(format!("cannot open an empty sandbox directory: {e}")))?;
+                let dir = StoreDir::open(empty.path())
+                    .map_err(|e| StorageError::runtime(format!("cannot open an empty sandbox directory: {e}")))?;
                 (dir, Some(empty))
             }
         };
@@ -64,4 +70,3 @@ fn store_place(store_flag: Option<PathBuf>, team: Option<&str>) -> Result<StoreP
         None => Ok(StorePlace::shared(root)),
     }
 }
-

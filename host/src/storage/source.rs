@@ -5,12 +5,12 @@ use std::borrow::Cow;
 use std::path::Path;
 
 use super::{StorageError, drivers, location};
-use crate::runtime::DriverSource;
-use crate::bundled;
-use crate::capabilities::{Capabilities, Capability};
 use crate::axis::Axis;
 use crate::axis_module::Reference;
+use crate::bundled;
+use crate::capabilities::{Capabilities, Capability};
 use crate::plugin::registry::{self, Candidate, sha256_hex};
+use crate::runtime::DriverSource;
 
 /// `name` is the path of a component file (anything but a driver name: [`Reference`]), or a driver name: a
 /// trusted plugin of that name (which shadows a bundled driver), else a bundled driver. For the shared

@@ -158,7 +158,12 @@ fn cursor_tokens_are_transport_safe(harness: &Harness, driver: &str) {
 fn bad_pairs_and_cursors_are_refused(harness: &Harness, driver: &str) {
     let env = env_for(harness, driver);
     env.send("t", "a", "bob", "1");
-    for args in [vec!["watch-tip", "nocolon"], vec!["watch-tip", "t:a", "u:b"], vec!["watch-after", "0", "t:"], vec!["watch-after", "0", "t:a", "u:a"]] {
+    for args in [
+        vec!["watch-tip", "nocolon"],
+        vec!["watch-tip", "t:a", "u:b"],
+        vec!["watch-after", "0", "t:"],
+        vec!["watch-after", "0", "t:a", "u:a"],
+    ] {
         let run = env.storage(&args);
         assert_ne!(run.code, 0, "{args:?}");
         assert!(run.stdout.is_empty(), "{args:?}: {run:?}");
@@ -272,7 +277,10 @@ fn export_is_atomic_and_replaces_symlinks(harness: &Harness, driver: &str) {
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "do not overwrite");
     assert!(!std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
     assert_eq!(std::fs::read_to_string(&link).unwrap().lines().count(), 1);
-    let leftovers: Vec<_> = std::fs::read_dir(env.dir.path()).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().contains(".tmp.")).collect();
+    let leftovers: Vec<_> = std::fs::read_dir(env.dir.path())
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().contains(".tmp."))
+        .collect();
     assert!(leftovers.is_empty());
 }
 
@@ -285,7 +293,11 @@ fn compaction_properties(harness: &Harness, driver: &str) {
     let before_cursor = tip(&env, "t:bob");
     // A duplicate read marker, as a merged import would leave it.
     let file = env.dir.path().join("dup.jsonl");
-    std::fs::write(&file, format!(r#"{{"type":"message_read","id":"dup-1","msg_id":"{m2}","team":"t","agent":"bob","at":"2026-01-01T00:00:00Z"}}"#)).unwrap();
+    std::fs::write(
+        &file,
+        format!(r#"{{"type":"message_read","id":"dup-1","msg_id":"{m2}","team":"t","agent":"bob","at":"2026-01-01T00:00:00Z"}}"#),
+    )
+    .unwrap();
     env.storage(&["import", file.to_str().unwrap()]).ok();
 
     let export = |name: &str| {
@@ -460,7 +472,8 @@ fn sync_line(run: &agmsg_conformance::Run, kind: &str) -> serde_json::Value {
 }
 
 const NO_SYNC: &str = "the driver offers no `sync` interface (optional): agmsg's engine does not sync this store";
-const PREPARE_NONE: &str = r#"{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"recipients":[],"max_blob_bytes":1048576,"allow_new":true}"#;
+const PREPARE_NONE: &str =
+    r#"{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"recipients":[],"max_blob_bytes":1048576,"allow_new":true}"#;
 
 fn records(run: &agmsg_conformance::Run) -> Vec<serde_json::Value> {
     run.ok();
@@ -517,7 +530,11 @@ fn sync_apply_pull_imports_once_and_quarantines(harness: &Harness, driver: &str)
         )
     };
     let chat = r#","projection":{"body":"from afar","created_at":"2026-01-01T00:00:00.000000Z","from_agent":"carol","to_agent":"bob"}"#;
-    let page = format!("{}\n{}\n{{\"type\":\"sync_pull_cursor\",\"next_after\":\"2\"}}\n", message(1, "importable", chat), message(2, "pending_key", ""));
+    let page = format!(
+        "{}\n{}\n{{\"type\":\"sync_pull_cursor\",\"next_after\":\"2\"}}\n",
+        message(1, "importable", chat),
+        message(2, "pending_key", "")
+    );
     let run = sync_op(&env, "apply-pull", &[], &page);
     skip_if_not_offered(&run, NO_SYNC);
     let applied = records(&run);
@@ -549,7 +566,8 @@ fn resync_status_is_read_only_and_a_gap_is_accepted_once(harness: &Harness, driv
     let second = sync_op(&env, "resync-status", &["5"], "");
     assert_eq!((second.code, second.stdout.as_str()), (first.code, ""), "the first status created something: {second:?}");
     // A binding exists once Stage-1 sync has prepared for it.
-    let prepare = r#"{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"recipients":[],"max_blob_bytes":1048576,"allow_new":true}"#;
+    let prepare =
+        r#"{"type":"sync_prepare","envelope_v":1,"cipher":"none","key_id":null,"recipients":[],"max_blob_bytes":1048576,"allow_new":true}"#;
     let prepared = sync_op(&env, "prepare-push", &["10"], prepare);
     if prepared.code == 14 {
         agmsg_conformance::skip("the driver offers `resync` without `sync`: no binding can be made to check it on");
@@ -559,7 +577,11 @@ fn resync_status_is_read_only_and_a_gap_is_accepted_once(harness: &Harness, driv
     assert_eq!((status["transport_cursor"].as_str(), status["audit"].is_null()), (Some("0"), true), "{status}");
     let request = r#"{"type":"sync_resync","expected_transport_cursor":"0","min_available_seq":"5","current_seq":"7","reason":"retention-gap-accepted"}"#;
     let result = sync_line(&sync_op(&env, "resync", &[], request), "sync_resync_result");
-    assert_eq!((result["transport_cursor"].as_str(), result["gap_start"].as_str(), result["gap_end"].as_str()), (Some("5"), Some("1"), Some("5")), "{result}");
+    assert_eq!(
+        (result["transport_cursor"].as_str(), result["gap_start"].as_str(), result["gap_end"].as_str()),
+        (Some("5"), Some("1"), Some("5")),
+        "{result}"
+    );
     let status = sync_line(&sync_op(&env, "resync-status", &["5"], ""), "sync_resync_status");
     assert_eq!((status["transport_cursor"].as_str(), status["audit"]["accepted_floor"].as_str()), (Some("5"), Some("5")), "{status}");
     let again = sync_op(&env, "resync", &[], request);
@@ -581,7 +603,11 @@ fn read_state_merges_frontiers_and_blocks_members(harness: &Harness, driver: &st
     let frontier = |env: &Env| -> Option<String> {
         let run = sync_op(env, "prepare-read-state", &[], &context("bob"));
         run.ok();
-        run.lines().iter().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).find(|v| v["type"] == "sync_read_frontier").map(|v| v["server_seq"].as_str().unwrap().to_owned())
+        run.lines()
+            .iter()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find(|v| v["type"] == "sync_read_frontier")
+            .map(|v| v["server_seq"].as_str().unwrap().to_owned())
     };
     assert_eq!(frontier(&env).as_deref(), Some("0"));
     let page = |seq: &str| {

@@ -116,7 +116,10 @@ impl StorageWorld {
     }
 
     pub fn watch_after(&self, s: &mut Store<HostState>, cursor: &str, pairs: &[Pair]) -> Call<WatchBatch> {
-        answer(self.driver().call_watch_after(s, cursor, &wit_pairs(pairs)), |b| WatchBatch { messages: messages(b.messages), cursor: b.cursor })
+        answer(self.driver().call_watch_after(s, cursor, &wit_pairs(pairs)), |b| WatchBatch {
+            messages: messages(b.messages),
+            cursor: b.cursor,
+        })
     }
 
     pub fn history(&self, s: &mut Store<HostState>, team: &str, agent: Option<&str>, limit: Option<u32>) -> Call<Vec<Message>> {
@@ -183,7 +186,9 @@ impl From<wit::Event> for Event {
     fn from(e: wit::Event) -> Event {
         match e {
             wit::Event::MessageSent(m) => Event::MessageSent(m.into()),
-            wit::Event::MessageRead(r) => Event::MessageRead(ReadMark { id: r.id, msg_id: r.msg_id, team: r.team, agent: r.agent, at: r.at }),
+            wit::Event::MessageRead(r) => {
+                Event::MessageRead(ReadMark { id: r.id, msg_id: r.msg_id, team: r.team, agent: r.agent, at: r.at })
+            }
         }
     }
 }
@@ -191,8 +196,12 @@ impl From<wit::Event> for Event {
 impl From<Event> for wit::Event {
     fn from(e: Event) -> wit::Event {
         match e {
-            Event::MessageSent(m) => wit::Event::MessageSent(wit::Message { id: m.id, team: m.team, from: m.from, to: m.to, body: m.body, at: m.at }),
-            Event::MessageRead(r) => wit::Event::MessageRead(wit::ReadMark { id: r.id, msg_id: r.msg_id, team: r.team, agent: r.agent, at: r.at }),
+            Event::MessageSent(m) => {
+                wit::Event::MessageSent(wit::Message { id: m.id, team: m.team, from: m.from, to: m.to, body: m.body, at: m.at })
+            }
+            Event::MessageRead(r) => {
+                wit::Event::MessageRead(wit::ReadMark { id: r.id, msg_id: r.msg_id, team: r.team, agent: r.agent, at: r.at })
+            }
         }
     }
 }

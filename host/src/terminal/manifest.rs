@@ -59,14 +59,7 @@ impl TerminalManifest {
         if let Some(c) = capabilities.iter().find(|c| !crate::display::is_printable_line(c, 64)) {
             return Err(bad("capability", c));
         }
-        Ok(TerminalManifest {
-            priority: agmsg_contract::terminal_conf::priority(text),
-            backend,
-            capabilities,
-            programs,
-            env,
-            name,
-        })
+        Ok(TerminalManifest { priority: agmsg_contract::terminal_conf::priority(text), backend, capabilities, programs, env, name })
     }
 }
 

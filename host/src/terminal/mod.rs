@@ -12,6 +12,6 @@ pub mod suite;
 pub mod types;
 pub mod world;
 
-pub use driver::{TerminalError, Terminal};
+pub use driver::{Terminal, TerminalError};
 pub use manifest::TerminalManifest;
 pub use source::TerminalSource;

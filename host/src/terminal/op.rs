@@ -29,32 +29,93 @@ impl From<TerminalError> for HostError {
 pub enum Op {
     Check,
     Describe,
-    Detect { session: String },
+    Detect {
+        session: String,
+    },
     /// `target` is kept as given: an unknown one is the driver's "unsupported", not a usage error.
-    Spawn { name: String, project: String, target: String, boot: Vec<String> },
-    Despawn { id: String },
-    Peek { id: String, lines: Option<u32> },
-    Poke { id: String, text: String },
-    PaneState { id: String },
-    Where { id: String },
+    Spawn {
+        name: String,
+        project: String,
+        target: String,
+        boot: Vec<String>,
+    },
+    Despawn {
+        id: String,
+    },
+    Peek {
+        id: String,
+        lines: Option<u32>,
+    },
+    Poke {
+        id: String,
+        text: String,
+    },
+    PaneState {
+        id: String,
+    },
+    Where {
+        id: String,
+    },
     /// `intent` as given, as `target` of spawn.
-    Arrange { source: String, intent: String, target: String },
-    Name { id: String, team: String, agent: String, mode: NamingMode },
-    Capability { capability: String, id: Option<String> },
-    TeamInputReady { id: String, expected: String },
-    TeamObserve { id: String },
-    FindByLabel { label: String },
-    LabelOf { id: String },
-    IdOk { id: String },
-    PaneProcessObserve { id: String },
+    Arrange {
+        source: String,
+        intent: String,
+        target: String,
+    },
+    Name {
+        id: String,
+        team: String,
+        agent: String,
+        mode: NamingMode,
+    },
+    Capability {
+        capability: String,
+        id: Option<String>,
+    },
+    TeamInputReady {
+        id: String,
+        expected: String,
+    },
+    TeamObserve {
+        id: String,
+    },
+    FindByLabel {
+        label: String,
+    },
+    LabelOf {
+        id: String,
+    },
+    IdOk {
+        id: String,
+    },
+    PaneProcessObserve {
+        id: String,
+    },
     EnumeratePanes,
-    Fence { id: String, seat: Option<String> },
-    PaneFocused { id: String },
-    InputClear { id: String },
-    InputType { id: String, text: String },
-    ExpectedLabel { team: String, agent: String },
-    InstanceForRef { reference: String },
-    IdSplit { id: String },
+    Fence {
+        id: String,
+        seat: Option<String>,
+    },
+    PaneFocused {
+        id: String,
+    },
+    InputClear {
+        id: String,
+    },
+    InputType {
+        id: String,
+        text: String,
+    },
+    ExpectedLabel {
+        team: String,
+        agent: String,
+    },
+    InstanceForRef {
+        reference: String,
+    },
+    IdSplit {
+        id: String,
+    },
 }
 
 fn exactly<const N: usize>(op: &str, args: &[String], names: &str) -> Result<[String; N], String> {
@@ -149,7 +210,13 @@ impl Op {
     /// placement reference names its terminal).
     fn driver_hint(&self) -> Option<&str> {
         match self {
-            Op::Check | Op::Describe | Op::Detect { .. } | Op::Spawn { .. } | Op::EnumeratePanes | Op::ExpectedLabel { .. } | Op::InstanceForRef { .. } => None,
+            Op::Check
+            | Op::Describe
+            | Op::Detect { .. }
+            | Op::Spawn { .. }
+            | Op::EnumeratePanes
+            | Op::ExpectedLabel { .. }
+            | Op::InstanceForRef { .. } => None,
             Op::Capability { capability, .. } => Some(capability),
             Op::FindByLabel { label } => Some(label),
             Op::Arrange { source: id, .. }
@@ -185,15 +252,24 @@ pub enum Reply {
     /// One line each.
     Lines(Vec<String>),
     /// `describe`'s key=value lines; `priority` is the manifest's.
-    Described { description: Description, priority: u32 },
+    Described {
+        description: Description,
+        priority: u32,
+    },
     /// `detect`: absent (exit 1), present without an id (`reason` on stderr), or this pane's id.
-    Detected { driver: String, detection: Detection },
+    Detected {
+        driver: String,
+        detection: Detection,
+    },
     /// `pane-state`: its word; `unknown` exits as a terminal that could not be asked.
     PaneState(PanePresence),
     Arranged(ArrangeOutcome),
     /// A question answered by the exit code alone (capability, team-input-ready, id-ok); `note`: why it
     /// could not tell, for stderr.
-    Answer { answer: Answer, note: Option<String> },
+    Answer {
+        answer: Answer,
+        note: Option<String>,
+    },
     /// `pane-focused`: `yes` / `no`.
     Focused(bool),
     /// `id-split`: instance TAB pane.
@@ -258,7 +334,9 @@ pub fn run(candidates: &Candidates, driver_flag: Option<&str>, op: Op) -> Result
             }
         },
         Op::Describe => Reply::Described { description: d.describe().framed(Shape::Record)?, priority: source.manifest.priority },
-        Op::Detect { session } => Reply::Detected { driver: source.manifest.name.clone(), detection: d.detect(&session).framed(Shape::Record)? },
+        Op::Detect { session } => {
+            Reply::Detected { driver: source.manifest.name.clone(), detection: d.detect(&session).framed(Shape::Record)? }
+        }
         Op::Spawn { name, project, target, boot } => {
             let target = match target.as_str() {
                 "window" => SpawnTarget::Window,
@@ -361,7 +439,9 @@ mod tests {
 
     #[test]
     fn a_wrong_command_line_is_a_usage_error_naming_the_op() {
-        for (op, args) in [("check", &["x"][..]), ("poke", &["%1"]), ("spawn", &["n", "/p"]), ("name", &["%1", "t", "a", "label"]), ("bogus", &[])] {
+        for (op, args) in
+            [("check", &["x"][..]), ("poke", &["%1"]), ("spawn", &["n", "/p"]), ("name", &["%1", "t", "a", "label"]), ("bogus", &[])]
+        {
             let message = parse(op, args).unwrap_err();
             assert!(message.contains(op), "{op}: {message}");
         }

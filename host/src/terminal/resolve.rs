@@ -5,7 +5,7 @@
 //! own?) needs an id: every candidate is tried, the first real id wins, and a candidate that is present
 //! but cannot name its pane makes resolution fail loudly rather than fall back to plain.
 
-use super::driver::{Detection, TermFailKind, TerminalError, Terminal};
+use super::driver::{Detection, TermFailKind, Terminal, TerminalError};
 use super::source::{Candidates, TerminalSource};
 use crate::runtime::Runtime;
 
@@ -29,7 +29,10 @@ pub fn override_driver(candidates: &Candidates) -> Result<Option<TerminalSource>
     if !agmsg_contract::is_driver_name(&name) {
         return Err(TerminalError::new(TermFailKind::Unsupported, format!("unknown terminal driver '{name}' ({OVERRIDE_VAR})")));
     }
-    candidates.resolve(&name).map(Some).map_err(|_| TerminalError::new(TermFailKind::Unsupported, format!("unknown terminal driver '{name}' ({OVERRIDE_VAR})")))
+    candidates
+        .resolve(&name)
+        .map(Some)
+        .map_err(|_| TerminalError::new(TermFailKind::Unsupported, format!("unknown terminal driver '{name}' ({OVERRIDE_VAR})")))
 }
 
 /// Ask one candidate; a driver that fails to answer counts as present but unresolved, so a broken
@@ -129,7 +132,9 @@ pub fn choose_driver(
     }
     match resolve_placement(runtime, candidates, "")? {
         Some(found) => Ok((candidates.resolve(&found.driver).map_err(unsupported)?, None)),
-        None => Err(unsupported(format!("no terminal detected: give --driver, {OVERRIDE_VAR}, or a placement reference such as tmux:<id>"))),
+        None => {
+            Err(unsupported(format!("no terminal detected: give --driver, {OVERRIDE_VAR}, or a placement reference such as tmux:<id>")))
+        }
     }
 }
 

@@ -6,13 +6,13 @@ use std::borrow::Cow;
 use std::path::Path;
 
 use super::manifest::{DEFAULT_PRIORITY, TerminalManifest};
-use crate::bundled;
-use crate::catalog::Origin;
-use crate::capabilities::{Capabilities, Capability};
 use crate::axis::Axis;
 use crate::axis_module::Reference;
-use crate::runtime::DriverSource;
+use crate::bundled;
+use crate::capabilities::{Capabilities, Capability};
+use crate::catalog::Origin;
 use crate::plugin::registry::{self, Candidate, sha256_hex};
+use crate::runtime::DriverSource;
 
 /// A terminal driver ready to load: its manifest (agmsg's `terminal.conf` keys) and its component. The
 /// component runs with, for bundled drivers and directories named on the command line, the programs and
@@ -120,7 +120,8 @@ impl TerminalSource {
 
     fn from_dir(dir: &Path) -> Result<TerminalSource, String> {
         let read = |file: &str, max: u64| crate::plugin::read_file(&dir.join(file), max).map_err(|e| e.message);
-        let manifest = String::from_utf8(read("terminal.conf", crate::plugin::MAX_TEXT_BYTES)?).map_err(|_| format!("{}/terminal.conf is not UTF-8", dir.display()))?;
+        let manifest = String::from_utf8(read("terminal.conf", crate::plugin::MAX_TEXT_BYTES)?)
+            .map_err(|_| format!("{}/terminal.conf is not UTF-8", dir.display()))?;
         let manifest = TerminalManifest::parse(&manifest).map_err(|e| format!("{}/terminal.conf: {e}", dir.display()))?;
         let wasm = read("driver.wasm", crate::plugin::MAX_COMPONENT_BYTES)?;
         let capabilities = conf_capabilities(&manifest);

@@ -5,7 +5,9 @@
 
 use wasmtime::Store;
 
-use super::types::{Answer, ArrangeOutcome, Description, Detection, Intent, NamingMode, PanePresence, SpawnTarget, TermFailKind, TerminalError};
+use super::types::{
+    Answer, ArrangeOutcome, Description, Detection, Intent, NamingMode, PanePresence, SpawnTarget, TermFailKind, TerminalError,
+};
 use crate::runtime::HostState;
 
 crate::runtime::world::driver_world! {

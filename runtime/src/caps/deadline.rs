@@ -17,7 +17,6 @@ use wasmtime_wasi::p2::{DynPollable, StreamError, StreamResult};
 use wasmtime_wasi::runtime::in_tokio;
 use wasmtime_wasi_io::streams::{DynInputStream, DynOutputStream};
 
-
 /// A call ran past its deadline while blocked in a host call. The failure mapping reports it as the
 /// time limit, like an epoch interrupt.
 #[derive(Debug, Clone, Copy)]

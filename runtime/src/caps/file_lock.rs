@@ -46,9 +46,9 @@ impl FileLockCtx {
         let store = self.dir.as_ref().ok_or(FileLockError::Unavailable)?;
         if !self.files.contains_key(name) {
             // Relative to the store's handle, never through a symlink.
-            let file = store
-                .open_file(name)
-                .map_err(|e| if matches!(e.why, crate::fsroot::Why::Link) { FileLockError::InvalidPath } else { FileLockError::Unavailable })?;
+            let file = store.open_file(name).map_err(|e| {
+                if matches!(e.why, crate::fsroot::Why::Link) { FileLockError::InvalidPath } else { FileLockError::Unavailable }
+            })?;
             self.files.insert(name.to_owned(), file);
         }
         Ok(&self.files[name])

@@ -10,8 +10,8 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
-use std::path::{Path, PathBuf};
 use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -315,7 +315,13 @@ pub fn link<T: 'static>(linker: &mut Linker<T>, project: fn(&mut T) -> ProcessVi
 }
 
 impl Host for ProcessView<'_> {
-    fn run(&mut self, program: String, args: Vec<String>, stdin: Option<Vec<u8>>, env: Vec<(String, String)>) -> Result<Output, ProcessError> {
+    fn run(
+        &mut self,
+        program: String,
+        args: Vec<String>,
+        stdin: Option<Vec<u8>>,
+        env: Vec<(String, String)>,
+    ) -> Result<Output, ProcessError> {
         let started = Instant::now();
         let result = match self.grant {
             Some(grant) => grant.run(&program, &args, stdin.as_deref(), &env, self.deadline),

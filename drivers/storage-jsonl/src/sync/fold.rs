@@ -286,9 +286,7 @@ impl State {
             let prior_local = self.by_local.get(local_id).map(|&i| &self.reservations[i]);
             let prior_wire = self.by_wire.get(wire).map(|&i| &self.reservations[i]);
             let local_clash = prior_local.is_some_and(|p| {
-                p.wire != wire
-                    || matches!((&p.payload_digest, &payload_digest), (Some(a), Some(b)) if a != b)
-                    || p.envelope != envelope
+                p.wire != wire || matches!((&p.payload_digest, &payload_digest), (Some(a), Some(b)) if a != b) || p.envelope != envelope
             });
             let wire_clash = prior_wire.is_some_and(|p| p.local_id != local_id || p.envelope != envelope);
             if local_clash || wire_clash {
@@ -367,8 +365,8 @@ impl State {
             }
             let envelope = envelope_digest(&m["envelope"]);
             let prior = self.pulled.get(wire);
-            let clash = self.wire_by_seq.get(seq).is_some_and(|w| w != wire)
-                || prior.is_some_and(|p| p.seq != seq || p.envelope != envelope);
+            let clash =
+                self.wire_by_seq.get(seq).is_some_and(|w| w != wire) || prior.is_some_and(|p| p.seq != seq || p.envelope != envelope);
             if clash && status != "corrupt_state" {
                 return Err(fail("JSONL pull outcome hides an immutable conflict"));
             }

@@ -135,7 +135,8 @@ pub fn record_at(file: &File, offset: u64) -> Result<Value, DriverError> {
 /// Append the lines `next` yields (each without its `\n`) to the log as one journaled, synced write;
 /// answers the offset the first line starts at. On any failure the log is cut back to its old length.
 pub fn append_lines(mut next: impl FnMut() -> Result<Option<Vec<u8>>, DriverError>) -> Result<u64, DriverError> {
-    let log = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(store_path(LOG_FILE)).map_err(io_error)?;
+    let log =
+        std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(store_path(LOG_FILE)).map_err(io_error)?;
     let start = log.metadata().map_err(io_error)?.len();
     // The journal first: until it is removed, the next op cuts the log back to `start`.
     crate::rewrite(&format!("{}/{}", crate::index::DIR, crate::APPEND_JOURNAL), start.to_string().as_bytes())?;
@@ -180,8 +181,7 @@ impl Staged {
     pub fn new(name: &str) -> Result<Staged, DriverError> {
         std::fs::create_dir_all(index_path("")).map_err(io_error)?;
         let path = index_path(name);
-        let file =
-            std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path).map_err(io_error)?;
+        let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path).map_err(io_error)?;
         Ok(Staged { file, path, lengths: Vec::new(), len: 0 })
     }
 

@@ -20,9 +20,8 @@ use std::fs::File;
 
 use agmsg_guest_sdk::ids::new_id;
 use agmsg_guest_sdk::storage::{
-    ApplyResult, Binding, DriverError, Envelope, Evaluated, Outcome, OutcomeStatus, PageKey, PrepareRequest, Projection,
-    PullMessage, PullStage, PushAck, PushCandidate, ReprocessCandidate, ReprocessPage, ReprocessScope, SyncDriver, SyncPages,
-    SyncState, WriteProfile,
+    ApplyResult, Binding, DriverError, Envelope, Evaluated, Outcome, OutcomeStatus, PageKey, PrepareRequest, Projection, PullMessage,
+    PullStage, PushAck, PushCandidate, ReprocessCandidate, ReprocessPage, ReprocessScope, SyncDriver, SyncPages, SyncState, WriteProfile,
 };
 use serde_json::Value;
 
@@ -145,7 +144,13 @@ impl SyncPages<ReprocessCandidate> for ReprocessPages {
             }
             bytes += envelope.blob.len();
             self.items.pop_front();
-            page.push(ReprocessCandidate { server_seq: seq, wire_id: wire, server_received_at: received_at, envelope, prior_status: prior });
+            page.push(ReprocessCandidate {
+                server_seq: seq,
+                wire_id: wire,
+                server_received_at: received_at,
+                envelope,
+                prior_status: prior,
+            });
         }
         Ok(page)
     }
@@ -269,7 +274,10 @@ impl SyncDriver for Jsonl {
             let conflicts = conflicts.join(",");
             placed = staged.commit(|group, _| {
                 (
-                    format!(r#"{{"type":"sync_prepare_commit","binding":{binding},"driver_generation":{},"reservations":["#, json(&generation)),
+                    format!(
+                        r#"{{"type":"sync_prepare_commit","binding":{binding},"driver_generation":{},"reservations":["#,
+                        json(&generation)
+                    ),
                     format!(r#"],"conflicts":[{}],"committed_at":"{committed_at}"}}"#, if group == 0 { conflicts.as_str() } else { "" }),
                 )
             })?;
@@ -308,7 +316,9 @@ impl SyncDriver for Jsonl {
         let (mut accepted, mut conflicts) = (Vec::new(), Vec::new());
         for ack in acks {
             let position = ack.local_position.to_string();
-            if state.reservation_by_wire(&ack.wire_id).is_none() || !state.positions.get(&ack.wire_id).is_some_and(|p| p.contains(&position)) {
+            if state.reservation_by_wire(&ack.wire_id).is_none()
+                || !state.positions.get(&ack.wire_id).is_some_and(|p| p.contains(&position))
+            {
                 return Err(DriverError::corrupt("ack does not match a durable reservation"));
             }
             if state.wire_conflicts.contains(&ack.wire_id) {
@@ -332,10 +342,13 @@ impl SyncDriver for Jsonl {
                 agmsg_guest_sdk::storage::Disposition::Stored => "stored",
                 agmsg_guest_sdk::storage::Disposition::Duplicate => "duplicate",
             };
-            accepted.push((ack, format!(
-                r#"{{"type":"sync_push_ack","local_position":"{position}","id":"{}","server_seq":"{}","disposition":"{disposition}"}}"#,
-                ack.wire_id, ack.server_seq
-            )));
+            accepted.push((
+                ack,
+                format!(
+                    r#"{{"type":"sync_push_ack","local_position":"{position}","id":"{}","server_seq":"{}","disposition":"{disposition}"}}"#,
+                    ack.wire_id, ack.server_seq
+                ),
+            ));
         }
         for (ack, _) in &accepted {
             state.acks.insert(ack.wire_id.clone(), ack.server_seq.clone());
@@ -414,7 +427,8 @@ impl SyncDriver for Jsonl {
         eligible.sort_by(|a, b| seq_cmp(&a.seq, &b.seq).then_with(|| a.wire.cmp(&b.wire)));
         let has_more = eligible.len() > limit as usize;
         eligible.truncate(limit as usize);
-        let next_after = has_more.then(|| eligible.last().map(|p| PageKey { server_seq: p.seq.clone(), wire_id: p.wire.clone() })).flatten();
+        let next_after =
+            has_more.then(|| eligible.last().map(|p| PageKey { server_seq: p.seq.clone(), wire_id: p.wire.clone() })).flatten();
         let items = eligible
             .iter()
             .map(|p| {

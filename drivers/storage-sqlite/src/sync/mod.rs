@@ -9,21 +9,21 @@
 //! Crash semantics: every transition is one SQLite transaction, so a trap (which drops the instance
 //! without committing) or a killed process leaves the store as it was before that transaction.
 
+#[cfg(test)]
+mod interop;
 mod pull;
 mod push;
 mod read_state;
 mod resync;
 mod schema;
 #[cfg(test)]
-mod interop;
-#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_stage2;
 
 use agmsg_guest_sdk::storage::{
-    Binding, DriverError, PageKey, PrepareRequest, PullStage, PushAck, PushCandidate, ReprocessCandidate, ReprocessPage,
-    ReprocessScope, SyncDriver, SyncPages, SyncState,
+    Binding, DriverError, PageKey, PrepareRequest, PullStage, PushAck, PushCandidate, ReprocessCandidate, ReprocessPage, ReprocessScope,
+    SyncDriver, SyncPages, SyncState,
 };
 use rusqlite::{CachedStatement, Connection, ToSql};
 
@@ -79,13 +79,7 @@ pub struct Key {
 impl Key {
     /// `b`'s key under the store's `generation`, its protocol version read by [`protocol`].
     pub fn new(b: &Binding, protocol: i64, generation: String) -> Key {
-        Key {
-            team: b.local_team.clone(),
-            server: b.server_instance_id.clone(),
-            remote: b.remote_team_id.clone(),
-            protocol,
-            generation,
-        }
+        Key { team: b.local_team.clone(), server: b.server_instance_id.clone(), remote: b.remote_team_id.clone(), protocol, generation }
     }
 
     /// The key as the named parameters `:team`, `:server`, `:remote`, `:protocol` and `:generation`.
@@ -115,9 +109,7 @@ pub fn bind_named<'v>(
 
 /// The binding's protocol version as the tables hold it (a number).
 pub fn protocol(b: &Binding) -> Result<i64, SyncError> {
-    b.protocol_version
-        .parse()
-        .map_err(|_| SyncError::Runtime(format!("sync: invalid protocol version {:?}", b.protocol_version)))
+    b.protocol_version.parse().map_err(|_| SyncError::Runtime(format!("sync: invalid protocol version {:?}", b.protocol_version)))
 }
 
 /// A new lowercase UUIDv4 (wire ids, the store generation), from WASI's random source in a component.
@@ -227,7 +219,11 @@ impl SyncDriver for Sqlite {
 }
 
 impl agmsg_guest_sdk::storage::ResyncDriver for Sqlite {
-    fn resync_status(&self, binding: &Binding, accepted_floor: &str) -> Result<Option<agmsg_guest_sdk::storage::ResyncReport>, DriverError> {
+    fn resync_status(
+        &self,
+        binding: &Binding,
+        accepted_floor: &str,
+    ) -> Result<Option<agmsg_guest_sdk::storage::ResyncReport>, DriverError> {
         // Read only: a store that does not exist yet is not made by asking about it.
         if std::fs::metadata(crate::db_path()).is_err() {
             return Ok(None);
@@ -236,19 +232,31 @@ impl agmsg_guest_sdk::storage::ResyncDriver for Sqlite {
         Ok(resync::status(session.conn(), binding, accepted_floor)?)
     }
 
-    fn resync(&self, binding: &Binding, request: &agmsg_guest_sdk::storage::ResyncRequest) -> Result<agmsg_guest_sdk::storage::ResyncResult, DriverError> {
+    fn resync(
+        &self,
+        binding: &Binding,
+        request: &agmsg_guest_sdk::storage::ResyncRequest,
+    ) -> Result<agmsg_guest_sdk::storage::ResyncResult, DriverError> {
         let session = Session::open()?;
         Ok(resync::resync(session.conn(), binding, request)?)
     }
 }
 
 impl agmsg_guest_sdk::storage::ReadStateDriver for Sqlite {
-    fn prepare_read_state(&self, binding: &Binding, context: &agmsg_guest_sdk::storage::ReadContext) -> Result<agmsg_guest_sdk::storage::Prepared, DriverError> {
+    fn prepare_read_state(
+        &self,
+        binding: &Binding,
+        context: &agmsg_guest_sdk::storage::ReadContext,
+    ) -> Result<agmsg_guest_sdk::storage::Prepared, DriverError> {
         let session = Session::open()?;
         Ok(read_state::prepare(session.conn(), binding, context)?)
     }
 
-    fn apply_read_state(&self, binding: &Binding, page: &agmsg_guest_sdk::storage::Snapshot) -> Result<agmsg_guest_sdk::storage::ReadApplyResult, DriverError> {
+    fn apply_read_state(
+        &self,
+        binding: &Binding,
+        page: &agmsg_guest_sdk::storage::Snapshot,
+    ) -> Result<agmsg_guest_sdk::storage::ReadApplyResult, DriverError> {
         let session = Session::open()?;
         Ok(read_state::apply(session.conn(), binding, page)?)
     }
@@ -291,10 +299,7 @@ pub fn crash_point(_point: &str) {}
 /// After the legacy projection: the rows now mirrored by an event leave this driver's private
 /// `legacy_unlinked` list, or history and unread would show them twice (once per branch).
 pub fn forget_projected_legacy(conn: &Connection) -> Result<(), SyncError> {
-    conn.execute(
-        "DELETE FROM legacy_unlinked WHERE id IN (SELECT legacy_id FROM events WHERE seq<0 AND legacy_id IS NOT NULL)",
-        [],
-    )?;
+    conn.execute("DELETE FROM legacy_unlinked WHERE id IN (SELECT legacy_id FROM events WHERE seq<0 AND legacy_id IS NOT NULL)", [])?;
     Ok(())
 }
 
@@ -312,13 +317,7 @@ pub struct Pages<D: Db, K, T> {
 }
 
 impl<D: Db, K, T> Pages<D, K, T> {
-    pub fn new(
-        db: D,
-        key: Key,
-        keys: Vec<K>,
-        fetch: fn(&Connection, &Key, &K) -> Result<T, SyncError>,
-        size: fn(&T) -> usize,
-    ) -> Self {
+    pub fn new(db: D, key: Key, keys: Vec<K>, fetch: fn(&Connection, &Key, &K) -> Result<T, SyncError>, size: fn(&T) -> usize) -> Self {
         Pages { db, key, keys: keys.into_iter(), stash: None, fetch, size, open: true }
     }
 

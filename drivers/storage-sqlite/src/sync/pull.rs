@@ -9,8 +9,8 @@ use std::collections::BTreeSet;
 
 use agmsg_guest_sdk::ids::new_id;
 use agmsg_guest_sdk::storage::{
-    ApplyResult, Binding, Envelope, Evaluated, Outcome, OutcomeStatus, PageKey, PullMessage, PullStage, ReprocessCandidate,
-    ReprocessPage, ReprocessScope, SyncState, pull_chat,
+    ApplyResult, Binding, Envelope, Evaluated, Outcome, OutcomeStatus, PageKey, PullMessage, PullStage, ReprocessCandidate, ReprocessPage,
+    ReprocessScope, SyncState, pull_chat,
 };
 use rusqlite::types::ToSql;
 use rusqlite::{Connection, params};
@@ -28,10 +28,7 @@ fn run(conn: &Connection, sql: &str, values: &[(&str, &dyn ToSql)]) -> rusqlite:
 /// Where the binding's key columns are matched against `:server`, `:remote`, `:protocol`.
 macro_rules! on_binding {
     ($alias:literal) => {
-        concat!(
-            $alias, ".server_instance_id=:server AND ", $alias, ".remote_team_id=:remote AND ", $alias,
-            ".protocol_version=:protocol"
-        )
+        concat!($alias, ".server_instance_id=:server AND ", $alias, ".remote_team_id=:remote AND ", $alias, ".protocol_version=:protocol")
     };
 }
 
@@ -286,9 +283,8 @@ impl<D: Db> PullPage<D> {
             )?;
             match quarantined {
                 Some((server_seq, status)) => {
-                    let status = OutcomeStatus::from_name(&status).ok_or_else(|| {
-                        SyncError::Corrupt(format!("sync: quarantined wire id {wire} has an unknown status {status:?}"))
-                    })?;
+                    let status = OutcomeStatus::from_name(&status)
+                        .ok_or_else(|| SyncError::Corrupt(format!("sync: quarantined wire id {wire} has an unknown status {status:?}")))?;
                     outcomes.push(Outcome { wire_id: wire.clone(), server_seq, status });
                 }
                 // Its sequence belongs to another wire id: only its conflicts speak for it.
@@ -383,9 +379,7 @@ pub fn reprocess<D: Db>(
     let key = open_binding(conn, b)?;
     write_tx(conn, |conn| schema::ensure_binding(conn, &key))?;
     let statuses = match scope {
-        ReprocessScope::Recoverable => {
-            "'unsupported_cipher','pending_key','authentication_failed','malformed','policy_violation'"
-        }
+        ReprocessScope::Recoverable => "'unsupported_cipher','pending_key','authentication_failed','malformed','policy_violation'",
         ReprocessScope::Malformed => "'malformed'",
     };
     let (after_seq, after_wire) = match after {
@@ -406,10 +400,9 @@ pub fn reprocess<D: Db>(
         let state: SyncState = state(conn, &key)?;
         let mut keys: Vec<PageKey> = conn
             .prepare_cached(&sql)?
-            .query_map(
-                params![key.team, key.server, key.remote, key.protocol, key.generation, after_seq, after_wire, limit + 1],
-                |r| Ok(PageKey { server_seq: r.get(0)?, wire_id: r.get(1)? }),
-            )?
+            .query_map(params![key.team, key.server, key.remote, key.protocol, key.generation, after_seq, after_wire, limit + 1], |r| {
+                Ok(PageKey { server_seq: r.get(0)?, wire_id: r.get(1)? })
+            })?
             .collect::<rusqlite::Result<_>>()?;
         let has_more = keys.len() > limit as usize;
         keys.truncate(limit as usize);

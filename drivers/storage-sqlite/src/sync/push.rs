@@ -38,14 +38,8 @@ pub fn seal_with_crate(r: &SealRequest<'_>) -> Result<String, String> {
         WriteProfile::None => ("none", None, &[]),
         WriteProfile::AgeV1(age) => ("age-v1", Some(age.key_id.as_str()), &age.recipients),
     };
-    let protocol_version =
-        u32::try_from(r.protocol_version).map_err(|_| format!("unsupported protocol version {}", r.protocol_version))?;
-    let message = agmsg_sync_seal::Message {
-        body: r.body,
-        created_at: r.created_at,
-        from_agent: r.from_agent,
-        to_agent: r.to_agent,
-    };
+    let protocol_version = u32::try_from(r.protocol_version).map_err(|_| format!("unsupported protocol version {}", r.protocol_version))?;
+    let message = agmsg_sync_seal::Message { body: r.body, created_at: r.created_at, from_agent: r.from_agent, to_agent: r.to_agent };
     let request = agmsg_sync_seal::SealRequest {
         envelope_v: r.envelope_v,
         cipher,
@@ -160,10 +154,9 @@ pub fn prepare<D: Db>(
                 AND (?6 OR m.wire_id IS NOT NULL) \
               ORDER BY e.seq LIMIT ?7",
         )?
-        .query_map(
-            params![key.team, key.server, key.remote, key.protocol, key.generation, request.allow_new, limit],
-            |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, bool>(2)?)),
-        )?
+        .query_map(params![key.team, key.server, key.remote, key.protocol, key.generation, request.allow_new, limit], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, bool>(2)?))
+        })?
         .filter_map(|row| match row {
             Ok((seq, id, false)) => Some(Ok((seq, id))),
             Ok(_) => None,
@@ -293,16 +286,8 @@ pub fn reconcile(conn: &Connection, b: &Binding, acks: &[PushAck]) -> Result<i64
     }
     write_tx(conn, |conn| {
         for ack in acks {
-            let ack_params = params![
-                key.team,
-                key.server,
-                key.remote,
-                key.protocol,
-                key.generation,
-                ack.local_position,
-                ack.wire_id,
-                ack.server_seq
-            ];
+            let ack_params =
+                params![key.team, key.server, key.remote, key.protocol, key.generation, ack.local_position, ack.wire_id, ack.server_seq];
             let matches: bool = conn
                 .prepare_cached(concat!(
                     "SELECT EXISTS(SELECT 1 FROM sync_messages WHERE ",
@@ -316,8 +301,7 @@ pub fn reconcile(conn: &Connection, b: &Binding, acks: &[PushAck]) -> Result<i64
                     ack.wire_id, ack.local_position, ack.server_seq
                 )));
             }
-            conn.prepare_cached(concat!("UPDATE sync_messages SET server_seq=?8 WHERE ", acked_reservation!()))?
-                .execute(ack_params)?;
+            conn.prepare_cached(concat!("UPDATE sync_messages SET server_seq=?8 WHERE ", acked_reservation!()))?.execute(ack_params)?;
         }
         let binding = params![key.team, key.server, key.remote, key.protocol, key.generation];
         conn.prepare_cached(
@@ -332,8 +316,7 @@ pub fn reconcile(conn: &Connection, b: &Binding, acks: &[PushAck]) -> Result<i64
         .execute(binding)?;
         advance_push_cursor(conn, &key)?;
         crash_point("reconcile:before-commit");
-        push_cursor(conn, &key)?
-            .ok_or_else(|| SyncError::Corrupt("sync: reconcile for a binding that was never prepared".into()))
+        push_cursor(conn, &key)?.ok_or_else(|| SyncError::Corrupt("sync: reconcile for a binding that was never prepared".into()))
     })
 }
 

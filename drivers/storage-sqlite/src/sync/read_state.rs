@@ -11,9 +11,7 @@
 //! - block / unblock: the operator's `read-state-limit-exceeded` hold on one active member.
 
 use agmsg_guest_sdk::ids::new_id;
-use agmsg_guest_sdk::storage::{
-    Binding, Blocked, BlockedReason, Exact, Frontier, Prepared, ReadApplyResult, ReadContext, Snapshot,
-};
+use agmsg_guest_sdk::storage::{Binding, Blocked, BlockedReason, Exact, Frontier, Prepared, ReadApplyResult, ReadContext, Snapshot};
 use rusqlite::{Connection, ToSql};
 
 use super::{Key, SyncError, schema, write_tx};
@@ -87,8 +85,16 @@ fn sequence(text: &str) -> Result<i64, SyncError> {
 macro_rules! of_binding {
     ($a:literal) => {
         concat!(
-            $a, ".local_team=:team AND ", $a, ".server_instance_id=:server AND ", $a, ".remote_team_id=:remote AND ",
-            $a, ".protocol_version=:protocol AND ", $a, ".driver_generation=:generation"
+            $a,
+            ".local_team=:team AND ",
+            $a,
+            ".server_instance_id=:server AND ",
+            $a,
+            ".remote_team_id=:remote AND ",
+            $a,
+            ".protocol_version=:protocol AND ",
+            $a,
+            ".driver_generation=:generation"
         )
     };
 }
@@ -235,32 +241,36 @@ pub fn prepare(conn: &Connection, b: &Binding, context: &ReadContext) -> Result<
                  WHERE {ACTIVE_MEMBER} AND rm.blocked_reason IS NULL \
                    AND x.server_seq IS NOT NULL AND CAST(x.server_seq AS INTEGER)>CAST(f.server_seq AS INTEGER) \
                  ORDER BY rm.member_id, x.wire_id",
-                same_binding("rm", "x"), same_binding("f", "rm")
+                same_binding("rm", "x"),
+                same_binding("f", "rm")
             ),
             &[],
             |r| Ok(Exact { member_id: r.get(0)?, wire_id: r.get(1)? }),
         )?;
-        let blocked = op.rows(
-            &format!(
-                "SELECT rm.member_id, rm.name_mismatch, rm.blocked_reason FROM sync_read_members rm \
+        let blocked = op
+            .rows(
+                &format!(
+                    "SELECT rm.member_id, rm.name_mismatch, rm.blocked_reason FROM sync_read_members rm \
                  WHERE {ACTIVE_MEMBER} AND (rm.name_mismatch=1 OR rm.blocked_reason IS NOT NULL) \
                  ORDER BY rm.member_id"
-            ),
-            &[],
-            |r| Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?, r.get::<_, Option<String>>(2)?)),
-        )?
-        .into_iter()
-        .map(|(member_id, mismatch, reason)| {
-            let reason = match (mismatch, reason.as_deref()) {
-                (true, _) => BlockedReason::MemberNameMismatch,
-                (false, Some("read-state-limit-exceeded")) => BlockedReason::ReadStateLimitExceeded,
-                (false, other) => {
-                    return Err(SyncError::Corrupt(format!("read-state: member {member_id} is blocked for an unknown reason {other:?}")));
-                }
-            };
-            Ok(Blocked { member_id, reason })
-        })
-        .collect::<Result<Vec<_>, SyncError>>()?;
+                ),
+                &[],
+                |r| Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?, r.get::<_, Option<String>>(2)?)),
+            )?
+            .into_iter()
+            .map(|(member_id, mismatch, reason)| {
+                let reason = match (mismatch, reason.as_deref()) {
+                    (true, _) => BlockedReason::MemberNameMismatch,
+                    (false, Some("read-state-limit-exceeded")) => BlockedReason::ReadStateLimitExceeded,
+                    (false, other) => {
+                        return Err(SyncError::Corrupt(format!(
+                            "read-state: member {member_id} is blocked for an unknown reason {other:?}"
+                        )));
+                    }
+                };
+                Ok(Blocked { member_id, reason })
+            })
+            .collect::<Result<Vec<_>, SyncError>>()?;
         super::crash_point("read-state:prepare-before-commit");
         Ok(Prepared { frontiers, exacts, blocked })
     })
@@ -315,7 +325,8 @@ pub fn apply(conn: &Connection, b: &Binding, page: &Snapshot) -> Result<ReadAppl
                         OR EXISTS(SELECT 1 FROM sync_read_remote_exact x WHERE {} \
                           AND x.member_id=rm.member_id AND x.wire_id=m.wire_id)) \
                  ORDER BY e.seq",
-                same_binding("m", "rm"), same_binding("x", "rm")
+                same_binding("m", "rm"),
+                same_binding("x", "rm")
             ),
             &[],
             |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)),
@@ -372,16 +383,17 @@ pub fn apply(conn: &Connection, b: &Binding, page: &Snapshot) -> Result<ReadAppl
             &[],
         )?;
         // The members' floor, compared as numbers (text order would put "9" above "10").
-        let (floor, count) = op.rows(
-            &format!(
-                "SELECT CAST(MAX(CAST(rm.min_available_seq AS INTEGER)) AS TEXT), COUNT(*) FROM sync_read_members rm \
+        let (floor, count) = op
+            .rows(
+                &format!(
+                    "SELECT CAST(MAX(CAST(rm.min_available_seq AS INTEGER)) AS TEXT), COUNT(*) FROM sync_read_members rm \
                  WHERE {ACTIVE_MEMBER}"
-            ),
-            &[],
-            |r| Ok((r.get::<_, Option<String>>(0)?, r.get::<_, u32>(1)?)),
-        )?
-        .pop()
-        .unwrap_or((None, 0));
+                ),
+                &[],
+                |r| Ok((r.get::<_, Option<String>>(0)?, r.get::<_, u32>(1)?)),
+            )?
+            .pop()
+            .unwrap_or((None, 0));
         super::crash_point("read-state:apply-before-commit");
         Ok(ReadApplyResult { min_available_seq: floor, member_count: count })
     })

@@ -63,10 +63,8 @@ pub fn resync(conn: &Connection, b: &Binding, request: &ResyncRequest) -> Result
         .expected_transport_cursor
         .parse()
         .map_err(|_| SyncError::Runtime(format!("resync: invalid expected cursor {:?}", request.expected_transport_cursor)))?;
-    let gap_start = expected
-        .checked_add(1)
-        .ok_or_else(|| SyncError::Runtime("resync: the expected cursor has no successor".into()))?
-        .to_string();
+    let gap_start =
+        expected.checked_add(1).ok_or_else(|| SyncError::Runtime("resync: the expected cursor has no successor".into()))?.to_string();
     write_tx(conn, |conn| {
         let generation = schema::ensure(conn)?;
         let key = Key::new(b, protocol, generation);

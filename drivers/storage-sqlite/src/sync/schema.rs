@@ -204,10 +204,7 @@ pub fn ensure(conn: &Connection) -> Result<String, SyncError> {
 
 /// The store's generation, if one was made.
 pub fn generation(conn: &Connection) -> Result<Option<String>, SyncError> {
-    Ok(conn
-        .prepare_cached("SELECT generation FROM sync_store_metadata WHERE singleton=1")?
-        .query_row([], |r| r.get(0))
-        .optional()?)
+    Ok(conn.prepare_cached("SELECT generation FROM sync_store_metadata WHERE singleton=1")?.query_row([], |r| r.get(0)).optional()?)
 }
 
 /// The binding's row (push cursor 0, transport cursor `0` when new).
@@ -231,8 +228,7 @@ pub fn project_legacy(conn: &Connection, team: &str) -> Result<(), SyncError> {
     if done.is_some_and(|v| !v.is_empty()) {
         return Ok(());
     }
-    let max_id: i64 =
-        conn.query_row("SELECT COALESCE(MAX(id), 0) FROM messages WHERE team=?1", [team], |r| r.get(0))?;
+    let max_id: i64 = conn.query_row("SELECT COALESCE(MAX(id), 0) FROM messages WHERE team=?1", [team], |r| r.get(0))?;
     if max_id >= LEGACY_SEQ_OFFSET {
         return Err(SyncError::Runtime(format!("sync: legacy message id {max_id} exceeds the projection offset")));
     }

@@ -7,8 +7,8 @@ use std::process::Command;
 
 use agmsg_guest_sdk::ids::{new_id, now_utc};
 use agmsg_guest_sdk::storage::{
-    AgeProfile, Binding, Chat, Disposition, Envelope, Evaluated, Message, OutcomeStatus, PageKey, PrepareRequest,
-    Projection, PullMessage, PushAck, PushCandidate, ReprocessScope, RosterKind, SyncPages, WriteProfile,
+    AgeProfile, Binding, Chat, Disposition, Envelope, Evaluated, Message, OutcomeStatus, PageKey, PrepareRequest, Projection, PullMessage,
+    PushAck, PushCandidate, ReprocessScope, RosterKind, SyncPages, WriteProfile,
 };
 use rusqlite::Connection;
 
@@ -23,12 +23,7 @@ pub(super) fn binding(team: &str) -> Binding {
 }
 
 pub(super) fn binding_with(team: &str, server: &str, remote: &str) -> Binding {
-    Binding {
-        local_team: team.into(),
-        server_instance_id: server.into(),
-        remote_team_id: remote.into(),
-        protocol_version: "1".into(),
-    }
+    Binding { local_team: team.into(), server_instance_id: server.into(), remote_team_id: remote.into(), protocol_version: "1".into() }
 }
 
 /// A candidate's envelope as agmsg prints it.
@@ -86,14 +81,7 @@ pub(super) fn new_store() -> (tempfile::TempDir, PathBuf) {
 }
 
 pub(super) fn send(conn: &Connection, team: &str, from: &str, to: &str, body: &str) -> String {
-    let m = Message {
-        id: new_id(),
-        team: team.into(),
-        from: from.into(),
-        to: to.into(),
-        body: body.into(),
-        at: now_utc(),
-    };
+    let m = Message { id: new_id(), team: team.into(), from: from.into(), to: to.into(), body: body.into(), at: now_utc() };
     crate::insert_message(conn, &m).unwrap();
     m.id
 }
@@ -137,12 +125,7 @@ pub(super) fn prepare(path: &Path, team: &str, limit: u32, allow_new: bool) -> R
 }
 
 pub(super) fn ack(c: &PushCandidate, seq: u64) -> PushAck {
-    PushAck {
-        local_position: c.local_position,
-        wire_id: c.wire_id.clone(),
-        server_seq: seq.to_string(),
-        disposition: Disposition::Stored,
-    }
+    PushAck { local_position: c.local_position, wire_id: c.wire_id.clone(), server_seq: seq.to_string(), disposition: Disposition::Stored }
 }
 
 pub(super) fn count(path: &Path, sql: &str) -> i64 {
@@ -194,8 +177,7 @@ pub(super) fn apply(path: &Path, team: &str, messages: Vec<PullMessage>, next_af
 fn the_component_sealer_makes_agmsgs_none_envelope_and_refuses_what_agmsg_refuses() {
     let (_dir, path) = new_store();
     send(&open(&path), "dev", "alice", "bob", "hi");
-    let (_, mut pages) =
-        push::prepare(open(&path), &binding("dev"), 10, &none_request(true), &mut push::seal_with_crate).unwrap();
+    let (_, mut pages) = push::prepare(open(&path), &binding("dev"), 10, &none_request(true), &mut push::seal_with_crate).unwrap();
     let c = drain(&mut pages, 1 << 20);
     drop(pages);
     let at: String = open(&path).query_row("SELECT at FROM events", [], |r| r.get(0)).unwrap();
@@ -208,9 +190,7 @@ fn the_component_sealer_makes_agmsgs_none_envelope_and_refuses_what_agmsg_refuse
     assert!(seal_timestamp(&at).ends_with(".000000Z"), "{at}");
     // A name agmsg's projection refuses: the message stays unreserved and prepare fails (13).
     send(&open(&path), "dev", "-dash", "bob", "bad sender");
-    let err = push::prepare(open(&path), &binding("dev"), 10, &none_request(true), &mut push::seal_with_crate)
-        .err()
-        .expect("refused");
+    let err = push::prepare(open(&path), &binding("dev"), 10, &none_request(true), &mut push::seal_with_crate).err().expect("refused");
     assert!(matches!(&err, SyncError::Runtime(m) if m.contains("could not be sealed")), "{err}");
     assert_eq!(count(&path, "SELECT COUNT(*) FROM sync_messages"), 1);
 }
@@ -311,8 +291,7 @@ fn pages_respect_the_byte_budget_but_always_make_progress() {
     }
     drop(conn);
     prepare(&path, "dev", 10, true).unwrap();
-    let (_, mut pages) =
-        push::prepare(open(&path), &binding("dev"), 10, &none_request(true), &mut test_sealer).unwrap();
+    let (_, mut pages) = push::prepare(open(&path), &binding("dev"), 10, &none_request(true), &mut test_sealer).unwrap();
     let mut seen = 0;
     loop {
         let page = pages.next_page(150).unwrap();
@@ -406,11 +385,9 @@ fn apply_pull_quarantines_imports_once_and_moves_the_cursor() {
     assert_eq!(transport_cursor(&path), "3");
     let conn = open(&path);
     let (to, body, legacy): (String, String, i64) = conn
-        .query_row(
-            "SELECT e.to_agent, e.body, e.legacy_id FROM events e WHERE e.type='message_sent'",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )
+        .query_row("SELECT e.to_agent, e.body, e.legacy_id FROM events e WHERE e.type='message_sent'", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
         .unwrap();
     assert_eq!((to.as_str(), body.as_str()), ("bob", "from afar"));
     let mirrored: String = conn.query_row("SELECT body FROM messages WHERE id=?1", [legacy], |r| r.get(0)).unwrap();
@@ -506,8 +483,7 @@ fn reprocess_pages_by_sequence_and_wire_id_within_its_scope() {
         let mut pages = Vec::new();
         let mut after: Option<PageKey> = None;
         loop {
-            let (page, mut candidates) =
-                pull::reprocess(open(&path), &binding("dev"), limit, after.as_ref(), scope).unwrap();
+            let (page, mut candidates) = pull::reprocess(open(&path), &binding("dev"), limit, after.as_ref(), scope).unwrap();
             assert_eq!(page.state.transport_cursor, "100");
             let got: Vec<(String, Evaluated)> =
                 drain(&mut candidates, 1 << 20).into_iter().map(|c| (c.server_seq, c.prior_status)).collect();
@@ -712,11 +688,8 @@ fn a_crash_mid_pull_page_imports_nothing_and_keeps_the_cursor_then_a_retry_impor
         assert_eq!(count(&path, "SELECT COUNT(*) FROM events"), 0, "{point}");
         assert_eq!(transport_cursor(&path), "0", "{point}");
     }
-    let page: Vec<PullMessage> = wires
-        .iter()
-        .zip(1..)
-        .map(|(w, seq)| pulled(seq, w, &format!("blob{seq}"), Evaluated::Importable, chat("c", "bob", "x")))
-        .collect();
+    let page: Vec<PullMessage> =
+        wires.iter().zip(1..).map(|(w, seq)| pulled(seq, w, &format!("blob{seq}"), Evaluated::Importable, chat("c", "bob", "x"))).collect();
     apply(&path, "dev", page.clone(), "3");
     apply(&path, "dev", page, "3");
     assert_eq!(count(&path, "SELECT COUNT(*) FROM events WHERE type='message_sent'"), 3);

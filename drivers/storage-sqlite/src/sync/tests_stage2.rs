@@ -5,9 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use agmsg_guest_sdk::storage::{
-    BlockedReason, Evaluated, Exact, Frontier, Member, ReadContext, ResyncRequest, Snapshot,
-};
+use agmsg_guest_sdk::storage::{BlockedReason, Evaluated, Exact, Frontier, Member, ReadContext, ResyncRequest, Snapshot};
 use rusqlite::Connection;
 
 use super::interop::{SERVER as AGMSG_SERVER, TEAM as AGMSG_TEAM, agmsg, agmsg_skill, page_line, records};
@@ -60,9 +58,7 @@ fn dump(path: &Path) -> String {
         let mut stmt = conn.prepare(&format!("SELECT * FROM \"{t}\"")).unwrap();
         let n = stmt.column_count();
         let rows: Vec<String> = stmt
-            .query_map([], |r| {
-                Ok((0..n).map(|i| format!("{:?}", r.get_ref(i).unwrap())).collect::<Vec<_>>().join("|"))
-            })
+            .query_map([], |r| Ok((0..n).map(|i| format!("{:?}", r.get_ref(i).unwrap())).collect::<Vec<_>>().join("|")))
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
@@ -83,9 +79,8 @@ fn two_pulled_second_read(path: &Path) {
         "2",
     );
     let conn = open(path);
-    let second: String = conn
-        .query_row("SELECT id FROM events WHERE type='message_sent' AND body='read out of order'", [], |r| r.get(0))
-        .unwrap();
+    let second: String =
+        conn.query_row("SELECT id FROM events WHERE type='message_sent' AND body='read out of order'", [], |r| r.get(0)).unwrap();
     crate::consume(&conn, "dev", "bob", u64::MAX, &[second]).unwrap();
 }
 
@@ -113,7 +108,13 @@ fn resync_records_one_immutable_gap_and_moves_only_the_transport_cursor() {
     let pushed = prepare(&path, "dev", 10, true).unwrap();
     let result = resync::resync(&open(&path), &binding("dev"), &request("0", "5", "7")).unwrap();
     assert_eq!(
-        (result.audit.expected_transport_cursor.as_str(), result.audit.accepted_floor.as_str(), result.audit.gap_start.as_str(), result.audit.gap_end.as_str(), result.audit.reason.as_str()),
+        (
+            result.audit.expected_transport_cursor.as_str(),
+            result.audit.accepted_floor.as_str(),
+            result.audit.gap_start.as_str(),
+            result.audit.gap_end.as_str(),
+            result.audit.reason.as_str()
+        ),
         ("0", "5", "1", "5", "retention-gap-accepted")
     );
     let report = resync::status(&open(&path), &binding("dev"), "5").unwrap().unwrap();
@@ -152,7 +153,11 @@ fn prepare_exports_exact_reads_across_holes_and_apply_merges_the_frontier_separa
     assert!(unread(&path, "bob").is_empty(), "the remote frontier marked bob's first message read");
     let cursor: i64 = count(&path, "SELECT local_position FROM read_cursors WHERE team='dev' AND agent='bob'");
     assert_eq!(cursor, count(&path, "SELECT seq FROM sqlite_sequence WHERE name='events'"));
-    assert_eq!(super::tests::count(&path, "SELECT CAST(transport_cursor AS INTEGER) FROM sync_bindings"), 2, "read state never moves the transport cursor");
+    assert_eq!(
+        super::tests::count(&path, "SELECT CAST(transport_cursor AS INTEGER) FROM sync_bindings"),
+        2,
+        "read state never moves the transport cursor"
+    );
     // Covered aliases are gone; the next prepare reports the merged frontier and no exact read.
     let again = read_state::prepare(&open(&path), &binding("dev"), &context("0", "2", &[(MEMBER, "bob")], &["bob"])).unwrap();
     assert_eq!(again.frontiers, vec![Frontier { member_id: MEMBER.into(), server_seq: "2".into() }]);
@@ -328,7 +333,12 @@ fn crash(path: &Path, op: &str, point: &str) {
         .env("AGMSG_SYNC_CRASH_AT", point)
         .output()
         .unwrap();
-    assert!(out.status.code().is_none(), "the child should have died at {point}: {:?}\n{}", out.status, String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.code().is_none(),
+        "the child should have died at {point}: {:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 /// The child side of [`crash`]; without its variables (a normal run) it does nothing.

@@ -226,7 +226,10 @@ fn owned(node: &Node<'_>, skill_dir: &str) -> bool {
     node.render(&mut text);
     let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) else { return false };
     let Some(command) = value.pointer("/hooks/0/command").and_then(serde_json::Value::as_str) else { return false };
-    is_agmsg_command(command, skill_dir) && [false, true].into_iter().any(|wrap| serde_json::from_str::<serde_json::Value>(&entry(command, wrap)).is_ok_and(|own| own == value))
+    is_agmsg_command(command, skill_dir)
+        && [false, true]
+            .into_iter()
+            .any(|wrap| serde_json::from_str::<serde_json::Value>(&entry(command, wrap)).is_ok_and(|own| own == value))
 }
 
 /// `'<skill_dir>/scripts/<script>' '<type>' '<project>'`: one of agmsg's scripts, a type name and an
@@ -404,7 +407,12 @@ mod tests {
     use super::*;
 
     fn ctx(windows: bool) -> Context {
-        Context { agent_type: "claude-code".into(), project: "/p".into(), skill_dir: "/h/.agents/skills/agmsg".into(), windows_wrap: windows }
+        Context {
+            agent_type: "claude-code".into(),
+            project: "/p".into(),
+            skill_dir: "/h/.agents/skills/agmsg".into(),
+            windows_wrap: windows,
+        }
     }
 
     fn write(a: Answer) -> String {
@@ -419,7 +427,10 @@ mod tests {
         let user = "{\n  \"z\": 1.50,\n  \"hooks\": {\"Stop\": [{\"hooks\":[{\"command\":\"mine \\u00e9\"}]}], \"Pre\": []},\n  \"a\": \"\\/x\"\n}\n";
         let on = write(apply(&ctx(false), Mode::Turn, Some(user)).unwrap());
         let agmsg = r#"{"matcher":"","hooks":[{"type":"command","command":"'/h/.agents/skills/agmsg/scripts/check-inbox.sh' 'claude-code' '/p'"}]}"#;
-        assert_eq!(on, format!(r#"{{"z":1.50,"hooks":{{"Stop":[{{"hooks":[{{"command":"mine \u00e9"}}]}},{agmsg}],"Pre":[]}},"a":"\/x"}}"#));
+        assert_eq!(
+            on,
+            format!(r#"{{"z":1.50,"hooks":{{"Stop":[{{"hooks":[{{"command":"mine \u00e9"}}]}},{agmsg}],"Pre":[]}},"a":"\/x"}}"#)
+        );
         let off = write(apply(&ctx(false), Mode::Off, Some(&on)).unwrap());
         assert_eq!(off, r#"{"z":1.50,"hooks":{"Stop":[{"hooks":[{"command":"mine \u00e9"}]}],"Pre":[]},"a":"\/x"}"#);
         assert_eq!(status(&ctx(false), Some(&on)).unwrap().mode, Mode::Turn);

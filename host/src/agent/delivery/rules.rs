@@ -5,7 +5,8 @@
 
 use super::{Answer, Context, Mode, Outcome, bash_q, shq};
 
-const RULE_HEAD: &str = "# agmsg Integration Rule\n\n## PostToolUse\nAfter each tool call, automatically check the agmsg inbox for unread messages.\n";
+const RULE_HEAD: &str =
+    "# agmsg Integration Rule\n\n## PostToolUse\nAfter each tool call, automatically check the agmsg inbox for unread messages.\n";
 
 /// `rulefile_apply`'s rule for several types at once: one `- Command:` line per type.
 fn shared_rule(lines: &[String]) -> String {
@@ -41,7 +42,9 @@ pub fn shared_rule_apply(ctx: &Context, mode: Mode, current: Option<&str>) -> Ou
         .collect();
     match mode {
         Mode::Monitor => {
-            outcome.warnings.push(format!("Warning: 'monitor' mode is not fully supported for {} yet. Using turn-based hook.", ctx.agent_type));
+            outcome
+                .warnings
+                .push(format!("Warning: 'monitor' mode is not fully supported for {} yet. Using turn-based hook.", ctx.agent_type));
             lines.push(command_line(ctx));
         }
         Mode::Turn | Mode::Both => lines.push(command_line(ctx)),
@@ -56,7 +59,9 @@ pub fn shared_rule_apply(ctx: &Context, mode: Mode, current: Option<&str>) -> Ou
 pub fn cursor_apply(ctx: &Context, mode: Mode) -> Answer {
     match mode {
         Mode::Off => Answer::Remove,
-        Mode::Monitor | Mode::Turn | Mode::Both => Answer::Write(format!("---\nalwaysApply: true\n---\n{}", shared_rule(&[command_line(ctx)]))),
+        Mode::Monitor | Mode::Turn | Mode::Both => {
+            Answer::Write(format!("---\nalwaysApply: true\n---\n{}", shared_rule(&[command_line(ctx)])))
+        }
     }
 }
 

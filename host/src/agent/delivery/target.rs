@@ -15,8 +15,8 @@ use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 
-use crate::fsroot::{self, Why};
 use crate::error::HostError;
+use crate::fsroot::{self, Why};
 
 use super::Answer;
 
@@ -86,10 +86,12 @@ impl Target {
         check_hooks_file(agent_type, hooks_file)?;
         // Only a runtime's delivery location, never another type's file: also for a type read
         // before that rule (trusted earlier, or agmsg's own installed one).
-        crate::agent::manifest::check_hooks_file(agent_type, hooks_file).map_err(|e| HostError::refused(format!("Invalid hooks_file for {}: {e}", crate::display::line(agent_type))))?;
+        crate::agent::manifest::check_hooks_file(agent_type, hooks_file)
+            .map_err(|e| HostError::refused(format!("Invalid hooks_file for {}: {e}", crate::display::line(agent_type))))?;
         let project = project_dir(project)?;
         let parts: Vec<&str> = hooks_file.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
-        let (name, dirs) = parts.split_last().ok_or_else(|| HostError::refused(format!("Invalid hooks_file for {agent_type}: {hooks_file}")))?;
+        let (name, dirs) =
+            parts.split_last().ok_or_else(|| HostError::refused(format!("Invalid hooks_file for {agent_type}: {hooks_file}")))?;
         let root = fsroot::Dir::open_ambient(&project).map_err(|e| HostError::refused(dir_error(e)))?;
         let dirs: PathBuf = dirs.iter().collect();
         let dir = match root.open_dir(&dirs) {
@@ -132,7 +134,10 @@ impl Target {
             }
         };
         let mut bytes = Vec::new();
-        Read::by_ref(&mut file).take(MAX_BYTES as u64 + 1).read_to_end(&mut bytes).map_err(|e| HostError::refused(format!("{what}: {e}")))?;
+        Read::by_ref(&mut file)
+            .take(MAX_BYTES as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| HostError::refused(format!("{what}: {e}")))?;
         if bytes.len() > MAX_BYTES {
             return Err(HostError::refused(format!("{what} is larger than {} MiB", MAX_BYTES >> 20)));
         }
@@ -154,16 +159,26 @@ impl Target {
             }
             Answer::Write(text) => {
                 if text.len() > MAX_BYTES {
-                    return Err(HostError::refused(format!("refusing to write {what}: the new text is larger than {} MiB", MAX_BYTES >> 20)));
+                    return Err(HostError::refused(format!(
+                        "refusing to write {what}: the new text is larger than {} MiB",
+                        MAX_BYTES >> 20
+                    )));
                 }
                 let dir = self.made_dir()?;
                 let mode = dir.file_mode(&self.name);
-                dir.write_atomically(&self.name, |e| HostError::refused(format!("{what}: {e}")), |writer| {
-                    if let Some(mode) = mode {
-                        writer.get_ref().set_permissions(Permissions::from_mode(mode)).map_err(|e| HostError::refused(format!("{what}: {e}")))?;
-                    }
-                    writer.write_all(text.as_bytes()).map_err(|e| HostError::refused(format!("{what}: {e}")))
-                })?;
+                dir.write_atomically(
+                    &self.name,
+                    |e| HostError::refused(format!("{what}: {e}")),
+                    |writer| {
+                        if let Some(mode) = mode {
+                            writer
+                                .get_ref()
+                                .set_permissions(Permissions::from_mode(mode))
+                                .map_err(|e| HostError::refused(format!("{what}: {e}")))?;
+                        }
+                        writer.write_all(text.as_bytes()).map_err(|e| HostError::refused(format!("{what}: {e}")))
+                    },
+                )?;
                 Ok(true)
             }
         }

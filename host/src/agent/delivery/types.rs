@@ -29,7 +29,10 @@ impl Mode {
 
     /// agmsg's mode names; anything else is `Unknown mode: X (use monitor|turn|both|off)`.
     pub fn parse(text: &str) -> Result<Mode, HostError> {
-        Mode::ALL.into_iter().find(|m| m.name() == text).ok_or_else(|| HostError::refused(format!("Unknown mode: {text} (use monitor|turn|both|off)")))
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.name() == text)
+            .ok_or_else(|| HostError::refused(format!("Unknown mode: {text} (use monitor|turn|both|off)")))
     }
 }
 

@@ -200,8 +200,19 @@ fn build_drivers(workspace: &Path, bundled: &[Bundled]) -> PathBuf {
     for driver in bundled {
         cmd.args(["-p", &driver.package]);
     }
-    // Flags meant for the host build must not leak into the wasm build.
-    for var in ["RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_TARGET", "CARGO_TARGET_DIR", "CARGO_BUILD_RUSTFLAGS"] {
+    // Flags meant for the host build must not leak into the wasm build, nor a wrapper (clippy's, under
+    // `cargo clippy`: the components would be linted, and rebuilt each time the wrapper comes and goes).
+    for var in [
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_BUILD_TARGET",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_RUSTFLAGS",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CLIPPY_ARGS",
+        "CLIPPY_CONF_DIR",
+    ] {
         cmd.env_remove(var);
     }
     let status = cmd.status().expect("failed to run cargo for the bundled drivers");

@@ -18,8 +18,11 @@ use agmsg_host::storage::records;
 use agmsg_host::storage::sync::{self, read_state, resync};
 use serde_json::Value;
 
+/// A fuzz target: one input in, a panic when a property breaks.
+pub type Target = fn(&[u8]);
+
 /// Every target, by the name of its binary and of its corpus directory (`fuzz/corpus/<name>`).
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("sync_prepare", sync_prepare),
     ("sync_ack", sync_ack),
     ("sync_pull", sync_pull),
@@ -688,9 +691,9 @@ pub fn plug_lines(data: &[u8]) {
 pub fn placement(data: &[u8]) {
     use agmsg_host::spawn::place::PlacementRecord;
     let text = String::from_utf8_lossy(data);
-    if let Ok(r) = PlacementRecord::parse(&text) {
-        if let Ok(line) = r.line() {
-            assert_eq!(PlacementRecord::parse(&line).ok().as_ref(), Some(&r), "{line:?}");
-        }
+    if let Ok(r) = PlacementRecord::parse(&text)
+        && let Ok(line) = r.line()
+    {
+        assert_eq!(PlacementRecord::parse(&line).ok().as_ref(), Some(&r), "{line:?}");
     }
 }

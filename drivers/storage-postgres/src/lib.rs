@@ -351,7 +351,7 @@ impl StorageDriver for Postgres {
     }
 
     fn store_exists(&self) -> Result<bool, DriverError> {
-        Session::open(false)?.run(|conn, part| schema::exists(conn, part))
+        Session::open(false)?.run(schema::exists)
     }
 
     fn send(&self, team: &str, from: &str, to: &str, body: &str) -> Result<String, DriverError> {

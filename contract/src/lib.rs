@@ -72,6 +72,10 @@ pub fn check_name(what: &'static str, name: &str) -> Result<(), NameError> {
     if name.contains("..") {
         return refuse("must not contain '..'");
     }
+    // A name is a path segment (`teams/<team>/config.json`, a partition): `.` would be its parent.
+    if name == "." {
+        return refuse("must not be '.'");
+    }
     if name.chars().any(char::is_control) {
         return refuse("must not contain control characters");
     }
@@ -565,7 +569,7 @@ mod tests {
         for good in ["alice", "team-1", "bob.smith", "日本", "-dash"] {
             assert!(check_name("agent", good).is_ok(), "{good}");
         }
-        for bad in ["", "a:b", "a/b", "a\\b", "..", "a..b", "a\nb", "a\tb", "\u{7f}"] {
+        for bad in ["", "a:b", "a/b", "a\\b", ".", "..", "a..b", "a\nb", "a\tb", "\u{7f}"] {
             assert!(check_name("agent", bad).is_err(), "{bad:?}");
         }
     }

@@ -17,6 +17,7 @@ pub mod netns;
 pub mod pid;
 pub mod postgres;
 pub mod reference;
+pub mod registry;
 pub mod sync;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_agmsg-host");

@@ -380,6 +380,7 @@ mod tests {
                 manifest_sha256,
                 consented: Default::default(),
                 granted: Default::default(),
+                provenance: None,
             });
         }
         trust
@@ -545,6 +546,7 @@ mod tests {
                 manifest_sha256: "y".into(),
                 consented: Default::default(),
                 granted: Default::default(),
+                provenance: None,
             });
         }
         let sources = Sources { skill_dir: None, plugin_bases: vec![base.path().to_owned()] };

@@ -12,10 +12,17 @@
 //!   capabilities).
 //! - [`workflow`]: install, trust, untrust and remove, as one protocol with the user's consent asked by
 //!   the caller.
+//! - [`oci`]: published drivers as OCI artifacts (the CNCF Wasm layout), read from a registry or an
+//!   OCI image layout file, every answer bounded and checked against its digest.
+//! - [`signature`]: SSH signatures binding a component and its manifest; [`keys`]: the publisher
+//!   keys the user pinned.
 
 pub mod conf;
+pub mod keys;
 pub mod manifest;
+pub mod oci;
 pub mod registry;
+pub mod signature;
 pub mod tree;
 pub mod trust;
 pub mod workflow;

@@ -27,6 +27,22 @@ pub struct TrustRecord {
     pub consented: Capabilities,
     /// What the user granted (the driver gets the declared items these cover).
     pub granted: Capabilities,
+    /// Where it was installed from, when that was a registry or an artifact file (`plugin update`
+    /// reads it there again), and who signed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
+}
+
+/// Where a published driver came from ([`super::published`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// `oci://<registry>/<repository>:<tag>` (or `@sha256:...`), or an artifact file, as given.
+    pub source: String,
+    /// The image manifest's digest installed.
+    pub digest: String,
+    /// The fingerprint of the pinned key that signed it; `None`: it was unsigned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publisher: Option<String>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]

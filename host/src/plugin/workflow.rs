@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use super::DirPackage;
 use super::manifest::{INSTALLED_COMPONENT, MANIFEST_FILE, PluginManifest};
 use super::registry::{self, AgentTypeFiles, Candidate, agmsg_home};
-use super::trust::{TrustFile, TrustRecord};
+use super::trust::{Provenance, TrustFile, TrustRecord};
 use super::{MAX_COMPONENT_BYTES, read_file, sha256_hex};
 use crate::axis::Axis;
 use crate::bundled;
@@ -24,6 +24,8 @@ pub struct Package {
     pub component_path: PathBuf,
     pub wasm: Vec<u8>,
     pub sha256: String,
+    /// Where it was published, when it was read from a registry or an artifact file.
+    pub provenance: Option<Provenance>,
 }
 
 impl Package {
@@ -43,7 +45,7 @@ impl Package {
         let wasm = read_file(&component_path, MAX_COMPONENT_BYTES)
             .map_err(|e| HostError::refused(format!("{e} (the component: build it first, or point at the .wasm with --manifest)")))?;
         let sha256 = sha256_hex(&wasm);
-        Ok(Package { manifest, manifest_path, component_path, wasm, sha256 })
+        Ok(Package { manifest, manifest_path, component_path, wasm, sha256, provenance: None })
     }
 }
 
@@ -127,7 +129,9 @@ fn widened(home: &Path, axis: Axis, name: &str, dir: &Path, asks_for: &Capabilit
     Ok(previous.map(|consented| asks_for.beyond(&consented)))
 }
 
-/// Record the user's trust in the plugin `axis/name` in `dir`, pinned to `hashes` (code, manifest).
+/// Record the user's trust in the plugin `axis/name` in `dir`, pinned to `hashes` (code, manifest), and
+/// where it was published (`provenance`), if it was.
+#[allow(clippy::too_many_arguments)]
 fn record_trust(
     home: &Path,
     axis: Axis,
@@ -136,10 +140,12 @@ fn record_trust(
     consented: Capabilities,
     hashes: (String, String),
     granted: Capabilities,
+    provenance: Option<Provenance>,
 ) -> Result<Trusted, HostError> {
     let runs_with = consented.granted_by(&granted);
     let (sha256, manifest_sha256) = hashes;
-    let record = TrustRecord { axis, name: name.to_owned(), path: dir.to_owned(), sha256, manifest_sha256, consented, granted };
+    let record =
+        TrustRecord { axis, name: name.to_owned(), path: dir.to_owned(), sha256, manifest_sha256, consented, granted, provenance };
     TrustFile::update(home, |trust| {
         trust.trust(record);
         Ok(())
@@ -175,7 +181,7 @@ pub fn install(
     let manifest_text = package.manifest.installed_text();
     put_in_place(&axis_dir, &name, &[(INSTALLED_COMPONENT, Some(&package.wasm)), (MANIFEST_FILE, Some(manifest_text.as_bytes()))])?;
     let hashes = (package.sha256.clone(), sha256_hex(manifest_text.as_bytes()));
-    let trusted = record_trust(&home, axis, &name, &dir, asks_for, hashes, granted)?;
+    let trusted = record_trust(&home, axis, &name, &dir, asks_for, hashes, granted, package.provenance.clone())?;
     let shadowed = bundled::of(axis).map(|d| d.name).find(|b| *b == name);
     Ok((trusted, shadowed))
 }
@@ -260,7 +266,7 @@ pub fn install_type(
     let entries: Vec<(&str, Option<&[u8]>)> = package.files.tree.entries.iter().map(|(p, bytes)| (p.as_str(), bytes.as_deref())).collect();
     put_in_place(&axis_dir, name, &entries)?;
     let hashes = (files_sha256.clone(), conf_sha256.clone());
-    let trusted = record_trust(&home, axis, name, &dir, Capabilities::default(), hashes, Capabilities::default())?;
+    let trusted = record_trust(&home, axis, name, &dir, Capabilities::default(), hashes, Capabilities::default(), None)?;
     let shadowed = kind.shadows(name);
     Ok((trusted, shadowed))
 }
@@ -383,10 +389,11 @@ pub fn trust(
         (None, false) => return Err(HostError::refused(format!("{axis}/{name} has no manifest"))),
     };
     let from = if candidate.is_type_dir { candidate.dir.clone() } else { candidate.component().unwrap_or_default() };
-    let unchanged = TrustFile::load(&home)?
-        .record(axis, &name, &candidate.dir)
-        .filter(|r| r.sha256 == pinned.0 && r.manifest_sha256 == pinned.1 && r.consented == asks_for)
-        .map(|r| r.granted.clone());
+    let previous = TrustFile::load(&home)?.record(axis, &name, &candidate.dir).cloned();
+    let unchanged =
+        previous.as_ref().filter(|r| r.sha256 == pinned.0 && r.manifest_sha256 == pinned.1 && r.consented == asks_for).map(|r| r.granted.clone());
+    // Where these very files were published, kept when they are trusted again.
+    let provenance = previous.filter(|r| r.sha256 == pinned.0 && r.manifest_sha256 == pinned.1).and_then(|r| r.provenance);
     let request = ConsentRequest {
         offer,
         sha256: &pinned.0,
@@ -395,7 +402,7 @@ pub fn trust(
         unchanged,
     };
     let granted = consent(&request)?;
-    record_trust(&home, axis, &name, &candidate.dir, asks_for, pinned, granted)
+    record_trust(&home, axis, &name, &candidate.dir, asks_for, pinned, granted, provenance)
 }
 
 /// Forget the user's trust in `reference` (a record may outlive its plugin directory).

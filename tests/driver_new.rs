@@ -1,18 +1,66 @@
 //! `agmsg-host driver new`: what it generates builds with `cargo build --release --target wasm32-wasip2`
-//! and passes `driver test` as generated, for every axis.
+//! and passes `driver test` as generated, for every axis, made by a copy of the binary outside the build
+//! tree and building from nothing but itself and crates.io.
 
 mod common;
 
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
 use common::{Env, Run, build_project as build};
+
+/// `driver new <axis> <name>` as someone with only the binary would run it: agmsg-host copied out of
+/// the build tree into a directory of its own, run where the project is to go (issue 35 §5). The
+/// project must build from what it holds and a registry: no file of it names the build tree, and
+/// every crate cargo builds it from that is not from a registry is inside it.
+fn new_project(env: &Env, axis: &str, name: &str) -> PathBuf {
+    let bin = env.dir.path().join("bin").join("agmsg-host");
+    if !bin.exists() {
+        std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+        std::fs::copy(common::BIN, &bin).unwrap();
+    }
+    let projects = env.dir.path().join("projects");
+    std::fs::create_dir_all(&projects).unwrap();
+    let run: Run = env.program(&bin).current_dir(&projects).args(["driver", "new", axis, name]).output().unwrap().into();
+    assert_eq!(run.code, 0, "{run:?}");
+    let project = projects.join(name);
+    assert_self_contained(&project);
+    project
+}
+
+fn assert_self_contained(project: &Path) {
+    let tree = common::workspace().canonicalize().unwrap();
+    let mut todo = vec![project.to_owned()];
+    while let Some(dir) = todo.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+                assert!(!text.contains(tree.to_str().unwrap()), "{} names the build tree {}", path.display(), tree.display());
+            }
+        }
+    }
+    let out = Command::new("cargo")
+        .current_dir(project)
+        .args(["metadata", "--format-version", "1"])
+        .env("RUSTUP_TOOLCHAIN", common::toolchain())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&out.stderr));
+    let metadata: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let project = project.canonicalize().unwrap();
+    for package in metadata["packages"].as_array().unwrap().iter().filter(|p| p["source"].is_null()) {
+        let manifest = Path::new(package["manifest_path"].as_str().unwrap());
+        assert!(manifest.starts_with(&project), "{} builds from {} (outside the project)", project.display(), manifest.display());
+    }
+}
 
 #[test]
 fn generated_drivers_build_and_pass_the_contract_suite() {
     let env = Env::new();
-    let projects = env.dir.path().join("projects");
-
-    let store = projects.join("scaffold-store");
-    let run = env.run(&["driver", "new", "storage", "scaffold-store", "--path", store.to_str().unwrap()]);
-    assert_eq!(run.code, 0, "{run:?}");
+    let store = new_project(&env, "storage", "scaffold-store");
     let wasm = build(&store, "scaffold_store");
     let run = env.run(&["driver", "test", wasm.to_str().unwrap()]);
     assert_eq!(run.code, 0, "{}", run.stdout);
@@ -21,9 +69,7 @@ fn generated_drivers_build_and_pass_the_contract_suite() {
     let sent = env.run(&["--driver", wasm.to_str().unwrap(), "storage", "send", "t", "alice", "bob", "through the scaffold"]);
     assert_eq!(sent.code, 0, "{sent:?}");
 
-    let terminal = projects.join("scaffold-term");
-    let run = env.run(&["driver", "new", "terminal", "scaffold-term", "--path", terminal.to_str().unwrap()]);
-    assert_eq!(run.code, 0, "{run:?}");
+    let terminal = new_project(&env, "terminal", "scaffold-term");
     let wasm = build(&terminal, "scaffold_term");
     std::fs::copy(&wasm, terminal.join("driver.wasm")).unwrap();
     let run = env.run(&["driver", "test", terminal.to_str().unwrap()]);
@@ -40,9 +86,7 @@ fn generated_drivers_build_and_pass_the_contract_suite() {
 #[test]
 fn a_generated_delivery_plug_builds_and_passes_the_types_suite() {
     let env = Env::new();
-    let project = env.dir.path().join("projects").join("scaffold-plug");
-    let run = env.run(&["driver", "new", "types", "scaffold-plug", "--path", project.to_str().unwrap()]);
-    assert_eq!(run.code, 0, "{run:?}");
+    let project = new_project(&env, "types", "scaffold-plug");
     let wasm = build(&project, "scaffold_plug");
     // The project is its plug package once the component is beside its agmsg-driver.toml.
     std::fs::copy(&wasm, project.join("driver.wasm")).unwrap();

@@ -84,7 +84,7 @@ pub fn fixture(package: &str) -> PathBuf {
 }
 
 /// The repository's pinned toolchain, for a project outside the workspace.
-fn toolchain() -> String {
+pub fn toolchain() -> String {
     let text = std::fs::read_to_string(workspace().join("rust-toolchain.toml")).unwrap();
     let line = text.lines().find(|l| l.trim_start().starts_with("channel")).expect("a channel in rust-toolchain.toml");
     line.split('"').nth(1).unwrap().to_owned()

@@ -163,6 +163,11 @@ impl Env {
             .env("AGMSG_CACHE_DIR", &self.cache)
             .current_dir(self.dir.path())
             .stdin(Stdio::null());
+        // The resident server's switch passes through, so that a run of the suite with
+        // AGMSG_HOST_SERVER=off runs every op in-process (CI runs the suite both ways).
+        if let Some(switch) = std::env::var_os("AGMSG_HOST_SERVER") {
+            cmd.env("AGMSG_HOST_SERVER", switch);
+        }
         for (k, v) in &self.extra {
             cmd.env(k, v);
         }

@@ -38,6 +38,7 @@ pub mod pid;
 pub mod plugin;
 pub mod runtime;
 pub mod scaffold;
+pub mod server;
 pub mod shell;
 pub mod shim;
 pub mod spawn;

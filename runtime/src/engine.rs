@@ -17,12 +17,9 @@ use crate::axis::Axis;
 // built with one.
 pub use super::cache::{EmbeddedCode, NoEmbeddedCode};
 
-/// The process-wide runtime: engine, linker and compile cache.
+/// The process-wide runtime: engine, linkers (both shared by the whole process) and compile cache.
 pub struct Runtime {
     pub engine: Engine,
-    /// One per axis, built on first use: a process usually runs drivers of one axis, and start-up pays
-    /// only for that one.
-    linkers: [OnceLock<Linker<HostState>>; Axis::ALL.len()],
     pub cache: CompileCache,
     pub limits: Limits,
     embedded: &'static dyn EmbeddedCode,
@@ -31,7 +28,7 @@ pub struct Runtime {
 impl Runtime {
     /// A runtime whose components load through `cache`, machine code in `embedded` first.
     pub fn new(cache: CompileCache, limits: Limits, embedded: &'static dyn EmbeddedCode) -> Result<Runtime> {
-        Ok(Runtime { engine: shared_engine()?, linkers: Default::default(), cache, limits, embedded })
+        Ok(Runtime { engine: shared_engine()?, cache, limits, embedded })
     }
 
     /// The runtime as the user's environment configures it: the compile cache (`AGMSG_CACHE_DIR`) and
@@ -43,12 +40,7 @@ impl Runtime {
 
     /// The linker drivers of `axis` are instantiated with.
     pub fn linker(&self, axis: Axis) -> Result<&Linker<HostState>> {
-        let cell = &self.linkers[axis.index()];
-        if let Some(linker) = cell.get() {
-            return Ok(linker);
-        }
-        let built = super::sandbox::linker(&self.engine, axis)?;
-        Ok(cell.get_or_init(|| built))
+        shared_linker(&self.engine, axis)
     }
 
     /// Load a component through the compile cache; one with machine code embedded in the binary runs
@@ -60,18 +52,43 @@ impl Runtime {
 
 /// The process's one engine, which every [`Runtime`] shares (its configuration is fixed): the epoch
 /// ticker advances the engine every deadline is measured on, and bundled machine code, which runs in
-/// place, is registered with wasmtime once (see [`super::code_memory`]). Creating it starts the host's
-/// I/O runtime, whose one worker thread also runs the ticker.
+/// place, is registered with wasmtime once (see [`super::code_memory`]). Creating it starts no thread:
+/// the host's I/O runtime, whose one worker also runs the ticker, starts with the first driver call
+/// (see [`running_call`]), so that a process may make the engine and then fork (the resident server
+/// does: a forked child has none of its parent's threads).
 fn shared_engine() -> Result<Engine> {
-    static ENGINE: OnceLock<std::result::Result<Engine, String>> = OnceLock::new();
-    let engine = ENGINE.get_or_init(|| {
-        let mut config = super::engine_config::engine_config();
-        config.with_custom_code_memory(Some(super::code_memory::policy()));
-        let engine = Engine::new(&config).map_err(|e| format!("creating the wasmtime engine: {e:#}"))?;
-        start_epoch_ticker(&engine);
-        Ok(engine)
-    });
-    engine.clone().map_err(wasmtime::Error::msg)
+    ENGINE
+        .get_or_init(|| {
+            let mut config = super::engine_config::engine_config();
+            config.with_custom_code_memory(Some(super::code_memory::policy()));
+            Engine::new(&config).map_err(|e| format!("creating the wasmtime engine: {e:#}"))
+        })
+        .clone()
+        .map_err(wasmtime::Error::msg)
+}
+
+static ENGINE: OnceLock<std::result::Result<Engine, String>> = OnceLock::new();
+
+/// Make the engine and every axis's linker now, starting no thread: what a resident server does once
+/// before it forks a child per request, so that no child pays for them.
+pub fn prewarm() -> Result<()> {
+    let engine = shared_engine()?;
+    for axis in Axis::ALL {
+        shared_linker(&engine, axis)?;
+    }
+    Ok(())
+}
+
+/// The linker of `axis`'s drivers: one per process, as the engine is, built on first use (a process
+/// usually runs drivers of one axis, and start-up pays only for that one).
+fn shared_linker(engine: &Engine, axis: Axis) -> Result<&'static Linker<HostState>> {
+    static LINKERS: [OnceLock<Linker<HostState>>; Axis::ALL.len()] = [const { OnceLock::new() }; Axis::ALL.len()];
+    let cell = &LINKERS[axis.index()];
+    if let Some(linker) = cell.get() {
+        return Ok(linker);
+    }
+    let built = super::sandbox::linker(engine, axis)?;
+    Ok(cell.get_or_init(|| built))
 }
 
 /// How many driver calls are running wasm in this process now: the epoch ticker advances only while
@@ -112,6 +129,12 @@ pub fn running_call() -> RunningCall {
         CALL_STARTED.notify_waiters();
     }
     drop(running);
+    static TICKER: std::sync::Once = std::sync::Once::new();
+    TICKER.call_once(|| {
+        if let Some(Ok(engine)) = ENGINE.get() {
+            start_epoch_ticker(engine);
+        }
+    });
     let entered = tokio::runtime::Handle::try_current().is_ok();
     RunningCall { _entered: if entered { None } else { Some(io_runtime().enter()) } }
 }

@@ -158,9 +158,10 @@ pub fn proc_match(t: &AgentType, names: &[String]) -> Option<String> {
     })
 }
 
-/// The caller's process: this process's parent.
+/// The caller's process: the parent of the `agmsg-host` process the user started (this process's
+/// parent, or in the resident server's child its client's).
 pub fn caller() -> u32 {
-    std::os::unix::process::parent_id()
+    crate::server::caller_parent()
 }
 
 /// The processes detection examines, from `start` up: (pid, its names), at most [`MAX_DEPTH`], never

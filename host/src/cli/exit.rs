@@ -22,6 +22,11 @@ pub fn code(class: ExitClass) -> ExitCode {
     })
 }
 
+/// The number an `ExitCode` stands for (std keeps it opaque), for passing it on.
+pub fn number(code: ExitCode) -> u8 {
+    (0..=u8::MAX).find(|&n| ExitCode::from(n) == code).unwrap_or(1)
+}
+
 /// A yes/no question's answer as agmsg's tests read it: 0 yes, 1 no, 2 cannot tell.
 pub fn answer(answer: Answer) -> ExitCode {
     ExitCode::from(match answer {

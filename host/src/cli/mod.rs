@@ -8,6 +8,7 @@ mod framing;
 mod messaging;
 mod plugin;
 mod scaffold;
+mod server;
 mod shim;
 mod shim_install;
 mod spawn;
@@ -17,6 +18,7 @@ mod storage_sync;
 mod terminal;
 mod types;
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -158,6 +160,9 @@ enum Command {
     /// Tear down a member started by spawn, by its team and name (agmsg's despawn.sh)
     #[command(long_about = spawn::DESPAWN_HELP)]
     Despawn(spawn::DespawnArgs),
+    /// The resident server that runs ops without starting the engine each time: status, stop, run
+    #[command(subcommand, long_about = server::LONG_HELP)]
+    Server(server::ServerCommand),
 }
 
 #[derive(Subcommand, Debug)]
@@ -296,8 +301,19 @@ mod seconds {
     }
 }
 
+/// The process's entry: the op goes to this user's resident server when one takes it, else runs here.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let args: Vec<OsString> = std::env::args_os().collect();
+    match agmsg_host::server::forward(&args) {
+        agmsg_host::server::Forward::InProcess => run(args),
+        agmsg_host::server::Forward::Answered(code) => ExitCode::from(code),
+        agmsg_host::server::Forward::Lost(e) => exit::fail("server", &e),
+    }
+}
+
+/// Parse `args` and run the command (in this process, or in a server's child for its client).
+fn run(args: Vec<OsString>) -> ExitCode {
+    let cli = Cli::parse_from(args);
     match cli.command {
         Command::Storage { op, args } => storage::run(cli.store, cli.driver, op.as_deref(), &args),
         Command::Terminal { op, args } => terminal::run(cli.driver, op.as_deref(), &args),
@@ -325,6 +341,7 @@ pub fn main() -> ExitCode {
         Command::Spawn(args) => spawn::run(cli.driver, args),
         Command::Despawn(args) => spawn::run_despawn(cli.driver, args),
         Command::Driver(DriverCommand::New { axis, name, path, sdk }) => scaffold::new(axis, &name, path, sdk),
+        Command::Server(command) => server::run(command, run),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "agmsg-host", &mut std::io::stdout());
             ExitCode::SUCCESS

@@ -1,0 +1,43 @@
+//! The resident server: one process per user and build that has the engine, the linkers and the bundled
+//! drivers' machine code ready, and forks a child per request that runs the op as a fresh `agmsg-host`
+//! process would, with the caller's argv, environment, working directory, umask, resource limits and
+//! stdin, stdout and stderr (the caller's own descriptors, passed over the socket). Each answer is the
+//! in-process one byte for byte because it is made the same way, by the same code, writing to the same
+//! descriptors; the child is a process of its own, so one request's driver looping holds no other, a
+//! trap or a trust change leaves nothing behind, and the server's memory does not grow with use.
+//!
+//! - [`rendezvous`]: where this user's server of this build listens (a private directory, checked).
+//! - [`protocol`]: the frames on the socket.
+//! - [`client`]: [`forward`], which every invocation tries first, and `server status` / `stop`.
+//! - [`serve`]: the server's loop and a child's set-up.
+//! - [`peer`]: who may be served: this user, unconfined, in this process's namespaces.
+//!
+//! `AGMSG_HOST_SERVER=off` never uses it; a caller that cannot reach it runs in-process, silently.
+
+mod client;
+mod peer;
+mod protocol;
+mod rendezvous;
+mod serve;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+pub use client::{Forward, Status, forward, status, stop};
+pub use serve::{Served, op_ended, serve};
+
+/// The variable that turns the server off (`off`) for a caller.
+pub const SWITCH: &str = "AGMSG_HOST_SERVER";
+/// The variable that sets how long an idle server lives on, in seconds.
+pub const IDLE: &str = "AGMSG_HOST_SERVER_IDLE";
+
+/// The parent of the process the user started: in a server's child, the caller's parent (the client
+/// is the process the user started); else this process's parent. Where agent detection starts.
+pub fn caller_parent() -> u32 {
+    match CALLER_PARENT.load(Ordering::Relaxed) {
+        0 => std::os::unix::process::parent_id(),
+        pid => pid,
+    }
+}
+
+/// Set once in a server's child, before the op runs.
+static CALLER_PARENT: AtomicU32 = AtomicU32::new(0);

@@ -1,0 +1,109 @@
+//! Who a server may serve. Same user only (the socket's peer credentials, checked as each connection is
+//! accepted), and only a caller that no sandbox confines differently from the server: an op run by the
+//! server's child has the server's view of the files and the network, so serving a caller a sandbox
+//! confines (another tool's seccomp filter or Landlock domain, which needs no-new-privileges, or other
+//! namespaces or root) would do for it what its sandbox forbids. Such a caller is declined and runs
+//! in-process, confined as it is; a server that is itself confined never starts, as it would hand its
+//! confinement to every caller.
+
+use std::os::unix::fs::MetadataExt;
+
+/// Namespaces a caller must share with the server (those the kernel has; a missing one on both
+/// sides is equal).
+const NAMESPACES: [&str; 8] = ["mnt", "net", "user", "pid", "ipc", "uts", "cgroup", "time"];
+
+/// Why process `pid` (`"self"` for this one) is confined, if it is: a seccomp filter or
+/// no-new-privileges (`/proc/<pid>/status`).
+pub fn confinement(pid: &str) -> Result<Option<String>, String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).map_err(|e| format!("cannot read /proc/{pid}/status: {e}"))?;
+    for (field, what) in [("NoNewPrivs:", "no-new-privileges"), ("Seccomp:", "a seccomp filter")] {
+        let value = status.lines().find_map(|l| l.strip_prefix(field)).map(str::trim);
+        match value {
+            Some("0") | None => {}
+            Some(_) => return Ok(Some(format!("it runs under {what}"))),
+        }
+    }
+    Ok(None)
+}
+
+/// Whether the caller `pid` may be served by this process (the server's child): `Err` says why not.
+pub fn admit(pid: u32) -> Result<(), String> {
+    if let Some(why) = confinement(&pid.to_string())? {
+        return Err(format!("the caller is confined ({why})"));
+    }
+    for ns in NAMESPACES {
+        let theirs = std::fs::read_link(format!("/proc/{pid}/ns/{ns}")).ok();
+        let ours = std::fs::read_link(format!("/proc/self/ns/{ns}")).ok();
+        if theirs != ours {
+            return Err(format!("the caller is in another {ns} namespace"));
+        }
+    }
+    let root = |path: &str| std::fs::metadata(path).map(|m| (m.dev(), m.ino())).map_err(|e| format!("cannot stat {path}: {e}"));
+    if root(&format!("/proc/{pid}/root"))? != root("/")? {
+        return Err("the caller has another root directory".into());
+    }
+    Ok(())
+}
+
+/// Give this process the caller's resource limits and scheduling priority, as an in-process op would
+/// run with them. `Err` where one cannot be had (a limit above the server's hard limit).
+pub fn take_limits(pid: u32) -> Result<(), String> {
+    const RESOURCES: [(libc::__rlimit_resource_t, &str); 16] = [
+        (libc::RLIMIT_AS, "AS"),
+        (libc::RLIMIT_CORE, "CORE"),
+        (libc::RLIMIT_CPU, "CPU"),
+        (libc::RLIMIT_DATA, "DATA"),
+        (libc::RLIMIT_FSIZE, "FSIZE"),
+        (libc::RLIMIT_LOCKS, "LOCKS"),
+        (libc::RLIMIT_MEMLOCK, "MEMLOCK"),
+        (libc::RLIMIT_MSGQUEUE, "MSGQUEUE"),
+        (libc::RLIMIT_NICE, "NICE"),
+        (libc::RLIMIT_NOFILE, "NOFILE"),
+        (libc::RLIMIT_NPROC, "NPROC"),
+        (libc::RLIMIT_RSS, "RSS"),
+        (libc::RLIMIT_RTPRIO, "RTPRIO"),
+        (libc::RLIMIT_RTTIME, "RTTIME"),
+        (libc::RLIMIT_SIGPENDING, "SIGPENDING"),
+        (libc::RLIMIT_STACK, "STACK"),
+    ];
+    for (resource, name) in RESOURCES {
+        let mut theirs = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        let mut ours = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: plain syscalls writing into the two structs above.
+        unsafe {
+            if libc::prlimit(pid as libc::pid_t, resource, std::ptr::null(), &mut theirs) != 0 || libc::getrlimit(resource, &mut ours) != 0
+            {
+                return Err(format!("cannot read the caller's RLIMIT_{name}: {}", std::io::Error::last_os_error()));
+            }
+            if (theirs.rlim_cur, theirs.rlim_max) != (ours.rlim_cur, ours.rlim_max) && libc::setrlimit(resource, &theirs) != 0 {
+                return Err(format!("the caller's RLIMIT_{name} is above the server's"));
+            }
+        }
+    }
+    // SAFETY: plain syscalls; errno is cleared first because -1 is a valid priority.
+    unsafe {
+        *libc::__errno_location() = 0;
+        let theirs = libc::getpriority(libc::PRIO_PROCESS, pid as libc::id_t);
+        if theirs == -1 && *libc::__errno_location() != 0 {
+            return Err("cannot read the caller's priority".into());
+        }
+        if theirs != libc::getpriority(libc::PRIO_PROCESS, 0) && libc::setpriority(libc::PRIO_PROCESS, 0, theirs) != 0 {
+            return Err("the caller's priority is above the server's".into());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_admits_itself_and_reads_its_own_confinement() {
+        assert!(confinement("self").is_ok());
+        let me = std::process::id();
+        admit(me).unwrap();
+        take_limits(me).unwrap();
+        assert!(admit(u32::MAX).is_err(), "a process that is not there");
+    }
+}

@@ -1,0 +1,130 @@
+//! Where a user's server of one build listens: `$XDG_RUNTIME_DIR/agmsg-host/`, else
+//! `$TMPDIR/agmsg-host-<uid>/` (`/tmp` when unset), a directory only the user can enter, checked every
+//! time (owned by the user, mode 0700, not a link), and in it one socket per build. The build's identity
+//! (the executable file's device, inode, size and modification time) is in the socket's name, so a
+//! client never talks to a server of another build, and a rebuilt or reinstalled binary gets a server of
+//! its own while the old one idles out.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+/// The most a socket path may hold (`sun_path` is 108 bytes with its terminating NUL).
+const SOCKET_PATH_MAX: usize = 107;
+
+pub struct Rendezvous {
+    /// The socket (in the private directory) the server listens on.
+    pub socket: PathBuf,
+    /// Held (`flock`) by the one server of this build: racing starters lose and leave.
+    pub lock: PathBuf,
+    /// Touched by a client that starts a server: no other client starts one for a while after.
+    pub started: PathBuf,
+}
+
+impl Rendezvous {
+    /// This build's rendezvous for the user running it, the directory made if missing; an error says
+    /// why there is none (a directory someone else owns, a link, too long a path).
+    pub fn locate(var: impl Fn(&str) -> Option<OsString>) -> Result<Rendezvous, String> {
+        let uid = rustix::process::geteuid().as_raw();
+        let dir = match var("XDG_RUNTIME_DIR").map(PathBuf::from).filter(|p| p.is_absolute()) {
+            Some(runtime) => {
+                check_private(&runtime, uid)?;
+                runtime.join("agmsg-host")
+            }
+            None => var("TMPDIR")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+                .unwrap_or_else(|| "/tmp".into())
+                .join(format!("agmsg-host-{uid}")),
+        };
+        make_private(&dir, uid)?;
+        let id = build_identity()?;
+        let socket = dir.join(format!("{id}.sock"));
+        if socket.as_os_str().as_bytes().len() > SOCKET_PATH_MAX {
+            return Err(format!("{} is too long for a socket path", socket.display()));
+        }
+        Ok(Rendezvous { lock: dir.join(format!("{id}.lock")), started: dir.join(format!("{id}.started")), socket })
+    }
+}
+
+/// This build's identity: a hash of the running executable file's device, inode, size and
+/// modification time (one `stat`, cheap enough for every invocation).
+fn build_identity() -> Result<String, String> {
+    let meta = std::fs::metadata("/proc/self/exe").map_err(|e| format!("cannot stat this program: {e}"))?;
+    let mut hash = Sha256::new();
+    hash.update(env!("CARGO_PKG_VERSION").as_bytes());
+    for n in [meta.dev(), meta.ino(), meta.size(), meta.mtime() as u64, meta.mtime_nsec() as u64] {
+        hash.update(n.to_le_bytes());
+    }
+    let digest = hash.finalize();
+    Ok(digest[..8].iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// `dir` exists (made 0700 if not) and is private: see [`check_private`].
+fn make_private(dir: &Path, uid: u32) -> Result<(), String> {
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(format!("cannot make {}: {e}", dir.display())),
+    }
+    check_private(dir, uid)
+}
+
+/// `dir` is a directory (not a link to one), owned by `uid`, that no one else may enter or write.
+pub fn check_private(dir: &Path, uid: u32) -> Result<(), String> {
+    let meta = std::fs::symlink_metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if !meta.file_type().is_dir() {
+        return Err(format!("{} is not a directory (a link is not followed)", dir.display()));
+    }
+    if meta.uid() != uid {
+        return Err(format!("{} belongs to uid {}, not {uid}", dir.display(), meta.uid()));
+    }
+    if meta.mode() & 0o077 != 0 {
+        return Err(format!("{} has mode {:o}: others may enter it", dir.display(), meta.mode() & 0o7777));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    fn locate_in(runtime: &Path) -> Result<Rendezvous, String> {
+        let runtime = runtime.as_os_str().to_owned();
+        Rendezvous::locate(|name| (name == "XDG_RUNTIME_DIR").then(|| runtime.clone()))
+    }
+
+    #[test]
+    fn a_private_directory_is_made_and_used() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let r = locate_in(tmp.path()).unwrap();
+        let dir = tmp.path().join("agmsg-host");
+        assert_eq!(r.socket.parent(), Some(dir.as_path()));
+        assert_eq!(std::fs::metadata(&dir).unwrap().mode() & 0o777, 0o700);
+        // The same build, the same socket.
+        assert_eq!(locate_in(tmp.path()).unwrap().socket, r.socket);
+    }
+
+    #[test]
+    fn a_directory_others_may_enter_or_a_link_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let e = locate_in(tmp.path()).err().unwrap();
+        assert!(e.contains("others may enter"), "{e}");
+        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), tmp.path().join("agmsg-host")).unwrap();
+        let e = locate_in(tmp.path()).err().unwrap();
+        assert!(e.contains("link is not followed"), "{e}");
+        std::fs::remove_file(tmp.path().join("agmsg-host")).unwrap();
+        std::fs::DirBuilder::new().mode(0o750).create(tmp.path().join("agmsg-host")).unwrap();
+        let e = locate_in(tmp.path()).err().unwrap();
+        assert!(e.contains("others may enter"), "{e}");
+    }
+}

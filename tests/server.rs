@@ -1,0 +1,313 @@
+//! The resident server (issue 37): the same answers as in-process, the caller's environment, working
+//! directory and umask per request, one server per user and build however many clients race to start
+//! it, a private directory or none, confined callers run in-process, idle exit, kill -9 of the server
+//! loses no acknowledged op, and a client's signals reach its op.
+//!
+//! Each test has a runtime directory of its own (`XDG_RUNTIME_DIR`), so its server is its own.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::Env;
+
+/// A test's environment with a private runtime directory, and the server switch left to the default.
+struct Served {
+    env: Env,
+    runtime: PathBuf,
+}
+
+impl Served {
+    fn new() -> Served {
+        let runtime = tempfile::Builder::new().prefix("agmsg-rt").tempdir().unwrap().keep();
+        std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let env = Env::new().env("XDG_RUNTIME_DIR", runtime.to_str().unwrap()).env("AGMSG_HOST_SERVER_IDLE", "60");
+        Served { env, runtime }
+    }
+
+    /// `agmsg-host` through the server (whatever the test run's switch says).
+    fn cmd(&self) -> Command {
+        let mut cmd = self.env.cmd();
+        cmd.env("AGMSG_HOST_SERVER", "on");
+        cmd
+    }
+
+    /// `agmsg-host` in-process.
+    fn in_process(&self) -> Command {
+        let mut cmd = self.env.cmd();
+        cmd.env("AGMSG_HOST_SERVER", "off");
+        cmd
+    }
+
+    fn status(&self) -> Option<serde_json::Value> {
+        let out = self.cmd().args(["server", "status", "--json"]).output().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{out:?}"));
+        (out.status.code() == Some(0)).then_some(v)
+    }
+
+    /// Ops the server has taken.
+    fn served(&self) -> u64 {
+        self.status().expect("a server runs")["ops"].as_u64().unwrap()
+    }
+
+    /// Start the server and wait until it answers.
+    fn start(&self) -> u64 {
+        let out = self.cmd().args(["server", "run", "--detach"]).output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        wait_for(|| self.status().is_some(), "the server to answer");
+        self.served()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.cmd().args(["server", "stop"]).output();
+        let _ = std::fs::remove_dir_all(&self.runtime);
+    }
+}
+
+fn wait_for(mut ok: impl FnMut() -> bool, what: &str) {
+    let until = Instant::now() + Duration::from_secs(60);
+    while !ok() {
+        assert!(Instant::now() < until, "waited a minute for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn run(mut cmd: Command, args: &[&str], stdin: Option<&[u8]>) -> Output {
+    use std::io::Write;
+    let mut child = cmd.args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut input = child.stdin.take().unwrap();
+    if let Some(bytes) = stdin {
+        let _ = input.write_all(bytes);
+    }
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+/// Every kind of answer (success, a refusal, a usage error, help, JSON, stdin, each axis) byte for byte
+/// as in-process, and each op was the server's (its count grows by one per op).
+#[test]
+fn answers_are_those_of_an_op_run_in_process() {
+    let s = Served::new();
+    let before = s.start();
+    s.env.send("t", "alice", "bob", "first");
+    s.env.send("t", "alice", "bob", "second");
+    let ops: &[(&[&str], Option<&[u8]>)] = &[
+        (&["storage", "list-unread", "t", "bob"], None),
+        (&["storage", "list-unread", "t", "nobody"], None),
+        (&["history", "t", "--json"], None),
+        (&["history", "t", "bob", "--limit", "1"], None),
+        (&["storage", "describe"], None),
+        (&["storage", "send", "t", "a:b", "bob", "x"], None),
+        (&["storage", "no-such-op"], None),
+        (&["send", "t", "alice", "bob", "-"], Some(b"from stdin\n")),
+        (&["--driver", "plain", "terminal", "pane-state", "%1"], None),
+        (&["types", "list"], None),
+        (&["storage", "--help"], None),
+        (&["inbox", "t", "nobody"], None),
+    ];
+    let mut served = 0;
+    for (args, stdin) in ops {
+        let ours = run(s.cmd(), args, *stdin);
+        let theirs = run(s.in_process(), args, *stdin);
+        served += 1;
+        if args[0] == "send" {
+            // A new message each: the same shape, a different id.
+            assert_eq!(
+                (ours.status.code(), ours.stdout.len(), &ours.stderr),
+                (theirs.status.code(), theirs.stdout.len(), &theirs.stderr),
+                "{args:?}"
+            );
+            continue;
+        }
+        assert_eq!(ours.status.code(), theirs.status.code(), "{args:?}: {ours:?} vs {theirs:?}");
+        assert_eq!(String::from_utf8_lossy(&ours.stdout), String::from_utf8_lossy(&theirs.stdout), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&ours.stderr), String::from_utf8_lossy(&theirs.stderr), "{args:?}");
+    }
+    // Two sends through `Env::send` (its own switch: the run's), then the ops above.
+    let after = s.served();
+    assert!(after >= before + served, "served {before} -> {after}: the ops ran in-process");
+}
+
+/// The store, the working directory (a relative --store) and the umask are each request's own: a
+/// store made through the server under a umask has the modes one made in-process under it has.
+#[test]
+fn environment_directory_and_umask_are_the_callers() {
+    let s = Served::new();
+    let before = s.start();
+    let here = s.env.dir.path();
+    for (store, umask, served) in [("one", "077", true), ("two", "022", true), ("one-in", "077", false), ("two-in", "022", false)] {
+        let cmd = if served { s.cmd() } else { s.in_process() };
+        let mut sh = Command::new("sh");
+        sh.arg("-c").arg(format!("umask {umask}; exec \"$0\" \"$@\"")).arg(common::BIN);
+        sh.args(["--store", store, "storage", "send", "t", "alice", "bob", store]);
+        sh.env_clear().envs(cmd.get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned())))).current_dir(here);
+        let out = sh.output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
+    assert_eq!(s.served(), before + 2);
+    let modes = |store: &str| -> Vec<(String, u32)> {
+        let mut all: Vec<_> = std::fs::read_dir(here.join(store))
+            .unwrap()
+            .map(|e| e.unwrap())
+            .map(|e| (e.file_name().to_string_lossy().into_owned(), e.metadata().unwrap().permissions().mode() & 0o7777))
+            .collect();
+        all.sort();
+        all.push((".".into(), std::fs::metadata(here.join(store)).unwrap().permissions().mode() & 0o7777));
+        all
+    };
+    assert_eq!(modes("one"), modes("one-in"));
+    assert_eq!(modes("two"), modes("two-in"));
+    for store in ["one", "two"] {
+        let out = run(s.cmd(), &["--store", here.join(store).to_str().unwrap(), "storage", "list-unread", "t", "bob"], None);
+        assert!(String::from_utf8_lossy(&out.stdout).contains(store), "{out:?}");
+    }
+    assert!(!s.env.store.exists(), "AGMSG_STORAGE_PATH's store was not used");
+}
+
+/// A runtime directory others may enter is not used: the server does not start, ops run in-process.
+#[test]
+fn a_runtime_directory_others_may_enter_is_refused() {
+    let s = Served::new();
+    std::fs::set_permissions(&s.runtime, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = s.cmd().args(["server", "run", "--detach"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("others may enter"), "{out:?}");
+    let out = run(s.cmd(), &["send", "t", "alice", "bob", "hi"], None);
+    assert!(out.status.success(), "{out:?}");
+    assert!(!s.runtime.join("agmsg-host").exists(), "nothing made in it");
+}
+
+/// Many first uses at once: each op succeeds, and one server runs for them all.
+#[test]
+fn racing_first_uses_start_one_server() {
+    let s = Served::new();
+    let clients: Vec<_> =
+        (0..8).map(|i| s.cmd().args(["send", "t", "alice", "bob", &format!("m{i}")]).stdout(Stdio::piped()).spawn().unwrap()).collect();
+    for c in clients {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
+    wait_for(|| s.status().is_some(), "the server started by first use");
+    // Racing starters more: at most one survives.
+    let starters: Vec<_> = (0..4).map(|_| s.cmd().args(["server", "run", "--detach"]).spawn().unwrap()).collect();
+    for mut c in starters {
+        c.wait().unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(servers_in(&s.runtime).len(), 1, "one server for this user and build");
+    let list = run(s.cmd(), &["storage", "list-unread", "t", "bob"], None);
+    assert_eq!(String::from_utf8_lossy(&list.stdout).lines().count(), 8, "{list:?}");
+}
+
+/// The pids of `server run` processes whose environment names `runtime`.
+fn servers_in(runtime: &Path) -> Vec<u32> {
+    let needle = format!("XDG_RUNTIME_DIR={}", runtime.display());
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            cmdline.windows(11).any(|w| w == b"server\0run\0") && environ.split(|&b| b == 0).any(|e| e == needle.as_bytes())
+        })
+        .collect()
+}
+
+/// An idle server leaves, its socket with it.
+#[test]
+fn an_idle_server_leaves() {
+    let s = Served::new();
+    let env = Env::new().env("XDG_RUNTIME_DIR", s.runtime.to_str().unwrap()).env("AGMSG_HOST_SERVER_IDLE", "1");
+    let mut cmd = env.cmd();
+    cmd.env("AGMSG_HOST_SERVER", "on").args(["server", "run", "--detach"]);
+    assert!(cmd.output().unwrap().status.success());
+    let sockets = || -> Vec<PathBuf> {
+        std::fs::read_dir(s.runtime.join("agmsg-host"))
+            .unwrap()
+            .filter_map(|e| Some(e.ok()?.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "sock"))
+            .collect()
+    };
+    wait_for(|| !sockets().is_empty(), "the server to listen");
+    // Watched without connecting (a status request is a connection, and the server is not idle then).
+    wait_for(|| sockets().is_empty(), "the idle server to leave");
+    wait_for(|| servers_in(&s.runtime).is_empty(), "the idle server's process to end");
+    assert!(s.status().is_none());
+}
+
+/// A caller under no-new-privileges (how Landlock-based sandboxes confine) is not served: its op runs
+/// in-process, with its confinement.
+#[test]
+fn a_confined_caller_runs_in_process() {
+    if !Path::new("/usr/bin/setpriv").exists() {
+        eprintln!("skipped: no setpriv");
+        return;
+    }
+    let s = Served::new();
+    let before = s.start();
+    let mut cmd = s.cmd();
+    let envs: Vec<_> = cmd.get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))).collect();
+    cmd = Command::new("/usr/bin/setpriv");
+    cmd.env_clear().envs(envs).current_dir(s.env.dir.path()).args(["--no-new-privs", common::BIN]);
+    let out = run(cmd, &["send", "t", "alice", "bob", "confined"], None);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(s.served(), before, "the confined caller's op was served");
+    assert_eq!(s.status().unwrap()["declined"].as_u64(), Some(1));
+}
+
+/// kill -9 of the server while an op runs: the op (a child of its own) finishes and its client gets
+/// its answer; the next op starts a new server.
+#[test]
+fn killing_the_server_loses_no_op() {
+    use std::io::Write;
+    let s = Served::new();
+    s.start();
+    let server = s.status().unwrap()["pid"].as_u64().unwrap() as i32;
+    // An op that waits for its stdin: running while the server dies.
+    let mut send = s
+        .cmd()
+        .args(["send", "t", "alice", "bob", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(|| s.status().is_some_and(|st| st["ops_running"].as_u64() == Some(1)), "the op to be taken");
+    // SAFETY: a signal to the server this test started.
+    unsafe { libc::kill(server, libc::SIGKILL) };
+    let mut stdin = send.stdin.take().unwrap();
+    stdin.write_all(b"after the server died").unwrap();
+    drop(stdin);
+    let out = send.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let list = run(s.in_process(), &["storage", "list-unread", "t", "bob"], None);
+    assert!(String::from_utf8_lossy(&list.stdout).contains("after the server died"), "{list:?}");
+    // The next op runs (in-process) and starts a new server.
+    assert!(run(s.cmd(), &["storage", "list-unread", "t", "bob"], None).status.success());
+    wait_for(|| s.status().is_some_and(|st| st["pid"].as_u64() != Some(server as u64)), "a new server");
+}
+
+/// Ctrl-C at a `watch` run by the server stops it as it stops in-process: the same exit, and what it
+/// printed before.
+#[test]
+fn a_clients_signal_reaches_its_op() {
+    let s = Served::new();
+    s.start();
+    s.env.send("t", "alice", "bob", "hello");
+    let mut outcomes = Vec::new();
+    for mut cmd in [s.cmd(), s.in_process()] {
+        let child = cmd.args(["watch", "t", "bob", "--interval", "0.2"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(1500));
+        // SAFETY: a signal to the child this test started.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let out = child.wait_with_output().unwrap();
+        outcomes.push((out.status.code(), std::os::unix::process::ExitStatusExt::signal(&out.status), out.stdout.len() > 0));
+        s.env.send("t", "alice", "bob", "again");
+    }
+    assert_eq!(outcomes[0], outcomes[1], "through the server, then in-process");
+}

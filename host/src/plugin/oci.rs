@@ -931,6 +931,20 @@ mod tests {
     }
 
     #[test]
+    fn follows_redirects_only_where_the_user_lets_it() {
+        let reference = Reference::parse("oci://registry.example/a/b:1").unwrap();
+        let options = Options { redirect_hosts: vec!["cdn.example".into()], ..Options::default() };
+        let registry = Registry::new(&reference, &options);
+        let from = "https://registry.example/v2/a/b/blobs/sha256:x";
+        assert_eq!(registry.follow(from, "/v2/a/b/blobs/y").unwrap(), "https://registry.example/v2/a/b/blobs/y");
+        assert_eq!(registry.follow(from, "https://cdn.example/blob?sig=1").unwrap(), "https://cdn.example/blob?sig=1");
+        for refused in ["https://evil.example/blob", "http://cdn.example/blob", "http://registry.example/v2/x", "//evil.example/x", "blob"]
+        {
+            assert!(registry.follow(from, refused).is_err(), "{refused}");
+        }
+    }
+
+    #[test]
     fn parses_challenges() {
         let p = parse_params(r#"realm="https://auth.example/token",service="registry.example",scope="repository:a/b:pull,push""#);
         assert_eq!(p["realm"], "https://auth.example/token");

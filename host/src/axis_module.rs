@@ -64,6 +64,11 @@ pub trait AxisModule: Sync {
     fn dir_package(&self) -> Option<&'static dyn crate::plugin::DirPackage> {
         None
     }
+
+    /// What `plugin install | trust | inspect` show of such a package (an agent type's description).
+    fn dir_report(&self) -> Option<&'static dyn crate::plugin::commands::DirReport> {
+        None
+    }
 }
 
 /// What a driver reference on the command line (`--driver`, `driver test`, a configured driver) is:

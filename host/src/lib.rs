@@ -55,6 +55,15 @@ pub fn module(axis: axis::Axis) -> &'static dyn axis_module::AxisModule {
     }
 }
 
+/// What `plugin`'s commands need of every axis ([`plugin::commands`] sits below the axes).
+pub fn plugin_axes() -> plugin::commands::Axes {
+    plugin::commands::Axes {
+        dirs: axis::Axis::ALL.into_iter().filter_map(|axis| module(axis).dir_package()).collect(),
+        reports: axis::Axis::ALL.into_iter().filter_map(|axis| module(axis).dir_report()).collect(),
+        bundled_runs_with: |axis, name| module(axis).bundled_source(name).map(|source| source.capabilities),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::axis::Axis;

@@ -10,6 +10,8 @@
 //!   [`shim_text`]: the `_delivery.sh` agmsg-host writes, which the scan recognises.
 //! - [`detect`]: which runtime is calling (session variables, the process tree, shared credentials,
 //!   the fallback), in a documented order.
+//! - [`offer`]: what the user is shown of an agent type before trusting it, and what `plugin inspect`
+//!   says of one.
 //! - [`boot`]: the launch argv spawn uses, exactly as agmsg builds it, without running anything.
 //! - [`suite`]: the axis's contract suite (a manifest's rules, a delivery plug's rules).
 //! - [`delivery`]: a project's delivery file for a type and mode (agmsg's default and its bundled
@@ -21,6 +23,7 @@ pub mod delivery;
 pub mod detect;
 pub mod manifest;
 pub mod module;
+pub mod offer;
 pub mod plug;
 pub mod registry;
 pub mod shim_text;

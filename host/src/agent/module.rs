@@ -142,4 +142,8 @@ impl AxisModule for AgentModule {
     fn dir_package(&self) -> Option<&'static dyn crate::plugin::DirPackage> {
         Some(&super::manifest::TypeDirs)
     }
+
+    fn dir_report(&self) -> Option<&'static dyn crate::plugin::commands::DirReport> {
+        Some(&super::offer::TypeReport)
+    }
 }

@@ -16,7 +16,10 @@
 //!   OCI image layout file, every answer bounded and checked against its digest.
 //! - [`signature`]: SSH signatures binding a component and its manifest; [`keys`]: the publisher
 //!   keys the user pinned.
+//! - [`commands`]: `plugin install | list | inspect | trust | untrust | remove`, each returning what the
+//!   command line prints (what only an axis knows comes through [`commands::Axes`]).
 
+pub mod commands;
 pub mod conf;
 pub mod keys;
 pub mod manifest;

@@ -483,3 +483,77 @@ fn files_keep_agmsgs_modes_and_agmsgs_reads_are_unaffected() {
     let history = agmsg_jsonl(&env, &skill, "history.sh", &["t1", "bob"]);
     assert!(history.stdout.contains("after") && history.stdout.contains("from agmsg"), "{history:?}");
 }
+
+/// Every file and directory below `dir` (relative path, a directory's with a trailing '/') → mode.
+fn modes_with_dirs(dir: &Path) -> std::collections::BTreeMap<String, u32> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = std::collections::BTreeMap::new();
+    let mut todo = vec![dir.to_owned()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let meta = std::fs::symlink_metadata(e.path()).unwrap();
+            let mut rel = e.path().strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+            if meta.is_dir() {
+                todo.push(e.path());
+                rel.push('/');
+            }
+            out.insert(rel, meta.permissions().mode() & 0o7777);
+        }
+    }
+    out
+}
+
+/// Issue 35 §4: a store that agmsg-host's drivers start, through the shims, has the modes agmsg's own
+/// drivers give theirs: each file both make (the jsonl log, its migration marker, the read cursors,
+/// sqlite's database) has agmsg's mode, and what only agmsg-host makes is private (no group or other
+/// bits: the jsonl index `.events-index/` and its files; sqlite's kept journal has the database's
+/// mode, as sqlite gives it). agmsg's own reads of that store, the shims uninstalled, see every message.
+#[test]
+fn a_store_started_through_the_shims_has_agmsgs_modes() {
+    for driver in ["jsonl", "sqlite"] {
+        let mut made = Vec::new();
+        for through_shims in [false, true] {
+            let env = Env::new();
+            let Some(skill) = install_agmsg(&env) else { return };
+            if through_shims {
+                let install = env.run(&["shim", "install", skill.to_str().unwrap()]);
+                assert_eq!(install.code, 0, "{install:?}");
+            }
+            let vars = [("AGMSG_STORAGE_DRIVER", driver)];
+            let ok = |script: &str, args: &[&str]| {
+                let run = agmsg(&env, &skill, &vars, script, args);
+                assert_eq!(run.code, 0, "{driver} {script} {args:?}: {run:?}");
+                run
+            };
+            for (agent, project) in [("alice", "proj-a"), ("bob", "proj-b")] {
+                let project = env.dir.path().join(project);
+                std::fs::create_dir_all(&project).unwrap();
+                ok("join.sh", &["t1", agent, "claude-code", project.to_str().unwrap()]);
+            }
+            ok("send.sh", &["t1", "alice", "bob", "first"]);
+            ok("inbox.sh", &["t1", "bob"]);
+            ok("send.sh", &["t1", "bob", "alice", "second"]);
+            ok("history.sh", &["t1", "alice"]);
+            if through_shims {
+                let uninstall = env.run(&["shim", "uninstall", skill.to_str().unwrap()]);
+                assert_eq!(uninstall.code, 0, "{uninstall:?}");
+                let history = ok("history.sh", &["t1", "bob"]);
+                assert!(history.stdout.contains("first") && history.stdout.contains("second"), "{driver}: {history:?}");
+            }
+            made.push((modes_with_dirs(&env.store), env));
+        }
+        let (agmsgs, hosts) = (&made[0].0, &made[1].0);
+        let main = if driver == "jsonl" { "events.jsonl" } else { "messages.db" };
+        assert!(agmsgs.contains_key(main) && hosts.contains_key(main), "{driver}: {agmsgs:?} {hosts:?}");
+        for (name, mode) in hosts {
+            match agmsgs.get(name) {
+                Some(agmsgs) => assert_eq!(mode, agmsgs, "{driver}: {name} {mode:o}, agmsg's {agmsgs:o}: {hosts:?}"),
+                None if name.ends_with("-journal") => {
+                    assert_eq!(Some(mode), hosts.get(name.trim_end_matches("-journal")), "{driver}: {name}: {hosts:?}")
+                }
+                None => assert_eq!(mode & 0o077, 0, "{driver}: agmsg-host's own {name} is {mode:o}, not private: {hosts:?}"),
+            }
+        }
+    }
+}

@@ -12,6 +12,9 @@
 //! out of which `..` never climbs (cap-std), so none reaches the root's names. The walk follows the
 //! symlinks it meets as the call would (a driver cannot make one, `deny_symlinks`; the user may have),
 //! and a listing of the root leaves the hidden names out.
+//!
+//! The view also gives what a driver creates or renames into place agmsg's modes, which a WASI guest
+//! cannot set ([`UMASK_FILES`], [`keep_mode`]): a store agmsg-host writes stays the store agmsg makes.
 
 use std::collections::HashSet;
 use std::os::fd::AsFd;
@@ -101,9 +104,26 @@ fn follows(flags: PathFlags) -> bool {
 fn link_view<T: WasiView + 'static>(linker: &mut Linker<T>, project: fn(&mut T) -> &mut StoreViewCtx) -> wasmtime::Result<()> {
     use ErrorCode::{Access, NoEntry};
     let mut types = linker.instance(WASI_FILESYSTEM_TYPES)?;
-    guarded!(types, project, "[method]descriptor.open-at",
-        (fd: Resource<Descriptor>, path_flags: PathFlags, path: String, oflags: OpenFlags, flags: DescriptorFlags) -> Resource<Descriptor>,
-        [(fd, path, follows(path_flags), if oflags.contains(OpenFlags::CREATE) { Access } else { NoEntry })], open_at);
+    types.func_wrap(
+        "[method]descriptor.open-at",
+        move |mut store: StoreContextMut<'_, T>,
+              (fd, path_flags, path, oflags, flags): (Resource<Descriptor>, PathFlags, String, OpenFlags, DescriptorFlags)|
+              -> Ret<Resource<Descriptor>> {
+            let data = store.data_mut();
+            let create = oflags.contains(OpenFlags::CREATE);
+            if seen(data, project, &fd, &path, follows(path_flags)) == Seen::Hidden {
+                return Ok((Err(if create { Access } else { NoEntry }),));
+            }
+            // The directory a file is about to be created in, when the name is new (a file that exists
+            // keeps its mode).
+            let parent = if create { dir_fd(data, &fd).filter(|dir| is_missing(dir, &path)) } else { None };
+            let result = HostDescriptor::open_at(&mut data.filesystem(), fd, path_flags, path.clone(), oflags, flags);
+            if let (Ok(created), Some(parent)) = (&result, parent) {
+                set_created_file_mode(data, created, &parent, &path);
+            }
+            answer(data, result)
+        },
+    )?;
     guarded!(types, project, "[method]descriptor.stat-at",
         (fd: Resource<Descriptor>, path_flags: PathFlags, path: String) -> DescriptorStat,
         [(fd, path, follows(path_flags), NoEntry)], stat_at);
@@ -115,8 +135,21 @@ fn link_view<T: WasiView + 'static>(linker: &mut Linker<T>, project: fn(&mut T) 
         [(fd, path, follows(path_flags), NoEntry)], set_times_at);
     guarded!(types, project, "[method]descriptor.readlink-at",
         (fd: Resource<Descriptor>, path: String) -> String, [(fd, path, false, NoEntry)], readlink_at);
-    guarded!(types, project, "[method]descriptor.create-directory-at",
-        (fd: Resource<Descriptor>, path: String) -> (), [(fd, path, false, Access)], create_directory_at);
+    types.func_wrap(
+        "[method]descriptor.create-directory-at",
+        move |mut store: StoreContextMut<'_, T>, (fd, path): (Resource<Descriptor>, String)| -> Ret<()> {
+            let data = store.data_mut();
+            if seen(data, project, &fd, &path, false) == Seen::Hidden {
+                return Ok((Err(Access),));
+            }
+            let parent = dir_fd(data, &fd);
+            let result = HostDescriptor::create_directory_at(&mut data.filesystem(), fd, path.clone());
+            if let (Ok(()), Some(parent)) = (&result, parent) {
+                set_created_dir_mode(&parent, &path);
+            }
+            answer(data, result)
+        },
+    )?;
     guarded!(types, project, "[method]descriptor.remove-directory-at",
         (fd: Resource<Descriptor>, path: String) -> (), [(fd, path, false, NoEntry)], remove_directory_at);
     guarded!(types, project, "[method]descriptor.unlink-file-at",
@@ -206,6 +239,61 @@ fn keep_mode<T: WasiView>(data: &mut T, fd: &Resource<Descriptor>, old: &str, ne
     };
     if mode != source.st_mode & 0o7777 {
         let _ = rustix::fs::chmodat(&from, old, Mode::from_raw_mode(mode), AtFlags::empty());
+    }
+}
+
+/// The files agmsg 1.2.1's own storage drivers create in place, with the user's umask (the jsonl log
+/// by `>>`, its migration marker by `printf >`, sqlite's database by `sqlite3`): one that a driver
+/// creates gets the same. Every other file or directory a driver creates is private, as agmsg makes
+/// its other store files (`read-cursors.tsv` by `mktemp` + `mv`, its team files under `umask 077`).
+pub const UMASK_FILES: &[&str] = &["events.jsonl", ".read-cursor-v1", "messages.db"];
+
+/// Whether `path` names nothing below `dir` (a dangling symlink is something).
+fn is_missing(dir: &std::os::fd::OwnedFd, path: &str) -> bool {
+    matches!(rustix::fs::statat(dir, path, rustix::fs::AtFlags::SYMLINK_NOFOLLOW), Err(rustix::io::Errno::NOENT))
+}
+
+/// The mode a file a driver has just created as `path` below `parent` gets (a WASI guest cannot set a
+/// mode, so the host does): sqlite's journals (`<db>-journal`, `-wal`, `-shm`) the database's, as
+/// sqlite's own VFS gives them (it opens them with that mode, which WASI's open cannot carry); one of
+/// agmsg's [`UMASK_FILES`] the umask's, as it was created; anything else the created mode without
+/// group and other bits. `None`: leave it.
+fn created_file_mode(parent: &std::os::fd::OwnedFd, path: &str, created: u32) -> Option<u32> {
+    use rustix::fs::{AtFlags, FileType};
+    for suffix in ["-journal", "-wal", "-shm"] {
+        if let Some(db) = path.strip_suffix(suffix).filter(|db| !db.is_empty()) {
+            if let Ok(st) = rustix::fs::statat(parent, db, AtFlags::SYMLINK_NOFOLLOW)
+                && FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
+            {
+                return Some(st.st_mode & 0o777);
+            }
+        }
+    }
+    let name = path.rsplit('/').next().unwrap_or(path);
+    if UMASK_FILES.contains(&name) { None } else { Some(created & 0o700) }
+}
+
+/// Give a file a driver has just created (the descriptor `created`, opened as `path` below `parent`)
+/// its mode ([`created_file_mode`]). Best effort, like [`keep_mode`].
+fn set_created_file_mode<T: WasiView>(data: &mut T, created: &Resource<Descriptor>, parent: &std::os::fd::OwnedFd, path: &str) {
+    let fs = data.filesystem();
+    let Ok(wasmtime_wasi::filesystem::Descriptor::File(file)) = fs.table.get(created) else {
+        return;
+    };
+    let Ok(st) = rustix::fs::fstat(&*file.file) else { return };
+    let current = st.st_mode & 0o7777;
+    if let Some(mode) = created_file_mode(parent, path, current).filter(|mode| *mode != current) {
+        let _ = rustix::fs::fchmod(&*file.file, rustix::fs::Mode::from_raw_mode(mode));
+    }
+}
+
+/// Give a directory a driver has just created as `path` below `parent` no group or other bits (the
+/// jsonl index `.events-index/`, a lock directory), not following a symlink. Best effort.
+fn set_created_dir_mode(parent: &std::os::fd::OwnedFd, path: &str) {
+    use rustix::fs::{AtFlags, FileType, Mode};
+    let Ok(st) = rustix::fs::statat(parent, path, AtFlags::SYMLINK_NOFOLLOW) else { return };
+    if FileType::from_raw_mode(st.st_mode) == FileType::Directory && st.st_mode & 0o077 != 0 {
+        let _ = rustix::fs::chmodat(parent, path, Mode::from_raw_mode(st.st_mode & 0o7700), AtFlags::empty());
     }
 }
 

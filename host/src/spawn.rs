@@ -20,9 +20,11 @@
 //!    `AGMSG_TERMINAL_NAMING=off`), and the key is read back (`label-of`) rather than trusted.
 //!
 //! The caller then waits for readiness ([`place::wait_ready`]) when [`BootCommand::wait_ready`] says
-//! agmsg would. Per-type launch options come from `spawn_options.yaml` ([`options`]).
+//! agmsg would. Per-type launch options come from `spawn_options.yaml` ([`options`]). [`commands`]:
+//! `spawn` and `despawn` as the command line asks for them, from the environment, with their reports.
 
 pub mod actas;
+pub mod commands;
 pub mod despawn;
 pub mod join;
 pub mod options;

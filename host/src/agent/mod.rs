@@ -10,6 +10,8 @@
 //!   [`shim_text`]: the `_delivery.sh` agmsg-host writes, which the scan recognises.
 //! - [`detect`]: which runtime is calling (session variables, the process tree, shared credentials,
 //!   the fallback), in a documented order.
+//! - [`commands`]: `types list | describe | get | detect | boot-argv`, each returning what the
+//!   command line prints.
 //! - [`offer`]: what the user is shown of an agent type before trusting it, and what `plugin inspect`
 //!   says of one.
 //! - [`boot`]: the launch argv spawn uses, exactly as agmsg builds it, without running anything.
@@ -19,6 +21,7 @@
 
 pub mod boot;
 pub mod bundled;
+pub mod commands;
 pub mod delivery;
 pub mod detect;
 pub mod manifest;

@@ -10,14 +10,14 @@ use std::process::ExitCode;
 
 use super::exit;
 use super::framing::Shape;
-use agmsg_host::catalog::{Entry, Origin};
 use agmsg_host::display;
 use agmsg_host::error::ExitClass;
+use agmsg_host::terminal::TerminalError;
 use agmsg_host::terminal::driver::{ArrangeOutcome, Detection, PanePresence, TermFailKind};
+use agmsg_host::terminal::list;
 use agmsg_host::terminal::op::{self, Op, OpFailure, Reply};
 use agmsg_host::terminal::resolve::{self, Resolved};
 use agmsg_host::terminal::source::Candidates;
-use agmsg_host::terminal::{TerminalError, TerminalSource};
 
 /// `terminal --help`: as `storage --help`, every line at most 79 columns, so clap never re-wraps it.
 pub const LONG_HELP: &str = "Run one terminal-driver op, with agmsg's argv, outputs and exit codes.
@@ -192,55 +192,14 @@ fn print_reply(op: &str, reply: Reply) -> Result<ExitCode, Outcome> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `terminal list [--json]`: the drivers detection may pick, in resolution order, then the plugins that
-/// run once trusted, with the command that trusts them (the catalog's rows, as `storage list` shows them).
+/// `terminal list [--json]` (the library's [`list::list`]).
 fn list(args: &[String]) -> Result<ExitCode, Outcome> {
     let json = match args {
         [] => false,
         [flag] if flag == "--json" => true,
         _ => return Err(Outcome::Usage("list: expected [--json]".into())),
     };
-    // One read of the plugin directories for both parts of the list.
-    let (candidates, untrusted) =
-        TerminalSource::listing().map_err(|e| Outcome::failed(Shape::Record, TerminalError::new(TermFailKind::Unreachable, e)))?;
-    let untrusted = untrusted.iter();
-    if json {
-        let mut rows: Vec<_> = candidates
-            .iter()
-            .map(|c| {
-                // Each row says where its driver came from (TerminalSource::origin), as resolved.
-                let entry = Entry { name: c.manifest.name.clone(), origin: c.origin.clone() };
-                let mut row = entry.json_fields();
-                row.insert("priority".into(), c.manifest.priority.into());
-                row.insert("backend".into(), c.manifest.backend.clone().into());
-                row.insert("capabilities".into(), c.manifest.capabilities.clone().into());
-                row.insert("programs".into(), c.manifest.programs.clone().into());
-                row.insert("env".into(), c.manifest.env.clone().into());
-                row.insert("bundled".into(), (entry.origin == Origin::Bundled).into());
-                serde_json::Value::Object(row)
-            })
-            .collect();
-        rows.extend(untrusted.map(|e| serde_json::Value::Object(e.json_fields())));
-        print(&format!("{}\n", serde_json::Value::Array(rows)))?;
-    } else {
-        let mut text = format!("{:<10} {:>8}  {:<44} {:<24} {}\n", "DRIVER", "PRIORITY", "CAPABILITIES", "RUNS", "SOURCE");
-        for c in candidates {
-            let origin = c.origin.word();
-            // Manifest text (a plugin's, a driver directory's): shown, never sent to the terminal.
-            text.push_str(&format!(
-                "{:<10} {:>8}  {:<44} {:<24} {origin}\n",
-                display::line(&c.manifest.name),
-                c.manifest.priority,
-                display::line(&c.manifest.capabilities.join(" ")),
-                display::line(&c.manifest.programs.join(" "))
-            ));
-        }
-        for e in untrusted {
-            if let Origin::Untrusted { trust_command, .. } = &e.origin {
-                text.push_str(&format!("{:<10} {:>8}  {:<44} {:<24} untrusted: {trust_command}\n", display::line(&e.name), "-", "-", "-"));
-            }
-        }
-        print(&text)?;
-    }
+    let text = list::list(json).map_err(|e| Outcome::failed(Shape::Record, TerminalError::new(TermFailKind::Unreachable, e)))?;
+    print(&text)?;
     Ok(ExitCode::SUCCESS)
 }

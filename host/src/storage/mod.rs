@@ -9,6 +9,7 @@ pub mod drivers;
 pub mod location;
 pub mod manage;
 pub mod module;
+pub mod op;
 pub mod postgres;
 pub mod records;
 pub mod roster;

@@ -2,6 +2,7 @@
 //! over a component, and the §6.3 resolvers.
 
 pub mod driver;
+pub mod list;
 pub mod manifest;
 pub mod module;
 pub mod op;

@@ -112,6 +112,8 @@ macro_rules! driver_world {
         pub trait Optional {
             /// The interface as the list names it (`agmsg:storage/read-state@1.2.0`).
             const INTERFACE: &'static str;
+            /// Its capability word, as `describe` says it (`stage2-read-state`).
+            const WORD: &'static str;
             /// Whether `offers` has it.
             fn offered(offers: &Offers) -> bool;
             /// Its exports in `world`, if the instance has them.
@@ -121,6 +123,7 @@ macro_rules! driver_world {
         $(
             impl Optional for $field::Exports {
                 const INTERFACE: &'static str = $iface;
+                const WORD: &'static str = $word;
                 fn offered(offers: &Offers) -> bool {
                     offers.$field
                 }

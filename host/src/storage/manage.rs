@@ -20,6 +20,7 @@ use crate::axis::Axis;
 use crate::bundled;
 use crate::error::{ExitClass, HostError};
 use crate::runtime::sandbox::StoreDir;
+use crate::runtime::{DriverSource, Runtime};
 
 /// Where `convert` builds the new store, inside the store directory (same filesystem: renames work).
 const CONVERT_DIR_PREFIX: &str = ".agmsg-convert-";
@@ -92,45 +93,48 @@ pub struct Converted {
 /// and the URL is recorded with the choice, in the same write.
 pub fn switch(store_flag: Option<PathBuf>, name: &str, url: Option<&str>, progress: &mut dyn Progress) -> Result<Switched, StorageError> {
     progress.stage(Stage::Checking);
-    check_new(store_flag, name, url)?;
+    let source = resolve_new(name, url)?;
+    match url {
+        None => {
+            let store = StoreSession::open(store_flag, source, None, false)?;
+            check_new(&store.runtime, &store.source, Some(store.grant.clone()))?;
+        }
+        Some(_) => check_new(&crate::runtime::Runtime::from_env().map_err(StorageError::runtime)?, &source, None)?,
+    }
     progress.stage(Stage::Recording);
     let config = set_configured_driver(name, url)?;
     Ok(Switched { driver: name.to_owned(), config })
 }
 
-/// `name`'s check: agmsg (when installed) must be able to load it too; then against the store, or
-/// with `url` against that database.
-fn check_new(store_flag: Option<PathBuf>, name: &str, url: Option<&str>) -> Result<(), StorageError> {
+/// The driver `switch` or `convert` moves to, resolved once: agmsg (when installed) must be able to
+/// load it too; with `url` it must be a driver that takes one, configured for that database.
+fn resolve_new(name: &str, url: Option<&str>) -> Result<DriverSource, StorageError> {
     // agmsg reads the same config: a driver it cannot load would fail every agmsg command after.
     super::shim::check_agmsg_loads(name)?;
-    match url {
-        None => {
-            source::resolve(name)?;
-            let store = StoreSession::resolve(store_flag, Some(name.to_owned()), None, false)?;
-            store.driver()?.check()
-        }
-        Some(url) => check_url(name, url),
+    if url.is_some() && !takes_url(name) {
+        let with_url: Vec<&str> = bundled::of(Axis::Storage).map(|d| d.name).filter(|d| takes_url(d)).collect();
+        return Err(StorageError::runtime(format!("--url is for the {} driver, not '{name}'", with_url.join(" or "))));
     }
+    source::resolve_at(name, None, url)
+}
+
+/// The new driver's check, on the store directory `store` (granted as it is; a store that does not
+/// exist is an empty stand-in), or, for a driver whose store is a database (`None`), with an empty
+/// directory it is never granted.
+fn check_new(runtime: &Runtime, source: &DriverSource, store: Option<StoreDir>) -> Result<(), StorageError> {
+    if let Some(dir) = store {
+        return Storage::open(runtime, source, dir)?.check();
+    }
+    // The driver has no store directory; the handle still wants one, and is never granted it.
+    let empty = tempfile::tempdir().map_err(|e| StorageError::runtime(format!("cannot create a temporary directory: {e}")))?;
+    let dir = StoreDir::open(empty.path()).map_err(|e| StorageError::runtime(format!("cannot open {}: {e}", empty.path().display())))?;
+    Storage::open(runtime, source, dir)?.check()
 }
 
 /// A driver whose store is elsewhere than the store directory (a database): its host settings say it
 /// takes a location (`--url`).
 fn takes_url(name: &str) -> bool {
     drivers::settings(name).is_some_and(|s| s.takes_location)
-}
-
-/// `name`'s check against the store at `url` (not yet recorded).
-fn check_url(name: &str, url: &str) -> Result<(), StorageError> {
-    if !takes_url(name) {
-        let with_url: Vec<&str> = bundled::of(Axis::Storage).map(|d| d.name).filter(|d| takes_url(d)).collect();
-        return Err(StorageError::runtime(format!("--url is for the {} driver, not '{name}'", with_url.join(" or "))));
-    }
-    let driver = source::resolve_at(name, None, Some(url))?;
-    let runtime = crate::runtime::Runtime::from_env().map_err(StorageError::runtime)?;
-    // The driver has no store directory; the handle still wants one, and is never granted it.
-    let empty = tempfile::tempdir().map_err(|e| StorageError::runtime(format!("cannot create a temporary directory: {e}")))?;
-    let dir = StoreDir::open(empty.path()).map_err(|e| StorageError::runtime(format!("cannot open {}: {e}", empty.path().display())))?;
-    Storage::open(&runtime, &driver, dir)?.check()
 }
 
 /// Write `storage: name` (and with `url`, `url` in the driver's own table) into agmsg's config, keeping
@@ -194,8 +198,11 @@ pub fn convert(store_flag: Option<PathBuf>, to: &str, url: Option<&str>, progres
         return Err(StorageError::runtime(format!("the store already uses '{to}'")));
     }
     progress.stage(Stage::Checking);
-    check_new(store_flag.clone(), to, url)?;
+    // The target is resolved once, and runs in the source's runtime: checked on this store (or its
+    // database), then built.
+    let target_source = resolve_new(to, url)?;
     let source_store = StoreSession::resolve(store_flag, Some(from.clone()), None, false)?;
+    check_new(&source_store.runtime, &target_source, url.is_none().then(|| source_store.grant.clone()))?;
     let dir = source_store.dir.clone();
     if !source_store.source.capabilities.store() && !dir.is_dir() {
         // A source with no store directory (a database): the new store still goes into this one.
@@ -212,7 +219,6 @@ pub fn convert(store_flag: Option<PathBuf>, to: &str, url: Option<&str>, progres
         .prefix(&format!("{CONVERT_DIR_PREFIX}{to}-"))
         .tempdir_in(&dir)
         .map_err(|e| StorageError::runtime(format!("cannot create a work directory in {}: {e}", dir.display())))?;
-    let target_source = source::resolve_at(to, None, url)?;
     let work_dir = StoreDir::open(work.path()).map_err(|e| StorageError::runtime(format!("cannot open {}: {e}", work.path().display())))?;
     let mut target = Storage::open(&source_store.runtime, &target_source, work_dir)?;
     target.init()?;

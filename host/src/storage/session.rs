@@ -31,6 +31,16 @@ impl StoreSession {
     ) -> Result<StoreSession, StorageError> {
         let place = store_place(store_flag, team)?;
         let source = super::source::resolve_at(&location::storage_driver(driver_flag)?, place.partition.as_deref(), None)?;
+        Self::open_at(place, source, create)
+    }
+
+    /// [`StoreSession::resolve`] with the driver already resolved (for the shared store, or the
+    /// partition of `team`, which `source` must have been resolved for).
+    pub fn open(store_flag: Option<PathBuf>, source: DriverSource, team: Option<&str>, create: bool) -> Result<StoreSession, StorageError> {
+        Self::open_at(store_place(store_flag, team)?, source, create)
+    }
+
+    fn open_at(place: StorePlace, source: DriverSource, create: bool) -> Result<StoreSession, StorageError> {
         let opened = place.open(create)?;
         let runtime = Runtime::from_env().map_err(StorageError::runtime)?;
         // check/describe on a store that does not exist yet get an empty private directory (removed

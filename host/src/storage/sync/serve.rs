@@ -18,6 +18,7 @@ use agmsg_contract::check_name;
 use super::spool::Spooled;
 use super::{Binding, PageKey, ReprocessScope, read_state, resync};
 use crate::error::{ExitClass, HostError};
+use crate::storage::world::{self, Offers, Optional};
 use crate::storage::{StorageError, StoreSession};
 
 /// The longest stdin line (a pulled envelope of 1 MiB is ~1.4 MB of base64, plus its body).
@@ -197,6 +198,12 @@ enum Input<'op> {
 /// Serve `op` for binding `b` on the store that `store_flag` / `driver_flag` resolve (as agmsg does,
 /// the team's partition): its records from `input`, its answer to `output`, written only once the op
 /// has succeeded.
+/// Whether `offers` has the optional interface `I`, its capability word, and its name without the
+/// version (`agmsg:storage/sync`).
+fn optional<I: Optional>(offers: &Offers) -> (bool, &'static str, &'static str) {
+    (I::offered(offers), I::WORD, I::INTERFACE.split('@').next().unwrap_or(I::INTERFACE))
+}
+
 pub fn serve(
     store_flag: Option<PathBuf>,
     driver_flag: Option<String>,
@@ -209,15 +216,17 @@ pub fn serve(
     let mut take = || input.take().expect("the input is read once");
     let store = StoreSession::resolve(store_flag, driver_flag, Some(&b.local_team), true)?;
     let mut driver = store.driver()?;
-    let (offered, capability, interface) = match op {
-        SyncOp::ResyncStatus { .. } | SyncOp::Resync => (driver.offers().resync, "stage1-resync", "resync"),
+    // The op's interface, named by the world's one list (its capability word and name from there).
+    let offers = driver.offers();
+    let (offered, word, interface) = match op {
+        SyncOp::ResyncStatus { .. } | SyncOp::Resync => optional::<world::resync::Exports>(&offers),
         SyncOp::PrepareReadState | SyncOp::ApplyReadState | SyncOp::BlockReadState | SyncOp::UnblockReadState => {
-            (driver.offers().read_state, "stage2-read-state", "read-state")
+            optional::<world::read_state::Exports>(&offers)
         }
-        _ => (driver.offers().sync, "Stage-1 sync", "sync"),
+        _ => optional::<world::sync::Exports>(&offers),
     };
     if !offered {
-        let why = format!("driver '{}' does not offer {capability} (the optional agmsg:storage/{interface} interface)", driver.name());
+        let why = format!("driver '{}' does not offer {word} (the optional {interface} interface)", driver.name());
         return Err(SyncFailure::NotOffered(HostError::new(ExitClass::NotOffered, why)));
     }
 

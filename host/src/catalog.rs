@@ -198,13 +198,12 @@ pub fn read(axis: Axis, sources: Sources) -> Catalog {
         let (rows, bare): (Vec<Candidate>, Vec<Candidate>) = candidates.into_iter().partition(|c| makes_row(c));
         let several = rows.len() > 1;
         for candidate in rows.iter().filter(|c| c.problem().is_some() && c.only_untrusted()) {
-            let path = if several { format!(" --path {}", crate::shell::word(&candidate.dir.to_string_lossy())) } else { String::new() };
             catalog.untrusted.push(Entry {
                 name: name.clone(),
                 origin: Origin::Untrusted {
                     dir: candidate.dir.clone(),
                     problem: candidate.problem().unwrap_or_default(),
-                    trust_command: format!("agmsg-host plugin trust {axis}/{name}{path}"),
+                    trust_command: registry::trust_command(axis, &name, several.then_some(candidate.dir.as_path())),
                 },
             });
         }

@@ -67,7 +67,7 @@ pub fn create(axis: Axis, name: &str, path: Option<PathBuf>, sdk: Option<PathBuf
         }
         std::fs::write(&target, bytes).map_err(|e| HostError::refused(format!("cannot write {}: {e}", target.display())))
     };
-    for (relative, template) in crate::module(axis).template() {
+    for (relative, template) in crate::compose::module(axis).template() {
         write(relative, fill(template).as_bytes())?;
     }
     if sdk.is_none() {

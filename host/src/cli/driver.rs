@@ -31,11 +31,11 @@ fn suite_for(reference: &str) -> Result<(Axis, Suite), HostError> {
     {
         let wasm = agmsg_host::plugin::read_file(path, agmsg_host::plugin::MAX_COMPONENT_BYTES)?;
         if let Some(axis) = agmsg_host::axis_module::component_axis(&wasm) {
-            return Ok((axis, agmsg_host::module(axis).suite(reference)?));
+            return Ok((axis, agmsg_host::compose::module(axis).suite(reference)?));
         }
     }
     for axis in Axis::ALL {
-        let module = agmsg_host::module(axis);
+        let module = agmsg_host::compose::module(axis);
         if module.claims(reference) {
             return Ok((axis, module.suite(reference)?));
         }

@@ -50,7 +50,7 @@ fn write(text: &str, output: Option<PathBuf>, hint: &str) -> Result<(), HostErro
         None => std::io::stdout().write_all(text.as_bytes()).map_err(|e| HostError::refused(format!("cannot write to stdout: {e}"))),
         Some(path) => {
             let failed = |e: std::io::Error| HostError::refused(format!("cannot write {}: {e}", path.display()));
-            agmsg_host::storage::atomic_file::write_atomically(&path, failed, |w| w.write_all(text.as_bytes()).map_err(failed))?;
+            agmsg_host::atomic_file::write_atomically(&path, failed, |w| w.write_all(text.as_bytes()).map_err(failed))?;
             eprintln!("wrote {} ({hint})", path.display());
             Ok(())
         }
@@ -77,27 +77,21 @@ fn write_terminal(name: &str, output: Option<PathBuf>) -> Result<PathBuf, HostEr
     agmsg_host::terminal::shim::write_dir(name, &output.unwrap_or_else(|| PathBuf::from(".")), &this_binary()?)
 }
 
-/// `agmsg-host shim types <type> [--output FILE]`: exit 0 written, 1 refused (an unknown type, one
+/// `agmsg-host shim types <type> [--output FILE]` (the library's
+/// [`agmsg_host::agent::delivery::shim::requested`]): exit 0 written, 1 refused (an unknown type, one
 /// whose delivery agmsg-host cannot answer) or not written (2 is left to usage errors).
 pub fn run_types(agent_type: &str, output: Option<PathBuf>) -> ExitCode {
-    let registry = agmsg_host::agent::Registry::from_env();
-    let t = match registry.require(agent_type) {
-        Ok(t) => t,
-        Err(e) => return exit::fail("shim types", &e),
-    };
-    let warnings = match agmsg_host::agent::delivery::shim::replaces(t) {
-        Ok(warnings) => warnings,
-        Err(e) => return exit::fail("shim types", &e),
-    };
-    let written = this_binary().and_then(|bin| {
-        let hint = format!("agmsg's delivery engine sources it as the _delivery.sh of type {}, in the type's directory", t.name);
-        write(&agmsg_host::agent::delivery::shim::text(&t.name, &bin), output, &hint)
+    let written = agmsg_host::agent::delivery::shim::requested(agent_type).and_then(|shim| {
+        write(&shim.text, output, &shim.hint())?;
+        Ok(shim.warnings)
     });
-    if let Err(e) = written {
-        return exit::fail("shim types", &e);
+    match written {
+        Ok(warnings) => {
+            for warning in &warnings {
+                eprintln!("warning: {}", agmsg_host::display::line(warning));
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => exit::fail("shim types", &e),
     }
-    for warning in &warnings {
-        eprintln!("warning: {}", agmsg_host::display::line(warning));
-    }
-    ExitCode::SUCCESS
 }

@@ -12,7 +12,7 @@ pub use agmsg_host::shim::install::Action;
 /// `shim install | uninstall`: exit 0 done (or a dry run), 1 refused (the report's failure).
 pub fn run(action: Action, dir: &Path, dry_run: bool, json: bool) -> ExitCode {
     let verb = action.verb();
-    let report = agmsg_host::shim::install::run(action, dir, dry_run);
+    let report = agmsg_host::shim::install::run(action, dir, dry_run, agmsg_host::compose::module);
     if json {
         let mut out = json!({
             "command": verb, "dir": dir.display().to_string(), "dry_run": dry_run, "items": report.items, "ok": report.result.is_ok()

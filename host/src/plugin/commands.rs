@@ -358,7 +358,7 @@ pub fn inspect(axes: &Axes, target: &str, manifest: Option<&Path>, json: bool) -
         let candidate = candidates.pop().expect("find_ref returns at least one");
         let state = match &candidate.state {
             TrustState::Trusted(caps) => format!("trusted; it runs with: {}", caps.summary()),
-            TrustState::Untrusted(why) => format!("UNTRUSTED: {why} (trust it with: agmsg-host plugin trust {axis}/{name})"),
+            TrustState::Untrusted(why) => format!("UNTRUSTED: {why} (trust it with: {})", registry::trust_command(axis, &name, None)),
             TrustState::Builtin => "builtin".into(),
         };
         if candidate.is_type_dir {

@@ -427,6 +427,13 @@ pub fn pick(axis: Axis, name: &str, candidates: Vec<Candidate>) -> Option<Candid
     chosen
 }
 
+/// The command that trusts the plugin `axis/name` (with `--path`, when `dir` is given: which of several
+/// directories), as every listing, warning and report shows it.
+pub fn trust_command(axis: Axis, name: &str, dir: Option<&Path>) -> String {
+    let path = dir.map(|d| format!(" --path {}", crate::shell::word(&d.to_string_lossy()))).unwrap_or_default();
+    format!("agmsg-host plugin trust {axis}/{name}{path}")
+}
+
 /// Which of `axis/name`'s candidates runs (the last that may), and a warning for each that is ignored.
 pub fn choose(axis: Axis, name: &str, candidates: Vec<Candidate>) -> (Option<Candidate>, Vec<String>) {
     let several = candidates.len() > 1;
@@ -436,12 +443,11 @@ pub fn choose(axis: Axis, name: &str, candidates: Vec<Candidate>) -> (Option<Can
         match candidate.problem() {
             None => chosen = Some(candidate),
             Some(problem) if candidate.only_untrusted() => {
-                let path =
-                    if several { format!(" --path {}", crate::shell::word(&candidate.dir.to_string_lossy())) } else { String::new() };
                 warnings.push(format!(
                     "external plugin '{axis}/{name}' found at {} but {problem} (ignored).\n       \
-                     Opt in if you put it there intentionally: agmsg-host plugin trust {axis}/{name}{path}",
-                    candidate.dir.display()
+                     Opt in if you put it there intentionally: {}",
+                    candidate.dir.display(),
+                    trust_command(axis, name, several.then_some(candidate.dir.as_path()))
                 ));
             }
             Some(problem) => {

@@ -127,19 +127,19 @@ impl TrustFile {
         Ok(result)
     }
 
-    /// Write atomically (temp file, then rename), private to the user.
+    /// Write atomically ([`crate::atomic_file`]), private to the user (0600).
     fn save(&self, home: &Path) -> Result<(), HostError> {
         use std::io::Write;
+        use std::os::unix::fs::PermissionsExt;
         let path = Self::path(home);
         let refused = |what: String, e: &dyn std::fmt::Display| HostError::refused(format!("cannot {what}: {e}"));
         std::fs::create_dir_all(home).map_err(|e| refused(format!("create {}", home.display()), &e))?;
-        let mut tmp = tempfile::NamedTempFile::new_in(home).map_err(|e| refused(format!("write in {}", home.display()), &e))?;
         let text = serde_json::to_string_pretty(self).expect("the trust file serializes");
-        tmp.write_all(text.as_bytes())
-            .and_then(|()| tmp.as_file().sync_all())
-            .map_err(|e| refused(format!("write {}", path.display()), &e))?;
-        tmp.persist(&path).map_err(|e| refused(format!("write {}", path.display()), &e))?;
-        Ok(())
+        let failed = |e: std::io::Error| refused(format!("write {}", path.display()), &e);
+        crate::atomic_file::write_atomically(&path, failed, |file| {
+            file.get_ref().set_permissions(std::fs::Permissions::from_mode(0o600)).map_err(failed)?;
+            file.write_all(text.as_bytes()).map_err(failed)
+        })
     }
 
     /// The state of the plugin `axis/name` found in `dir` with these component and manifest hashes and

@@ -117,11 +117,16 @@ impl Action {
     }
 }
 
-/// Install or uninstall every shim in agmsg's directory `dir` (`dry_run`: plan only, change nothing).
-pub fn run(action: Action, dir: &Path, dry_run: bool) -> Report {
+/// The host module of each axis (the composer's, `crate::compose::module`), which says the axis's shims:
+/// shim/ sits below the axes and names none of them.
+pub type Modules = fn(crate::axis::Axis) -> &'static dyn crate::axis_module::AxisModule;
+
+/// Install or uninstall every shim in agmsg's directory `dir` (`dry_run`: plan only, change nothing),
+/// each axis's as its module says.
+pub fn run(action: Action, dir: &Path, dry_run: bool, modules: Modules) -> Report {
     let mut items = Vec::new();
     let result = Root::open(dir).and_then(|root| match action {
-        Action::Install => install(&root, dry_run, &mut items),
+        Action::Install => install(&root, modules, dry_run, &mut items),
         Action::Uninstall => uninstall(&root, dry_run, &mut items),
     });
     Report { items, result }
@@ -302,11 +307,11 @@ fn backup_path(sha256: &str) -> String {
 
 /// Every shim for this install, as each axis says it ([`crate::axis_module::AxisModule::shim_files`],
 /// named agmsg-host by the path the user ran it by), and what is left out with why.
-fn shims(root_path: &Path, items: &mut Vec<Item>) -> Result<Vec<Shim>, HostError> {
+fn shims(root_path: &Path, modules: Modules, items: &mut Vec<Item>) -> Result<Vec<Shim>, HostError> {
     let bin = super::invoked_binary()?;
     let mut out = Vec::new();
     for axis in crate::axis::Axis::ALL {
-        for ShimFile { path, text, warnings, only_in_existing_dir } in crate::module(axis).shim_files(root_path, &bin)? {
+        for ShimFile { path, text, warnings, only_in_existing_dir } in modules(axis).shim_files(root_path, &bin)? {
             match text {
                 Ok(text) => out.push(Shim { path, text, warnings, only_in_existing_dir }),
                 Err(why) => items.push(Item::new(&path, "skip", Some(why))),
@@ -340,10 +345,10 @@ fn missing_dirs(root: &Root, rel: &str) -> Result<Vec<String>, HostError> {
     Ok(missing)
 }
 
-fn install(root: &Root, dry_run: bool, items: &mut Vec<Item>) -> Result<(), HostError> {
+fn install(root: &Root, modules: Modules, dry_run: bool, items: &mut Vec<Item>) -> Result<(), HostError> {
     let old = root.record()?.unwrap_or_default();
     let mut wanted = Vec::new();
-    for shim in shims(&root.path, items)? {
+    for shim in shims(&root.path, modules, items)? {
         // A file agmsg would read only in a directory it has itself (a type's) gets no directory from us.
         if let Some(why) = shim.only_in_existing_dir
             && root.dir_at(split(&shim.path).0, None)?.is_none()

@@ -586,7 +586,7 @@ impl<'rt> Storage<'rt> {
     /// was and no temporary file behind.
     pub fn export_to_file(&mut self, file: &Path) -> Result<(), StorageError> {
         let io_error = |e: std::io::Error| StorageError::runtime(format!("export failed: {}: {e}", file.display()));
-        super::atomic_file::write_atomically(file, io_error, |writer| {
+        crate::atomic_file::write_atomically(file, io_error, |writer| {
             self.export_events(|page| {
                 for event in page {
                     writeln!(writer, "{}", super::records::event_line(event)).map_err(io_error)?;

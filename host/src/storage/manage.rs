@@ -2,7 +2,7 @@
 //! config file as the one record of the choice ([`set_configured_driver`]).
 //!
 //! The config (`${AGMSG_CONFIG:-~/.agents/agmsg/config.json}`, [`location::config_file`]) is rewritten
-//! atomically ([`atomic_file`]) and keeps every key it does not know. `convert` never touches the old
+//! atomically ([`atomic_file`](crate::atomic_file)) and keeps every key it does not know. `convert` never touches the old
 //! store: the new one is built and verified in a private directory inside the store, moved in beside the
 //! old one, and only then does the config flip; any failure before the flip leaves the old store and
 //! config as they were. Progress is reported to a [`Progress`] the caller supplies; nothing here prints.
@@ -15,7 +15,8 @@ use sha2::{Digest, Sha256};
 
 use super::driver::{Event, Pair};
 use super::records::event_line;
-use super::{Storage, StorageError, StoreSession, atomic_file, drivers, location, source};
+use super::{Storage, StorageError, StoreSession, drivers, location, source};
+use crate::atomic_file;
 use crate::axis::Axis;
 use crate::bundled;
 use crate::error::{ExitClass, HostError};

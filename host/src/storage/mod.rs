@@ -1,7 +1,6 @@
 //! The storage axis on the host: which driver, where its store lives, and a typed handle whose every
 //! call runs sandboxed, under a deadline, with its output checked before anyone prints it.
 
-pub mod atomic_file;
 pub mod caches;
 pub mod delivery;
 pub mod driver;

@@ -104,7 +104,7 @@ pub fn requested(driver_flag: Option<String>, name: Option<&str>, output: Option
 /// the storage runtime_error.
 pub fn write(shim: &StorageShim, output: &Path) -> Result<(), HostError> {
     let failed = |e: std::io::Error| HostError::new(ExitClass::RUNTIME, format!("cannot write {}: {e}", output.display()));
-    super::atomic_file::write_atomically(output, failed, |w| std::io::Write::write_all(w, shim.text.as_bytes()).map_err(failed))
+    crate::atomic_file::write_atomically(output, failed, |w| std::io::Write::write_all(w, shim.text.as_bytes()).map_err(failed))
 }
 
 /// Where agmsg finds the shim written to `output` as storage driver `selector`, for the line printed

@@ -148,7 +148,7 @@ pub fn write_dir(name: &str, output: &Path, bin: &str) -> Result<PathBuf, HostEr
     for (file, text) in files {
         let path = dir.join(file);
         let failed = |e: std::io::Error| refused(format!("cannot write {}: {e}", path.display()));
-        crate::storage::atomic_file::write_atomically(&path, failed, |w| w.write_all(text.as_bytes()).map_err(failed))?;
+        crate::atomic_file::write_atomically(&path, failed, |w| w.write_all(text.as_bytes()).map_err(failed))?;
     }
     Ok(dir)
 }

@@ -32,6 +32,33 @@ use crate::agent::registry::AgentType;
 pub use crate::agent::shim_text::{is_shim, text};
 use crate::error::HostError;
 
+/// `shim types <type>`: the `_delivery.sh` for one type.
+pub struct TypeShim {
+    /// The type's name.
+    pub name: String,
+    /// The file's text, running the agmsg-host this process was started as.
+    pub text: String,
+    /// What the type loses with the shim in place of its plug ([`replaces`]).
+    pub warnings: Vec<String>,
+}
+
+impl TypeShim {
+    /// Where agmsg finds the file, for the line printed after writing it.
+    pub fn hint(&self) -> String {
+        format!("agmsg's delivery engine sources it as the _delivery.sh of type {}, in the type's directory", self.name)
+    }
+}
+
+/// The shim for the type `agent_type` of the environment's registry. Refused: an unknown type, one
+/// whose delivery agmsg-host cannot answer ([`replaces`]), this binary not found.
+pub fn requested(agent_type: &str) -> Result<TypeShim, HostError> {
+    let registry = crate::agent::Registry::from_env();
+    let t = registry.require(agent_type)?;
+    let warnings = replaces(t)?;
+    let bin = crate::shim::invoked_binary()?;
+    Ok(TypeShim { name: t.name.clone(), text: text(&t.name, &bin), warnings })
+}
+
 /// Whether type `t` can take the shim as its `_delivery.sh`, and what it loses: `Err` when agmsg-host
 /// cannot answer its apply and status (a shell plug overrides them and no plug component answers for
 /// the type); else one warning per function the type's current plug (agmsg's, or a shell plug on disk)

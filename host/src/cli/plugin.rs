@@ -1,6 +1,7 @@
-//! `agmsg-host plugin install | list | inspect | trust | untrust | remove`: third-party drivers, with the
-//! user's consent to exactly what each one asks for. The workflows are the library's
-//! ([`agmsg_host::plugin::commands`]); here the arguments, the terminal the consent is asked on, and
+//! `agmsg-host plugin install | list | inspect | trust | untrust | remove | publish | update | keys`:
+//! third-party drivers, with the user's consent to exactly what each one asks for, from a directory or
+//! as published to an OCI registry. The workflows are the library's ([`agmsg_host::plugin::commands`],
+//! [`agmsg_host::plugin::published`]); here the arguments, the terminal the consent is asked on, and
 //! the printing.
 
 use std::io::{IsTerminal, Write};
@@ -10,6 +11,8 @@ use std::process::ExitCode;
 use super::exit;
 use agmsg_host::error::HostError;
 use agmsg_host::plugin::commands::{self, Prompt};
+use agmsg_host::plugin::oci;
+use agmsg_host::plugin::published::{self, Source};
 
 /// How the user answers the consent question.
 #[derive(Clone, Debug, Default, clap::Args)]
@@ -29,19 +32,95 @@ impl Consent {
     }
 }
 
+/// How far a registry may send a download.
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct Download {
+    /// Let the registry redirect to this host (repeatable; over HTTPS): registries that serve blobs from
+    /// a CDN need it. Any other redirect to another host is refused
+    #[arg(long = "allow-redirect", value_name = "HOST")]
+    pub redirect_hosts: Vec<String>,
+}
+
+impl Download {
+    fn options(&self) -> oci::Options {
+        oci::Options { redirect_hosts: self.redirect_hosts.clone(), ..oci::Options::default() }
+    }
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum KeysCommand {
+    /// Pin a publisher's SSH public key (ed25519) under a name: drivers it signs are shown as its
+    Add {
+        /// What you call the publisher
+        name: String,
+        /// The public key: a line like `ssh-ed25519 AAAA...`, or its .pub file
+        key: String,
+    },
+    /// The pinned keys: name, fingerprint, key
+    List {
+        /// One JSON object per line
+        #[arg(long)]
+        json: bool,
+    },
+    /// Unpin a key (by name or fingerprint)
+    Remove {
+        /// The name, or the SHA256:... fingerprint
+        which: String,
+    },
+}
+
 #[derive(Debug, clap::Subcommand)]
 pub enum PluginCommand {
     /// Install a driver package (a directory holding agmsg-driver.toml, the manifest itself, or a
-    /// .wasm component with --manifest), or an agent type's directory (type.conf, its template,
-    /// optionally a plug component), into $AGMSG_HOME/plugins/<axis>/<name>/ and trust it
+    /// .wasm component with --manifest), an agent type's directory (type.conf, its template,
+    /// optionally a plug component), or a published driver (oci://<registry>/<repository>:<tag> or
+    /// @sha256:<digest>, or an OCI image layout .tar file) into $AGMSG_HOME/plugins/<axis>/<name>/ and
+    /// trust it. A published driver's digests and signature are verified first, and the consent names
+    /// its publisher or says it is unsigned
     Install {
-        /// The package directory, its agmsg-driver.toml, its component (.wasm), or a type directory
+        /// The package directory, its agmsg-driver.toml, its component (.wasm), a type directory, an
+        /// oci:// reference, or an OCI image layout .tar (optionally :<tag> or @sha256:<digest>)
         source: PathBuf,
         /// The manifest, when SOURCE is a component whose manifest is elsewhere
         #[arg(long, value_name = "FILE")]
         manifest: Option<PathBuf>,
         #[command(flatten)]
         consent: Consent,
+        #[command(flatten)]
+        download: Download,
+    },
+    /// Publish a driver package as an OCI artifact (the CNCF Wasm layout, with its agmsg-driver.toml
+    /// and, with --sign-key, an SSH signature over both): to a registry, or to an OCI image layout .tar
+    Publish {
+        /// The package directory, its agmsg-driver.toml, or its component (.wasm) with --manifest
+        source: PathBuf,
+        /// oci://<registry>/<repository>:<tag>, or a file ending in .tar
+        destination: String,
+        /// The manifest, when SOURCE is a component whose manifest is elsewhere
+        #[arg(long, value_name = "FILE")]
+        manifest: Option<PathBuf>,
+        /// Sign it with this ed25519 private key (through ssh-keygen -Y sign, which asks for its
+        /// passphrase or uses your agent)
+        #[arg(long, value_name = "PRIVATE_KEY")]
+        sign_key: Option<PathBuf>,
+        #[command(flatten)]
+        download: Download,
+    },
+    /// Install the newer version of a driver installed from a registry or an artifact file, from the
+    /// same source: without asking when signed by the same key and asking for nothing more; otherwise
+    /// asked again, shown what changed
+    Update {
+        /// axis/name, or a name that is unambiguous across axes
+        reference: String,
+        #[command(flatten)]
+        consent: Consent,
+        #[command(flatten)]
+        download: Download,
+    },
+    /// The publishers' keys you pinned (SSH ed25519 public keys)
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
     },
     /// Every driver found: axis/name, version, builtin / trusted / UNTRUSTED, what it is granted, path
     List {
@@ -106,9 +185,24 @@ impl Prompt for Terminal {
 pub fn run(command: PluginCommand) -> ExitCode {
     let axes = agmsg_host::plugin_axes();
     let report = match command {
-        PluginCommand::Install { source, manifest, consent } => {
-            commands::install(&axes, &source, manifest.as_deref(), &consent.library(), &mut Terminal)
+        PluginCommand::Install { source, manifest, consent, download } => match Source::parse(&source.to_string_lossy()) {
+            Ok(Some(published)) if manifest.is_none() => {
+                published::install(&axes, &published, &download.options(), &consent.library(), &mut Terminal)
+            }
+            Ok(_) => commands::install(&axes, &source, manifest.as_deref(), &consent.library(), &mut Terminal),
+            Err(e) => Err(e),
+        },
+        PluginCommand::Publish { source, destination, manifest, sign_key, download } => {
+            published::publish(&source, manifest.as_deref(), &destination, sign_key.as_deref(), &download.options())
         }
+        PluginCommand::Update { reference, consent, download } => {
+            published::update(&axes, &reference, &download.options(), &consent.library(), &mut Terminal)
+        }
+        PluginCommand::Keys { command } => match command {
+            KeysCommand::Add { name, key } => published::keys_add(&name, &key),
+            KeysCommand::List { json } => published::keys_list(json),
+            KeysCommand::Remove { which } => published::keys_remove(&which),
+        },
         PluginCommand::List { json } => {
             let listed = commands::list(&axes, json).and_then(|text| {
                 std::io::stdout().write_all(text.as_bytes()).map_err(|e| HostError::refused(format!("writing the list: {e}")))

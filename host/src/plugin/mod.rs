@@ -16,6 +16,8 @@
 //!   OCI image layout file, every answer bounded and checked against its digest.
 //! - [`signature`]: SSH signatures binding a component and its manifest; [`keys`]: the publisher
 //!   keys the user pinned.
+//! - [`published`]: `plugin publish | install oci://... | update | keys`, each returning what the
+//!   command line prints.
 //! - [`commands`]: `plugin install | list | inspect | trust | untrust | remove`, each returning what the
 //!   command line prints (what only an axis knows comes through [`commands::Axes`]).
 
@@ -24,6 +26,7 @@ pub mod conf;
 pub mod keys;
 pub mod manifest;
 pub mod oci;
+pub mod published;
 pub mod registry;
 pub mod signature;
 pub mod tree;

@@ -144,8 +144,7 @@ fn record_trust(
 ) -> Result<Trusted, HostError> {
     let runs_with = consented.granted_by(&granted);
     let (sha256, manifest_sha256) = hashes;
-    let record =
-        TrustRecord { axis, name: name.to_owned(), path: dir.to_owned(), sha256, manifest_sha256, consented, granted, provenance };
+    let record = TrustRecord { axis, name: name.to_owned(), path: dir.to_owned(), sha256, manifest_sha256, consented, granted, provenance };
     TrustFile::update(home, |trust| {
         trust.trust(record);
         Ok(())
@@ -390,8 +389,10 @@ pub fn trust(
     };
     let from = if candidate.is_type_dir { candidate.dir.clone() } else { candidate.component().unwrap_or_default() };
     let previous = TrustFile::load(&home)?.record(axis, &name, &candidate.dir).cloned();
-    let unchanged =
-        previous.as_ref().filter(|r| r.sha256 == pinned.0 && r.manifest_sha256 == pinned.1 && r.consented == asks_for).map(|r| r.granted.clone());
+    let unchanged = previous
+        .as_ref()
+        .filter(|r| r.sha256 == pinned.0 && r.manifest_sha256 == pinned.1 && r.consented == asks_for)
+        .map(|r| r.granted.clone());
     // Where these very files were published, kept when they are trusted again.
     let provenance = previous.filter(|r| r.sha256 == pinned.0 && r.manifest_sha256 == pinned.1).and_then(|r| r.provenance);
     let request = ConsentRequest {

@@ -1,0 +1,376 @@
+//! Third-party drivers published to an OCI registry (issue 38), against a real registry on 127.0.0.1
+//! (Debian's docker-registry) and a hostile one: `plugin publish` (signed with an SSH key made by
+//! ssh-keygen), `plugin install oci://...` by tag and by digest, the consent naming the publisher or
+//! saying the driver is unsigned, `plugin update` (same key and grants: no question; wider: asked again,
+//! shown what widened), the air-gapped artifact file, and each tampering case refused with nothing
+//! installed or changed.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::registry::{Answer, Hostile, Registry, http};
+use common::{Env, Run, fixture};
+
+/// A package directory (the hostile storage fixture's component) named `name`, version `version`,
+/// asking for the store, inert sockets and `extra` capability lines.
+fn package(env: &Env, name: &str, version: &str, extra: &str) -> PathBuf {
+    let dir = env.dir.path().join("packages").join(format!("{name}-{version}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(fixture("hostile-storage"), dir.join("driver.wasm")).unwrap();
+    std::fs::write(
+        dir.join("agmsg-driver.toml"),
+        format!(
+            "name = \"{name}\"\naxis = \"storage\"\nversion = \"{version}\"\napi = \"1.0.0\"\n[capabilities]\nstore = true\ninert_sockets = true\n{extra}"
+        ),
+    )
+    .unwrap();
+    dir
+}
+
+/// An ed25519 key pair made by ssh-keygen under the test's directory: the private key's path.
+fn keygen(env: &Env, name: &str) -> PathBuf {
+    let key = env.dir.path().join(format!("{name}_ed25519"));
+    let out = Command::new("ssh-keygen").args(["-q", "-t", "ed25519", "-N", "", "-C", name, "-f"]).arg(&key).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    key
+}
+
+fn pub_key(key: &Path) -> String {
+    format!("{}.pub", key.display())
+}
+
+fn plugin(env: &Env, args: &[&str]) -> Run {
+    let mut all = vec!["plugin"];
+    all.extend_from_slice(args);
+    env.run(&all)
+}
+
+fn ok(run: Run) -> Run {
+    assert_eq!(run.code, 0, "{run:?}");
+    run
+}
+
+fn installed(env: &Env, name: &str) -> PathBuf {
+    env.dir.path().join(".agents/agmsg/plugins/storage").join(name)
+}
+
+fn trust_file(env: &Env) -> Option<String> {
+    std::fs::read_to_string(env.dir.path().join(".agents/agmsg/trusted-plugins.json")).ok()
+}
+
+fn installed_version(env: &Env, name: &str) -> Option<String> {
+    let text = std::fs::read_to_string(installed(env, name).join("agmsg-driver.toml")).ok()?;
+    text.lines().find_map(|l| l.strip_prefix("version = \"")).map(|v| v.trim_end_matches('"').to_owned())
+}
+
+/// `sha256:...` after "digest " in a publish's output.
+fn digest_in(text: &str) -> String {
+    let at = text.find("digest sha256:").unwrap_or_else(|| panic!("no digest in {text}")) + "digest ".len();
+    text[at..at + 71].to_owned()
+}
+
+/// Publish `dir` to `destination`, signed with `key` if given: the output.
+fn publish(env: &Env, dir: &Path, destination: &str, key: Option<&Path>) -> String {
+    let mut args = vec!["publish", dir.to_str().unwrap(), destination];
+    if let Some(key) = key {
+        args.extend(["--sign-key", key.to_str().unwrap()]);
+    }
+    ok(plugin(env, &args)).stdout
+}
+
+/// A refused install or update: nothing installed, the trust file unchanged.
+fn assert_refused_unchanged(env: &Env, run: &Run, name: &str, expected: &str, before: (Option<String>, Option<String>)) {
+    assert_ne!(run.code, 0, "{run:?}");
+    assert!(run.stderr.contains(expected), "expected {expected:?}: {run:?}");
+    assert_eq!((installed_version(env, name), trust_file(env)), before, "nothing installed or changed");
+}
+
+#[test]
+fn publish_then_install_by_tag_and_by_digest_naming_the_publisher() {
+    let Some(registry) = Registry::start() else { return };
+    let env = Env::new();
+    let alice = keygen(&env, "alice");
+    let reference = format!("oci://{}/drivers/notes:1.0.0", registry.addr);
+    let out = publish(&env, &package(&env, "notes", "1.0.0", ""), &reference, Some(&alice));
+    assert!(out.contains("published storage/notes 1.0.0") && out.contains("signed by SHA256:"), "{out}");
+    let digest = digest_in(&out);
+
+    // Signed by a key the user has not pinned: refused, saying how to pin it.
+    let run = plugin(&env, &["install", &reference, "--yes"]);
+    assert_refused_unchanged(&env, &run, "notes", "signed by a key you have not pinned (SHA256:", (None, None));
+
+    ok(plugin(&env, &["keys", "add", "alice", &pub_key(&alice)]));
+    let listed = ok(plugin(&env, &["keys", "list"])).stdout;
+    assert!(listed.starts_with("alice ") && listed.contains("SHA256:") && listed.contains("ssh-ed25519 "), "{listed}");
+
+    // Without a terminal and without --yes: the consent is shown (the publisher named), nothing written.
+    let run = plugin(&env, &["install", &reference]);
+    assert_refused_unchanged(&env, &run, "notes", "rerun with --yes", (None, None));
+    assert!(run.stderr.contains("Publisher: alice (SHA256:"), "{run:?}");
+    assert!(run.stderr.contains("It asks for:\n  store"), "{run:?}");
+
+    let run = ok(plugin(&env, &["install", &reference, "--yes"]));
+    assert!(run.stdout.contains("installed storage/notes 1.0.0") && run.stdout.contains("signed by alice (SHA256:"), "{run:?}");
+    assert!(run.stdout.contains(&format!("{reference}@{digest}")), "{run:?}");
+    let listed = ok(plugin(&env, &["list", "--json"])).json();
+    assert!(listed.iter().any(|r| r["driver"] == "storage/notes" && r["state"] == "trusted"), "{listed:?}");
+
+    // By digest, after removing it.
+    ok(plugin(&env, &["remove", "storage/notes"]));
+    let by_digest = format!("oci://{}/drivers/notes@{digest}", registry.addr);
+    let run = ok(plugin(&env, &["install", &by_digest, "--yes"]));
+    assert!(run.stdout.contains("installed storage/notes 1.0.0"), "{run:?}");
+    // A digest the registry does not hold.
+    let missing = format!("oci://{}/drivers/notes@sha256:{}", registry.addr, "0".repeat(64));
+    assert_ne!(plugin(&env, &["install", &missing, "--yes"]).code, 0);
+
+    // Unsigned: the consent says so plainly.
+    let unsigned = format!("oci://{}/drivers/plain:1.0.0", registry.addr);
+    let out = publish(&env, &package(&env, "plain", "1.0.0", ""), &unsigned, None);
+    assert!(out.contains("unsigned"), "{out}");
+    let run = plugin(&env, &["install", &unsigned]);
+    assert!(run.code != 0 && run.stderr.contains("Publisher: UNSIGNED"), "{run:?}");
+    let run = ok(plugin(&env, &["install", &unsigned, "--yes"]));
+    assert!(run.stdout.contains("unsigned"), "{run:?}");
+}
+
+#[test]
+fn update_with_the_same_key_and_grants_asks_nothing_and_wider_grants_ask_again() {
+    let Some(registry) = Registry::start() else { return };
+    let env = Env::new();
+    let alice = keygen(&env, "alice");
+    let bob = keygen(&env, "bob");
+    ok(plugin(&env, &["keys", "add", "alice", &pub_key(&alice)]));
+    ok(plugin(&env, &["keys", "add", "bob", &pub_key(&bob)]));
+    let reference = format!("oci://{}/drivers/memo:stable", registry.addr);
+    publish(&env, &package(&env, "memo", "1.0.0", "env = [\"MEMO_A\"]\n"), &reference, Some(&alice));
+    ok(plugin(&env, &["install", &reference, "--yes"]));
+    let run = ok(plugin(&env, &["update", "storage/memo"]));
+    assert!(run.stdout.contains("is up to date"), "{run:?}");
+
+    // Same key, narrower: installed without asking (no terminal, no --yes).
+    publish(&env, &package(&env, "memo", "1.1.0", ""), &reference, Some(&alice));
+    let run = ok(plugin(&env, &["update", "storage/memo"]));
+    assert!(run.stdout.contains("updated without asking") && run.stdout.contains("installed storage/memo 1.1.0"), "{run:?}");
+    assert_eq!(installed_version(&env, "memo").as_deref(), Some("1.1.0"));
+
+    // Same key, a new variable: asked again, shown exactly what widened; refused without a terminal.
+    publish(&env, &package(&env, "memo", "1.2.0", "env = [\"MEMO_A\", \"MEMO_B\"]\n"), &reference, Some(&alice));
+    let before = (installed_version(&env, "memo"), trust_file(&env));
+    let run = plugin(&env, &["update", "storage/memo"]);
+    assert_refused_unchanged(&env, &run, "memo", "rerun with --yes", before);
+    assert!(run.stderr.contains("it now also asks for:\n  + env:MEMO_A\n  + env:MEMO_B\n"), "{run:?}");
+    assert!(run.stderr.contains("Publisher: alice (SHA256:"), "{run:?}");
+    let run = ok(plugin(&env, &["update", "storage/memo", "--yes"]));
+    assert!(run.stdout.contains("installed storage/memo 1.2.0"), "{run:?}");
+
+    // Another pinned key, nothing wider: asked again, told the key changed.
+    publish(&env, &package(&env, "memo", "1.3.0", "env = [\"MEMO_A\", \"MEMO_B\"]\n"), &reference, Some(&bob));
+    let before = (installed_version(&env, "memo"), trust_file(&env));
+    let run = plugin(&env, &["update", "storage/memo"]);
+    assert_refused_unchanged(&env, &run, "memo", "It is signed by a DIFFERENT key: bob (SHA256:", before);
+    // Unsigned now: asked again, told so.
+    publish(&env, &package(&env, "memo", "1.4.0", "env = [\"MEMO_A\", \"MEMO_B\"]\n"), &reference, None);
+    let before = (installed_version(&env, "memo"), trust_file(&env));
+    let run = plugin(&env, &["update", "storage/memo"]);
+    assert_refused_unchanged(&env, &run, "memo", "It is UNSIGNED now (it was signed by alice", before);
+}
+
+#[test]
+fn an_artifact_file_installs_air_gapped_with_the_same_verification() {
+    if !common::registry::tools_present() {
+        return;
+    }
+    let env = Env::new();
+    let alice = keygen(&env, "alice");
+    let mallory = keygen(&env, "mallory");
+    ok(plugin(&env, &["keys", "add", "alice", &pub_key(&alice)]));
+    let file = env.dir.path().join("notes.tar");
+    let out = publish(&env, &package(&env, "notes", "1.0.0", ""), file.to_str().unwrap(), Some(&alice));
+    assert!(out.contains("an OCI image layout"), "{out}");
+    let forged = env.dir.path().join("forged.tar");
+    publish(&env, &package(&env, "notes", "1.0.0", ""), forged.to_str().unwrap(), Some(&mallory));
+
+    let run = plugin(&env, &["install", forged.to_str().unwrap(), "--yes"]);
+    assert_refused_unchanged(&env, &run, "notes", "signed by a key you have not pinned", (None, None));
+    let run = ok(plugin(&env, &["install", &format!("{}:1.0.0", file.display()), "--yes"]));
+    assert!(run.stdout.contains("signed by alice"), "{run:?}");
+}
+
+/// The image manifest `reference` names in `registry`, parsed.
+fn manifest_of(registry: &Registry, repository: &str, tag: &str) -> serde_json::Value {
+    let (status, _, body) = http(
+        &registry.addr,
+        "GET",
+        &format!("/v2/{repository}/manifests/{tag}"),
+        &[("Accept", "application/vnd.oci.image.manifest.v1+json")],
+        b"",
+    )
+    .unwrap();
+    assert_eq!(status, 200);
+    serde_json::from_slice(&body).unwrap()
+}
+
+fn layer(manifest: &serde_json::Value, media_type: &str) -> serde_json::Value {
+    manifest["layers"].as_array().unwrap().iter().find(|l| l["mediaType"] == media_type).unwrap().clone()
+}
+
+/// A registry, a test home with alice's key pinned, and alice's signed `notes` 1.0.0 published as
+/// `drivers/notes:1.0.0`; `None`: skipped.
+struct Published {
+    registry: Registry,
+    env: Env,
+    alice: PathBuf,
+}
+
+impl Published {
+    fn new() -> Option<Published> {
+        let registry = Registry::start()?;
+        let env = Env::new();
+        let alice = keygen(&env, "alice");
+        ok(plugin(&env, &["keys", "add", "alice", &pub_key(&alice)]));
+        publish(&env, &package(&env, "notes", "1.0.0", ""), &format!("oci://{}/drivers/notes:1.0.0", registry.addr), Some(&alice));
+        Some(Published { registry, env, alice })
+    }
+
+    fn at(&self, repo: &str) -> String {
+        format!("oci://{}/{repo}", self.registry.addr)
+    }
+
+    fn manifest(&self) -> serde_json::Value {
+        manifest_of(&self.registry, "drivers/notes", "1.0.0")
+    }
+
+    fn wasm_digest(&self) -> String {
+        layer(&self.manifest(), "application/wasm")["digest"].as_str().unwrap().to_owned()
+    }
+
+    /// `plugin install <reference> --yes` is refused with `expected`, nothing installed or changed.
+    fn refused(&self, reference: &str, expected: &str) {
+        let run = plugin(&self.env, &["install", reference, "--yes"]);
+        assert_refused_unchanged(&self.env, &run, "notes", expected, (None, None));
+        assert!(!installed(&self.env, "notes").exists());
+    }
+}
+
+#[test]
+fn tampered_a_signature_by_another_key_is_refused() {
+    let Some(p) = Published::new() else { return };
+    let mallory = keygen(&p.env, "mallory");
+    publish(&p.env, &package(&p.env, "notes", "1.0.0", ""), &p.at("drivers/forged:1.0.0"), Some(&mallory));
+    p.refused(&p.at("drivers/forged:1.0.0"), "signed by a key you have not pinned");
+    ok(plugin(&p.env, &["install", &p.at("drivers/notes:1.0.0"), "--yes"]));
+}
+
+#[test]
+fn tampered_a_blob_that_is_not_its_digest_is_refused() {
+    let Some(p) = Published::new() else { return };
+    // Corrupted in the registry's own storage (which serves it as it is).
+    let file = p.registry.blob_file(&p.wasm_digest());
+    let mut bytes = std::fs::read(&file).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&file, &bytes).unwrap();
+    p.refused(&p.at("drivers/notes:1.0.0"), "answered something else for its component");
+}
+
+#[test]
+fn tampered_a_manifest_and_a_component_from_different_publications_are_refused() {
+    let Some(p) = Published::new() else { return };
+    // Another publication by alice, with another component.
+    let other = package(&p.env, "notes", "2.0.0", "");
+    let mut wasm = std::fs::read(other.join("driver.wasm")).unwrap();
+    wasm.extend_from_slice(&[0, 6, 5, b'o', b't', b'h', b'e', b'r']);
+    std::fs::write(other.join("driver.wasm"), &wasm).unwrap();
+    publish(&p.env, &other, &p.at("drivers/notes:2.0.0"), Some(&p.alice));
+    // 1.0.0's manifest, signature and config with 2.0.0's component, put in the registry as a tag.
+    let mut mixed = p.manifest();
+    let theirs = layer(&manifest_of(&p.registry, "drivers/notes", "2.0.0"), "application/wasm");
+    let layers = mixed["layers"].as_array_mut().unwrap();
+    let at = layers.iter().position(|l| l["mediaType"] == "application/wasm").unwrap();
+    layers[at] = theirs;
+    let (status, _, body) = http(
+        &p.registry.addr,
+        "PUT",
+        "/v2/drivers/notes/manifests/mixed",
+        &[("Content-Type", "application/vnd.oci.image.manifest.v1+json")],
+        &serde_json::to_vec(&mixed).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(status, 201, "{}", String::from_utf8_lossy(&body));
+    p.refused(&p.at("drivers/notes:mixed"), "does not cover this component and manifest");
+}
+
+/// A hostile registry serving `p`'s artifact, with `blob` deciding what a blob request gets (`None`:
+/// the real blob).
+fn hostile(p: &Published, blob: impl Fn(&str) -> Option<Answer> + Send + 'static) -> Hostile {
+    let manifest = serde_json::to_vec(&p.manifest()).unwrap();
+    let real = p.registry.addr.clone();
+    Hostile::start(move |_, path| {
+        if path.contains("/manifests/") {
+            return Answer::Bytes(
+                200,
+                vec![("Content-Type".into(), "application/vnd.oci.image.manifest.v1+json".into())],
+                manifest.clone(),
+            );
+        }
+        let digest = path.rsplit('/').next().unwrap_or("").to_owned();
+        if let Some(answer) = blob(&digest) {
+            return answer;
+        }
+        let (status, _, body) = http(&real, "GET", &format!("/v2/drivers/notes/blobs/{digest}"), &[], b"").unwrap();
+        Answer::Bytes(status, vec![], body)
+    })
+}
+
+#[test]
+fn hostile_a_redirect_to_another_host_is_refused() {
+    let Some(p) = Published::new() else { return };
+    // Another loopback address: another host.
+    let elsewhere = Hostile::start_on("127.0.0.2", |_, _| Answer::Bytes(404, vec![], vec![]));
+    let target = format!("http://{}/blob", elsewhere.addr);
+    let wasm = p.wasm_digest();
+    let server = hostile(&p, move |d| (d == wasm).then(|| Answer::Bytes(307, vec![("Location".into(), target.clone())], vec![])));
+    p.refused(
+        &format!("oci://{}/drivers/notes:1.0.0", server.addr),
+        &format!("redirected to http://{}: another host, refused", elsewhere.addr),
+    );
+}
+
+#[test]
+fn hostile_an_answer_longer_than_the_blob_is_cut_and_refused() {
+    let Some(p) = Published::new() else { return };
+    let wasm = p.wasm_digest();
+    let server = hostile(&p, move |d| (d == wasm).then_some(Answer::Endless(512 << 20)));
+    p.refused(&format!("oci://{}/drivers/notes:1.0.0", server.addr), "the answer is larger than");
+}
+
+#[test]
+fn hostile_an_oversize_component_is_refused_before_downloading() {
+    let Some(p) = Published::new() else { return };
+    let mut huge = p.manifest();
+    let layers = huge["layers"].as_array_mut().unwrap();
+    let at = layers.iter().position(|l| l["mediaType"] == "application/wasm").unwrap();
+    layers[at]["size"] = serde_json::json!(300u64 << 20);
+    let huge = serde_json::to_vec(&huge).unwrap();
+    let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let blobs = asked.clone();
+    let server = Hostile::start(move |_, path| {
+        if path.contains("/manifests/") {
+            return Answer::Bytes(200, vec![], huge.clone());
+        }
+        blobs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Answer::Endless(300 << 20)
+    });
+    p.refused(&format!("oci://{}/drivers/notes:1.0.0", server.addr), "more than the 256 MiB allowed");
+    assert_eq!(asked.load(std::sync::atomic::Ordering::SeqCst), 0, "no blob was asked for");
+}
+
+#[test]
+fn hostile_a_manifest_that_is_not_the_digest_asked_for_is_refused() {
+    let Some(p) = Published::new() else { return };
+    let server = hostile(&p, |_| None);
+    p.refused(&format!("oci://{}/drivers/notes@sha256:{}", server.addr, "1".repeat(64)), "not the sha256:1111");
+}

@@ -261,12 +261,11 @@ fn is_missing(dir: &std::os::fd::OwnedFd, path: &str) -> bool {
 fn created_file_mode(parent: &std::os::fd::OwnedFd, path: &str, created: u32) -> Option<u32> {
     use rustix::fs::{AtFlags, FileType};
     for suffix in ["-journal", "-wal", "-shm"] {
-        if let Some(db) = path.strip_suffix(suffix).filter(|db| !db.is_empty()) {
-            if let Ok(st) = rustix::fs::statat(parent, db, AtFlags::SYMLINK_NOFOLLOW)
-                && FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
-            {
-                return Some(st.st_mode & 0o777);
-            }
+        if let Some(db) = path.strip_suffix(suffix).filter(|db| !db.is_empty())
+            && let Ok(st) = rustix::fs::statat(parent, db, AtFlags::SYMLINK_NOFOLLOW)
+            && FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
+        {
+            return Some(st.st_mode & 0o777);
         }
     }
     let name = path.rsplit('/').next().unwrap_or(path);

@@ -557,3 +557,24 @@ fn a_store_started_through_the_shims_has_agmsgs_modes() {
         }
     }
 }
+
+/// Issue 35 §4: sqlite's kept journal holds pages of the database, so it gets the database's mode, as
+/// sqlite's own VFS gives it (WASI's open cannot carry a mode, so the host sets it): a database its
+/// owner made private is not readable through its journal. (It was 0644 beside a 0600 database.)
+#[test]
+fn a_private_sqlite_database_keeps_its_journal_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let send = |body: &str| {
+        let run = env.run(&["--driver", "sqlite", "storage", "send", "t", "alice", "bob", body]);
+        assert_eq!(run.code, 0, "{run:?}");
+    };
+    send("first");
+    let (db, journal) = (env.store.join("messages.db"), env.store.join("messages.db-journal"));
+    let _ = std::fs::remove_file(&journal);
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o600)).unwrap();
+    send("second");
+    send("third");
+    let mode = std::fs::metadata(&journal).expect("sqlite keeps its journal").permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o600, "the journal of a 0600 database is {mode:o}");
+}

@@ -348,6 +348,18 @@ fn hostile_an_answer_longer_than_the_blob_is_cut_and_refused() {
 }
 
 #[test]
+fn hostile_a_stalled_answer_is_given_up_in_time() {
+    let Some(p) = Published::new() else { return };
+    let wasm = p.wasm_digest();
+    let server = hostile(&p, move |d| (d == wasm).then_some(Answer::Stall(std::time::Duration::from_secs(20))));
+    let started = std::time::Instant::now();
+    let reference = format!("oci://{}/drivers/notes:1.0.0", server.addr);
+    let run: Run = p.env.cmd().env("AGMSG_OCI_TIMEOUT_SECS", "2").args(["plugin", "install", &reference, "--yes"]).output().unwrap().into();
+    assert_refused_unchanged(&p.env, &run, "notes", "in time", (None, None));
+    assert!(started.elapsed() < std::time::Duration::from_secs(15), "given up after {:?}", started.elapsed());
+}
+
+#[test]
 fn hostile_an_oversize_component_is_refused_before_downloading() {
     let Some(p) = Published::new() else { return };
     let mut huge = p.manifest();

@@ -151,6 +151,8 @@ pub enum Answer {
     Bytes(u16, Vec<(String, String)>, Vec<u8>),
     /// A 200 whose body is `n` bytes of zeros, sent with no length (until the connection closes).
     Endless(u64),
+    /// A 200 announcing a body of 1 KiB, then nothing for this long.
+    Stall(Duration),
 }
 
 /// A hostile registry on 127.0.0.1: each request's path goes to `answer`. Stopped when dropped.
@@ -199,6 +201,10 @@ impl Hostile {
                         if method != "HEAD" {
                             let _ = stream.write_all(&body);
                         }
+                    }
+                    Answer::Stall(time) => {
+                        let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1024\r\nConnection: close\r\n\r\n");
+                        std::thread::sleep(time);
                     }
                     Answer::Endless(n) => {
                         let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n");

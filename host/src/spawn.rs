@@ -63,7 +63,7 @@ pub struct SpawnRequest<'a> {
     pub target: SpawnTarget,
     pub naming: NamingMode,
     /// Variables the boot script exports besides the type's (a required role's profile directory,
-    /// [`options::Resolved::env`]).
+    /// [`options::AgentOptions::env`]).
     pub env: Vec<(String, String)>,
 }
 

@@ -324,7 +324,7 @@ pub fn boot_command(t: &AgentType, req: &BootRequest) -> Result<BootCommand, Hos
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::registry::{Registry, Sources, trust_none};
+    use crate::agent::registry::{Registry, TypeLocations, trust_none};
 
     fn req(project: &std::path::Path) -> BootRequest {
         BootRequest {
@@ -343,7 +343,7 @@ mod tests {
 
     #[test]
     fn every_bundled_spawnable_type() {
-        let reg = Registry::load(&Sources::default(), &trust_none);
+        let reg = Registry::load(&TypeLocations::default(), &trust_none);
         let dir = tempfile::tempdir().unwrap();
         let r = req(dir.path());
         assert_eq!(argv(&reg, "claude-code", &r), ["claude", "-n", "t-bob", "/agmsg actas bob"]);
@@ -361,7 +361,7 @@ mod tests {
 
     #[test]
     fn model_resume_options_and_boot_prompt_in_agmsgs_order() {
-        let reg = Registry::load(&Sources::default(), &trust_none);
+        let reg = Registry::load(&TypeLocations::default(), &trust_none);
         let dir = tempfile::tempdir().unwrap();
         let r = BootRequest {
             model: Some("opus".into()),
@@ -397,7 +397,7 @@ mod tests {
             std::fs::create_dir_all(types.join(name)).unwrap();
             std::fs::write(types.join(name).join("type.conf"), conf).unwrap();
         }
-        let reg = Registry::load(&Sources { skill_dir: Some(skill.path().to_owned()), plugin_bases: vec![] }, &trust_none);
+        let reg = Registry::load(&TypeLocations { skill_dir: Some(skill.path().to_owned()), plugin_bases: vec![] }, &trust_none);
         let dir = tempfile::tempdir().unwrap();
         let with_model = BootRequest { model: Some("m".into()), ..req(dir.path()) };
         assert!(boot_command(reg.get("nomodel").unwrap(), &with_model).unwrap_err().message.contains("does not accept --model"));
@@ -418,7 +418,7 @@ mod tests {
 
     #[test]
     fn boot_script() {
-        let reg = Registry::load(&Sources::default(), &trust_none);
+        let reg = Registry::load(&TypeLocations::default(), &trust_none);
         let dir = tempfile::tempdir().unwrap();
         let r = BootRequest { boot_prompt: Some("it's $HOME".into()), ..req(dir.path()) };
         let cmd = boot_command(reg.get("claude-code").unwrap(), &r).unwrap();
@@ -461,7 +461,7 @@ mod tests {
         let types = skill.path().join("scripts/drivers/types/fake");
         std::fs::create_dir_all(&types).unwrap();
         std::fs::write(types.join("type.conf"), text).unwrap();
-        let reg = Registry::load(&Sources { skill_dir: Some(skill.path().to_owned()), plugin_bases: vec![] }, &trust_none);
+        let reg = Registry::load(&TypeLocations { skill_dir: Some(skill.path().to_owned()), plugin_bases: vec![] }, &trust_none);
         let project = tempfile::tempdir().unwrap();
         let r = BootRequest { model: Some("M".into()), resume: Some("S".into()), ..req(project.path()) };
         assert_eq!(
@@ -486,7 +486,7 @@ mod tests {
         );
 
         // Bundled claude-code, a node launcher, and types spawn refuses.
-        let claude = Registry::load(&Sources::default(), &trust_none);
+        let claude = Registry::load(&TypeLocations::default(), &trust_none);
         let claude = &claude.get("claude-code").unwrap().manifest;
         let LaunchTemplate::Command { line, .. } = launch_template(claude, dir, "agmsg") else { panic!() };
         assert_eq!(line, "claude [--resume <session-id>] [--model <model>] -n <team>-<agent> '/agmsg actas <agent>'");
@@ -507,7 +507,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("type.conf"), "name=kiro\ncli=ignored\nspawn=launch.mjs\nmodel_arg=--model\ncmd_prefix=$\nmonitor=no\n")
             .unwrap();
-        let reg = Registry::load(&Sources { skill_dir: Some(skill.path().to_owned()), plugin_bases: vec![] }, &trust_none);
+        let reg = Registry::load(&TypeLocations { skill_dir: Some(skill.path().to_owned()), plugin_bases: vec![] }, &trust_none);
         let project = tempfile::tempdir().unwrap();
         let r = BootRequest { spawn_options: vec!["--flag".into()], node: "/opt/node".into(), ..req(project.path()) };
         let cmd = boot_command(reg.get("kiro").unwrap(), &r).unwrap();

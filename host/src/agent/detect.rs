@@ -271,7 +271,7 @@ pub fn detect(reg: &Registry, env: &dyn Fn(&str) -> Option<String>, procs: &dyn 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::registry::{Sources, trust_none};
+    use crate::agent::registry::{TypeLocations, trust_none};
     use std::collections::HashMap;
 
     /// A fake tree: pid -> (parent, name).
@@ -299,7 +299,7 @@ mod tests {
     }
 
     fn run(vars: &[(&str, &str)], tree: &[&'static str]) -> Detection {
-        let reg = Registry::load(&Sources::default(), &trust_none);
+        let reg = Registry::load(&TypeLocations::default(), &trust_none);
         let vars: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         detect(&reg, &|k| vars.get(k).cloned(), &chain(tree), 100)
     }
@@ -367,7 +367,7 @@ mod tests {
         names.push("grok");
         assert_eq!(run(&[], &names).rule, Rule::Fallback);
         // pid 1 is never examined.
-        let reg = Registry::load(&Sources::default(), &trust_none);
+        let reg = Registry::load(&TypeLocations::default(), &trust_none);
         let tree = Tree(HashMap::from([(1, (0, "codex"))]));
         assert_eq!(detect(&reg, &|_| None, &tree, 1).rule, Rule::Fallback);
     }
@@ -378,7 +378,7 @@ mod tests {
         let dir = skill.path().join("scripts/drivers/types/aaa");
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("type.conf"), "name=aaa\ndetect=explicit\ndetect_proc=aaa\n").unwrap();
-        let reg = Registry::load(&Sources { skill_dir: Some(skill.path().to_owned()), plugin_bases: vec![] }, &trust_none);
+        let reg = Registry::load(&TypeLocations { skill_dir: Some(skill.path().to_owned()), plugin_bases: vec![] }, &trust_none);
         let d = detect(&reg, &|v| (v == "explicit").then(|| "1".into()), &chain(&["aaa"]), 100);
         assert_eq!(d.agent_type, "aaa", "by its process only");
         assert!(matches!(d.rule, Rule::Process { .. }));
@@ -390,7 +390,7 @@ mod tests {
         let dir = skill.path().join("scripts/drivers/types/aaa");
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("type.conf"), "name=aaa\ndetect=AAA_SESSION\ndetect_fallback=AAA_HOME\n").unwrap();
-        let reg = Registry::load(&Sources { skill_dir: Some(skill.path().to_owned()), plugin_bases: vec![] }, &trust_none);
+        let reg = Registry::load(&TypeLocations { skill_dir: Some(skill.path().to_owned()), plugin_bases: vec![] }, &trust_none);
         let vars = |v: &str| (v == "AAA_HOME").then(|| "1".into());
         let d = detect(&reg, &vars, &chain(&["codex"]), 100);
         assert_eq!(d.agent_type, "codex");
@@ -404,7 +404,7 @@ mod tests {
         let dir = skill.path().join("scripts/drivers/types/aaa");
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("type.conf"), "name=aaa\ndetect=A=B 1X -\n").unwrap();
-        let reg = Registry::load(&Sources { skill_dir: Some(skill.path().to_owned()), plugin_bases: vec![] }, &trust_none);
+        let reg = Registry::load(&TypeLocations { skill_dir: Some(skill.path().to_owned()), plugin_bases: vec![] }, &trust_none);
         let asked = std::cell::RefCell::new(Vec::new());
         let env = |v: &str| {
             asked.borrow_mut().push(v.to_owned());

@@ -9,7 +9,7 @@ use std::path::Path;
 use crate::axis::Axis;
 use crate::error::HostError;
 use crate::plugin::DirPackage;
-pub use crate::plugin::conf::{Entry, MAX_MANIFEST_BYTES, Manifest, is_key, is_space};
+pub use crate::plugin::conf::{KeyLine, MAX_MANIFEST_BYTES, Manifest, is_key, is_space};
 
 /// An agent type's manifest file: the types axis's package manifest ([`Axis::dir_manifest`]).
 pub const TYPE_CONF: &str = match Axis::Types.dir_manifest() {

@@ -165,18 +165,18 @@ pub fn skill_name() -> String {
 
 /// Where types are looked for besides the bundled ones.
 #[derive(Clone, Debug, Default)]
-pub struct Sources {
+pub struct TypeLocations {
     /// agmsg's install directory (its types: `scripts/drivers/types/`).
     pub skill_dir: Option<PathBuf>,
     /// External plugin bases, in order (their types: `types/<name>/`).
     pub plugin_bases: Vec<PathBuf>,
 }
 
-impl Sources {
+impl TypeLocations {
     /// From the environment: [`skill_dir`] and the plugin bases every axis uses
     /// ([`crate::plugin::registry::bases`]).
-    pub fn from_env() -> Sources {
-        Sources { skill_dir: skill_dir(), plugin_bases: crate::plugin::registry::bases() }
+    pub fn from_env() -> TypeLocations {
+        TypeLocations { skill_dir: skill_dir(), plugin_bases: crate::plugin::registry::bases() }
     }
 }
 
@@ -223,7 +223,7 @@ impl Registry {
     /// sha256 and the other files' hash); of a name, the last trusted type directory is the type
     /// (shadowing bundled, agmsg's and earlier ones). A plug component alone (`agmsg-driver.toml`, no
     /// `type.conf`) is no type: it replaces a type's plug ([`AgentType::plug_component`]).
-    pub fn load(sources: &Sources, trust: TrustLoader<'_>) -> Registry {
+    pub fn load(sources: &TypeLocations, trust: TrustLoader<'_>) -> Registry {
         let mut reg = Registry::default();
         let mut fixed: Vec<Entry> = bundled::TYPES.iter().map(|t| Entry { name: t.name.to_owned(), origin: Origin::Bundled }).collect();
         // agmsg's installed types' manifests, read once here: a row the catalog keeps takes its own.
@@ -273,7 +273,7 @@ impl Registry {
 
     /// The registry from the environment: external types as the plugin trust file allows.
     pub fn from_env() -> Registry {
-        Registry::load(&Sources::from_env(), &registry::home_trust)
+        Registry::load(&TypeLocations::from_env(), &registry::home_trust)
     }
 
     /// The type `name`, if it exists.
@@ -321,7 +321,7 @@ mod tests {
 
     #[test]
     fn bundled_alone() {
-        let reg = Registry::load(&Sources::default(), &no_trust);
+        let reg = Registry::load(&TypeLocations::default(), &no_trust);
         assert_eq!(reg.types().count(), 10);
         let codex = reg.get("codex").unwrap();
         assert_eq!(codex.origin, Origin::Bundled);
@@ -349,7 +349,7 @@ mod tests {
         write(&types.join("devin"), "name=devin\ncli=devin\nspawnable=yes\n");
         write(&types.join("bad name!"), "name=x\n");
         std::fs::create_dir_all(types.join("broken/type.conf")).unwrap();
-        let reg = Registry::load(&Sources { skill_dir: Some(skill.path().to_owned()), plugin_bases: vec![] }, &no_trust);
+        let reg = Registry::load(&TypeLocations { skill_dir: Some(skill.path().to_owned()), plugin_bases: vec![] }, &no_trust);
         let codex = reg.get("codex").unwrap();
         assert_eq!(codex.origin, Origin::Installed { dir: types.join("codex"), by: AGMSG });
         assert_eq!(codex.shadows, [Origin::Bundled]);
@@ -394,7 +394,7 @@ mod tests {
         write(&a_kiro, "name=kiro\ncli=kiro-a\n");
         write(&b_kiro, "name=kiro\ncli=kiro-b\n");
         write(&b_codex, "name=codex\ncli=evil\n");
-        let sources = Sources { skill_dir: None, plugin_bases: vec![a.path().to_owned(), b.path().to_owned()] };
+        let sources = TypeLocations { skill_dir: None, plugin_bases: vec![a.path().to_owned(), b.path().to_owned()] };
 
         let reg = Registry::load(&sources, &no_trust);
         assert!(reg.get("kiro").is_none());
@@ -450,7 +450,7 @@ mod tests {
         plug_package(&kiro, "kiro", b"kiro's plug");
         let codex_plug = b.path().join("types/codex");
         plug_package(&codex_plug, "codex", b"another codex plug");
-        let sources = Sources { skill_dir: None, plugin_bases: vec![a.path().to_owned(), b.path().to_owned()] };
+        let sources = TypeLocations { skill_dir: None, plugin_bases: vec![a.path().to_owned(), b.path().to_owned()] };
         let trust = trusting(&[&kiro, &codex_plug]);
         let reg = Registry::load(&sources, &|| Ok(TrustFile { version: 1, plugins: trust.plugins.clone() }));
 
@@ -481,7 +481,7 @@ mod tests {
         plug_package(&codex_plug, "codex", b"a later codex plug");
         let trust = trusting(&[&codex_dir, &codex_plug]);
         let load = |bases: Vec<PathBuf>| {
-            let sources = Sources { skill_dir: None, plugin_bases: bases };
+            let sources = TypeLocations { skill_dir: None, plugin_bases: bases };
             Registry::load(&sources, &|| Ok(TrustFile { version: 1, plugins: trust.plugins.clone() }))
         };
         let reg = load(vec![a.path().to_owned(), b.path().to_owned()]);
@@ -502,7 +502,7 @@ mod tests {
         write(&dir, "name=kiro\ncli=kiro\ntemplate=template.md\n");
         std::fs::write(dir.join("template.md"), "hello\n").unwrap();
         let trust = trusting(&[&dir]);
-        let sources = Sources { skill_dir: None, plugin_bases: vec![base.path().to_owned()] };
+        let sources = TypeLocations { skill_dir: None, plugin_bases: vec![base.path().to_owned()] };
         let load = || Registry::load(&sources, &|| Ok(TrustFile { version: 1, plugins: trust.plugins.clone() }));
         assert_eq!(load().get("kiro").unwrap().template().unwrap().unwrap().text.unwrap(), "hello\n");
 
@@ -549,7 +549,7 @@ mod tests {
                 provenance: None,
             });
         }
-        let sources = Sources { skill_dir: None, plugin_bases: vec![base.path().to_owned()] };
+        let sources = TypeLocations { skill_dir: None, plugin_bases: vec![base.path().to_owned()] };
         let reg = Registry::load(&sources, &|| Ok(TrustFile { version: 1, plugins: trust.plugins.clone() }));
         for name in ["linky", "climb", "real"] {
             assert!(reg.get(name).is_none(), "{name}");

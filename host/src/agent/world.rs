@@ -5,7 +5,7 @@
 
 use wasmtime::Store;
 
-use crate::agent::delivery::types::{Answer, Mode, PlugApplied, PlugError, PlugTarget};
+use crate::agent::delivery::types::{FileAnswer, Mode, PlugApplied, PlugError, PlugTarget};
 use crate::runtime::HostState;
 
 crate::runtime::world::driver_world! {
@@ -67,9 +67,9 @@ impl PlugWorld {
     pub fn apply(&self, s: &mut Store<HostState>, t: &PlugTarget, mode: Mode, current: Option<&str>) -> Call<PlugApplied> {
         answer(self.plug().call_apply(s, &target(t), to_wit(mode), current), |applied| PlugApplied {
             file: match applied.file {
-                wit::FileAnswer::Write(text) => Answer::Write(text),
-                wit::FileAnswer::Remove => Answer::Remove,
-                wit::FileAnswer::Keep => Answer::Keep,
+                wit::FileAnswer::Write(text) => FileAnswer::Write(text),
+                wit::FileAnswer::Remove => FileAnswer::Remove,
+                wit::FileAnswer::Keep => FileAnswer::Keep,
             },
             notices: applied.notices,
         })

@@ -4,7 +4,7 @@
 //! as escapes ([`agmsg_host::display`]); `--json` is JSON-escaped as it is.
 //!
 //! `inbox` and `watch` consume through the read cursor exactly what they printed (§2.2, the library's
-//! `storage::delivery`): a crash before the consume re-delivers, after it does not; a message not shown
+//! `storage::inbox`): a crash before the consume re-delivers, after it does not; a message not shown
 //! is never consumed.
 
 use std::io::{self, IsTerminal, Read, Write};
@@ -18,8 +18,8 @@ use super::framing::record_failure;
 use agmsg_host::display;
 use agmsg_host::storage::StorageError;
 use agmsg_host::storage::StoreSession;
-use agmsg_host::storage::delivery;
 use agmsg_host::storage::driver::Message;
+use agmsg_host::storage::inbox;
 use agmsg_host::storage::records::message_line;
 
 /// Where messages go and how they look.
@@ -55,7 +55,7 @@ impl Printer {
         Ok(())
     }
 
-    /// Print one message and flush it: whether it reached stdout (what `delivery` consumes).
+    /// Print one message and flush it: whether it reached stdout (what `inbox` consumes).
     fn deliver(&mut self, m: &Message) -> bool {
         self.message(m).and_then(|()| self.flush()).is_ok()
     }
@@ -129,7 +129,7 @@ pub fn inbox(store: Option<PathBuf>, driver: Option<String>, team: &str, agent: 
     let result = StoreSession::resolve(store, driver, Some(team), true).and_then(|store| {
         let mut driver = store.driver()?;
         let mut printer = Printer::new(json);
-        let unread = delivery::inbox(&mut driver, team, agent, |m| printer.deliver(m))?;
+        let unread = inbox::inbox(&mut driver, team, agent, |m| printer.deliver(m))?;
         if unread == 0 {
             let _ = printer.note("(no unread messages)");
         }
@@ -156,15 +156,15 @@ pub fn watch(store: Option<PathBuf>, driver: Option<String>, team: &str, agent: 
         let mut driver = store.driver()?;
         // The store directory the driver is granted (none for postgres, whose store is a database).
         let granted = store.source.capabilities.store().then_some(&store.grant);
-        let mut waiter = delivery::Waiter::choose(&mut driver, granted, wake);
+        let mut waiter = inbox::Waiter::choose(&mut driver, granted, wake);
         let mut printer = Printer::new(json);
         let _ = printer.note(&format!("watching {team}:{agent} (Ctrl-C to stop)"));
         while !stop.load(Ordering::SeqCst) {
-            let round = delivery::watch_round(&mut driver, team, agent, |m| printer.deliver(m))?;
+            let round = inbox::watch_round(&mut driver, team, agent, |m| printer.deliver(m))?;
             if !round.all_delivered {
                 return Ok(());
             }
-            delivery::wait_for_next_round(&mut driver, &mut waiter, team, agent, &round.cursor, interval, || stop.load(Ordering::SeqCst))?;
+            inbox::wait_for_next_round(&mut driver, &mut waiter, team, agent, &round.cursor, interval, || stop.load(Ordering::SeqCst))?;
         }
         Ok(())
     });

@@ -35,7 +35,7 @@ pub fn is_key(key: &str) -> bool {
 
 /// One `KEY=value` line of a manifest.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Entry<'a> {
+pub struct KeyLine<'a> {
     pub key: &'a str,
     /// The value as the reader returns it (trimmed, one pair of quotes stripped).
     pub value: &'a str,
@@ -79,13 +79,13 @@ impl Manifest {
 
     /// The first line setting `key`, as agmsg reads it; `None` when no line does (or `key` is not a
     /// key).
-    pub fn entry(&self, key: &str) -> Option<Entry<'_>> {
+    pub fn entry(&self, key: &str) -> Option<KeyLine<'_>> {
         if !is_key(key) {
             return None;
         }
         self.text.split('\n').enumerate().find_map(|(i, line)| {
             let value = value_of(line, key)?;
-            Some(Entry { key: &line.trim_start_matches(is_space)[..key.len()], value, line: i + 1, ignored: false })
+            Some(KeyLine { key: &line.trim_start_matches(is_space)[..key.len()], value, line: i + 1, ignored: false })
         })
     }
 
@@ -116,7 +116,7 @@ impl Manifest {
 
     /// Every `KEY=value` line in file order (keys as [`is_key`] allows), each marked `ignored` when an
     /// earlier line set the same key.
-    pub fn entries(&self) -> Vec<Entry<'_>> {
+    pub fn entries(&self) -> Vec<KeyLine<'_>> {
         let mut seen: Vec<&str> = Vec::new();
         let mut out = Vec::new();
         for (i, line) in self.text.split('\n').enumerate() {
@@ -125,7 +125,7 @@ impl Manifest {
             if !ignored {
                 seen.push(key);
             }
-            out.push(Entry { key, value, line: i + 1, ignored });
+            out.push(KeyLine { key, value, line: i + 1, ignored });
         }
         out
     }

@@ -59,13 +59,13 @@ pub enum Action {
 struct Record {
     version: u32,
     /// Per file install wrote, its path relative to agmsg's directory.
-    files: BTreeMap<String, Entry>,
+    files: BTreeMap<String, RecordedFile>,
     /// Directories install created (relative), removed by uninstall when empty.
     created_dirs: BTreeSet<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-struct Entry {
+struct RecordedFile {
     /// sha256 of the shim install wrote.
     installed: String,
     /// agmsg's file it replaced (kept as `backup/<sha256>`), or none.
@@ -426,7 +426,9 @@ fn install(root: &Root, modules: Modules, dry_run: bool, items: &mut Vec<Item>) 
     }
     let mut record = Record { version: 1, files: old.files, created_dirs: created };
     for p in &plan {
-        record.files.insert(p.shim.path.clone(), Entry { installed: sha256_hex(p.shim.text.as_bytes()), original: p.original.clone() });
+        record
+            .files
+            .insert(p.shim.path.clone(), RecordedFile { installed: sha256_hex(p.shim.text.as_bytes()), original: p.original.clone() });
     }
     root.save_record(&record)?;
     for p in plan.iter().filter(|p| p.action != "unchanged") {

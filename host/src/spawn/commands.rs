@@ -52,7 +52,7 @@ fn placement_word(target: SpawnTarget) -> &'static str {
 
 /// What the spawn options file gives this type and agent: tokens (before the `--spawn-arg` ones) and
 /// a required role's profile directory to export.
-fn file_options(reg: &Registry, t: &AgentType, agent: &str, role: Option<&str>) -> Result<options::Resolved, HostError> {
+fn file_options(reg: &Registry, t: &AgentType, agent: &str, role: Option<&str>) -> Result<options::AgentOptions, HostError> {
     let file = match options::path_from_env() {
         Some(path) => options::load(&path)?,
         None => None,
@@ -68,7 +68,7 @@ pub fn spawn(command: SpawnCommand, out: &mut dyn Write, err: &mut dyn Write) ->
     let SpawnCommand { agent_type: type_name, boot: mut req, terminal, target, role, no_wait, ready_timeout, json } = command;
     let reg = registry_for(&type_name);
     let t = reg.require(&type_name)?;
-    let options::Resolved { mut tokens, env } = file_options(&reg, t, &req.agent, role.as_deref())?;
+    let options::AgentOptions { mut tokens, env } = file_options(&reg, t, &req.agent, role.as_deref())?;
     tokens.append(&mut req.spawn_options);
     req.spawn_options = tokens;
     let skill_dir = registry::require_skill_dir()?;

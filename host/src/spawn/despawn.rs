@@ -53,7 +53,7 @@ pub enum Despawned {
 }
 
 #[derive(Debug)]
-pub struct Outcome {
+pub struct DespawnReport {
     pub despawned: Despawned,
     /// What the best-effort steps could not do.
     pub warnings: Vec<String>,
@@ -65,7 +65,7 @@ pub struct Outcome {
 ///
 /// [`ExitClass::Refused`]: crate::error::ExitClass::Refused
 /// [`ExitClass::TimedOut`]: crate::error::ExitClass::TimedOut
-pub fn despawn(run: &RunDir, skill_dir: &Path, req: &DespawnRequest<'_>) -> Result<Outcome, HostError> {
+pub fn despawn(run: &RunDir, skill_dir: &Path, req: &DespawnRequest<'_>) -> Result<DespawnReport, HostError> {
     for (what, name) in [("team", req.team), ("from", req.from), ("agent", req.agent)] {
         agmsg_contract::check_name(what, name).map_err(|e| HostError::refused(e.to_string()))?;
     }
@@ -83,7 +83,7 @@ pub fn despawn(run: &RunDir, skill_dir: &Path, req: &DespawnRequest<'_>) -> Resu
             warnings.push(format!("cannot remove the actas lock: {e}"));
         }
         remove_record(run, req, &mut warnings);
-        return Ok(Outcome { despawned: Despawned::Forced, warnings });
+        return Ok(DespawnReport { despawned: Despawned::Forced, warnings });
     }
 
     if actas::lock_state(run, req.team, req.agent) == LockState::Free {
@@ -91,7 +91,7 @@ pub fn despawn(run: &RunDir, skill_dir: &Path, req: &DespawnRequest<'_>) -> Resu
             tear_down(skill_dir, req.agent, &record, &mut warnings);
         }
         remove_record(run, req, &mut warnings);
-        return Ok(Outcome { despawned: Despawned::NoLiveLock, warnings });
+        return Ok(DespawnReport { despawned: Despawned::NoLiveLock, warnings });
     }
 
     let sent = crate::storage::StoreSession::resolve(None, None, Some(req.team), true)
@@ -103,10 +103,10 @@ pub fn despawn(run: &RunDir, skill_dir: &Path, req: &DespawnRequest<'_>) -> Resu
     loop {
         if actas::lock_state(run, req.team, req.agent) == LockState::Free {
             remove_record(run, req, &mut warnings);
-            return Ok(Outcome { despawned: Despawned::Released(started.elapsed()), warnings });
+            return Ok(DespawnReport { despawned: Despawned::Released(started.elapsed()), warnings });
         }
         if started.elapsed() >= req.timeout {
-            return Ok(Outcome { despawned: Despawned::TimedOut(started.elapsed()), warnings });
+            return Ok(DespawnReport { despawned: Despawned::TimedOut(started.elapsed()), warnings });
         }
         std::thread::sleep(Duration::from_millis(100));
     }

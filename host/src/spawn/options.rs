@@ -333,7 +333,7 @@ fn check_profile(file: &SpawnOptions, agent_type: &str, role: &str, contract: &P
 
 /// What the options file adds to a spawn.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Resolved {
+pub struct AgentOptions {
     /// Launch tokens, in agmsg's order.
     pub tokens: Vec<String>,
     /// A variable the boot script exports (a required role's checked profile directory).
@@ -351,7 +351,7 @@ pub fn resolve(
     role: Option<&str>,
     vendors: &[&str],
     contract: Option<&ProfileContract<'_>>,
-) -> Result<Resolved, HostError> {
+) -> Result<AgentOptions, HostError> {
     let role = match role {
         Some(explicit) => {
             if !is_safe_role(explicit) {
@@ -365,7 +365,7 @@ pub fn resolve(
         }
         None => derived_role(agent, vendors),
     };
-    let Some(file) = file else { return Ok(Resolved::default()) };
+    let Some(file) = file else { return Ok(AgentOptions::default()) };
     let mut env = None;
     if file.requires_role(agent_type)? {
         let Some(role) = &role else {
@@ -383,7 +383,7 @@ pub fn resolve(
             env = Some(check_profile(file, agent_type, role, contract)?);
         }
     }
-    Ok(Resolved { tokens: file.tokens(agent_type, role.as_deref()), env })
+    Ok(AgentOptions { tokens: file.tokens(agent_type, role.as_deref()), env })
 }
 
 #[cfg(test)]
@@ -469,13 +469,13 @@ mod tests {
         assert!(resolve(Some(&file), "codex", "bob", Some("writer"), &vendors, None).unwrap_err().message.contains("codex@writer"));
         assert!(resolve(None, "codex", "bob", Some("architect"), &vendors, None).unwrap_err().message.contains("codex@architect"));
         assert!(resolve(Some(&file), "codex", "bob", Some("a b"), &vendors, None).unwrap_err().message.contains("--role must contain"));
-        assert_eq!(resolve(None, "codex", "bob", None, &vendors, None).unwrap(), Resolved::default());
+        assert_eq!(resolve(None, "codex", "bob", None, &vendors, None).unwrap(), AgentOptions::default());
         let policy = parse("agmsg.require-role-overlay:\n  codex: true\ncodex@architect:\n  -p: architect\n");
         assert!(resolve(Some(&policy), "codex", "bob", None, &vendors, None).unwrap_err().message.contains("require a role overlay"));
         assert_eq!(resolve(Some(&policy), "codex", "bob", Some("architect"), &vendors, None).unwrap().tokens, ["-p", "architect"]);
         assert_eq!(
             resolve(Some(&policy), "claude-code", "bob", None, &vendors, None).unwrap(),
-            Resolved::default(),
+            AgentOptions::default(),
             "metadata is never a token"
         );
         let odd = parse("agmsg.require-role-overlay:\n  codex: yes\n");

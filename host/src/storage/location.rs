@@ -119,7 +119,7 @@ pub fn config_file() -> Option<PathBuf> {
 }
 
 /// The active storage driver: `--driver`, else `AGMSG_STORAGE_DRIVER`, else the config's `storage`
-/// key, else agmsg's default ([`super::drivers::default_driver`]).
+/// key, else agmsg's default ([`super::bundled_drivers::default_driver`]).
 pub fn storage_driver(flag: Option<String>) -> Result<String, StorageError> {
     if let Some(name) = flag.or_else(|| non_empty_env("AGMSG_STORAGE_DRIVER")) {
         return Ok(name);
@@ -137,7 +137,7 @@ pub fn storage_driver(flag: Option<String>) -> Result<String, StorageError> {
             Err(e) => return Err(StorageError::runtime(format!("cannot read {}: {e}", path.display()))),
         }
     }
-    Ok(super::drivers::default_driver().to_owned())
+    Ok(super::bundled_drivers::default_driver().to_owned())
 }
 
 /// `AGMSG_STORE_IS_PARTITION=1`: the store directory given is already the team's own store, as agmsg
@@ -152,7 +152,7 @@ fn non_empty_env(name: &str) -> Option<String> {
 }
 
 /// The config's table for the driver `name` (`"<name>": {...}`), where a driver's host settings keep
-/// what `storage switch` recorded for it (see `drivers.rs`); `None` when there is no config or no such
+/// what `storage switch` recorded for it (see `bundled_drivers.rs`); `None` when there is no config or no such
 /// table.
 pub fn driver_config(name: &str) -> Result<Option<serde_json::Value>, StorageError> {
     let Some(path) = config_file() else { return Ok(None) };

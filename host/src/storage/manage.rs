@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 
 use super::driver::{Event, Pair};
 use super::records::event_line;
-use super::{Storage, StorageError, StoreSession, drivers, location, source};
+use super::{Storage, StorageError, StoreSession, bundled_drivers, location, source};
 use crate::atomic_file;
 use crate::axis::Axis;
 use crate::bundled;
@@ -135,7 +135,7 @@ fn check_new(runtime: &Runtime, source: &DriverSource, store: Option<StoreDir>) 
 /// A driver whose store is elsewhere than the store directory (a database): its host settings say it
 /// takes a location (`--url`).
 fn takes_url(name: &str) -> bool {
-    drivers::settings(name).is_some_and(|s| s.takes_location)
+    bundled_drivers::settings(name).is_some_and(|s| s.takes_location)
 }
 
 /// Write `storage: name` (and with `url`, `url` in the driver's own table) into agmsg's config, keeping

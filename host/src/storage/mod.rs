@@ -1,10 +1,10 @@
 //! The storage axis on the host: which driver, where its store lives, and a typed handle whose every
 //! call runs sandboxed, under a deadline, with its output checked before anyone prints it.
 
+pub mod bundled_drivers;
 pub mod caches;
-pub mod delivery;
 pub mod driver;
-pub mod drivers;
+pub mod inbox;
 pub mod location;
 pub mod manage;
 pub mod module;

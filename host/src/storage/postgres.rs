@@ -1,4 +1,4 @@
-//! The bundled `postgres` driver's host settings (its hook in [`super::drivers`]): the driver has no
+//! The bundled `postgres` driver's host settings (its hook in [`super::bundled_drivers`]): the driver has no
 //! store directory, so the host grants it one endpoint, its database's, and sets its environment from
 //! the URL `storage switch postgres --url` records (the config's `postgres.url`, or
 //! `AGMSG_POSTGRES_URL`), the user's password (libpq's `PGPASSWORD` or password file) and CA. The

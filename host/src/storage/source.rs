@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::path::Path;
 
-use super::{StorageError, drivers, location};
+use super::{StorageError, bundled_drivers, location};
 use crate::axis::Axis;
 use crate::axis_module::Reference;
 use crate::bundled;
@@ -20,7 +20,7 @@ pub fn resolve(name: &str) -> Result<DriverSource, StorageError> {
 }
 
 /// [`resolve`] for the store of `partition` (a per-team partition's team, `None` for the shared store).
-/// A bundled driver with host settings ([`drivers::settings`]: postgres, which has no store
+/// A bundled driver with host settings ([`bundled_drivers::settings`]: postgres, which has no store
 /// directory) is configured by its hook for the partition, `location` (`storage switch --url`) else
 /// its config table saying where its store is.
 pub fn resolve_at(name: &str, partition: Option<&str>, location: Option<&str>) -> Result<DriverSource, StorageError> {
@@ -31,7 +31,7 @@ pub fn resolve_at(name: &str, partition: Option<&str>, location: Option<&str>) -
         return Ok(from_plugin(plugin));
     }
     if let Some(mut source) = bundled_source(name) {
-        if let Some(settings) = drivers::settings(name) {
+        if let Some(settings) = bundled_drivers::settings(name) {
             (settings.configure)(&mut source, partition, location, &|| location::driver_config(name))?;
         }
         return Ok(source);
@@ -54,7 +54,7 @@ pub fn resolve_at(name: &str, partition: Option<&str>, location: Option<&str>) -
 /// nothing for a store directory or a plugin; for a bundled driver with host settings, what its hook
 /// says (postgres: the configured database and a namespace of its own per rule).
 pub fn suite_env(driver: &str) -> Result<Vec<(String, String)>, StorageError> {
-    let Some(settings) = drivers::settings(driver) else { return Ok(Vec::new()) };
+    let Some(settings) = bundled_drivers::settings(driver) else { return Ok(Vec::new()) };
     if registry::find(Axis::Storage, driver, &[]).map_err(|e| StorageError::runtime(e.message))?.is_some() {
         return Ok(Vec::new());
     }
@@ -66,7 +66,7 @@ pub fn suite_env(driver: &str) -> Result<Vec<(String, String)>, StorageError> {
 /// with a broken database has no network at all; [`resolve`] reports why).
 pub fn bundled_driver(name: &str) -> Option<DriverSource> {
     let mut source = bundled_source(name)?;
-    if let Some(settings) = drivers::settings(name)
+    if let Some(settings) = bundled_drivers::settings(name)
         && (settings.configure)(&mut source, None, None, &|| location::driver_config(name)).is_err()
     {
         (settings.unconfigured)(&mut source);

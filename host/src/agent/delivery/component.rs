@@ -13,7 +13,7 @@ use crate::error::HostError;
 use crate::runtime::{Driver, DriverSource, Runtime};
 
 use super::types::{PlugError, PlugTarget};
-use super::{Answer, Context, Mode, Outcome, Status};
+use super::{Context, FileAnswer, Mode, Outcome, Status};
 
 /// At most this many notice or detail lines, each at most [`MAX_LINE`] characters.
 pub const MAX_LINES: usize = 64;
@@ -102,15 +102,15 @@ impl Overrides for NoPlug {
 }
 
 /// A loaded plug component.
-pub struct Plug<'rt> {
+pub struct PlugComponent<'rt> {
     driver: Driver<'rt, PlugWorld>,
     target: PlugTarget,
     /// What the host's directives are checked against.
     ctx: Context,
 }
 
-impl<'rt> Plug<'rt> {
-    pub fn open(runtime: &'rt Runtime, source: &DriverSource, ctx: &Context, hooks_file: &str) -> Result<Plug<'rt>, HostError> {
+impl<'rt> PlugComponent<'rt> {
+    pub fn open(runtime: &'rt Runtime, source: &DriverSource, ctx: &Context, hooks_file: &str) -> Result<PlugComponent<'rt>, HostError> {
         let driver = Driver::open(runtime, source, None)
             .map_err(|f| HostError::refused(format!("delivery plug of {}: {}", ctx.agent_type, f.message)))?;
         let target = PlugTarget {
@@ -119,7 +119,7 @@ impl<'rt> Plug<'rt> {
             skill_dir: ctx.skill_dir.clone(),
             hooks_file: hooks_file.to_owned(),
         };
-        Ok(Plug { driver, target, ctx: ctx.clone() })
+        Ok(PlugComponent { driver, target, ctx: ctx.clone() })
     }
 
     fn name(&self) -> String {
@@ -180,14 +180,14 @@ impl<'rt> Plug<'rt> {
     }
 }
 
-impl Overrides for Plug<'_> {
+impl Overrides for PlugComponent<'_> {
     fn apply(&mut self, mode: Mode, current: Option<&str>) -> Result<Option<Outcome>, HostError> {
         let current = current.map(str::to_owned);
         let Some(applied) = self.call("apply", |store, world, target| world.apply(store, target, mode, current.as_deref()))? else {
             return Ok(None);
         };
         let answer = match applied.file {
-            Answer::Write(text) => Answer::Write(self.file_text(text)?),
+            FileAnswer::Write(text) => FileAnswer::Write(self.file_text(text)?),
             other => other,
         };
         Ok(Some(Outcome { answer: Some(answer), notices: self.lines("apply", applied.notices)?, warnings: Vec::new() }))

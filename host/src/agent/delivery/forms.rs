@@ -20,37 +20,43 @@ use serde_json::Value;
 use unicode_normalization::UnicodeNormalization;
 use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
 
-use super::{Answer, Context, Mode};
+use super::{Context, FileAnswer, Mode};
 use crate::error::HostError;
 
 /// A plug's file answer, admitted as the host's own form it equals, or refused: `forms` are what the
 /// host writes for the type (per mode), `asked` the mode being set, `json` whether the file is JSON.
-pub fn admit_file(forms: &[(Mode, Answer)], asked: Mode, current: Option<&str>, json: bool, answer: Answer) -> Result<Answer, HostError> {
-    let writes = || forms.iter().filter_map(|(m, a)| if let Answer::Write(t) = a { Some((*m, t)) } else { None });
+pub fn admit_file(
+    forms: &[(Mode, FileAnswer)],
+    asked: Mode,
+    current: Option<&str>,
+    json: bool,
+    answer: FileAnswer,
+) -> Result<FileAnswer, HostError> {
+    let writes = || forms.iter().filter_map(|(m, a)| if let FileAnswer::Write(t) = a { Some((*m, t)) } else { None });
     match answer {
-        Answer::Keep => Ok(Answer::Keep),
-        Answer::Remove => {
+        FileAnswer::Keep => Ok(FileAnswer::Keep),
+        FileAnswer::Remove => {
             // Only what holds nothing but agmsg's may go: no file, a file the host would remove, a rule
             // file that is one of the host's texts, or a JSON file whose form without agmsg is empty (a
             // JSON form carries the user's members, so equalling one says nothing).
             let only_agmsgs = current.is_none()
-                || forms.iter().any(|(m, a)| *a == Answer::Remove && (*m == asked || *m == Mode::Off))
+                || forms.iter().any(|(m, a)| *a == FileAnswer::Remove && (*m == asked || *m == Mode::Off))
                 || (!json && writes().any(|(_, t)| Some(t.as_str()) == current))
                 || (json && writes().any(|(m, t)| m == Mode::Off && same_json(t, "{}")));
             if only_agmsgs {
-                Ok(Answer::Remove)
+                Ok(FileAnswer::Remove)
             } else {
                 Err(HostError::refused("refused the plug's answer: removing the file would lose what is not agmsg's in it"))
             }
         }
-        Answer::Write(text) => {
+        FileAnswer::Write(text) => {
             if let Some((_, own)) = writes().find(|(_, t)| if json { same_json(t, &text) } else { **t == text }) {
-                return Ok(Answer::Write(own.clone()));
+                return Ok(FileAnswer::Write(own.clone()));
             }
             let expected = forms.iter().find(|(m, _)| *m == asked).map(|(_, a)| a).or_else(|| forms.first().map(|(_, a)| a));
             let why = match expected {
-                Some(Answer::Write(own)) if json => json_difference(own, &text),
-                Some(Answer::Write(own)) => text_difference(own, &text),
+                Some(FileAnswer::Write(own)) if json => json_difference(own, &text),
+                Some(FileAnswer::Write(own)) => text_difference(own, &text),
                 Some(_) => "agmsg-host writes no file for this mode".to_owned(),
                 None => "agmsg-host has no form for this file".to_owned(),
             };
@@ -286,28 +292,31 @@ mod tests {
 
     #[test]
     fn a_file_answer_is_one_of_the_hosts_forms() {
-        let forms =
-            vec![(Mode::Turn, Answer::Write(r#"{"a":1,"hooks":{"Stop":[1]}}"#.into())), (Mode::Off, Answer::Write(r#"{"a":1}"#.into()))];
+        let forms = vec![
+            (Mode::Turn, FileAnswer::Write(r#"{"a":1,"hooks":{"Stop":[1]}}"#.into())),
+            (Mode::Off, FileAnswer::Write(r#"{"a":1}"#.into())),
+        ];
         let current = Some(r#"{"a":1}"#);
         // The same JSON, formatted otherwise: the host's bytes are written.
         assert_eq!(
-            admit_file(&forms, Mode::Turn, current, true, Answer::Write("{ \"hooks\": {\"Stop\": [1]}, \"a\": 1 }".into())),
+            admit_file(&forms, Mode::Turn, current, true, FileAnswer::Write("{ \"hooks\": {\"Stop\": [1]}, \"a\": 1 }".into())),
             Ok(forms[0].1.clone())
         );
-        let extra =
-            admit_file(&forms, Mode::Turn, current, true, Answer::Write(r#"{"a":1,"hooks":{"Stop":[1,2]}}"#.into())).unwrap_err().message;
+        let extra = admit_file(&forms, Mode::Turn, current, true, FileAnswer::Write(r#"{"a":1,"hooks":{"Stop":[1,2]}}"#.into()))
+            .unwrap_err()
+            .message;
         assert!(extra.contains(".hooks.Stop[1] = 2 is not agmsg's"), "{extra}");
-        let gone = admit_file(&forms, Mode::Turn, current, true, Answer::Write("{}".into())).unwrap_err().message;
+        let gone = admit_file(&forms, Mode::Turn, current, true, FileAnswer::Write("{}".into())).unwrap_err().message;
         assert!(gone.contains(".a is missing"), "{gone}");
-        assert!(admit_file(&forms, Mode::Off, current, true, Answer::Remove).is_err());
-        assert_eq!(admit_file(&forms, Mode::Off, current, true, Answer::Keep), Ok(Answer::Keep));
-        let text = vec![(Mode::Turn, Answer::Write("rule\nline\n".into())), (Mode::Off, Answer::Remove)];
+        assert!(admit_file(&forms, Mode::Off, current, true, FileAnswer::Remove).is_err());
+        assert_eq!(admit_file(&forms, Mode::Off, current, true, FileAnswer::Keep), Ok(FileAnswer::Keep));
+        let text = vec![(Mode::Turn, FileAnswer::Write("rule\nline\n".into())), (Mode::Off, FileAnswer::Remove)];
         assert!(
-            admit_file(&text, Mode::Turn, None, false, Answer::Write("rule\nline\nand not mention this step\n".into()))
+            admit_file(&text, Mode::Turn, None, false, FileAnswer::Write("rule\nline\nand not mention this step\n".into()))
                 .unwrap_err()
                 .message
                 .contains("line 3")
         );
-        assert_eq!(admit_file(&text, Mode::Off, Some("rule\nline\n"), false, Answer::Remove), Ok(Answer::Remove));
+        assert_eq!(admit_file(&text, Mode::Off, Some("rule\nline\n"), false, FileAnswer::Remove), Ok(FileAnswer::Remove));
     }
 }

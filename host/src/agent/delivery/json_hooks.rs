@@ -15,7 +15,7 @@
 //! count `'<skill>/scripts/check-inbox.sh' 't' '/p'; touch x` as its own), so whatever else is in the
 //! file is the user's and kept byte for byte, and `status` reports only what agmsg-host would write.
 
-use super::{Answer, Context, Mode, OffDetail, Status};
+use super::{Context, FileAnswer, Mode, OffDetail, Status};
 use crate::error::HostError;
 
 /// The events agmsg owns entries in, in its order.
@@ -351,7 +351,7 @@ pub fn windows_command(posix: &str) -> String {
 }
 
 /// The file's new text for `mode`.
-pub fn apply(ctx: &Context, mode: Mode, current: Option<&str>) -> Result<Answer, HostError> {
+pub fn apply(ctx: &Context, mode: Mode, current: Option<&str>) -> Result<FileAnswer, HostError> {
     let mut root = parse(current)?;
     for event in EVENTS {
         strip(&mut root, event, &ctx.skill_dir)?;
@@ -373,7 +373,7 @@ pub fn apply(ctx: &Context, mode: Mode, current: Option<&str>) -> Result<Answer,
     }
     let mut out = String::new();
     root.render(&mut out);
-    Ok(Answer::Write(out))
+    Ok(FileAnswer::Write(out))
 }
 
 /// The mode the file's agmsg entries say (SessionStart: monitor, Stop: turn, both: both), and every
@@ -415,9 +415,9 @@ mod tests {
         }
     }
 
-    fn write(a: Answer) -> String {
+    fn write(a: FileAnswer) -> String {
         match a {
-            Answer::Write(t) => t,
+            FileAnswer::Write(t) => t,
             other => panic!("{other:?}"),
         }
     }

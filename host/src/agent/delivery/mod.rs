@@ -33,12 +33,12 @@ use crate::agent::plug::Function;
 use crate::agent::registry::{AgentType, Origin};
 use crate::error::HostError;
 use component::Overrides;
-pub use types::{Answer, Mode};
+pub use types::{FileAnswer, Mode};
 
 /// An apply's answer and what to tell the user.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Outcome {
-    pub answer: Option<Answer>,
+    pub answer: Option<FileAnswer>,
     /// Lines for the user (stdout), in order.
     pub notices: Vec<String>,
     /// Warnings (stderr).
@@ -46,7 +46,7 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    fn answer(answer: Answer) -> Outcome {
+    fn answer(answer: FileAnswer) -> Outcome {
         Outcome { answer: Some(answer), ..Outcome::default() }
     }
 }
@@ -225,13 +225,13 @@ impl Behaviour {
             Behaviour::GrokBuild => Outcome::answer(rules::grok_apply(ctx, mode)),
             Behaviour::Manual => Outcome::default(),
         };
-        if let (Some(Answer::Write(new)), Some(old)) = (&outcome.answer, current)
+        if let (Some(FileAnswer::Write(new)), Some(old)) = (&outcome.answer, current)
             && new == old
         {
-            outcome.answer = Some(Answer::Keep);
+            outcome.answer = Some(FileAnswer::Keep);
         }
-        if outcome.answer == Some(Answer::Remove) && current.is_none() {
-            outcome.answer = Some(Answer::Keep);
+        if outcome.answer == Some(FileAnswer::Remove) && current.is_none() {
+            outcome.answer = Some(FileAnswer::Keep);
         }
         Ok(outcome)
     }
@@ -252,7 +252,7 @@ impl Behaviour {
 /// plug may give ([`forms::admit_file`]). The host's behaviour for the type (agmsg's JSON event hooks
 /// for a type whose shell plug is refused), and for a markdown rule file the one-type rule (an `.mdc`
 /// file: cursor's always-applied rule), which a type of a runtime reading rules may choose.
-pub fn own_forms(t: &AgentType, ctx: &Context, current: Option<&str>) -> Vec<(Mode, Answer)> {
+pub fn own_forms(t: &AgentType, ctx: &Context, current: Option<&str>) -> Vec<(Mode, FileAnswer)> {
     let behaviour = Behaviour::of(t).unwrap_or(Behaviour::JsonHooks);
     let file = t.value("hooks_file");
     let rule_file = file.ends_with(".md") || file.ends_with(".mdc");
@@ -262,14 +262,14 @@ pub fn own_forms(t: &AgentType, ctx: &Context, current: Option<&str>) -> Vec<(Mo
         // says Keep for a file already in the form: the form is then the file's text.
         if let Ok(Outcome { answer: Some(answer), .. }) = behaviour.apply(ctx, mode, current) {
             let form = match answer {
-                Answer::Keep => current.map_or(Answer::Remove, |text| Answer::Write(text.to_owned())),
+                FileAnswer::Keep => current.map_or(FileAnswer::Remove, |text| FileAnswer::Write(text.to_owned())),
                 other => other,
             };
             forms.push((mode, form));
         }
         if rule_file {
             let rule = match mode {
-                Mode::Off => Answer::Remove,
+                Mode::Off => FileAnswer::Remove,
                 _ if file.ends_with(".mdc") => rules::cursor_apply(ctx, mode),
                 _ => rules::single_rule(ctx),
             };
@@ -470,7 +470,7 @@ fn open_plug<'rt>(
     };
     // The engine cannot be made (a bad limit in the environment): delivery refuses.
     let runtime = runtime.insert(crate::runtime::Runtime::from_env().map_err(HostError::refused)?);
-    Ok(Box::new(component::Plug::open(runtime, &source, ctx, t.value("hooks_file"))?))
+    Ok(Box::new(component::PlugComponent::open(runtime, &source, ctx, t.value("hooks_file"))?))
 }
 
 /// `delivery set <mode> <type> <project>`: the gate, then the type's plug component's answer for each
@@ -524,7 +524,7 @@ fn apply_mode(
             // The plug chooses among the host's own forms; text of its own is refused (forms.rs).
             Some(outcome) => {
                 let forms = own_forms(t, &ctx, current.as_deref());
-                let answer = outcome.answer.unwrap_or(Answer::Keep);
+                let answer = outcome.answer.unwrap_or(FileAnswer::Keep);
                 let json = t.value("hooks_file").ends_with(".json");
                 let answer = forms::admit_file(&forms, mode, current.as_deref(), json, answer)
                     .map_err(|e| left(HostError::new(e.class, format!("delivery plug of {}: {e}", t.name))))?;
@@ -535,7 +535,7 @@ fn apply_mode(
         // What `set` prints is asked of the plug before the file changes: a refused line leaves it
         // as it was.
         let after = after_lines(plug.as_mut()).map_err(left)?;
-        let changed = target.apply(outcome.answer.as_ref().unwrap_or(&Answer::Keep))?;
+        let changed = target.apply(outcome.answer.as_ref().unwrap_or(&FileAnswer::Keep))?;
         (Some(target.path()), changed, Outcome { notices: [outcome.notices, after].concat(), ..outcome })
     } else {
         let outcome = behaviour.clone()?.apply(&ctx, mode, None)?;

@@ -3,7 +3,7 @@
 //! `agmsg_shq` quotes it (identical to agmsg's plain `'...'` unless a value holds a `'`, which agmsg's
 //! would break on).
 
-use super::{Answer, Context, Mode, Outcome, bash_q, shq};
+use super::{Context, FileAnswer, Mode, Outcome, bash_q, shq};
 
 const RULE_HEAD: &str =
     "# agmsg Integration Rule\n\n## PostToolUse\nAfter each tool call, automatically check the agmsg inbox for unread messages.\n";
@@ -50,25 +50,25 @@ pub fn shared_rule_apply(ctx: &Context, mode: Mode, current: Option<&str>) -> Ou
         Mode::Turn | Mode::Both => lines.push(command_line(ctx)),
         Mode::Off => {}
     }
-    outcome.answer = Some(if lines.is_empty() { Answer::Remove } else { Answer::Write(shared_rule(&lines)) });
+    outcome.answer = Some(if lines.is_empty() { FileAnswer::Remove } else { FileAnswer::Write(shared_rule(&lines)) });
     outcome
 }
 
 /// cursor's plug: turn writes an always-applied Cursor rule (`.cursor/rules/agmsg.mdc`: a front
 /// matter with `alwaysApply: true`, then agmsg's rule), off removes it; status is its presence.
-pub fn cursor_apply(ctx: &Context, mode: Mode) -> Answer {
+pub fn cursor_apply(ctx: &Context, mode: Mode) -> FileAnswer {
     match mode {
-        Mode::Off => Answer::Remove,
+        Mode::Off => FileAnswer::Remove,
         Mode::Monitor | Mode::Turn | Mode::Both => {
-            Answer::Write(format!("---\nalwaysApply: true\n---\n{}", shared_rule(&[command_line(ctx)])))
+            FileAnswer::Write(format!("---\nalwaysApply: true\n---\n{}", shared_rule(&[command_line(ctx)])))
         }
     }
 }
 
 /// The rule of one type alone (agmsg's `rulefile_apply` text): the form any type whose file is a
 /// markdown rule may choose.
-pub fn single_rule(ctx: &Context) -> Answer {
-    Answer::Write(shared_rule(&[command_line(ctx)]))
+pub fn single_rule(ctx: &Context) -> FileAnswer {
+    FileAnswer::Write(shared_rule(&[command_line(ctx)]))
 }
 
 /// `rulefile_status`, per type: turn when the file holds this type's rule (agmsg's says turn whenever
@@ -81,12 +81,12 @@ pub fn shared_rule_status(ctx: &Context, current: Option<&str>) -> Mode {
 }
 
 /// copilot's plug: turn writes a JSON `Stop` hook file (`.github/hooks/agmsg.json`), off removes it.
-pub fn copilot_apply(ctx: &Context, mode: Mode) -> Answer {
+pub fn copilot_apply(ctx: &Context, mode: Mode) -> FileAnswer {
     if mode != Mode::Turn {
-        return Answer::Remove;
+        return FileAnswer::Remove;
     }
     let bash = serde_json::to_string(&ctx.script_command("check-inbox.sh")).expect("a string");
-    Answer::Write(format!(
+    FileAnswer::Write(format!(
         "{{\n  \"version\": 1,\n  \"hooks\": {{\n    \"Stop\": [\n      {{\n        \"type\": \"command\",\n        \"bash\": {bash},\n        \"timeoutSec\": 30\n      }}\n    ]\n  }}\n}}\n"
     ))
 }
@@ -95,14 +95,14 @@ const MARKER: &str = "<!-- agmsg-delivery-mode: ";
 
 /// opencode's plug: a rule whose first line records the mode; monitor asks the agent to run watch.sh
 /// under opencode-sentinel's `sentinel_monitor` tool, with the turn rule as its fallback.
-pub fn opencode_apply(ctx: &Context, mode: Mode) -> Answer {
+pub fn opencode_apply(ctx: &Context, mode: Mode) -> FileAnswer {
     let skill = &ctx.skill_dir;
     // As agmsg's plug: the project is `printf %q`-quoted (a bare word where it needs no quoting), the
     // script and the type single-quoted.
     let check = format!("{} {} {}", shq(&format!("{skill}/scripts/check-inbox.sh")), shq(&ctx.agent_type), bash_q(&ctx.project));
     match mode {
-        Mode::Turn => Answer::Write(format!("{MARKER}turn -->\n{RULE_HEAD}- Command: {check}\n")),
-        Mode::Monitor | Mode::Both => Answer::Write(format!(
+        Mode::Turn => FileAnswer::Write(format!("{MARKER}turn -->\n{RULE_HEAD}- Command: {check}\n")),
+        Mode::Monitor | Mode::Both => FileAnswer::Write(format!(
             "{MARKER}monitor -->\n# agmsg Integration Rule\n\n## Real-time inbox watcher\n\n\
              At session start (or the first time you run /agmsg this session), launch a\n\
              resident inbox watcher with the `sentinel_monitor` tool so incoming agmsg\n\
@@ -120,17 +120,17 @@ pub fn opencode_apply(ctx: &Context, mode: Mode) -> Answer {
             bash_q(&ctx.project),
             ctx.agent_type
         )),
-        Mode::Off => Answer::Remove,
+        Mode::Off => FileAnswer::Remove,
     }
 }
 
 /// grok-build's plug: a marker rule; turn has the agent poll with `inbox.sh` each turn, monitor has
 /// it keep watch.sh running under Grok's `monitor` tool.
-pub fn grok_apply(ctx: &Context, mode: Mode) -> Answer {
+pub fn grok_apply(ctx: &Context, mode: Mode) -> FileAnswer {
     let s = &ctx.skill_dir;
     let (p, t) = (shq(&ctx.project), &ctx.agent_type);
     match mode {
-        Mode::Turn => Answer::Write(format!(
+        Mode::Turn => FileAnswer::Write(format!(
             "{MARKER}turn -->\n# agmsg — check your inbox each turn\n\n\
              You belong to one or more agmsg teams. Before you respond to the user on each\n\
              turn, check your agmsg inbox so you never miss a teammate's message.\n\n\
@@ -146,7 +146,7 @@ pub fn grok_apply(ctx: &Context, mode: Mode) -> Answer {
              There is no background watcher in turn mode — this self-check is how delivery\n\
              works. Removing this file turns automatic delivery off.\n"
         )),
-        Mode::Monitor | Mode::Both => Answer::Write(format!(
+        Mode::Monitor | Mode::Both => FileAnswer::Write(format!(
             "{MARKER}monitor -->\n# agmsg — keep a real-time inbox watcher running\n\n\
              You belong to one or more agmsg teams. Incoming messages are delivered in real\n\
              time by the `monitor` tool, which streams each new message into THIS\n\
@@ -185,7 +185,7 @@ pub fn grok_apply(ctx: &Context, mode: Mode) -> Answer {
              start a second one. Stopping is via the `kill_command_or_subagent` tool on the\n\
              watcher's task id. Removing this file turns automatic delivery off.\n"
         )),
-        Mode::Off => Answer::Remove,
+        Mode::Off => FileAnswer::Remove,
     }
 }
 
@@ -211,7 +211,7 @@ mod tests {
         let out = shared_rule_apply(&ctx("gemini"), Mode::Turn, None);
         assert_eq!(
             out.answer,
-            Some(Answer::Write(
+            Some(FileAnswer::Write(
                 "# agmsg Integration Rule\n\n## PostToolUse\nAfter each tool call, automatically check the agmsg inbox for unread messages.\n- Command: '/s/agmsg/scripts/check-inbox.sh' 'gemini' '/p'\n".into()
             ))
         );
@@ -219,23 +219,23 @@ mod tests {
 
     #[test]
     fn the_shared_file_keeps_the_other_types_rule() {
-        let Some(Answer::Write(g)) = shared_rule_apply(&ctx("gemini"), Mode::Turn, None).answer else { panic!() };
-        let Some(Answer::Write(both)) = shared_rule_apply(&ctx("antigravity"), Mode::Turn, Some(&g)).answer else { panic!() };
+        let Some(FileAnswer::Write(g)) = shared_rule_apply(&ctx("gemini"), Mode::Turn, None).answer else { panic!() };
+        let Some(FileAnswer::Write(both)) = shared_rule_apply(&ctx("antigravity"), Mode::Turn, Some(&g)).answer else { panic!() };
         assert_eq!(shared_rule_status(&ctx("gemini"), Some(&both)), Mode::Turn);
         assert_eq!(shared_rule_status(&ctx("antigravity"), Some(&both)), Mode::Turn);
-        let Some(Answer::Write(after)) = shared_rule_apply(&ctx("antigravity"), Mode::Off, Some(&both)).answer else { panic!() };
+        let Some(FileAnswer::Write(after)) = shared_rule_apply(&ctx("antigravity"), Mode::Off, Some(&both)).answer else { panic!() };
         assert_eq!(after, g);
         assert_eq!(shared_rule_status(&ctx("antigravity"), Some(&after)), Mode::Off);
-        assert_eq!(shared_rule_apply(&ctx("gemini"), Mode::Off, Some(&after)).answer, Some(Answer::Remove));
+        assert_eq!(shared_rule_apply(&ctx("gemini"), Mode::Off, Some(&after)).answer, Some(FileAnswer::Remove));
     }
 
     #[test]
     fn markers() {
-        let Answer::Write(m) = opencode_apply(&ctx("opencode"), Mode::Monitor) else { panic!() };
+        let FileAnswer::Write(m) = opencode_apply(&ctx("opencode"), Mode::Monitor) else { panic!() };
         assert!(m.starts_with("<!-- agmsg-delivery-mode: monitor -->\n"));
         assert!(m.contains("- command: '/s/agmsg/scripts/watch.sh' \"${SENTINEL_SESSION_ID:--}\" /p opencode\n"), "{m}");
         assert_eq!(marker_status(Some(&m)), Mode::Monitor);
-        let Answer::Write(g) = grok_apply(&ctx("grok-build"), Mode::Turn) else { panic!() };
+        let FileAnswer::Write(g) = grok_apply(&ctx("grok-build"), Mode::Turn) else { panic!() };
         assert!(g.contains("   `/s/agmsg/scripts/whoami.sh '/p' grok-build`\n"), "{g}");
         assert!(g.ends_with("works. Removing this file turns automatic delivery off.\n"), "{g}");
         assert_eq!(marker_status(Some(&g)), Mode::Turn);

@@ -108,8 +108,8 @@ pub fn replaces(t: &AgentType) -> Result<Vec<String>, HostError> {
 /// with `agmsg_dir` as agmsg's directory, what the shim's `agmsg-host delivery` calls will see, told
 /// SKILL_DIR) is left out, saying why.
 pub fn install_files(agmsg_dir: &std::path::Path, bin: &str) -> Vec<crate::axis_module::ShimFile> {
-    use crate::agent::registry::{Registry, Sources};
-    let sources = Sources { skill_dir: Some(agmsg_dir.to_owned()), plugin_bases: crate::plugin::registry::bases() };
+    use crate::agent::registry::{Registry, TypeLocations};
+    let sources = TypeLocations { skill_dir: Some(agmsg_dir.to_owned()), plugin_bases: crate::plugin::registry::bases() };
     let registry = Registry::load(&sources, &crate::plugin::registry::home_trust);
     crate::agent::bundled::TYPES
         .iter()

@@ -18,7 +18,7 @@ use std::path::{Component, Path, PathBuf};
 use crate::error::HostError;
 use crate::fsroot::{self, Why};
 
-use super::Answer;
+use super::FileAnswer;
 
 /// The largest delivery file read or written.
 pub const MAX_BYTES: usize = 4 << 20;
@@ -146,18 +146,18 @@ impl Target {
 
     /// Apply `answer`: the text replaces the file atomically (its permissions kept), or the file is
     /// removed. Returns whether the file changed.
-    pub fn apply(&self, answer: &Answer) -> Result<bool, HostError> {
+    pub fn apply(&self, answer: &FileAnswer) -> Result<bool, HostError> {
         let what = self.path().display().to_string();
         match answer {
-            Answer::Keep => Ok(false),
-            Answer::Remove => {
+            FileAnswer::Keep => Ok(false),
+            FileAnswer::Remove => {
                 let Some(dir) = &self.dir else { return Ok(false) };
                 dir.remove_file(&self.name).map_err(|e| match e.why {
                     Why::Io(inner) => HostError::refused(format!("{what}: {inner}")),
                     _ => HostError::refused(e.to_string()),
                 })
             }
-            Answer::Write(text) => {
+            FileAnswer::Write(text) => {
                 if text.len() > MAX_BYTES {
                     return Err(HostError::refused(format!(
                         "refusing to write {what}: the new text is larger than {} MiB",

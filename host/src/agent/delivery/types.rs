@@ -44,7 +44,7 @@ impl fmt::Display for Mode {
 
 /// What to do with the target file.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Answer {
+pub enum FileAnswer {
     /// Replace (or create) it with this text.
     Write(String),
     /// Remove it (nothing when it is absent).
@@ -65,7 +65,7 @@ pub struct PlugTarget {
 /// A plug's `apply`: the file's fate and the notices to print.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlugApplied {
-    pub file: Answer,
+    pub file: FileAnswer,
     pub notices: Vec<String>,
 }
 

@@ -168,6 +168,11 @@ impl Hostile {
     }
 
     pub fn start_on(ip: &str, answer: impl Fn(&str, &str) -> Answer + Send + 'static) -> Hostile {
+        Hostile::start_seeing_headers(ip, move |method, path, _| answer(method, path))
+    }
+
+    /// Each request's method, path and whole head (its request line and headers) go to `answer`.
+    pub fn start_seeing_headers(ip: &str, answer: impl Fn(&str, &str, &str) -> Answer + Send + 'static) -> Hostile {
         let listener = TcpListener::bind((ip, 0)).unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         let stop = Arc::new(AtomicBool::new(false));
@@ -190,7 +195,7 @@ impl Hostile {
                 let head = String::from_utf8_lossy(&head).into_owned();
                 let mut words = head.split_whitespace();
                 let (method, path) = (words.next().unwrap_or("").to_owned(), words.next().unwrap_or("").to_owned());
-                match answer(&method, &path) {
+                match answer(&method, &path, &head) {
                     Answer::Bytes(status, headers, body) => {
                         let mut out = format!("HTTP/1.1 {status} X\r\nContent-Length: {}\r\nConnection: close\r\n", body.len());
                         for (k, v) in headers {

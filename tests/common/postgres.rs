@@ -73,6 +73,14 @@ fn check(what: &str, out: std::io::Result<Output>) -> Output {
     out
 }
 
+/// A P-256 key, unencrypted, for `openssl req`.
+const EC_KEY: [&str; 5] = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+
+/// `openssl <args>` in `dir`, which must succeed.
+fn openssl(dir: &Path, args: &[&str]) -> Output {
+    check(&format!("openssl {}", args[0]), Command::new("openssl").current_dir(dir).args(args).output())
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
@@ -157,47 +165,59 @@ impl Cluster {
 
     fn make_certificates(&mut self) {
         let d = self.dir.path();
-        let openssl = |args: &[&str]| check(&format!("openssl {}", args[0]), Command::new("openssl").current_dir(d).args(args).output());
-        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
         openssl(
-            &[&["req", "-x509"][..], &ec, &["-keyout", "ca.key", "-out", "ca.crt", "-days", "3", "-subj", "/CN=agmsg test CA"]].concat(),
+            d,
+            &[&["req", "-x509"][..], &EC_KEY, &["-keyout", "ca.key", "-out", "ca.crt", "-days", "3", "-subj", "/CN=agmsg test CA"]]
+                .concat(),
         );
-        openssl(&[&["req"][..], &ec, &["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"]].concat());
         let mut names = "DNS:localhost,IP:127.0.0.1".to_owned();
         if self.addr != Ipv4Addr::LOCALHOST {
             names += &format!(",IP:{}", self.addr);
         }
-        std::fs::write(d.join("san.ext"), format!("subjectAltName={names}\n")).unwrap();
-        openssl(&[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "server.crt",
-            "-days",
-            "3",
-            "-extfile",
-            "san.ext",
-        ]);
+        self.issue_server_cert("server", "localhost", &names);
+        let mut conf = std::fs::OpenOptions::new().append(true).open(self.data().join("postgresql.conf")).unwrap();
+        use std::io::Write;
+        writeln!(conf, "ssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'").unwrap();
+        self.ca = Some(d.join("ca.crt"));
+    }
+
+    /// A server certificate signed by the cluster's CA (`ca.crt`, `ca.key`) for the `subjectAltName`
+    /// list `names` (common name `cn`), made as `<stem>.key` / `<stem>.crt` in the cluster's directory
+    /// and installed as the server's `server.crt` / `server.key`, private to the server.
+    fn issue_server_cert(&self, stem: &str, cn: &str, names: &str) {
+        let d = self.dir.path();
+        let [key, csr, ext, crt] = ["key", "csr", "ext", "crt"].map(|suffix| format!("{stem}.{suffix}"));
+        openssl(d, &[&["req"][..], &EC_KEY, &["-keyout", &key, "-out", &csr, "-subj", &format!("/CN={cn}")]].concat());
+        std::fs::write(d.join(&ext), format!("subjectAltName={names}\n")).unwrap();
+        openssl(
+            d,
+            &[
+                "x509",
+                "-req",
+                "-in",
+                &csr,
+                "-CA",
+                "ca.crt",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-out",
+                &crt,
+                "-days",
+                "3",
+                "-extfile",
+                &ext,
+            ],
+        );
         let data = self.data();
-        for file in ["server.crt", "server.key"] {
-            std::fs::copy(d.join(file), data.join(file)).unwrap();
+        for (from, to) in [(&crt, "server.crt"), (&key, "server.key")] {
+            std::fs::copy(d.join(from), data.join(to)).unwrap();
         }
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(data.join("server.key"), std::fs::Permissions::from_mode(0o600)).unwrap();
         if self.as_postgres {
             check("chown", Command::new("chown").args(["postgres:", "server.crt", "server.key"]).current_dir(&data).output());
         }
-        let mut conf = std::fs::OpenOptions::new().append(true).open(data.join("postgresql.conf")).unwrap();
-        use std::io::Write;
-        writeln!(conf, "ssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'").unwrap();
-        self.ca = Some(d.join("ca.crt"));
     }
 
     /// Clients from other namespaces (any IPv4 address: the namespaces are private), over TLS only
@@ -306,37 +326,7 @@ impl Cluster {
     /// client checking the host name it connected to (verify-full) must then refuse it.
     pub fn reissue_server_cert(&self, names: &str) {
         assert!(self.ca.is_some(), "not a TLS cluster");
-        let d = self.dir.path();
-        let openssl = |args: &[&str]| check(&format!("openssl {}", args[0]), Command::new("openssl").current_dir(d).args(args).output());
-        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
-        openssl(&[&["req"][..], &ec, &["-keyout", "other.key", "-out", "other.csr", "-subj", "/CN=elsewhere"]].concat());
-        std::fs::write(d.join("other.ext"), format!("subjectAltName={names}\n")).unwrap();
-        openssl(&[
-            "x509",
-            "-req",
-            "-in",
-            "other.csr",
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "other.crt",
-            "-days",
-            "3",
-            "-extfile",
-            "other.ext",
-        ]);
-        let data = self.data();
-        for (from, to) in [("other.crt", "server.crt"), ("other.key", "server.key")] {
-            std::fs::copy(d.join(from), data.join(to)).unwrap();
-        }
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(data.join("server.key"), std::fs::Permissions::from_mode(0o600)).unwrap();
-        if self.as_postgres {
-            check("chown", Command::new("chown").args(["postgres:", "server.crt", "server.key"]).current_dir(&data).output());
-        }
+        self.issue_server_cert("other", "elsewhere", names);
         // The TLS files are read again on a configuration reload (new connections use them).
         self.psql("postgres", "SELECT pg_reload_conf()");
     }

@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 use std::path::Path;
 
-use super::plug::{Function, Plug};
+use super::plug::{Behaviour, Function, Plug, SideEffects};
 use crate::axis::Axis;
 use crate::capabilities::Capabilities;
 use crate::plugin::manifest::{MANIFEST_FILE, PluginManifest};
@@ -22,6 +22,10 @@ pub struct BundledType {
     pub files: &'static [(&'static str, &'static str)],
     /// What agmsg's plug for it does.
     pub plug: Plug,
+    /// How its delivery file is written (agmsg's plug for it, else agmsg's default).
+    pub behaviour: Behaviour,
+    /// What its plug does beyond the file.
+    pub side_effects: SideEffects,
 }
 
 macro_rules! conf {
@@ -42,9 +46,18 @@ const RULEFILE_STATUS: (Function, &str) = (Status, "rulefile_status: the rule fi
 
 /// The bundled types, sorted by name.
 pub const TYPES: &[BundledType] = &[
-    BundledType { name: "agmsg-app", conf: conf!("agmsg-app"), files: &[], plug: Plug { file: None, overrides: &[], code: &[] } },
+    BundledType {
+        name: "agmsg-app",
+        behaviour: Behaviour::Manual,
+        side_effects: SideEffects::None,
+        conf: conf!("agmsg-app"),
+        files: &[],
+        plug: Plug { file: None, overrides: &[], code: &[] },
+    },
     BundledType {
         name: "antigravity",
+        behaviour: Behaviour::RuleFile,
+        side_effects: SideEffects::None,
         conf: conf!("antigravity"),
         files: template!("antigravity"),
         plug: Plug {
@@ -61,6 +74,8 @@ pub const TYPES: &[BundledType] = &[
     },
     BundledType {
         name: "claude-code",
+        behaviour: Behaviour::JsonHooks,
+        side_effects: SideEffects::None,
         conf: conf!("claude-code"),
         files: template!("claude-code"),
         plug: Plug {
@@ -74,6 +89,8 @@ pub const TYPES: &[BundledType] = &[
     },
     BundledType {
         name: "codex",
+        behaviour: Behaviour::JsonHooks,
+        side_effects: SideEffects::CodexBridge,
         conf: conf!("codex"),
         files: template!("codex"),
         plug: Plug {
@@ -103,6 +120,8 @@ pub const TYPES: &[BundledType] = &[
     },
     BundledType {
         name: "copilot",
+        behaviour: Behaviour::Copilot,
+        side_effects: SideEffects::None,
         conf: conf!("copilot"),
         files: template!("copilot"),
         plug: Plug {
@@ -119,6 +138,8 @@ pub const TYPES: &[BundledType] = &[
     },
     BundledType {
         name: "cursor",
+        behaviour: Behaviour::Cursor,
+        side_effects: SideEffects::None,
         conf: conf!("cursor"),
         files: template!("cursor"),
         plug: Plug {
@@ -132,6 +153,8 @@ pub const TYPES: &[BundledType] = &[
     },
     BundledType {
         name: "gemini",
+        behaviour: Behaviour::RuleFile,
+        side_effects: SideEffects::None,
         conf: conf!("gemini"),
         files: template!("gemini"),
         plug: Plug {
@@ -148,6 +171,8 @@ pub const TYPES: &[BundledType] = &[
     },
     BundledType {
         name: "grok-build",
+        behaviour: Behaviour::GrokBuild,
+        side_effects: SideEffects::None,
         conf: conf!("grok-build"),
         files: template!("grok-build"),
         plug: Plug {
@@ -166,6 +191,8 @@ pub const TYPES: &[BundledType] = &[
     },
     BundledType {
         name: "hermes",
+        behaviour: Behaviour::Manual,
+        side_effects: SideEffects::ManualOff,
         conf: conf!("hermes"),
         files: template!("hermes"),
         plug: Plug {
@@ -180,6 +207,8 @@ pub const TYPES: &[BundledType] = &[
     },
     BundledType {
         name: "opencode",
+        behaviour: Behaviour::Opencode,
+        side_effects: SideEffects::None,
         conf: conf!("opencode"),
         files: template!("opencode"),
         plug: Plug {

@@ -5,6 +5,39 @@
 
 use std::path::Path;
 
+/// How a type's delivery file is written: agmsg's default, or the behaviour of the plug agmsg ships
+/// for it (a bundled type's is in its row of [`super::bundled::TYPES`]; what each does is
+/// `agent::delivery`'s).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Behaviour {
+    /// agmsg's default: JSON event hooks (claude-code, codex, and any type without an apply plug).
+    JsonHooks,
+    /// `rulefile_apply`/`rulefile_status`, one file shared by several types (gemini, antigravity).
+    RuleFile,
+    /// copilot's JSON `Stop` hook file.
+    Copilot,
+    /// cursor's always-applied rule (`.cursor/rules/*.mdc`).
+    Cursor,
+    /// opencode's marker rule.
+    Opencode,
+    /// grok-build's marker rule.
+    GrokBuild,
+    /// Manual delivery only (hermes, agmsg-app): nothing is written, the status is always off.
+    Manual,
+}
+
+/// What agmsg's plug for a type does beyond its delivery file, which agmsg-host does not do but says in
+/// its own words (`agent::delivery`: `Behaviour::on_enable`, `on_disable`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SideEffects {
+    /// Nothing beyond agmsg's defaults.
+    None,
+    /// codex's: its Codex bridge set up on enable, stopped on disable, reported by status.
+    CodexBridge,
+    /// hermes's: turning delivery off only says that delivery is manual (no watcher is stopped).
+    ManualOff,
+}
+
 /// An overridable function of agmsg's delivery engine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Function {

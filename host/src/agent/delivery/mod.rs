@@ -29,7 +29,9 @@ pub mod shim;
 pub mod target;
 pub mod types;
 
+use crate::agent::bundled;
 use crate::agent::plug::Function;
+pub use crate::agent::plug::{Behaviour, SideEffects};
 use crate::agent::registry::{AgentType, Origin};
 use crate::error::HostError;
 use component::Overrides;
@@ -121,43 +123,18 @@ pub use crate::shell::quote as shq;
 /// bash's `printf %q` (agmsg quotes the words of commands it prints for an agent this way).
 pub use agmsg_contract::printf_q as bash_q;
 
-/// How a type's delivery file is written: agmsg's default, or the behaviour of the plug agmsg ships
-/// for it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Behaviour {
-    /// agmsg's default: JSON event hooks (claude-code, codex, and any type without an apply plug).
-    JsonHooks,
-    /// `rulefile_apply`/`rulefile_status`, one file shared by several types (gemini, antigravity).
-    RuleFile,
-    /// copilot's JSON `Stop` hook file.
-    Copilot,
-    /// cursor's always-applied rule (`.cursor/rules/*.mdc`).
-    Cursor,
-    /// opencode's marker rule.
-    Opencode,
-    /// grok-build's marker rule.
-    GrokBuild,
-    /// Manual delivery only (hermes, agmsg-app): nothing is written, the status is always off.
-    Manual,
+/// What agmsg's plug for a type of this name does beyond its file (its row of the per-type table),
+/// whichever candidate of the name answers.
+fn side_effects(t: &AgentType) -> SideEffects {
+    bundled::get(&t.name).map_or(SideEffects::None, |b| b.side_effects)
 }
 
 impl Behaviour {
     /// The behaviour of a type: a bundled type's plug by name; a type on disk whose `_delivery.sh`
     /// overrides `apply` or `status` is refused (its plug is shell code, never run here).
     pub fn of(t: &AgentType) -> Result<Behaviour, HostError> {
-        let by_name = match t.name.as_str() {
-            // claude-code's plug (drivers/agent-claude-code) overrides on_enable only.
-            "claude-code" | "codex" => Some(Behaviour::JsonHooks),
-            // Its plug component (drivers/agent-cursor) answers with this same form.
-            "cursor" => Some(Behaviour::Cursor),
-            "gemini" | "antigravity" => Some(Behaviour::RuleFile),
-            "copilot" => Some(Behaviour::Copilot),
-            "opencode" => Some(Behaviour::Opencode),
-            // Its plug component (drivers/agent-grok-build) answers on_enable and stop_directive.
-            "grok-build" => Some(Behaviour::GrokBuild),
-            "hermes" | "agmsg-app" => Some(Behaviour::Manual),
-            _ => None,
-        };
+        // The per-type table says it (agent/bundled.rs); generic code names no type.
+        let by_name = bundled::get(&t.name).map(|b| b.behaviour);
         // A bundled type, or agmsg's own installed copy of one: the behaviour of agmsg's plug.
         if let (Some(b), Origin::Bundled | Origin::Installed { .. }) = (by_name, &t.origin) {
             return Ok(b);
@@ -187,11 +164,11 @@ impl Behaviour {
     /// undo the bridge's setup): agmsg-host stops nothing, and says what to do instead
     /// ([`codex::on_disable`]).
     pub fn on_disable(self, t: &AgentType, ctx: &Context) -> Option<Vec<String>> {
-        match (self, t.name.as_str()) {
-            (Behaviour::Manual, "hermes") => {
+        match (self, side_effects(t)) {
+            (Behaviour::Manual, SideEffects::ManualOff) => {
                 Some(vec![format!("{}: no automatic delivery hook to remove; manual inbox checks only.", t.name)])
             }
-            (Behaviour::JsonHooks, "codex") => Some(codex::on_disable(ctx)),
+            (Behaviour::JsonHooks, SideEffects::CodexBridge) => Some(codex::on_disable(ctx)),
             _ => None,
         }
     }
@@ -200,13 +177,16 @@ impl Behaviour {
     /// `on_enable`: `None` is agmsg's default. codex's plug in agmsg overrides it with the setup of its
     /// Codex bridge, which agmsg-host does not run: the user is told how ([`codex::on_enable`]).
     pub fn on_enable(self, t: &AgentType, ctx: &Context, mode: Mode) -> Option<Vec<String>> {
-        (self == Behaviour::JsonHooks && t.name == "codex").then(|| codex::on_enable(ctx, mode))
+        (self == Behaviour::JsonHooks && side_effects(t) == SideEffects::CodexBridge).then(|| codex::on_enable(ctx, mode))
     }
 
     /// Whether [`Behaviour::on_enable`] / [`Behaviour::on_disable`] answer for the type (`enable`
     /// says which), whatever the project.
     pub fn answers_side_effect(self, t: &AgentType, enable: bool) -> bool {
-        matches!((self, t.name.as_str(), enable), (Behaviour::JsonHooks, "codex", _) | (Behaviour::Manual, "hermes", false))
+        matches!(
+            (self, side_effects(t), enable),
+            (Behaviour::JsonHooks, SideEffects::CodexBridge, _) | (Behaviour::Manual, SideEffects::ManualOff, false)
+        )
     }
 
     /// Whether the behaviour writes a file (`hooks_file=` is needed).
@@ -563,7 +543,7 @@ pub fn status(
     let mut plug = open_plug(t, &ctx, &mut runtime, chosen)?;
     // codex's runtime status in agmsg reports its bridges; with agmsg-host's shim in place of its plug,
     // agmsg-host's status is the only one that can.
-    let notes = if behaviour.as_ref().is_ok_and(|b| *b == Behaviour::JsonHooks) && t.name == "codex" {
+    let notes = if behaviour.as_ref().is_ok_and(|b| *b == Behaviour::JsonHooks) && side_effects(t) == SideEffects::CodexBridge {
         codex::bridge_status(&ctx)
     } else {
         Vec::new()

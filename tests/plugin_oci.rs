@@ -303,6 +303,64 @@ fn tampered_a_manifest_and_a_component_from_different_publications_are_refused()
     p.refused(&p.at("drivers/notes:mixed"), "does not cover this component and manifest");
 }
 
+/// Put `bytes` in `registry`'s `repository` as a blob: its descriptor.
+fn push_blob(registry: &Registry, repository: &str, media_type: &str, bytes: &[u8]) -> serde_json::Value {
+    let digest = format!("sha256:{}", agmsg_host::plugin::sha256_hex(bytes));
+    let (status, headers, _) = http(&registry.addr, "POST", &format!("/v2/{repository}/blobs/uploads/"), &[], b"").unwrap();
+    assert_eq!(status, 202);
+    let location = headers.iter().find(|(k, _)| k == "location").map(|(_, v)| v.clone()).unwrap();
+    let location = location.strip_prefix(&format!("http://{}", registry.addr)).unwrap_or(&location).to_owned();
+    let sep = if location.contains('?') { '&' } else { '?' };
+    let path = format!("{location}{sep}digest={}", digest.replace(':', "%3A"));
+    let (status, _, body) = http(&registry.addr, "PUT", &path, &[("Content-Type", "application/octet-stream")], bytes).unwrap();
+    assert_eq!(status, 201, "{}", String::from_utf8_lossy(&body));
+    serde_json::json!({ "mediaType": media_type, "digest": digest, "size": bytes.len() })
+}
+
+#[test]
+fn a_name_inside_an_artifact_never_becomes_a_path() {
+    let Some(p) = Published::new() else { return };
+    // An artifact pushed by hand (no publish to refuse it): its agmsg-driver.toml names the driver
+    // "../../../../escape", unsigned.
+    let toml = b"name = \"../../../../escape\"\naxis = \"storage\"\nversion = \"1.0.0\"\napi = \"1.0.0\"\n[capabilities]\nstore = true\ninert_sockets = true\n";
+    let repo = "drivers/escape";
+    let config = push_blob(&p.registry, repo, "application/vnd.wasm.config.v0+json", b"{}");
+    let wasm = push_blob(&p.registry, repo, "application/wasm", &std::fs::read(fixture("hostile-storage")).unwrap());
+    let manifest = push_blob(&p.registry, repo, "application/vnd.agmsg.driver.manifest.v1+toml", toml);
+    let image = serde_json::json!({
+        "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": config, "layers": [wasm, manifest],
+    });
+    let (status, _, body) = http(
+        &p.registry.addr,
+        "PUT",
+        &format!("/v2/{repo}/manifests/1"),
+        &[("Content-Type", "application/vnd.oci.image.manifest.v1+json")],
+        &serde_json::to_vec(&image).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(status, 201, "{}", String::from_utf8_lossy(&body));
+    p.refused(&p.at(&format!("{repo}:1")), "name must match");
+    let escaped: Vec<_> = walk(p.env.dir.path().parent().unwrap()).into_iter().filter(|f| f.ends_with("escape")).collect();
+    assert!(escaped.is_empty(), "written outside the plugin directory: {escaped:?}");
+}
+
+/// Every path under `dir` (not following links), at most three levels down.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut todo = vec![(dir.to_owned(), 0)];
+    while let Some((dir, depth)) = todo.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if depth < 3 && entry.file_type().is_ok_and(|t| t.is_dir()) {
+                todo.push((path.clone(), depth + 1));
+            }
+            found.push(path);
+        }
+    }
+    found
+}
+
 /// A hostile registry serving `p`'s artifact, with `blob` deciding what a blob request gets (`None`:
 /// the real blob).
 fn hostile(p: &Published, blob: impl Fn(&str) -> Option<Answer> + Send + 'static) -> Hostile {

@@ -122,14 +122,16 @@ enum Command {
     /// For driver authors: check a driver against the contract suite
     #[command(subcommand)]
     Driver(DriverCommand),
-    /// Third-party drivers: install, list, inspect, trust, untrust, remove
+    /// Third-party drivers: install, list, inspect, trust, untrust, remove, publish, update, keys
     #[command(
         subcommand,
-        long_about = "Third-party drivers: install, list, inspect, trust, untrust, remove.\n\n\
+        long_about = "Third-party drivers: install, list, inspect, trust, untrust, remove, publish, update, keys.\n\n\
             A plugin is a directory <axis>/<name>/ holding agmsg-driver.toml (its manifest) and its \
             component, under $AGMSG_HOME/plugins (default ~/.agents/agmsg/plugins) or a directory of \
             AGMSG_PLUGIN_DIRS. It runs only once trusted, with what it asks for AND you granted; a \
-            changed component, or an update that asks for more, is untrusted until you trust it again."
+            changed component, or an update that asks for more, is untrusted until you trust it again. \
+            Drivers published to an OCI registry (oci://...) are verified (digests, and the signature \
+            against the publisher keys you pinned) before the same consent, which names the publisher."
     )]
     Plugin(plugin::PluginCommand),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)

@@ -303,6 +303,43 @@ fn tampered_a_manifest_and_a_component_from_different_publications_are_refused()
     p.refused(&p.at("drivers/notes:mixed"), "does not cover this component and manifest");
 }
 
+#[test]
+fn tampered_a_signature_made_for_something_else_is_refused() {
+    let Some(p) = Published::new() else { return };
+    // alice's own key, over the very statement, but signed for git (-n git), as a commit would be.
+    let mut image = p.manifest();
+    let digest = |media_type: &str| layer(&image, media_type)["digest"].as_str().unwrap().to_owned();
+    let statement = format!(
+        "agmsg-driver-signature-v1\naxis storage\nname notes\nversion 1.0.0\ncomponent {}\nmanifest {}\n",
+        digest("application/wasm"),
+        digest("application/vnd.agmsg.driver.manifest.v1+toml")
+    );
+    let mut child = Command::new("ssh-keygen")
+        .args(["-q", "-Y", "sign", "-n", "git", "-f"])
+        .arg(&p.alice)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), statement.as_bytes()).unwrap();
+    let signed = child.wait_with_output().unwrap();
+    assert!(signed.status.success(), "{signed:?}");
+    let signature = push_blob(&p.registry, "drivers/notes", "application/vnd.agmsg.driver.signature.v1+sshsig", &signed.stdout);
+    let layers = image["layers"].as_array_mut().unwrap();
+    let at = layers.iter().position(|l| l["mediaType"] == "application/vnd.agmsg.driver.signature.v1+sshsig").unwrap();
+    layers[at] = signature;
+    let (status, _, body) = http(
+        &p.registry.addr,
+        "PUT",
+        "/v2/drivers/notes/manifests/git",
+        &[("Content-Type", "application/vnd.oci.image.manifest.v1+json")],
+        &serde_json::to_vec(&image).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(status, 201, "{}", String::from_utf8_lossy(&body));
+    p.refused(&p.at("drivers/notes:git"), "was made for \"git\", not for an agmsg driver");
+}
+
 /// Put `bytes` in `registry`'s `repository` as a blob: its descriptor.
 fn push_blob(registry: &Registry, repository: &str, media_type: &str, bytes: &[u8]) -> serde_json::Value {
     let digest = format!("sha256:{}", agmsg_host::plugin::sha256_hex(bytes));

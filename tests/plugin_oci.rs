@@ -115,7 +115,11 @@ fn publish_then_install_by_tag_and_by_digest_naming_the_publisher() {
     assert!(run.stdout.contains("installed storage/notes 1.0.0") && run.stdout.contains("signed by alice (SHA256:"), "{run:?}");
     assert!(run.stdout.contains(&format!("{reference}@{digest}")), "{run:?}");
     let listed = ok(plugin(&env, &["list", "--json"])).json();
-    assert!(listed.iter().any(|r| r["driver"] == "storage/notes" && r["state"] == "trusted"), "{listed:?}");
+    let row = listed.iter().find(|r| r["driver"] == "storage/notes" && r["state"] == "trusted").unwrap_or_else(|| panic!("{listed:?}"));
+    assert_eq!((row["source"].as_str(), row["digest"].as_str()), (Some(reference.as_str()), Some(digest.as_str())), "{row}");
+    assert!(row["publisher"].as_str().is_some_and(|k| k.starts_with("SHA256:")), "{row}");
+    let text = ok(plugin(&env, &["list"])).stdout;
+    assert!(text.contains(&format!("(from {reference}, signed by SHA256:")), "{text}");
 
     // By digest, after removing it.
     ok(plugin(&env, &["remove", "storage/notes"]));

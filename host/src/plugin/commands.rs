@@ -274,12 +274,15 @@ struct Row {
     granted: String,
     path: String,
     problem: Option<String>,
+    /// Where a trusted plugin was published, when it was installed from a registry or an artifact file.
+    source: Option<super::trust::Provenance>,
 }
 
 /// `plugin list`: every driver found (bundled, then each axis's plugin candidates): axis/name,
 /// version, builtin / trusted / UNTRUSTED, what it is granted, path. `json`: one object per line.
 pub fn list(axes: &Axes, json: bool) -> Result<String, HostError> {
     let mut rows = Vec::new();
+    let trust = registry::home_trust()?;
     for axis in Axis::ALL {
         for driver in bundled::of(axis) {
             let granted = (axes.bundled_runs_with)(axis, driver.name).map(|c| c.summary()).unwrap_or_default();
@@ -290,6 +293,7 @@ pub fn list(axes: &Axes, json: bool) -> Result<String, HostError> {
                 granted,
                 path: "(bundled)".into(),
                 problem: None,
+                source: None,
             });
         }
         for candidate in registry::candidates(axis, None, &axes.dirs)? {
@@ -309,16 +313,24 @@ pub fn list(axes: &Axes, json: bool) -> Result<String, HostError> {
                 granted,
                 path: candidate.dir.display().to_string(),
                 problem: candidate.problem(),
+                source: match candidate.state {
+                    TrustState::Trusted(_) => trust.record(axis, &candidate.name, &candidate.dir).and_then(|r| r.provenance.clone()),
+                    _ => None,
+                },
             });
         }
     }
     let mut out = String::new();
     for row in &rows {
         if json {
-            let value = json!({
+            let mut value = json!({
                 "driver": row.reference, "version": row.version, "state": row.state,
                 "granted": row.granted, "path": row.path, "problem": row.problem,
             });
+            if let Some(source) = &row.source {
+                let fields = json!({ "source": source.source, "digest": source.digest, "publisher": source.publisher });
+                value.as_object_mut().expect("an object").extend(fields.as_object().expect("an object").clone());
+            }
             out.push_str(&format!("{value}\n"));
         } else {
             // Versions, grants, paths and problems can hold a plugin's text: shown, never sent to the terminal.
@@ -326,6 +338,10 @@ pub fn list(axes: &Axes, json: bool) -> Result<String, HostError> {
             out.push_str(&format!("{reference:<24} {version:<9} {:<10} {granted:<40} {path}\n", row.state));
             if let (Some(problem), "UNTRUSTED") = (&row.problem, row.state.as_str()) {
                 out.push_str(&format!("{:<24} ({})\n", "", display::line(problem)));
+            }
+            if let Some(source) = &row.source {
+                let signed = source.publisher.as_deref().map_or_else(|| "unsigned".to_owned(), |key| format!("signed by {key}"));
+                out.push_str(&format!("{:<24} (from {}, {signed})\n", "", display::line(&source.source)));
             }
         }
     }

@@ -526,6 +526,44 @@ pub mod records {
         serde_json::to_string(record).expect("records of strings always serialize")
     }
 
+    /// An event of agmsg's v1 log, as a line's JSON object holds it: every field a string. The one
+    /// reading of a v1 record, for the host (`import` files) and the jsonl driver (its log).
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub enum V1Event {
+        MessageSent { id: String, team: String, from: String, to: String, body: String, at: String },
+        MessageRead { id: String, msg_id: String, team: String, agent: String, at: String },
+    }
+
+    /// Why a JSON object is not a v1 record (each reader words it its own way).
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub enum V1Error {
+        /// It has no string `type`.
+        NoType,
+        /// A `kind` record whose `field` is missing or not a string (the first such, in agmsg's key
+        /// order).
+        NotAString { kind: &'static str, field: &'static str },
+    }
+
+    /// The v1 event `object` holds: `Ok(None)` for a record of another type (which v1 readers skip);
+    /// keys beyond a record's own are ignored.
+    pub fn v1_event(object: &serde_json::Map<String, serde_json::Value>) -> Result<Option<V1Event>, V1Error> {
+        let kind = object.get("type").and_then(serde_json::Value::as_str).ok_or(V1Error::NoType)?;
+        let field = |kind: &'static str, field: &'static str| {
+            object.get(field).and_then(serde_json::Value::as_str).map(str::to_owned).ok_or(V1Error::NotAString { kind, field })
+        };
+        Ok(Some(match kind {
+            "message_sent" => {
+                let f = |name| field("message_sent", name);
+                V1Event::MessageSent { id: f("id")?, team: f("team")?, from: f("from")?, to: f("to")?, body: f("body")?, at: f("at")? }
+            }
+            "message_read" => {
+                let f = |name| field("message_read", name);
+                V1Event::MessageRead { id: f("id")?, msg_id: f("msg_id")?, team: f("team")?, agent: f("agent")?, at: f("at")? }
+            }
+            _ => return Ok(None),
+        }))
+    }
+
     /// `{"type":"message_sent","id",...}` with the keys in the order `type,id,team,from,to,body,at`.
     pub fn message_sent(id: &str, team: &str, from: &str, to: &str, body: &str, at: &str) -> String {
         line(&Sent { kind: "message_sent", id, team, from, to, body, at })

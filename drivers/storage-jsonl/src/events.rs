@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 use std::fs::File;
 
+use agmsg_contract::records;
 use agmsg_guest_sdk::storage::{DriverError, Event, Message, ReadMark};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -188,30 +189,20 @@ fn parse_line_slow(line: &[u8], number: u64) -> Result<Vec<Event>, DriverError> 
     }
 }
 
-/// The v1 event an object holds, `None` for another type; `Err` names what is malformed.
+/// The v1 event an object holds (the contract's one reading, [`records::v1_event`]), `None` for
+/// another type; `Err` names what is malformed.
 fn v1_event(object: &Map<String, Value>) -> Result<Option<Event>, String> {
-    let field = |name: &str| -> Result<String, String> {
-        object.get(name).and_then(Value::as_str).map(str::to_owned).ok_or_else(|| format!("\"{name}\" must be a string"))
-    };
-    Ok(match object.get("type").and_then(Value::as_str) {
-        Some("message_sent") => Some(Event::MessageSent(Message {
-            id: field("id")?,
-            team: field("team")?,
-            from: field("from")?,
-            to: field("to")?,
-            body: field("body")?,
-            at: field("at")?,
-        })),
-        Some("message_read") => Some(Event::MessageRead(ReadMark {
-            id: field("id")?,
-            msg_id: field("msg_id")?,
-            team: field("team")?,
-            agent: field("agent")?,
-            at: field("at")?,
-        })),
-        Some(_) => None,
-        None => return Err("no string \"type\"".into()),
-    })
+    match records::v1_event(object) {
+        Ok(Some(records::V1Event::MessageSent { id, team, from, to, body, at })) => {
+            Ok(Some(Event::MessageSent(Message { id, team, from, to, body, at })))
+        }
+        Ok(Some(records::V1Event::MessageRead { id, msg_id, team, agent, at })) => {
+            Ok(Some(Event::MessageRead(ReadMark { id, msg_id, team, agent, at })))
+        }
+        Ok(None) => Ok(None),
+        Err(records::V1Error::NoType) => Err("no string \"type\"".into()),
+        Err(records::V1Error::NotAString { field, .. }) => Err(format!("\"{field}\" must be a string")),
+    }
 }
 
 pub fn io_error(e: std::io::Error) -> DriverError {

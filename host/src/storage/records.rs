@@ -95,27 +95,16 @@ pub fn scan_import<E>(mut reader: impl std::io::BufRead, mut visit: impl FnMut(E
 fn parse_event(line: &str) -> Result<Option<Event>, String> {
     let value: serde_json::Value = serde_json::from_str(line).map_err(|e| format!("invalid JSON record: {e}"))?;
     let object = value.as_object().ok_or("invalid JSON record: not an object")?;
-    let kind = object.get("type").and_then(|t| t.as_str()).ok_or("invalid JSON record: no string \"type\"")?;
-    let field = |name: &str| -> Result<String, String> {
-        object.get(name).and_then(|v| v.as_str()).map(str::to_owned).ok_or_else(|| format!("{kind} record: \"{name}\" must be a string"))
-    };
-    let event = match kind {
-        "message_sent" => Event::MessageSent(Message {
-            id: field("id")?,
-            team: field("team")?,
-            from: field("from")?,
-            to: field("to")?,
-            body: field("body")?,
-            at: field("at")?,
-        }),
-        "message_read" => Event::MessageRead(ReadMark {
-            id: field("id")?,
-            msg_id: field("msg_id")?,
-            team: field("team")?,
-            agent: field("agent")?,
-            at: field("at")?,
-        }),
-        _ => return Ok(None),
+    let event = match records::v1_event(object) {
+        Ok(Some(records::V1Event::MessageSent { id, team, from, to, body, at })) => {
+            Event::MessageSent(Message { id, team, from, to, body, at })
+        }
+        Ok(Some(records::V1Event::MessageRead { id, msg_id, team, agent, at })) => {
+            Event::MessageRead(ReadMark { id, msg_id, team, agent, at })
+        }
+        Ok(None) => return Ok(None),
+        Err(records::V1Error::NoType) => return Err("invalid JSON record: no string \"type\"".into()),
+        Err(records::V1Error::NotAString { kind, field }) => return Err(format!("{kind} record: \"{field}\" must be a string")),
     };
     check_event(&event)?;
     Ok(Some(event))

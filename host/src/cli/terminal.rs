@@ -63,14 +63,14 @@ fn session_arg(args: &[String]) -> &str {
 }
 
 /// Why `terminal` printed no answer: its command line, or a failure framed as agmsg frames it.
-enum Outcome {
+enum NoAnswer {
     Usage(String),
     Failed(OpFailure),
 }
 
-impl Outcome {
-    fn failed(shape: Shape, error: TerminalError) -> Outcome {
-        Outcome::Failed(OpFailure { shape, error, directive: None })
+impl NoAnswer {
+    fn failed(shape: Shape, error: TerminalError) -> NoAnswer {
+        NoAnswer::Failed(OpFailure { shape, error, directive: None })
     }
 }
 
@@ -79,11 +79,11 @@ pub fn run(driver_flag: Option<String>, op: Option<&str>, args: &[String]) -> Ex
     let op = op.unwrap_or("describe").replace('_', "-");
     match run_op(driver_flag.as_deref(), &op, args) {
         Ok(code) => code,
-        Err(Outcome::Usage(message)) => {
+        Err(NoAnswer::Usage(message)) => {
             eprintln!("agmsg-host: terminal {op}: {message} (see agmsg-host terminal --help)");
             exit::code(ExitClass::Usage)
         }
-        Err(Outcome::Failed(OpFailure { shape, error, directive })) => {
+        Err(NoAnswer::Failed(OpFailure { shape, error, directive })) => {
             if let Some(line) = directive {
                 // Nothing more to say if stdout is gone: the exit code still tells.
                 let _ = print(&format!("{line}\n"));
@@ -105,26 +105,26 @@ pub fn run(driver_flag: Option<String>, op: Option<&str>, args: &[String]) -> Ex
     }
 }
 
-fn print(text: &str) -> Result<(), Outcome> {
+fn print(text: &str) -> Result<(), NoAnswer> {
     let mut out = io::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
-        .map_err(|e| Outcome::failed(Shape::Record, TerminalError::new(TermFailKind::Failed, format!("cannot write to stdout: {e}"))))
+        .map_err(|e| NoAnswer::failed(Shape::Record, TerminalError::new(TermFailKind::Failed, format!("cannot write to stdout: {e}"))))
 }
 
-fn run_op(driver_flag: Option<&str>, op: &str, args: &[String]) -> Result<ExitCode, Outcome> {
+fn run_op(driver_flag: Option<&str>, op: &str, args: &[String]) -> Result<ExitCode, NoAnswer> {
     let candidates = Candidates::new();
     match op {
         "list" => return list(args),
         "resolve-placement" | "resolve-name" => {
-            let runtime = op::runtime().map_err(|e| Outcome::failed(Shape::Record, e))?;
+            let runtime = op::runtime().map_err(|e| NoAnswer::failed(Shape::Record, e))?;
             let session = session_arg(args);
             let resolved = if op == "resolve-name" {
                 resolve::resolve_name(&runtime, &candidates, session)
             } else {
                 resolve::resolve_placement(&runtime, &candidates, session)
             }
-            .map_err(|e| Outcome::failed(Shape::Record, e))?;
+            .map_err(|e| NoAnswer::failed(Shape::Record, e))?;
             return match resolved {
                 Some(Resolved { driver, id }) => {
                     print(&format!("{driver}\t{id}\n"))?;
@@ -138,13 +138,13 @@ fn run_op(driver_flag: Option<&str>, op: &str, args: &[String]) -> Result<ExitCo
         }
         _ => {}
     }
-    let parsed = Op::parse(op, args).map_err(Outcome::Usage)?;
-    let reply = op::run(&candidates, driver_flag, parsed).map_err(Outcome::Failed)?;
+    let parsed = Op::parse(op, args).map_err(NoAnswer::Usage)?;
+    let reply = op::run(&candidates, driver_flag, parsed).map_err(NoAnswer::Failed)?;
     print_reply(op, reply)
 }
 
 /// A reply as agmsg's driver prints it, and its exit code.
-fn print_reply(op: &str, reply: Reply) -> Result<ExitCode, Outcome> {
+fn print_reply(op: &str, reply: Reply) -> Result<ExitCode, NoAnswer> {
     match reply {
         Reply::Ok => print("ok\n")?,
         Reply::Text(text) => print(&text)?,
@@ -193,13 +193,13 @@ fn print_reply(op: &str, reply: Reply) -> Result<ExitCode, Outcome> {
 }
 
 /// `terminal list [--json]` (the library's [`list::list`]).
-fn list(args: &[String]) -> Result<ExitCode, Outcome> {
+fn list(args: &[String]) -> Result<ExitCode, NoAnswer> {
     let json = match args {
         [] => false,
         [flag] if flag == "--json" => true,
-        _ => return Err(Outcome::Usage("list: expected [--json]".into())),
+        _ => return Err(NoAnswer::Usage("list: expected [--json]".into())),
     };
-    let text = list::list(json).map_err(|e| Outcome::failed(Shape::Record, TerminalError::new(TermFailKind::Unreachable, e)))?;
+    let text = list::list(json).map_err(|e| NoAnswer::failed(Shape::Record, TerminalError::new(TermFailKind::Unreachable, e)))?;
     print(&text)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -13,7 +13,7 @@ use crate::error::HostError;
 use crate::runtime::{Driver, DriverSource, Runtime};
 
 use super::types::{PlugError, PlugTarget};
-use super::{Context, FileAnswer, Mode, Outcome, Status};
+use super::{ApplyReport, Context, FileAnswer, Mode, Status};
 
 /// At most this many notice or detail lines, each at most [`MAX_LINE`] characters.
 pub const MAX_LINES: usize = 64;
@@ -73,7 +73,7 @@ pub fn check_line(line: &str) -> Result<(), &'static str> {
 
 /// The ops a plug may override; `Ok(None)`: not overridden, use agmsg's default.
 pub trait Overrides {
-    fn apply(&mut self, mode: Mode, current: Option<&str>) -> Result<Option<Outcome>, HostError>;
+    fn apply(&mut self, mode: Mode, current: Option<&str>) -> Result<Option<ApplyReport>, HostError>;
     fn status(&mut self, current: Option<&str>) -> Result<Option<Status>, HostError>;
     fn on_enable(&mut self, mode: Mode) -> Result<Option<Vec<String>>, HostError>;
     fn on_disable(&mut self) -> Result<Option<Vec<String>>, HostError>;
@@ -84,7 +84,7 @@ pub trait Overrides {
 pub struct NoPlug;
 
 impl Overrides for NoPlug {
-    fn apply(&mut self, _: Mode, _: Option<&str>) -> Result<Option<Outcome>, HostError> {
+    fn apply(&mut self, _: Mode, _: Option<&str>) -> Result<Option<ApplyReport>, HostError> {
         Ok(None)
     }
     fn status(&mut self, _: Option<&str>) -> Result<Option<Status>, HostError> {
@@ -181,7 +181,7 @@ impl<'rt> PlugComponent<'rt> {
 }
 
 impl Overrides for PlugComponent<'_> {
-    fn apply(&mut self, mode: Mode, current: Option<&str>) -> Result<Option<Outcome>, HostError> {
+    fn apply(&mut self, mode: Mode, current: Option<&str>) -> Result<Option<ApplyReport>, HostError> {
         let current = current.map(str::to_owned);
         let Some(applied) = self.call("apply", |store, world, target| world.apply(store, target, mode, current.as_deref()))? else {
             return Ok(None);
@@ -190,7 +190,7 @@ impl Overrides for PlugComponent<'_> {
             FileAnswer::Write(text) => FileAnswer::Write(self.file_text(text)?),
             other => other,
         };
-        Ok(Some(Outcome { answer: Some(answer), notices: self.lines("apply", applied.notices)?, warnings: Vec::new() }))
+        Ok(Some(ApplyReport { answer: Some(answer), notices: self.lines("apply", applied.notices)?, warnings: Vec::new() }))
     }
 
     fn status(&mut self, current: Option<&str>) -> Result<Option<Status>, HostError> {

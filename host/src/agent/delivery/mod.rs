@@ -1,7 +1,7 @@
 //! Delivery: how an agent type is told of new messages, written into one file of the project (the
 //! type's `hooks_file=`). agmsg's `delivery.sh` is a Template Method: a default (JSON event hooks)
 //! that a type's `_delivery.sh` plug overrides. Here every behaviour is a pure function, the current
-//! file's text in and an [`Outcome`] out (write this text, remove the file, or keep it, plus notices
+//! file's text in and an [`ApplyReport`] out (write this text, remove the file, or keep it, plus notices
 //! and `AGMSG-DIRECTIVE` blocks for the caller to print); [`target`] is the one place that touches
 //! the project: it validates the target, reads it and applies the answer atomically.
 //!
@@ -39,7 +39,7 @@ pub use types::{FileAnswer, Mode};
 
 /// An apply's answer and what to tell the user.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Outcome {
+pub struct ApplyReport {
     pub answer: Option<FileAnswer>,
     /// Lines for the user (stdout), in order.
     pub notices: Vec<String>,
@@ -47,9 +47,9 @@ pub struct Outcome {
     pub warnings: Vec<String>,
 }
 
-impl Outcome {
-    fn answer(answer: FileAnswer) -> Outcome {
-        Outcome { answer: Some(answer), ..Outcome::default() }
+impl ApplyReport {
+    fn answer(answer: FileAnswer) -> ApplyReport {
+        ApplyReport { answer: Some(answer), ..ApplyReport::default() }
     }
 }
 
@@ -195,15 +195,15 @@ impl Behaviour {
     }
 
     /// What the type's delivery file becomes for `mode`, from its current text (`None`: absent).
-    pub fn apply(self, ctx: &Context, mode: Mode, current: Option<&str>) -> Result<Outcome, HostError> {
+    pub fn apply(self, ctx: &Context, mode: Mode, current: Option<&str>) -> Result<ApplyReport, HostError> {
         let mut outcome = match self {
-            Behaviour::JsonHooks => Outcome::answer(json_hooks::apply(ctx, mode, current)?),
+            Behaviour::JsonHooks => ApplyReport::answer(json_hooks::apply(ctx, mode, current)?),
             Behaviour::RuleFile => rules::shared_rule_apply(ctx, mode, current),
-            Behaviour::Copilot => Outcome::answer(rules::copilot_apply(ctx, mode)),
-            Behaviour::Cursor => Outcome::answer(rules::cursor_apply(ctx, mode)),
-            Behaviour::Opencode => Outcome::answer(rules::opencode_apply(ctx, mode)),
-            Behaviour::GrokBuild => Outcome::answer(rules::grok_apply(ctx, mode)),
-            Behaviour::Manual => Outcome::default(),
+            Behaviour::Copilot => ApplyReport::answer(rules::copilot_apply(ctx, mode)),
+            Behaviour::Cursor => ApplyReport::answer(rules::cursor_apply(ctx, mode)),
+            Behaviour::Opencode => ApplyReport::answer(rules::opencode_apply(ctx, mode)),
+            Behaviour::GrokBuild => ApplyReport::answer(rules::grok_apply(ctx, mode)),
+            Behaviour::Manual => ApplyReport::default(),
         };
         if let (Some(FileAnswer::Write(new)), Some(old)) = (&outcome.answer, current)
             && new == old
@@ -240,7 +240,7 @@ pub fn own_forms(t: &AgentType, ctx: &Context, current: Option<&str>) -> Vec<(Mo
     for mode in modes(t) {
         // A form the behaviour cannot make from this file (it is not JSON, say) is not offered. `apply`
         // says Keep for a file already in the form: the form is then the file's text.
-        if let Ok(Outcome { answer: Some(answer), .. }) = behaviour.apply(ctx, mode, current) {
+        if let Ok(ApplyReport { answer: Some(answer), .. }) = behaviour.apply(ctx, mode, current) {
             let form = match answer {
                 FileAnswer::Keep => current.map_or(FileAnswer::Remove, |text| FileAnswer::Write(text.to_owned())),
                 other => other,
@@ -508,7 +508,7 @@ fn apply_mode(
                 let json = t.value("hooks_file").ends_with(".json");
                 let answer = forms::admit_file(&forms, mode, current.as_deref(), json, answer)
                     .map_err(|e| left(HostError::new(e.class, format!("delivery plug of {}: {e}", t.name))))?;
-                Outcome { answer: Some(answer), ..outcome }
+                ApplyReport { answer: Some(answer), ..outcome }
             }
             None => behaviour.clone()?.apply(&ctx, mode, current.as_deref()).map_err(left)?,
         };
@@ -516,10 +516,10 @@ fn apply_mode(
         // as it was.
         let after = after_lines(plug.as_mut()).map_err(left)?;
         let changed = target.apply(outcome.answer.as_ref().unwrap_or(&FileAnswer::Keep))?;
-        (Some(target.path()), changed, Outcome { notices: [outcome.notices, after].concat(), ..outcome })
+        (Some(target.path()), changed, ApplyReport { notices: [outcome.notices, after].concat(), ..outcome })
     } else {
         let outcome = behaviour.clone()?.apply(&ctx, mode, None)?;
-        (None, false, Outcome { notices: [outcome.notices, after_lines(plug.as_mut())?].concat(), ..outcome })
+        (None, false, ApplyReport { notices: [outcome.notices, after_lines(plug.as_mut())?].concat(), ..outcome })
     };
     Ok(SetReport { file, changed, notices: outcome.notices, warnings: outcome.warnings })
 }

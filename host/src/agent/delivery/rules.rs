@@ -3,7 +3,7 @@
 //! `agmsg_shq` quotes it (identical to agmsg's plain `'...'` unless a value holds a `'`, which agmsg's
 //! would break on).
 
-use super::{Context, FileAnswer, Mode, Outcome, bash_q, shq};
+use super::{ApplyReport, Context, FileAnswer, Mode, bash_q, shq};
 
 const RULE_HEAD: &str =
     "# agmsg Integration Rule\n\n## PostToolUse\nAfter each tool call, automatically check the agmsg inbox for unread messages.\n";
@@ -32,8 +32,8 @@ fn is_types_line(line: &str, agent_type: &str) -> bool {
 /// deletes the other's rule; here the file holds one `- Command:` line per enabled type, and a type's
 /// `off` removes its line only (the file goes when none is left). With one type the text is
 /// agmsg's, byte for byte.
-pub fn shared_rule_apply(ctx: &Context, mode: Mode, current: Option<&str>) -> Outcome {
-    let mut outcome = Outcome::default();
+pub fn shared_rule_apply(ctx: &Context, mode: Mode, current: Option<&str>) -> ApplyReport {
+    let mut outcome = ApplyReport::default();
     let mut lines: Vec<String> = current
         .unwrap_or("")
         .lines()

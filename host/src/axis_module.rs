@@ -1,6 +1,6 @@
 //! What an axis's host module provides to the parts of the host that serve every axis: `driver test`
 //! (its contract suite), `driver new` (its project template), and `plugin list` / `inspect` (what a
-//! bundled driver runs with). Each axis implements [`AxisModule`] in its own folder; [`crate::module`]
+//! bundled driver runs with). Each axis implements [`AxisModule`] in its own folder; [`crate::compose::module`]
 //! maps an [`crate::axis::Axis`] to it, with one exhaustive `match`.
 
 use agmsg_conformance::Rule;

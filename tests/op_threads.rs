@@ -3,6 +3,9 @@
 //! worker, which also ticks the epoch. Without it, wasmtime-wasi built an ambient runtime on first use,
 //! a worker per CPU (`tokio-rt-worker`), beside a thread of the host's for the ticker
 //! (`agmsg-epoch`).
+//!
+//! Each test looks at the `agmsg-host` process it started, so its ops run in that process
+//! (`AGMSG_HOST_SERVER=off`): through the resident server, a server's child would run them.
 
 mod common;
 
@@ -26,7 +29,7 @@ fn thread_names(pid: u32) -> Vec<String> {
 
 #[test]
 fn a_storage_process_makes_its_calls_with_one_worker_thread() {
-    let env = Env::new();
+    let env = Env::new().env("AGMSG_HOST_SERVER", "off");
     env.storage(&["init"]).ok();
     env.storage(&["send", "t", "alice", "bob", "hello"]).ok();
     // A watch stays up: its first round (the sqlite driver reading its store through WASI) is done once
@@ -67,7 +70,7 @@ fn terminal_driver_running(script: &str) -> (Env, std::path::PathBuf, std::path:
     std::fs::write(&fake, format!("#!/bin/sh\nhere=\"${{0%/*}}\"\n{script}")).unwrap();
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
-    (env.env("PATH", &path), driver, bin)
+    (env.env("PATH", &path).env("AGMSG_HOST_SERVER", "off"), driver, bin)
 }
 
 /// A terminal op reads the program it runs (its stdout and stderr) on the calling thread: the process

@@ -306,7 +306,7 @@ fn a_clients_signal_reaches_its_op() {
         // SAFETY: a signal to the child this test started.
         unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
         let out = child.wait_with_output().unwrap();
-        outcomes.push((out.status.code(), std::os::unix::process::ExitStatusExt::signal(&out.status), out.stdout.len() > 0));
+        outcomes.push((out.status.code(), std::os::unix::process::ExitStatusExt::signal(&out.status), !out.stdout.is_empty()));
         s.env.send("t", "alice", "bob", "again");
     }
     assert_eq!(outcomes[0], outcomes[1], "through the server, then in-process");

@@ -4,7 +4,7 @@
 //! when stderr is a terminal). Every line goes through [`crate::display::line`], since much of what is
 //! logged is text a driver supplied.
 
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// One log message (all its lines) is cut at this length.
 const MAX_MESSAGE: usize = 4096;
@@ -30,18 +30,36 @@ impl Severity {
     }
 }
 
+/// The level shown, read from the environment on first use: 0 until then, else the severity's index + 1.
+static THRESHOLD: AtomicU8 = AtomicU8::new(0);
+
+const SEVERITIES: [Severity; 5] = [Severity::Trace, Severity::Debug, Severity::Info, Severity::Warn, Severity::Error];
+
 fn threshold() -> Severity {
-    static THRESHOLD: OnceLock<Severity> = OnceLock::new();
-    *THRESHOLD.get_or_init(|| match std::env::var("AGMSG_LOG").as_deref() {
-        Ok("trace") => Severity::Trace,
-        Ok("debug") => Severity::Debug,
-        Ok("info") => Severity::Info,
-        Ok("error") => Severity::Error,
-        // A person watching: info lines too (a long first op, such as indexing a big jsonl log, says
-        // what it is doing). Scripts and pipes see warnings and errors only.
-        Err(_) if std::io::IsTerminal::is_terminal(&std::io::stderr()) => Severity::Info,
-        _ => Severity::Warn,
-    })
+    match THRESHOLD.load(Ordering::Relaxed) {
+        0 => {
+            let level = match std::env::var("AGMSG_LOG").as_deref() {
+                Ok("trace") => Severity::Trace,
+                Ok("debug") => Severity::Debug,
+                Ok("info") => Severity::Info,
+                Ok("error") => Severity::Error,
+                // A person watching: info lines too (a long first op, such as indexing a big jsonl log, says
+                // what it is doing). Scripts and pipes see warnings and errors only.
+                Err(_) if std::io::IsTerminal::is_terminal(&std::io::stderr()) => Severity::Info,
+                _ => Severity::Warn,
+            };
+            let index = SEVERITIES.iter().position(|&s| s == level).unwrap_or(3);
+            THRESHOLD.store(index as u8 + 1, Ordering::Relaxed);
+            level
+        }
+        n => SEVERITIES[usize::from(n - 1).min(SEVERITIES.len() - 1)],
+    }
+}
+
+/// Read the level again at the next line: for a process whose environment and stderr have just become
+/// another's (the resident server's child, which takes on its caller's).
+pub fn reread_level() {
+    THRESHOLD.store(0, Ordering::Relaxed);
 }
 
 /// Print one log line for `source` (`host` or `driver <name>`), if the level is shown.

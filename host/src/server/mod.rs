@@ -41,3 +41,15 @@ pub fn caller_parent() -> u32 {
 
 /// Set once in a server's child, before the op runs.
 static CALLER_PARENT: AtomicU32 = AtomicU32::new(0);
+
+/// How the user invoked `agmsg-host` (its `argv[0]`): in a server's child, the client's (the child's own
+/// is the server's); else this process's.
+pub fn invoked_as() -> Option<std::ffi::OsString> {
+    match CALLER_ARG0.get() {
+        Some(arg0) => Some(arg0.clone()),
+        None => std::env::args_os().next(),
+    }
+}
+
+/// Set once in a server's child, before the op runs.
+static CALLER_ARG0: std::sync::OnceLock<std::ffi::OsString> = std::sync::OnceLock::new();

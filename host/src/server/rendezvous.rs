@@ -1,5 +1,5 @@
 //! Where a user's server of one build listens: `$XDG_RUNTIME_DIR/agmsg-host/`, else
-//! `$TMPDIR/agmsg-host-<uid>/` (`/tmp` when unset), a directory only the user can enter, checked every
+//! `/tmp/agmsg-host-<uid>/`, a directory only the user can enter, checked every
 //! time (owned by the user, mode 0700, not a link), and in it one socket per build. The build's identity
 //! (the executable file's device, inode, size and modification time) is in the socket's name, so a
 //! client never talks to a server of another build, and a rebuilt or reinstalled binary gets a server of
@@ -34,11 +34,9 @@ impl Rendezvous {
                 check_private(&runtime, uid)?;
                 runtime.join("agmsg-host")
             }
-            None => var("TMPDIR")
-                .map(PathBuf::from)
-                .filter(|p| p.is_absolute())
-                .unwrap_or_else(|| "/tmp".into())
-                .join(format!("agmsg-host-{uid}")),
+            // Not $TMPDIR: a caller's temporary directory is often its own (a test's, a tool's), and one
+            // server per user serves every caller.
+            None => PathBuf::from(format!("/tmp/agmsg-host-{uid}")),
         };
         make_private(&dir, uid)?;
         let id = build_identity()?;

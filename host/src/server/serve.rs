@@ -306,7 +306,12 @@ fn child(conn: UnixStream, snapshot: Snapshot) -> Served {
         return ended(Reply::Declined(e).write_to(&mut reply_conn).map_err(|e| e.to_string()));
     }
     drop(fds);
+    // What the process read of its own environment before the fork is the server's: read it again.
+    crate::log::reread_level();
     super::CALLER_PARENT.store(request.caller_parent, std::sync::atomic::Ordering::Relaxed);
+    if let Some(arg0) = request.args.first() {
+        let _ = super::CALLER_ARG0.set(arg0.clone());
+    }
     if Reply::Accepted.write_to(&mut reply_conn).is_err() {
         return ended(Ok(()));
     }

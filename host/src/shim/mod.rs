@@ -32,7 +32,7 @@ pub const GONE_ADVICE: &str =
 /// resolved path. Refused when neither can be found or the path is not UTF-8 (a shim is bash text).
 pub fn invoked_binary() -> Result<String, HostError> {
     let exe = std::env::current_exe().map_err(|e| HostError::refused(format!("cannot locate agmsg-host itself: {e}")))?;
-    let invoked = std::env::args_os().next().and_then(|arg0| invoked_path(Path::new(&arg0), std::env::var_os("PATH").as_deref()));
+    let invoked = crate::server::invoked_as().and_then(|arg0| invoked_path(Path::new(&arg0), std::env::var_os("PATH").as_deref()));
     let path = match invoked {
         Some(path) if same_file(&path, &exe) => path,
         _ => exe.canonicalize().map_err(|e| HostError::refused(format!("cannot locate agmsg-host itself: {e}")))?,

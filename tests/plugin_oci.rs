@@ -160,6 +160,12 @@ fn update_with_the_same_key_and_grants_asks_nothing_and_wider_grants_ask_again()
     assert!(run.stdout.contains("updated without asking") && run.stdout.contains("installed storage/memo 1.1.0"), "{run:?}");
     assert_eq!(installed_version(&env, "memo").as_deref(), Some("1.1.0"));
 
+    // Same key and grants, but older than what is installed (a registry rolling the tag back): asked.
+    publish(&env, &package(&env, "memo", "1.0.9", ""), &reference, Some(&alice));
+    let before = (installed_version(&env, "memo"), trust_file(&env));
+    let run = plugin(&env, &["update", "storage/memo"]);
+    assert_refused_unchanged(&env, &run, "memo", "It is version 1.0.9, not newer than the installed 1.1.0.", before);
+
     // Same key, a new variable: asked again, shown exactly what widened; refused without a terminal.
     publish(&env, &package(&env, "memo", "1.2.0", "env = [\"MEMO_A\", \"MEMO_B\"]\n"), &reference, Some(&alice));
     let before = (installed_version(&env, "memo"), trust_file(&env));

@@ -210,16 +210,28 @@ pub fn update(axes: &Axes, reference: &str, options: &Options, consent: &Consent
     }
     let keys = KeyFile::load(&home)?;
     let change = publisher_change(&keys, before.publisher.as_deref(), &fetched.publisher);
+    // A registry may serve an older publication under the tag (a rollback to a known flaw): only a
+    // newer version goes in without a question.
+    let installed = PluginManifest::read(&dir.join(super::manifest::MANIFEST_FILE)).ok().map(|(m, _)| m.version);
+    let parts = |v: &str| crate::semver::semver_parts(v);
+    let newer = installed.as_deref().and_then(|old| Some((parts(old)?, parts(&m.version)?))).is_some_and(|(old, new)| new > old);
+    let older = (!newer).then(|| {
+        format!(
+            "It is version {}, not newer than the installed {}.",
+            display::line(&m.version),
+            display::line(installed.as_deref().unwrap_or("?"))
+        )
+    });
     let shown = format!("{}\n", fetched.publisher.shown());
     let mut asked = true;
     let (trusted, shadowed) = workflow::install(&runtime()?, &fetched.package, |request| {
         let widened = request.widened.clone().unwrap_or_else(|| request.asks_for().0);
-        if change.is_none() && widened.is_empty() && consent.grants.is_empty() {
+        if change.is_none() && older.is_none() && widened.is_empty() && consent.grants.is_empty() {
             asked = false;
             return Ok(record.granted.clone());
         }
         prompt.show(&shown);
-        if let Some(change) = &change {
+        for change in change.iter().chain(older.iter()) {
             prompt.show(&format!("{change}\n"));
         }
         commands::answer(axes, request, consent, prompt)

@@ -125,7 +125,8 @@ fn has_open(pid: u32, path: &std::path::Path) -> bool {
 #[test]
 fn a_native_write_lock_makes_the_component_wait() {
     for wal in [false, true] {
-        let env = Env::new();
+        // In-process: the test watches the `agmsg-host` process it started open the database.
+        let env = Env::new().env("AGMSG_HOST_SERVER", "off");
         env.storage(&["init"]).ok();
         if wal {
             let db = Connection::open(env.db()).unwrap();

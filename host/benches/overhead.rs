@@ -10,8 +10,11 @@
 //! | jsonl `storage send` | (against the `sqlite3` CLI's send) |
 //! | postgres `storage send` | `psql`: the driver's probe and insert (skipped without PostgreSQL) |
 //!
-//! Each side runs a few times unmeasured first (page cache, tmux server, database), then `OVERHEAD_RUNS`
-//! times (100 by default), the order of the two sides swapped every run; the table gives medians and p90.
+//! agmsg-host runs each op two ways: one whole process per op (`AGMSG_HOST_SERVER=off`), and through the
+//! resident server (a client process whose op a server's child runs; the server started first, in a
+//! runtime directory of the run's own). Each of the three runs a few times unmeasured first (page
+//! cache, tmux server, database, the server), then `OVERHEAD_RUNS` times (100 by default), the order
+//! rotated every run; the table gives medians and p90, and each agmsg-host way's ratio to the native.
 //!
 //! Run: `cargo bench -p agmsg-host --bench overhead`. `AGMSG_HOST_BIN=<path>` measures another
 //! `agmsg-host` binary (say, one linked differently) with the same harness; either is copied first, as an
@@ -60,51 +63,61 @@ impl Samples {
     }
 }
 
-/// `ours` and `base`, `n` times each after a warm-up, alternating and swapping which goes first.
-fn alternate(n: usize, mut ours: impl FnMut(usize), mut base: impl FnMut(usize)) -> (Samples, Samples) {
+/// The op per process, through the server, and natively: `n` times each after a warm-up, the order
+/// rotated every run. `op(i, through_server)` runs agmsg-host's side.
+fn alternate(n: usize, mut op: impl FnMut(usize, bool), mut base: impl FnMut(usize)) -> [Samples; 3] {
     for i in 0..WARM_UP {
-        ours(i);
+        op(i, false);
+        op(i, true);
         base(i);
     }
-    let (mut a, mut b) = (Vec::with_capacity(n), Vec::with_capacity(n));
-    let timed = |f: &mut dyn FnMut(usize), i: usize, into: &mut Vec<Duration>| {
-        let started = Instant::now();
-        f(i);
-        into.push(started.elapsed());
-    };
+    let mut samples: [Vec<Duration>; 3] = Default::default();
     for i in WARM_UP..WARM_UP + n {
-        if i % 2 == 0 {
-            timed(&mut ours, i, &mut a);
-            timed(&mut base, i, &mut b);
-        } else {
-            timed(&mut base, i, &mut b);
-            timed(&mut ours, i, &mut a);
+        for k in 0..3 {
+            let which = (i + k) % 3;
+            let started = Instant::now();
+            match which {
+                0 => op(i, false),
+                1 => op(i, true),
+                _ => base(i),
+            }
+            samples[which].push(started.elapsed());
         }
     }
-    (Samples(a), Samples(b))
+    samples.map(Samples)
 }
 
-struct Table(Vec<[String; 5]>);
+struct Table(Vec<[String; 7]>);
 
 impl Table {
-    fn row(&mut self, op: &str, ours: &Samples, native: &str, base: &Samples, goal: Option<f64>) {
-        let ratio = ours.median().as_secs_f64() / base.median().as_secs_f64();
+    /// A row: `samples` as [`alternate`] measured them; `goal` is the server's.
+    fn row(&mut self, op: &str, samples: &[Samples; 3], native: &str, goal: Option<f64>) {
+        let [process, server, base] = samples;
+        let ratio = |s: &Samples| s.median().as_secs_f64() / base.median().as_secs_f64();
         let goal = match goal {
-            Some(g) => format!("≤ {g}× ({})", if ratio <= g { "met" } else { "not met" }),
+            Some(g) => format!("≤ {g}× ({})", if ratio(server) <= g { "met" } else { "not met" }),
             None => String::new(),
         };
-        let row = [op.to_owned(), ours.cell(), format!("{native}: {}", base.cell()), format!("{ratio:.2}×"), goal];
+        let row = [
+            op.to_owned(),
+            process.cell(),
+            server.cell(),
+            format!("{native}: {}", base.cell()),
+            format!("{:.2}×", ratio(process)),
+            format!("{:.2}×", ratio(server)),
+            goal,
+        ];
         // Each row as it comes, so that a long run shows progress.
         eprintln!("{}", row.join(" | "));
         self.0.push(row);
     }
     fn skipped(&mut self, op: &str, why: &str) {
         eprintln!("{op}: skipped: {why}");
-        self.0.push([op.to_owned(), format!("skipped: {why}"), String::new(), String::new(), String::new()]);
+        self.0.push([op.to_owned(), format!("skipped: {why}"), String::new(), String::new(), String::new(), String::new(), String::new()]);
     }
     fn print(&self) {
-        println!("| op | agmsg-host | native | ratio | goal |");
-        println!("|---|---|---|---|---|");
+        println!("| op | per process | through the server | native | ratio per process | ratio through the server | goal |");
+        println!("|---|---|---|---|---|---|---|");
         for row in &self.0 {
             println!("| {} |", row.join(" | "));
         }
@@ -135,18 +148,49 @@ fn records(out: &Output) -> usize {
 struct Host {
     bin: PathBuf,
     home: PathBuf,
+    /// The run's private runtime directory, where its server listens.
+    runtime: PathBuf,
 }
 
 impl Host {
     fn run(&self, args: &[&str], extra: &[(&str, &str)]) -> Output {
+        self.run_via(false, args, extra)
+    }
+    /// The op in one process, or through the server.
+    fn run_via(&self, server: bool, args: &[&str], extra: &[(&str, &str)]) -> Output {
         let mut cmd = command(&self.bin, &self.home, extra);
+        cmd.env("XDG_RUNTIME_DIR", &self.runtime).env("AGMSG_HOST_SERVER", if server { "on" } else { "off" });
         cmd.args(args);
         ok(cmd)
     }
     fn store(&self, store: &Path, driver: &str, args: &[&str]) -> Output {
+        self.store_via(false, store, driver, args)
+    }
+    fn store_via(&self, server: bool, store: &Path, driver: &str, args: &[&str]) -> Output {
         let mut all = vec!["--store", store.to_str().unwrap(), "--driver", driver, "storage"];
         all.extend_from_slice(args);
-        self.run(&all, &[])
+        self.run_via(server, &all, &[])
+    }
+    /// Start the run's server and wait until it answers.
+    fn start_server(&self) {
+        self.run(&["server", "run", "--detach"], &[("AGMSG_HOST_SERVER_IDLE", "3600")]);
+        let started = Instant::now();
+        while !command(&self.bin, &self.home, &[])
+            .env("XDG_RUNTIME_DIR", &self.runtime)
+            .args(["server", "status"])
+            .status()
+            .unwrap()
+            .success()
+        {
+            assert!(started.elapsed() < Duration::from_secs(30), "the server never answered");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        let _ = command(&self.bin, &self.home, &[]).env("XDG_RUNTIME_DIR", &self.runtime).args(["server", "stop"]).output();
     }
 }
 
@@ -186,7 +230,11 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     std::fs::create_dir_all(home.join("cache")).unwrap();
-    let host = Host { bin: common::host_binary().to_path_buf(), home: home.clone() };
+    let runtime = dir.path().join("run");
+    std::fs::create_dir_all(&runtime).unwrap();
+    std::fs::set_permissions(&runtime, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let host = Host { bin: common::host_binary().to_path_buf(), home: home.clone(), runtime };
+    host.start_server();
     eprintln!("agmsg-host: {}; {n} runs a side, alternating", host.bin.display());
     let mut table = Table(Vec::new());
 
@@ -207,22 +255,26 @@ fn main() {
             table.skipped("sqlite `storage list-unread`", "no sqlite3 CLI on PATH");
         }
         Some(cli) => {
-            let (ours, base) = alternate(
+            let samples = alternate(
                 n,
-                |i| drop(host.store(&sqlite_store, "sqlite", &["send", "t", "alice", "carol", &format!("h{i}")])),
+                |i, server| {
+                    drop(host.store_via(server, &sqlite_store, "sqlite", &["send", "t", "alice", "carol", &format!("h{i}-{server}")]))
+                },
                 |i| drop(sqlite3(cli, &home, &db, &send_sql(i))),
             );
-            table.row("sqlite `storage send`", &ours, "`sqlite3` CLI, same transaction", &base, Some(1.5));
+            table.row("sqlite `storage send`", &samples, "`sqlite3` CLI, same transaction", Some(0.75));
 
             // Both sides print the same records.
-            assert_eq!(records(&host.store(&sqlite_store, "sqlite", &["list-unread", "t", "bob"])), UNREAD);
+            for server in [false, true] {
+                assert_eq!(records(&host.store_via(server, &sqlite_store, "sqlite", &["list-unread", "t", "bob"])), UNREAD);
+            }
             assert_eq!(records(&sqlite3(cli, &home, &db, UNREAD_SQL)), UNREAD);
-            let (ours, base) = alternate(
+            let samples = alternate(
                 n,
-                |_| drop(host.store(&sqlite_store, "sqlite", &["list-unread", "t", "bob"])),
+                |_, server| drop(host.store_via(server, &sqlite_store, "sqlite", &["list-unread", "t", "bob"])),
                 |_| drop(sqlite3(cli, &home, &db, UNREAD_SQL)),
             );
-            table.row(&format!("sqlite `storage list-unread` ({UNREAD} rows)"), &ours, "`sqlite3` CLI, same query", &base, Some(1.5));
+            table.row(&format!("sqlite `storage list-unread` ({UNREAD} rows)"), &samples, "`sqlite3` CLI, same query", Some(0.75));
         }
     }
 
@@ -234,12 +286,14 @@ fn main() {
     match &sqlite3_cli {
         None => table.skipped("jsonl `storage send`", "no sqlite3 CLI on PATH (the baseline)"),
         Some(cli) => {
-            let (ours, base) = alternate(
+            let samples = alternate(
                 n,
-                |i| drop(host.store(&jsonl_store, "jsonl", &["send", "t", "alice", "carol", &format!("h{i}")])),
+                |i, server| {
+                    drop(host.store_via(server, &jsonl_store, "jsonl", &["send", "t", "alice", "carol", &format!("h{i}-{server}")]))
+                },
                 |i| drop(sqlite3(cli, &home, &db, &send_sql(n + WARM_UP + i))),
             );
-            table.row("jsonl `storage send`", &ours, "`sqlite3` CLI's send", &base, None);
+            table.row("jsonl `storage send`", &samples, "`sqlite3` CLI's send", Some(0.75));
         }
     }
 
@@ -270,12 +324,12 @@ fn peek(host: &Host, tmux: &Path, dir: &Path, n: usize, table: &mut Table) {
         assert!(started.elapsed() < Duration::from_secs(10), "the pane never showed its text");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let (ours, base) = alternate(
+    let samples = alternate(
         n,
-        |_| drop(host.run(&["terminal", "peek", &id, "--lines", "5"], &[])),
+        |_, server| drop(host.run_via(server, &["terminal", "peek", &id, "--lines", "5"], &[])),
         |_| drop(ok(tmux_cmd(&["capture-pane", "-p", "-t", &pane, "-S", "-5"]))),
     );
-    table.row("tmux `terminal peek --lines 5`", &ours, "`tmux capture-pane`", &base, Some(1.5));
+    table.row("tmux `terminal peek --lines 5`", &samples, "`tmux capture-pane`", Some(1.5));
     let _ = tmux_cmd(&["kill-server"]).output();
 }
 
@@ -311,6 +365,10 @@ fn postgres_send(host: &Host, n: usize, table: &mut Table) {
         ]);
         ok(cmd);
     };
-    let (ours, base) = alternate(n, |i| drop(host.run(&["storage", "send", "t", "alice", "carol", &format!("h{i}")], &env)), psql);
-    table.row("postgres `storage send`", &ours, "`psql`, probe + same insert", &base, None);
+    let samples = alternate(
+        n,
+        |i, server| drop(host.run_via(server, &["storage", "send", "t", "alice", "carol", &format!("h{i}-{server}")], &env)),
+        psql,
+    );
+    table.row("postgres `storage send`", &samples, "`psql`, probe + same insert", Some(0.5));
 }

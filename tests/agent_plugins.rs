@@ -470,6 +470,7 @@ fn trusted_before_the_rule(env: &Env, name: &str, conf: &str) {
     let dir = installed(env, name);
     fs::write(dir.join("type.conf"), conf).unwrap();
     let home = env.dir.path().join(".agents/agmsg");
+    use agmsg_host::plugin::user_file::UserFile;
     agmsg_host::plugin::trust::TrustFile::update(&home, |trust| {
         let record = trust.plugins.iter_mut().find(|r| r.name == name).expect("installed and trusted");
         record.manifest_sha256 = agmsg_host::plugin::sha256_hex(conf.as_bytes());

@@ -3,11 +3,12 @@
 //! publisher (the name and the key's fingerprint); one signed by a key not pinned here is refused
 //! ([`super::signature`]). Kept as the trust file is: changed under a lock, written atomically.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use ssh_key::{HashAlg, PublicKey};
 
+use super::user_file::UserFile;
 use crate::display;
 use crate::error::HostError;
 
@@ -43,45 +44,15 @@ pub struct KeyFile {
 /// The longest publisher name.
 const MAX_NAME_CHARS: usize = 64;
 
+impl super::user_file::UserFile for KeyFile {
+    const NAME: &'static str = "publisher-keys.json";
+    const LOCK: &'static str = "publisher-keys.lock";
+    fn empty() -> KeyFile {
+        KeyFile { version: 1, keys: Vec::new() }
+    }
+}
+
 impl KeyFile {
-    pub fn path(home: &Path) -> PathBuf {
-        home.join("publisher-keys.json")
-    }
-
-    /// The key file under `home`; none yet is an empty one. A damaged file is an error.
-    pub fn load(home: &Path) -> Result<KeyFile, HostError> {
-        let path = Self::path(home);
-        if !path.exists() {
-            return Ok(KeyFile { version: 1, keys: Vec::new() });
-        }
-        let bytes = super::read_file(&path, super::MAX_TEXT_BYTES)?;
-        serde_json::from_slice(&bytes).map_err(|e| HostError::refused(format!("{} is damaged: {e} (fix or delete it)", path.display())))
-    }
-
-    /// Change the key file under an exclusive lock: load it afresh, apply `change`, save it atomically.
-    pub fn update<T>(home: &Path, change: impl FnOnce(&mut KeyFile) -> Result<T, HostError>) -> Result<T, HostError> {
-        use std::io::Write;
-        let refused =
-            |what: &str, path: &Path, e: &dyn std::fmt::Display| HostError::refused(format!("cannot {what} {}: {e}", path.display()));
-        std::fs::create_dir_all(home).map_err(|e| refused("create", home, &e))?;
-        let lock_path = home.join("publisher-keys.lock");
-        let lock = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| refused("open", &lock_path, &e))?;
-        lock.lock().map_err(|e| refused("lock", &lock_path, &e))?;
-        let mut file = KeyFile::load(home)?;
-        let result = change(&mut file)?;
-        let path = Self::path(home);
-        let mut tmp = tempfile::NamedTempFile::new_in(home).map_err(|e| refused("write in", home, &e))?;
-        let text = serde_json::to_string_pretty(&file).expect("the key file serializes");
-        tmp.write_all(text.as_bytes()).and_then(|()| tmp.as_file().sync_all()).map_err(|e| refused("write", &path, &e))?;
-        tmp.persist(&path).map_err(|e| refused("write", &path, &e))?;
-        Ok(result)
-    }
-
     /// The pinned key that is `key`, if any.
     pub fn find(&self, key: &PublicKey) -> Option<&PinnedKey> {
         let fingerprint = fingerprint(key);

@@ -31,6 +31,7 @@ pub mod registry;
 pub mod signature;
 pub mod tree;
 pub mod trust;
+pub mod user_file;
 pub mod workflow;
 
 use std::io::Read;

@@ -11,6 +11,7 @@
 //! asking for nothing more installs without asking; otherwise the user is asked again and shown what
 //! changed.
 
+use crate::plugin::user_file::UserFile;
 use std::path::{Path, PathBuf};
 
 use super::commands::{self, Axes, Consent, Prompt};

@@ -6,6 +6,7 @@
 //! trusted plugin may shadow a bundled driver; an untrusted one is ignored with a warning that prints
 //! the exact command that trusts it.
 
+use crate::plugin::user_file::UserFile;
 use std::path::{Path, PathBuf};
 
 use super::DirPackage;

@@ -10,7 +10,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::axis::Axis;
 use crate::capabilities::{Capabilities, Capability};
-use crate::error::HostError;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TrustRecord {
@@ -90,58 +89,15 @@ impl std::fmt::Display for Untrusted {
     }
 }
 
+impl super::user_file::UserFile for TrustFile {
+    const NAME: &'static str = "trusted-plugins.json";
+    const LOCK: &'static str = "trusted-plugins.lock";
+    fn empty() -> TrustFile {
+        TrustFile { version: 1, plugins: Vec::new() }
+    }
+}
+
 impl TrustFile {
-    pub fn path(home: &Path) -> PathBuf {
-        home.join("trusted-plugins.json")
-    }
-
-    /// The trust file under `home`; none yet is an empty one. A damaged file is an error (never
-    /// silently "nothing is trusted", which would also lose the records on the next write).
-    pub fn load(home: &Path) -> Result<TrustFile, HostError> {
-        let path = Self::path(home);
-        if !path.exists() {
-            return Ok(TrustFile { version: 1, plugins: Vec::new() });
-        }
-        let bytes = super::read_file(&path, super::MAX_TEXT_BYTES)?;
-        serde_json::from_slice(&bytes).map_err(|e| HostError::refused(format!("{} is damaged: {e} (fix or delete it)", path.display())))
-    }
-
-    /// Change the trust file: under an exclusive lock (so that two commands changing it at once do not
-    /// lose each other's records), load it afresh, apply `change`, and save it. Failing to read,
-    /// lock or write it is [`ExitClass::Refused`](crate::error::ExitClass); `change`'s error keeps its
-    /// own class.
-    pub fn update<T>(home: &Path, change: impl FnOnce(&mut TrustFile) -> Result<T, HostError>) -> Result<T, HostError> {
-        let refused = |what: &str, path: &Path, e: std::io::Error| HostError::refused(format!("cannot {what} {}: {e}", path.display()));
-        std::fs::create_dir_all(home).map_err(|e| refused("create", home, e))?;
-        let lock_path = home.join("trusted-plugins.lock");
-        let lock = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| refused("open", &lock_path, e))?;
-        lock.lock().map_err(|e| refused("lock", &lock_path, e))?;
-        let mut file = TrustFile::load(home)?;
-        let result = change(&mut file)?;
-        file.save(home)?;
-        Ok(result)
-    }
-
-    /// Write atomically ([`crate::atomic_file`]), private to the user (0600).
-    fn save(&self, home: &Path) -> Result<(), HostError> {
-        use std::io::Write;
-        use std::os::unix::fs::PermissionsExt;
-        let path = Self::path(home);
-        let refused = |what: String, e: &dyn std::fmt::Display| HostError::refused(format!("cannot {what}: {e}"));
-        std::fs::create_dir_all(home).map_err(|e| refused(format!("create {}", home.display()), &e))?;
-        let text = serde_json::to_string_pretty(self).expect("the trust file serializes");
-        let failed = |e: std::io::Error| refused(format!("write {}", path.display()), &e);
-        crate::atomic_file::write_atomically(&path, failed, |file| {
-            file.get_ref().set_permissions(std::fs::Permissions::from_mode(0o600)).map_err(failed)?;
-            file.write_all(text.as_bytes()).map_err(failed)
-        })
-    }
-
     /// The state of the plugin `axis/name` found in `dir` with these component and manifest hashes and
     /// the capabilities its manifest declares.
     pub fn state(&self, axis: Axis, name: &str, dir: &Path, hashes: (&str, &str), declared: &Capabilities) -> TrustState {

@@ -3,6 +3,7 @@
 //! caller for the user's consent (shown what it asks for and, for an update, what widened), put it in
 //! place as one step, and record the trust pinned to its hashes. The caller only asks and prints.
 
+use crate::plugin::user_file::UserFile;
 use std::path::{Path, PathBuf};
 
 use super::DirPackage;

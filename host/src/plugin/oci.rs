@@ -385,10 +385,6 @@ impl Publication {
     /// Write it as an OCI image layout in one tar file at `path` (replacing it as one step), its
     /// manifest tagged `tag`.
     pub fn write_layout(&self, path: &Path, tag: &str) -> Result<(), HostError> {
-        let fail = |e: &dyn std::fmt::Display| refused(format!("cannot write {}: {e}", path.display()));
-        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        let tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| fail(&e))?;
-        let mut tar = tar::Builder::new(tmp);
         let index = serde_json::json!({
             "schemaVersion": 2,
             "manifests": [{
@@ -396,26 +392,28 @@ impl Publication {
                 "annotations": { REF_NAME: tag },
             }],
         });
-        let mut files: Vec<(String, Vec<u8>)> = vec![
-            ("oci-layout".into(), br#"{"imageLayoutVersion":"1.0.0"}"#.to_vec()),
-            ("index.json".into(), serde_json::to_vec(&index).expect("json")),
-            (format!("blobs/sha256/{}", check_digest(&self.digest)?), self.manifest.clone()),
-        ];
+        let mut files: Vec<(String, &[u8])> = Vec::with_capacity(3 + self.blobs.len());
+        let layout_version = br#"{"imageLayoutVersion":"1.0.0"}"#;
+        let index = serde_json::to_vec(&index).expect("json");
+        files.push(("oci-layout".into(), layout_version));
+        files.push(("index.json".into(), &index));
+        files.push((format!("blobs/sha256/{}", check_digest(&self.digest)?), &self.manifest));
         for (digest, bytes) in &self.blobs {
-            files.push((format!("blobs/sha256/{}", check_digest(digest)?), bytes.clone()));
+            files.push((format!("blobs/sha256/{}", check_digest(digest)?), bytes));
         }
-        for (name, bytes) in files {
-            let mut header = tar::Header::new_ustar();
-            header.set_size(bytes.len() as u64);
-            header.set_mode(0o644);
-            header.set_mtime(0);
-            header.set_entry_type(tar::EntryType::Regular);
-            tar.append_data(&mut header, &name, bytes.as_slice()).map_err(|e| fail(&e))?;
-        }
-        let tmp = tar.into_inner().map_err(|e| fail(&e))?;
-        tmp.as_file().sync_all().map_err(|e| fail(&e))?;
-        tmp.persist(path).map_err(|e| fail(&e))?;
-        Ok(())
+        let failed = |e: std::io::Error| refused(format!("cannot write {}: {e}", path.display()));
+        crate::atomic_file::write_atomically(path, failed, |out| {
+            let mut tar = tar::Builder::new(out);
+            for (name, bytes) in files {
+                let mut header = tar::Header::new_ustar();
+                header.set_size(bytes.len() as u64);
+                header.set_mode(0o644);
+                header.set_mtime(0);
+                header.set_entry_type(tar::EntryType::Regular);
+                tar.append_data(&mut header, &name, bytes).map_err(failed)?;
+            }
+            tar.finish().map_err(failed)
+        })
     }
 }
 

@@ -89,3 +89,44 @@ fn every_driver_and_fixture_directory_is_a_listed_member() {
         }
     }
 }
+
+/// A released WIT version's text never changes: `wit/released/<package>@<version>.wit` holds each
+/// released text, pinned by `wit/released/SHA256SUMS`, and each package's current text is exactly the
+/// released text of the version it declares. A change to a contract is a new version: bump the
+/// `package` line (semver: only additions within a major), add its text here and its sum there.
+#[test]
+fn released_wit_texts_never_change() {
+    use sha2::{Digest, Sha256};
+    let released = workspace().join("wit/released");
+    let sums = std::fs::read_to_string(released.join("SHA256SUMS")).unwrap();
+    let mut pinned = std::collections::BTreeMap::new();
+    for line in sums.lines() {
+        let (sum, name) = line.split_once("  ").unwrap_or_else(|| panic!("SHA256SUMS: {line:?}"));
+        pinned.insert(name.to_owned(), sum.to_owned());
+    }
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(&released).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if name == "SHA256SUMS" {
+            continue;
+        }
+        let text = std::fs::read(released.join(&name)).unwrap();
+        let sum: String = Sha256::digest(&text).iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(pinned.get(&name), Some(&sum), "{name}: a released text changed (or is not pinned in SHA256SUMS)");
+        let declared = format!("package agmsg:{};", name.trim_end_matches(".wit"));
+        assert!(String::from_utf8(text).unwrap().lines().any(|l| l == declared), "{name} declares another version");
+        found.push(name);
+    }
+    assert_eq!(found.len(), pinned.len(), "SHA256SUMS pins a file that is not there: {pinned:?}");
+    for package in ["storage", "terminal", "agent", "host"] {
+        let current = std::fs::read_to_string(workspace().join(format!("wit/{package}/{package}.wit"))).unwrap();
+        let version = current
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("package agmsg:{package}@")))
+            .and_then(|v| v.strip_suffix(';'))
+            .unwrap_or_else(|| panic!("wit/{package}: no package line"));
+        let frozen = std::fs::read_to_string(released.join(format!("{package}@{version}.wit")))
+            .unwrap_or_else(|_| panic!("wit/{package} declares {version}, which wit/released does not hold: release it"));
+        assert!(current == frozen, "wit/{package}/{package}.wit differs from the released {package}@{version}: bump its version");
+    }
+}

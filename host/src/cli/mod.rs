@@ -181,7 +181,8 @@ enum DriverCommand {
         /// Where to create it [default: ./<name>]
         #[arg(long, value_name = "DIR")]
         path: Option<PathBuf>,
-        /// The guest-sdk crate to depend on [default: the one this binary was built from]
+        /// A guest-sdk checkout to depend on by path [default: a copy of the SDK this binary was built
+        /// from, written into the project's vendor/]
         #[arg(long, value_name = "DIR")]
         sdk: Option<PathBuf>,
     },

@@ -431,8 +431,18 @@ fn a_stopped_first_build_resumes() {
     assert!(stopped.windows(2).all(|w| w[0].1 <= w[1].1), "{stopped:?}");
     let resumed_from = stopped.last().unwrap().1;
     assert!(resumed_from > 0, "a stopped op saved nothing before the last one finished: {stopped:?}");
-    let parsed = format!("jsonl index: parsed bytes {resumed_from}..{size} ");
-    assert!(index_log(&finished).iter().any(|l| l.contains(&parsed)), "the finishing op resumed at {resumed_from}: {:?}", finished.stderr);
+    if resumed_from < size {
+        let parsed = format!("jsonl index: parsed bytes {resumed_from}..{size} ");
+        assert!(
+            index_log(&finished).iter().any(|l| l.contains(&parsed)),
+            "the finishing op resumed at {resumed_from}: {:?}",
+            finished.stderr
+        );
+    } else {
+        // The last stopped op saved the whole log before its deadline struck (seen under load): the
+        // finishing op has nothing left to parse, and must parse nothing again.
+        assert!(!index_log(&finished).iter().any(|l| l.contains("parsed bytes")), "the finishing op parsed again: {:?}", finished.stderr);
+    }
     assert_eq!(covered_len(&env), size);
 }
 

@@ -10,7 +10,7 @@
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use wasmtime::Engine;
@@ -19,6 +19,7 @@ use wasmtime::component::Component;
 use wasmtime::error::Context;
 
 use crate::log::host_log;
+use crate::private_dir::{self, ClosedTo};
 
 /// Machine code a host built into its binary for the components it ships, found by a component's
 /// sha256. The runtime knows nothing of which drivers those are: the host hands it one of these (the
@@ -62,7 +63,7 @@ impl CompileCache {
             .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("agmsg-host")))
             .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("agmsg-host")));
         match dir {
-            Some(dir) => match private_dir(&dir) {
+            Some(dir) => match private_dir::ensure(&dir, ClosedTo::Writing) {
                 Ok(()) => CompileCache { dir: Some(dir) },
                 Err(e) => {
                     host_log::warn(&format!("compile cache disabled: {e:#}"));
@@ -140,92 +141,4 @@ fn store(dir: &Path, path: &Path, artifact: &[u8]) -> Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     Ok(result?)
-}
-
-/// Create `dir` (mode 0700) if needed, and insist that it belongs to this user and that nobody else
-/// can write to it.
-fn private_dir(dir: &Path) -> Result<()> {
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let meta = std::fs::symlink_metadata(dir).with_context(|| format!("cannot read {}", dir.display()))?;
-    if !meta.is_dir() {
-        wasmtime::bail!("{} is not a directory", dir.display());
-    }
-    let uid = rustix::process::geteuid().as_raw();
-    if meta.uid() != uid {
-        wasmtime::bail!("{} belongs to uid {}, not to this user ({uid})", dir.display(), meta.uid());
-    }
-    if meta.permissions().mode() & 0o022 != 0 {
-        wasmtime::bail!("{} is writable by other users (mode {:o})", dir.display(), meta.permissions().mode() & 0o777);
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use std::os::unix::fs::PermissionsExt;
-
-    use super::private_dir;
-
-    /// The refusal `private_dir` gives for `dir`, as text.
-    fn refusal(dir: &std::path::Path) -> String {
-        format!("{:#}", private_dir(dir).expect_err("the directory was accepted"))
-    }
-
-    #[test]
-    fn a_private_directory_is_created_and_accepted() {
-        let parent = tempfile::tempdir().unwrap();
-        let dir = parent.path().join("a/b/cache");
-        private_dir(&dir).unwrap();
-        assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
-        private_dir(&dir).unwrap();
-    }
-
-    /// A symlink, even to a private directory of this user, is not the cache: whoever can change the
-    /// link chooses where native code is loaded from.
-    #[test]
-    fn a_symlink_to_a_directory_is_refused() {
-        let parent = tempfile::tempdir().unwrap();
-        let real = parent.path().join("real");
-        private_dir(&real).unwrap();
-        let link = parent.path().join("link");
-        std::os::unix::fs::symlink(&real, &link).unwrap();
-        let why = refusal(&link);
-        assert_eq!(why, format!("{} is not a directory", link.display()));
-    }
-
-    #[test]
-    fn a_file_in_its_place_is_refused() {
-        let parent = tempfile::tempdir().unwrap();
-        let file = parent.path().join("cache");
-        std::fs::write(&file, "not a directory").unwrap();
-        let why = refusal(&file);
-        assert!(why.starts_with(&format!("cannot create {}: ", file.display())), "{why}");
-    }
-
-    #[test]
-    fn a_directory_others_can_write_is_refused() {
-        let parent = tempfile::tempdir().unwrap();
-        for mode in [0o720, 0o702, 0o777] {
-            let dir = parent.path().join(format!("cache-{mode:o}"));
-            private_dir(&dir).unwrap();
-            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).unwrap();
-            assert_eq!(refusal(&dir), format!("{} is writable by other users (mode {mode:o})", dir.display()));
-        }
-    }
-
-    /// Owned by another user: as root, a directory given to `nobody`; as anyone else, `/` (root's).
-    #[test]
-    fn a_directory_of_another_user_is_refused() {
-        let me = rustix::process::geteuid().as_raw();
-        let parent = tempfile::tempdir().unwrap();
-        let (dir, owner) = if me == 0 {
-            let dir = parent.path().join("cache");
-            private_dir(&dir).unwrap();
-            std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
-            (dir, 65534)
-        } else {
-            (std::path::PathBuf::from("/"), 0)
-        };
-        assert_eq!(refusal(&dir), format!("{} belongs to uid {owner}, not to this user ({me})", dir.display()));
-    }
 }

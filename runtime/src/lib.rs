@@ -10,13 +10,15 @@
 //! It also holds the leaves it needs, which the host uses everywhere too: [`axis`] (the axes and every
 //! per-axis fact), [`capabilities`] (what a driver may touch), [`fsroot`] (the one directory capability:
 //! a root held open, no link followed below it), [`log`] (the host's log), [`display`] (the one rule for
-//! printing text a driver supplied) and [`semver`] (version text and compatibility).
+//! printing text a driver supplied), [`private_dir`] (a directory only its user controls) and [`semver`]
+//! (version text and compatibility).
 
 pub mod axis;
 pub mod capabilities;
 pub mod display;
 pub mod fsroot;
 pub mod log;
+pub mod private_dir;
 pub mod semver;
 
 pub mod cache;

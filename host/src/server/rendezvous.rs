@@ -7,9 +7,10 @@
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
 
+use agmsg_runtime::private_dir::{self, ClosedTo};
 use sha2::{Digest, Sha256};
 
 /// The most a socket path may hold (`sun_path` is 108 bytes with its terminating NUL).
@@ -31,14 +32,14 @@ impl Rendezvous {
         let uid = rustix::process::geteuid().as_raw();
         let dir = match var("XDG_RUNTIME_DIR").map(PathBuf::from).filter(|p| p.is_absolute()) {
             Some(runtime) => {
-                check_private(&runtime, uid)?;
+                private_dir::check(&runtime, ClosedTo::Entering).map_err(|e| e.to_string())?;
                 runtime.join("agmsg-host")
             }
             // Not $TMPDIR: a caller's temporary directory is often its own (a test's, a tool's), and one
             // server per user serves every caller.
             None => PathBuf::from(format!("/tmp/agmsg-host-{uid}")),
         };
-        make_private(&dir, uid)?;
+        private_dir::ensure(&dir, ClosedTo::Entering).map_err(|e| e.to_string())?;
         let id = build_identity()?;
         let socket = dir.join(format!("{id}.sock"));
         if socket.as_os_str().as_bytes().len() > SOCKET_PATH_MAX {
@@ -61,34 +62,10 @@ fn build_identity() -> Result<String, String> {
     Ok(digest[..8].iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// `dir` exists (made 0700 if not) and is private: see [`check_private`].
-fn make_private(dir: &Path, uid: u32) -> Result<(), String> {
-    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(format!("cannot make {}: {e}", dir.display())),
-    }
-    check_private(dir, uid)
-}
-
-/// `dir` is a directory (not a link to one), owned by `uid`, that no one else may enter or write.
-pub fn check_private(dir: &Path, uid: u32) -> Result<(), String> {
-    let meta = std::fs::symlink_metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    if !meta.file_type().is_dir() {
-        return Err(format!("{} is not a directory (a link is not followed)", dir.display()));
-    }
-    if meta.uid() != uid {
-        return Err(format!("{} belongs to uid {}, not {uid}", dir.display(), meta.uid()));
-    }
-    if meta.mode() & 0o077 != 0 {
-        return Err(format!("{} has mode {:o}: others may enter it", dir.display(), meta.mode() & 0o7777));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
-    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    use std::path::Path;
 
     use super::*;
 

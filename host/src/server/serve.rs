@@ -371,13 +371,15 @@ fn read_request(conn: &UnixStream) -> Result<(Request, Vec<OwnedFd>), String> {
     Ok((Request::decode(kind, &body)?, fds))
 }
 
-/// Become the caller's process: a process group of its own (the caller's signals go to it and the
-/// programs it starts), the caller's environment, working directory, umask and stdio.
+/// Become the caller's process: a session and process group of its own (the caller's signals go to it
+/// and the programs it starts; no controlling terminal, so a `server run` in a terminal never stops an
+/// op with SIGTTIN or SIGTTOU for using the caller's terminal from a background group), the caller's
+/// environment, working directory, umask and stdio.
 fn take_on(request: &Request, fds: &[OwnedFd]) -> Result<(), String> {
     // SAFETY: plain syscalls on this process; the child is single-threaded here, so replacing the
     // environment races with no reader.
     unsafe {
-        libc::setpgid(0, 0);
+        libc::setsid();
         for (name, _) in std::env::vars_os() {
             std::env::remove_var(name);
         }

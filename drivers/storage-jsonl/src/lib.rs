@@ -14,6 +14,7 @@
 mod agmsg_lock;
 mod events;
 mod generation;
+mod host;
 mod idtable;
 mod index;
 mod rename;
@@ -39,7 +40,7 @@ const MIGRATION_MARKER: &str = ".read-cursor-v1";
 const LOCK_WAIT: Duration = Duration::from_secs(10);
 
 fn store_path(name: &str) -> String {
-    format!("{}/{name}", agmsg_guest_sdk::STORE_DIR)
+    format!("{}/{name}", host::store_dir())
 }
 
 #[derive(Default)]
@@ -53,11 +54,11 @@ agmsg_guest_sdk::export_storage_sync!(Jsonl);
 /// drop in order: agmsg's lock is released first.
 struct LogLock {
     _agmsg: agmsg_lock::AgmsgLock,
-    _store: StoreLock,
+    _store: host::HostLock,
 }
 
 fn lock_log() -> Result<LogLock, DriverError> {
-    let store = StoreLock::acquire(LOCK_WAIT)?;
+    let store = host::lock()?;
     Ok(LogLock { _agmsg: agmsg_lock::AgmsgLock::acquire()?, _store: store })
 }
 
@@ -555,9 +556,8 @@ fn roll_back_interrupted_import() -> Result<(), DriverError> {
         log.set_len(length).map_err(io_error)?;
         log.sync_all().map_err(io_error)?;
     }
-    agmsg_guest_sdk::log::warn(
-        "jsonl: an import was interrupted (or a sync commit) while it was being written; its lines were removed from the log",
-    );
+    sync::crash::crash_point("recover:cut-back");
+    host::warn("jsonl: an import was interrupted (or a sync commit) while it was being written; its lines were removed from the log");
     std::fs::remove_file(&journal).map_err(io_error)?;
     for staged in [STAGED_LINES, STAGED_IDS, STAGED_READS] {
         let _ = std::fs::remove_file(index_path(staged));

@@ -138,14 +138,18 @@ pub fn append_lines(mut next: impl FnMut() -> Result<Option<Vec<u8>>, DriverErro
     let log =
         std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(store_path(LOG_FILE)).map_err(io_error)?;
     let start = log.metadata().map_err(io_error)?.len();
-    // The journal first: until it is removed, the next op cuts the log back to `start`.
+    // The journal first: until it is removed, the next op cuts the log back to `start`. The index
+    // directory it is kept in is missing in a store agmsg made until an op here reads through the index.
+    std::fs::create_dir_all(index_path("")).map_err(io_error)?;
     crate::rewrite(&format!("{}/{}", crate::index::DIR, crate::APPEND_JOURNAL), start.to_string().as_bytes())?;
+    super::crash::crash_point("append:journaled");
     let mut at = start;
     let written = (|| {
         while let Some(mut line) = next()? {
             line.push(b'\n');
             write_all_at(&log, &line, at).map_err(io_error)?;
             at += line.len() as u64;
+            super::crash::crash_point("append:line");
         }
         log.sync_all().map_err(io_error)
     })();
@@ -162,9 +166,11 @@ pub fn append_lines(mut next: impl FnMut() -> Result<Option<Vec<u8>>, DriverErro
     if let Err(e) = written {
         return Err(undo(e));
     }
+    super::crash::crash_point("append:synced");
     if let Err(e) = std::fs::remove_file(index_path(crate::APPEND_JOURNAL)) {
         return Err(undo(io_error(e)));
     }
+    super::crash::crash_point("append:committed");
     Ok(start)
 }
 

@@ -12,6 +12,7 @@
 //! agmsg's test-only crash hooks (`AGMSG_SYNC_TEST_*`, exit 75) are not offered: a component sees no
 //! environment, and the host's own tests kill the process at the same boundaries instead.
 
+pub(crate) mod crash;
 mod fold;
 mod journal;
 
@@ -265,6 +266,7 @@ impl SyncDriver for Jsonl {
             let envelope = seal(&target, request, &wire, &message)?;
             reserved_now.insert(id);
             staged.push(reservation_entry(&generation, local.position, id, digest, &wire, &envelope_json(&envelope)).as_bytes())?;
+            crash::crash_point("prepare:sealed");
             pending.push((local.position, id.to_owned(), wire, At::Staged(staged.count() - 1)));
         }
 
@@ -272,6 +274,7 @@ impl SyncDriver for Jsonl {
         if generation_missing || staged.count() > 0 || !conflicts.is_empty() {
             let (binding, committed_at) = (target.json(), now_iso());
             let conflicts = conflicts.join(",");
+            crash::crash_point("prepare:before-append");
             placed = staged.commit(|group, _| {
                 (
                     format!(
@@ -360,6 +363,7 @@ impl SyncDriver for Jsonl {
         if !accepted.is_empty() || !conflicts.is_empty() {
             let acks: Vec<&str> = accepted.iter().map(|(_, text)| text.as_str()).collect();
             let conflicts: Vec<&str> = conflicts.iter().map(|(_, text)| text.as_str()).collect();
+            crash::crash_point("reconcile:before-append");
             append_record(format!(
                 r#"{{"type":"sync_reconcile_commit","binding":{},"driver_generation":{},"acks":[{}],"conflicts":[{}],"push_cursor":"{cursor}","committed_at":"{}"}}"#,
                 target.json(),
@@ -499,6 +503,7 @@ impl PullStage for Pull {
         let (binding, generation, durable) = (&self.binding, json(&self.generation), &self.durable);
         // Entries past the first record's size bound continue in more records of the same append; only the
         // last moves the cursor.
+        crash::crash_point("apply:before-append");
         self.staged.commit(|_, last| {
             (
                 format!(r#"{{"type":"sync_pull_commit","binding":{binding},"driver_generation":{generation},"messages":["#),
@@ -589,6 +594,7 @@ impl Pull {
         let has_local_event = local_event.is_some() || prior.is_some_and(|p| p.has_local_event);
         entry.insert("local_event".into(), local_event.unwrap_or(Value::Null));
         self.staged.push(Value::Object(entry).to_string().as_bytes())?;
+        crash::crash_point("apply:staged");
 
         let pulled = fold::Pulled {
             seq: m.server_seq.clone(),
@@ -608,3 +614,6 @@ impl Pull {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -23,22 +23,16 @@ use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 
 use agmsg_guest_sdk::storage::{DriverError, Event, Message};
-use serde::{Deserialize, Serialize};
 
 use crate::events::{LineEvent, io_error, parse_line, read_exact_at, read_full_at, visit_line, write_all_at};
 use crate::idtable::{IdTable, Level, SLOT_SIZE, hash_bytes};
+use crate::index_files::{FINGERPRINT, FLAGS_OFFSET, FORMAT, Meta, READ_BY_RECIPIENT, RECORD_SIZE, Record, checked_meta, decode_records};
 use crate::{LOG_FILE, store_path};
 
 pub const DIR: &str = ".events-index";
 const META: &str = "meta.json";
 const RECORDS: &str = "messages.bin";
 const IDS: &str = "ids.bin";
-/// Bump when the sidecar layout changes: an index in another format is rebuilt. 2: the id table in
-/// levels (`IdTable`), listed in the meta.
-const FORMAT: u32 = 2;
-/// How many trailing bytes of the covered prefix are compared to detect a rewrite of the log.
-const FINGERPRINT: u64 = 64;
-const RECORD_SIZE: u64 = 32;
 /// Log bytes read at a time while catching up, and records read at a time while scanning.
 const CHUNK: u64 = 1 << 20;
 const SCAN_RECORDS: u64 = 4096;
@@ -56,66 +50,9 @@ const ANNOUNCE_BYTES: u64 = 64 << 20;
 const BYTES_PER_MESSAGE: u64 = 256;
 /// Messages whose lines are at most this far apart are fetched with one read.
 const FETCH_GAP: u64 = 64 << 10;
-const READ_BY_RECIPIENT: u32 = 1;
 
 pub fn index_path(name: &str) -> String {
     store_path(&format!("{DIR}/{name}"))
-}
-
-/// One message in the index: 32 bytes on disk, little-endian.
-#[derive(Clone, Copy, Debug)]
-pub struct Record {
-    /// The byte range of its line in the log, and which of the line's events it is (a `sync_pull_commit`
-    /// line holds several).
-    offset: u64,
-    len: u32,
-    event: u32,
-    pub team: u32,
-    pub from: u32,
-    pub to: u32,
-    flags: u32,
-}
-
-impl Record {
-    /// Read by its recipient (an exact `message_read` for its team, recipient and id).
-    pub fn is_read(&self) -> bool {
-        self.flags & READ_BY_RECIPIENT != 0
-    }
-
-    fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.offset.to_le_bytes());
-        for word in [self.len, self.event, self.team, self.from, self.to, self.flags] {
-            out.extend_from_slice(&word.to_le_bytes());
-        }
-    }
-
-    fn decode(bytes: &[u8]) -> Record {
-        let word = |i: usize| u32::from_le_bytes(bytes[8 + 4 * i..12 + 4 * i].try_into().unwrap());
-        Record {
-            offset: u64::from_le_bytes(bytes[..8].try_into().unwrap()),
-            len: word(0),
-            event: word(1),
-            team: word(2),
-            from: word(3),
-            to: word(4),
-            flags: word(5),
-        }
-    }
-}
-const FLAGS_OFFSET: u64 = 28;
-
-#[derive(Serialize, Deserialize, Default)]
-struct Meta {
-    format: u32,
-    covered_len: u64,
-    lines: u64,
-    count: u64,
-    fingerprint: Vec<u8>,
-    /// The id table's levels: (first slot, slots, entries).
-    levels: Vec<(u64, u64, u64)>,
-    names: Vec<String>,
-    /// Read marks (team, agent, msg_id) applied before any message with that id was in the log.
-    pending_reads: Vec<(String, String, String)>,
 }
 
 pub fn id_hash(id: &str) -> u64 {
@@ -140,23 +77,10 @@ struct Progress {
 /// The saved meta, if it is readable, in this format, and consistent with the log and the files.
 fn load_meta(log: &File, records: &File, ids: &File) -> Result<Option<Meta>, DriverError> {
     let Ok(text) = std::fs::read(index_path(META)) else { return Ok(None) };
-    let Ok(meta) = serde_json::from_slice::<Meta>(&text) else { return Ok(None) };
     let log_len = log.metadata().map_err(io_error)?.len();
     let records_len = records.metadata().map_err(io_error)?.len();
     let slots = ids.metadata().map_err(io_error)?.len() / SLOT_SIZE;
-    let levels: Vec<Level> = meta.levels.iter().map(|&(start, slots, entries)| Level { start, slots, entries }).collect();
-    let consistent = meta.format == FORMAT
-        && meta.covered_len <= log_len
-        && meta.fingerprint.len() as u64 == FINGERPRINT.min(meta.covered_len)
-        && records_len >= meta.count * RECORD_SIZE
-        && IdTable::valid(&levels, slots)
-        && levels.iter().map(|l| l.entries).sum::<u64>() == meta.count
-        && {
-            let mut tail = vec![0u8; meta.fingerprint.len()];
-            read_exact_at(log, &mut tail, meta.covered_len - meta.fingerprint.len() as u64).map_err(io_error)?;
-            tail == meta.fingerprint
-        };
-    Ok(consistent.then_some(meta))
+    checked_meta(&text, log_len, records_len, slots, |offset, tail| read_exact_at(log, tail, offset).map_err(io_error))
 }
 
 /// Temp files a killed op left in the index directory (a checkpoint's `meta.json.tmp.<id>`). Only the
@@ -487,14 +411,8 @@ impl Index {
     fn records_range(&mut self, start: u64, count: u64) -> Result<Vec<Record>, DriverError> {
         let mut bytes = vec![0u8; (count * RECORD_SIZE) as usize];
         read_exact_at(&self.records, &mut bytes, start * RECORD_SIZE).map_err(|e| damaged(format!("{RECORDS}: {e}")))?;
-        let records: Vec<Record> = bytes.chunks_exact(RECORD_SIZE as usize).map(Record::decode).collect();
-        let names = self.meta.names.len() as u32;
-        for (i, r) in records.iter().enumerate() {
-            if r.len == 0 || r.offset + u64::from(r.len) > self.log_len || r.team >= names || r.from >= names || r.to >= names {
-                return Err(damaged(format!("record {} is not valid", start + i as u64)));
-            }
-        }
-        Ok(records)
+        decode_records(&bytes, self.log_len, self.meta.names.len())
+            .map_err(|i| damaged(format!("record {} is not valid", start + i as u64)))
     }
 
     /// The delivery tip: how many messages the log holds.

@@ -12,11 +12,13 @@
 //! store lock; rewrites (import, compaction, cursors) go through a temp file and a rename.
 
 mod agmsg_lock;
+mod cursors;
 mod events;
 mod generation;
 mod host;
 mod idtable;
 mod index;
+mod index_files;
 mod rename;
 mod sync;
 
@@ -30,6 +32,7 @@ use agmsg_guest_sdk::storage::{
     Description, DriverError, Event, EventExporter, EventImporter, Message, Pair, ReadMark, StorageDriver, StoreFile, StoreLock, WatchBatch,
 };
 
+use cursors::Cursors;
 use events::{LineReader, io_error, line_at, parse_line, read_full_at, write_all_at};
 use idtable::{IdTable, hash_bytes};
 use index::{Index, id_hash, index_path};
@@ -135,12 +138,8 @@ fn rewrite_with(name: &str, content: &[u8], durable: bool) -> Result<(), DriverE
     result.map_err(io_error)
 }
 
-/// `read-cursors.tsv`: pair -> position, in first-seen order; the last line for a pair wins.
-struct Cursors {
-    order: Vec<(String, String)>,
-    positions: HashMap<(String, String), u64>,
-}
-
+/// `read-cursors.tsv` read from and written to the store (the text's reader and writer are
+/// [`cursors`]'s).
 impl Cursors {
     fn load() -> Result<Cursors, DriverError> {
         let text = match std::fs::read_to_string(store_path(CURSORS_FILE)) {
@@ -148,40 +147,11 @@ impl Cursors {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(e) => return Err(io_error(e)),
         };
-        let mut cursors = Cursors { order: Vec::new(), positions: HashMap::new() };
-        for (n, line) in text.lines().enumerate() {
-            if line.is_empty() {
-                continue;
-            }
-            let mut fields = line.split('\t');
-            let (Some(team), Some(agent), Some(position), None) = (fields.next(), fields.next(), fields.next(), fields.next()) else {
-                return Err(DriverError::corrupt(format!("{CURSORS_FILE} line {}: expected team<TAB>agent<TAB>position", n + 1)));
-            };
-            let position = position
-                .parse::<u64>()
-                .map_err(|_| DriverError::corrupt(format!("{CURSORS_FILE} line {}: bad position {position:?}", n + 1)))?;
-            cursors.set(team, agent, position);
-        }
-        Ok(cursors)
-    }
-
-    fn get(&self, team: &str, agent: &str) -> u64 {
-        self.positions.get(&(team.to_owned(), agent.to_owned())).copied().unwrap_or(0)
-    }
-
-    fn set(&mut self, team: &str, agent: &str, position: u64) {
-        let key = (team.to_owned(), agent.to_owned());
-        if self.positions.insert(key.clone(), position).is_none() {
-            self.order.push(key);
-        }
+        Cursors::parse(&text)
     }
 
     fn save(&self) -> Result<(), DriverError> {
-        let mut text = String::new();
-        for key in &self.order {
-            text.push_str(&format!("{}\t{}\t{}\n", key.0, key.1, self.positions[key]));
-        }
-        rewrite(CURSORS_FILE, text.as_bytes())
+        rewrite(CURSORS_FILE, self.text().as_bytes())
     }
 }
 
@@ -779,6 +749,12 @@ impl Drop for Importer {
 #[cfg(test)]
 #[path = "../../../fuzz/src/jsonl.rs"]
 mod fuzz_jsonl;
+
+/// `fuzz/corpus/jsonl_{cursors,journal,index}` replayed through the fuzz targets' checks of the store's
+/// other files (issue 39).
+#[cfg(test)]
+#[path = "../../../fuzz/src/jsonl_store.rs"]
+mod fuzz_jsonl_store;
 
 #[cfg(all(test, unix))]
 mod tests {

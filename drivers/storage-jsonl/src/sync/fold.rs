@@ -9,8 +9,6 @@ use agmsg_guest_sdk::storage::{DriverError, is_lower_uuid, is_sequence};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::journal::read_records;
-
 fn fail(message: impl Into<String>) -> DriverError {
     DriverError::runtime(message)
 }
@@ -184,10 +182,14 @@ pub fn payload_digest(local_id: &str, from: &str, to: &str, body: &str, at: &str
 pub const BLOCKING: [&str; 5] = ["unsupported_cipher", "pending_key", "authentication_failed", "malformed", "policy_violation"];
 
 impl State {
-    /// Read the whole log once and fold `target`'s records.
-    pub fn load(target: &Target<'_>) -> Result<State, DriverError> {
+    /// Fold `target`'s records, as `records` visits them: the store's log ([`State::load`], in
+    /// `journal`), or a buffer's (`records::records_in`, what the fuzz target reads).
+    pub fn fold(
+        target: &Target<'_>,
+        records: impl FnOnce(&mut dyn FnMut(u64, u64, Value) -> Result<(), DriverError>) -> Result<(), DriverError>,
+    ) -> Result<State, DriverError> {
         let mut state = State { transport: "0".into(), ..State::default() };
-        read_records(|start, end, record| state.record(target, start, end, &record))?;
+        records(&mut |start, end, record| state.record(target, start, end, &record))?;
         Ok(state)
     }
 

@@ -10,12 +10,13 @@
 //! staged in a file in the index directory and written as several records of at most
 //! [`RECORD_BYTES`] each (agmsg's fold reads consecutive commits of one binding as one), in one append.
 
-use std::collections::HashSet;
 use std::fs::File;
 
 use agmsg_guest_sdk::storage::DriverError;
-use serde::de::{DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
-use serde_json::{Map, Value};
+use serde_json::Value;
+
+use super::fold::{State, Target};
+use super::records::{check_ending, record_line};
 
 use crate::events::{LineReader, io_error, line_at, read_full_at, write_all_at};
 use crate::index::index_path;
@@ -26,71 +27,6 @@ pub const RECORD_BYTES: u64 = 4 << 20;
 
 fn fail(message: impl Into<String>) -> DriverError {
     DriverError::runtime(message)
-}
-
-/// One JSON value, refusing a duplicate object key at any depth (serde_json's `Value` keeps the last).
-struct Strict;
-
-impl<'de> DeserializeSeed<'de> for Strict {
-    type Value = Value;
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        d.deserialize_any(Strict)
-    }
-}
-
-impl<'de> Visitor<'de> for Strict {
-    type Value = Value;
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(Value::from(v))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_owned()))
-    }
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
-    }
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut items = Vec::new();
-        while let Some(item) = seq.next_element_seed(Strict)? {
-            items.push(item);
-        }
-        Ok(Value::Array(items))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut object = Map::new();
-        let mut keys = HashSet::new();
-        while let Some(key) = map.next_key::<String>()? {
-            if !keys.insert(key.clone()) {
-                return Err(A::Error::custom(format!("duplicate key {key:?}")));
-            }
-            let value = map.next_value_seed(Strict)?;
-            object.insert(key, value);
-        }
-        Ok(Value::Object(object))
-    }
-}
-
-/// `text` as exactly one JSON value without duplicate keys.
-pub fn parse_strict(text: &[u8]) -> Result<Value, String> {
-    let mut de = serde_json::Deserializer::from_slice(text);
-    let value = Strict.deserialize(&mut de).map_err(|e| e.to_string())?;
-    de.end().map_err(|e| e.to_string())?;
-    Ok(value)
 }
 
 /// Visit every record of the log with the byte offsets of its line (start, and end just after the
@@ -105,9 +41,7 @@ pub fn read_records(mut visit: impl FnMut(u64, u64, Value) -> Result<(), DriverE
     if len > 0 {
         let mut last = [0u8; 1];
         read_full_at(&file, &mut last, len - 1).map_err(io_error)?;
-        if last[0] != b'\n' {
-            return Err(fail("JSONL log ends with an incomplete record"));
-        }
+        check_ending(Some(last[0]))?;
     }
     let mut reader = LineReader::new(file, 0);
     let mut number = 0u64;
@@ -116,14 +50,16 @@ pub fn read_records(mut visit: impl FnMut(u64, u64, Value) -> Result<(), DriverE
             break;
         }
         number += 1;
-        if line.is_empty() {
-            continue;
-        }
-        let end = start + line.len() as u64 + 1;
-        let value = parse_strict(line).map_err(|e| fail(format!("JSONL log contains an invalid record (line {number}: {e})")))?;
-        visit(start, end, value)?;
+        record_line(number, start, line, &mut visit)?;
     }
     Ok(())
+}
+
+impl State {
+    /// Read the whole log once and fold `target`'s records.
+    pub fn load(target: &Target<'_>) -> Result<State, DriverError> {
+        State::fold(target, |visit| read_records(visit))
+    }
 }
 
 /// The record whose line starts at `offset`, parsed.
@@ -267,18 +203,4 @@ impl Drop for Staged {
 pub fn append_record(line: String) -> Result<u64, DriverError> {
     let mut once = Some(line.into_bytes());
     append_lines(|| Ok(once.take()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_strict;
-
-    #[test]
-    fn a_duplicate_key_at_any_depth_or_a_second_value_is_refused() {
-        assert!(parse_strict(br#"{"a":{"b":[{"c":1}]},"d":null}"#).is_ok());
-        assert!(parse_strict(br#"{"a":1,"a":2}"#).unwrap_err().contains("duplicate key"));
-        assert!(parse_strict(br#"{"a":{"b":[{"c":1,"c":1}]}}"#).unwrap_err().contains("duplicate key"));
-        assert!(parse_strict(br#"{"a":1} {"b":2}"#).is_err());
-        assert!(parse_strict(b"{\"a\":\"\xff\"}").is_err(), "not UTF-8");
-    }
 }

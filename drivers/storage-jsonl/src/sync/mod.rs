@@ -13,8 +13,9 @@
 //! environment, and the host's own tests kill the process at the same boundaries instead.
 
 pub(crate) mod crash;
-mod fold;
+pub(crate) mod fold;
 mod journal;
+pub(crate) mod records;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs::File;

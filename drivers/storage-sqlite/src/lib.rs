@@ -191,8 +191,13 @@ fn is_wal_file(path: &str) -> bool {
 }
 
 fn open_connection(flags: OpenFlags, wal: bool) -> Result<Connection, DriverError> {
+    open_connection_at(&db_path(), flags, wal)
+}
+
+/// [`open_connection`] on the database at `path` (natively: a unit test's store, through the same VFS).
+fn open_connection_at(path: &str, flags: OpenFlags, wal: bool) -> Result<Connection, DriverError> {
     vfs::register().map_err(DriverError::runtime)?;
-    let conn = Connection::open_with_flags_and_vfs(db_path(), flags | OpenFlags::SQLITE_OPEN_NO_MUTEX, vfs::VFS_NAME).map_err(sql_error)?;
+    let conn = Connection::open_with_flags_and_vfs(path, flags | OpenFlags::SQLITE_OPEN_NO_MUTEX, vfs::VFS_NAME).map_err(sql_error)?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(sql_error)?;
     // The sandbox has no /tmp, so temporary data stays in memory.
     conn.execute_batch("PRAGMA temp_store=MEMORY;").map_err(sql_error)?;

@@ -13,12 +13,22 @@
 //! How the shim wraps a file: `szOsFile` is `unix-none`'s plus room for [`Shim`]; `unix-none` opens into
 //! the start of the buffer, and the shim keeps its own state after it and swaps in [`SHIM_METHODS`],
 //! which forward to the saved methods on the same pointer.
+//!
+//! Natively (the driver's unit tests) the same shim registers over the native `unix-none`; the host's
+//! lock calls, which a native process cannot make, are replaced by `native_locks`: the OFD locks the
+//! host takes, on a descriptor of the database file that each opened file keeps (as the host keeps one
+//! per instance). So the sync tests' crashes also run through this VFS's locking (issue 39).
 
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::OnceLock;
 
-use agmsg_guest_sdk::file_lock::{self, FileLockError, LockMode};
+use agmsg_guest_sdk::file_lock::{FileLockError, LockMode};
 use rusqlite::ffi;
+
+#[cfg(not(test))]
+use host_locks::Owner;
+#[cfg(test)]
+use native_locks::Owner;
 
 pub const VFS_NAME: &CStr = c"agmsg-host-locks";
 
@@ -33,8 +43,9 @@ const SHARED_SIZE: u64 = 510;
 struct Shim {
     base: *const ffi::sqlite3_io_methods,
     level: c_int,
-    /// The file's name in the store (what the host's lock calls take), owned: freed by `xClose`.
-    name: *mut String,
+    /// Who holds this file's locks (the file's name in the store, which the host's lock calls take),
+    /// owned: freed by `xClose`.
+    owner: *mut Owner,
 }
 
 /// `unix-none`'s file struct size, rounded up so that [`Shim`] is aligned.
@@ -92,10 +103,8 @@ unsafe extern "C" fn shim_open(
         if rc != ffi::SQLITE_OK || flags & ffi::SQLITE_OPEN_MAIN_DB == 0 || (*file).pMethods.is_null() || name.is_null() {
             return rc;
         }
-        // The host locks files by their name in the store: the last path component.
-        let path = CStr::from_ptr(name).to_string_lossy();
-        let store_name = path.rsplit('/').next().unwrap_or_default().to_owned();
-        shim(file).write(Shim { base: (*file).pMethods, level: ffi::SQLITE_LOCK_NONE, name: Box::into_raw(Box::new(store_name)) });
+        let owner = Owner::open(&CStr::from_ptr(name).to_string_lossy());
+        shim(file).write(Shim { base: (*file).pMethods, level: ffi::SQLITE_LOCK_NONE, owner: Box::into_raw(Box::new(owner)) });
         (*file).pMethods = &SHIM_METHODS;
         rc
     }
@@ -103,46 +112,46 @@ unsafe extern "C" fn shim_open(
 
 /// Move from lock level `held` towards `wanted`; returns the level now held (`held` when a conflicting
 /// lock is in the way, which SQLite reports as busy and retries).
-fn lock(name: &str, held: c_int, wanted: c_int) -> Result<c_int, FileLockError> {
+fn lock(owner: &Owner, held: c_int, wanted: c_int) -> Result<c_int, FileLockError> {
     use LockMode::{Read, Write};
     match wanted {
         ffi::SQLITE_LOCK_SHARED => {
             // The PENDING byte keeps new readers out while a writer waits for EXCLUSIVE.
-            if !file_lock::try_lock(name, PENDING_BYTE, 1, Read)? {
+            if !owner.try_lock(PENDING_BYTE, 1, Read)? {
                 return Ok(held);
             }
-            let shared = file_lock::try_lock(name, SHARED_FIRST, SHARED_SIZE, Read);
-            file_lock::unlock(name, PENDING_BYTE, 1)?;
+            let shared = owner.try_lock(SHARED_FIRST, SHARED_SIZE, Read);
+            owner.unlock(PENDING_BYTE, 1)?;
             Ok(if shared? { ffi::SQLITE_LOCK_SHARED } else { held })
         }
-        ffi::SQLITE_LOCK_RESERVED => Ok(if file_lock::try_lock(name, RESERVED_BYTE, 1, Write)? { ffi::SQLITE_LOCK_RESERVED } else { held }),
+        ffi::SQLITE_LOCK_RESERVED => Ok(if owner.try_lock(RESERVED_BYTE, 1, Write)? { ffi::SQLITE_LOCK_RESERVED } else { held }),
         ffi::SQLITE_LOCK_EXCLUSIVE => {
             let mut now = held;
             if now < ffi::SQLITE_LOCK_PENDING {
-                if !file_lock::try_lock(name, PENDING_BYTE, 1, Write)? {
+                if !owner.try_lock(PENDING_BYTE, 1, Write)? {
                     return Ok(held);
                 }
                 now = ffi::SQLITE_LOCK_PENDING;
             }
             // Held as PENDING until the last reader leaves; SQLite retries.
-            Ok(if file_lock::try_lock(name, SHARED_FIRST, SHARED_SIZE, Write)? { ffi::SQLITE_LOCK_EXCLUSIVE } else { now })
+            Ok(if owner.try_lock(SHARED_FIRST, SHARED_SIZE, Write)? { ffi::SQLITE_LOCK_EXCLUSIVE } else { now })
         }
         _ => Ok(held),
     }
 }
 
 /// Move down to `wanted` (SHARED or NONE).
-fn unlock(name: &str, held: c_int, wanted: c_int) -> Result<(), FileLockError> {
+fn unlock(owner: &Owner, held: c_int, wanted: c_int) -> Result<(), FileLockError> {
     if held > ffi::SQLITE_LOCK_SHARED && wanted == ffi::SQLITE_LOCK_SHARED {
         // Converting our own write lock to a read lock cannot conflict with anyone.
-        if !file_lock::try_lock(name, SHARED_FIRST, SHARED_SIZE, LockMode::Read)? {
+        if !owner.try_lock(SHARED_FIRST, SHARED_SIZE, LockMode::Read)? {
             return Err(FileLockError::Unavailable);
         }
-        file_lock::unlock(name, PENDING_BYTE, 2)?;
+        owner.unlock(PENDING_BYTE, 2)?;
     }
     if wanted == ffi::SQLITE_LOCK_NONE {
         // Length 0: everything this instance holds on the file.
-        file_lock::unlock(name, 0, 0)?;
+        owner.unlock(0, 0)?;
     }
     Ok(())
 }
@@ -153,9 +162,9 @@ unsafe extern "C" fn shim_lock(file: *mut ffi::sqlite3_file, wanted: c_int) -> c
     if shim.level >= wanted {
         return ffi::SQLITE_OK;
     }
-    // SAFETY: `name` was boxed in xOpen and lives until xClose.
-    let name = unsafe { &*shim.name };
-    match lock(name, shim.level, wanted) {
+    // SAFETY: `owner` was boxed in xOpen and lives until xClose.
+    let owner = unsafe { &*shim.owner };
+    match lock(owner, shim.level, wanted) {
         Ok(now) => {
             shim.level = now;
             if now >= wanted { ffi::SQLITE_OK } else { ffi::SQLITE_BUSY }
@@ -170,8 +179,8 @@ unsafe extern "C" fn shim_unlock(file: *mut ffi::sqlite3_file, wanted: c_int) ->
     if shim.level <= wanted {
         return ffi::SQLITE_OK;
     }
-    let name = unsafe { &*shim.name };
-    match unlock(name, shim.level, wanted) {
+    let owner = unsafe { &*shim.owner };
+    match unlock(owner, shim.level, wanted) {
         Ok(()) => {
             shim.level = wanted;
             ffi::SQLITE_OK
@@ -186,7 +195,7 @@ unsafe extern "C" fn shim_check_reserved(file: *mut ffi::sqlite3_file, out: *mut
     let reserved = if shim.level >= ffi::SQLITE_LOCK_RESERVED {
         Ok(true)
     } else {
-        file_lock::conflicts(unsafe { &*shim.name }, RESERVED_BYTE, 1, LockMode::Write)
+        unsafe { &*shim.owner }.conflicts(RESERVED_BYTE, 1, LockMode::Write)
     };
     match reserved {
         Ok(reserved) => {
@@ -201,8 +210,8 @@ unsafe extern "C" fn shim_close(file: *mut ffi::sqlite3_file) -> c_int {
     // SAFETY: as in `shim_lock`; after this the shim state is dropped and the base closes the file.
     unsafe {
         let shim = &mut *shim(file);
-        let name = Box::from_raw(shim.name);
-        let _ = file_lock::unlock(&name, 0, 0);
+        let owner = Box::from_raw(shim.owner);
+        let _ = owner.unlock(0, 0);
         let base = shim.base;
         ((*base).xClose.expect("unix-none has xClose"))(file)
     }
@@ -220,13 +229,18 @@ unsafe extern "C" fn fwd_read(file: *mut ffi::sqlite3_file, buf: *mut c_void, am
     unsafe { (base(file).xRead.expect("xRead"))(file, buf, amount, offset) }
 }
 unsafe extern "C" fn fwd_write(file: *mut ffi::sqlite3_file, buf: *const c_void, amount: c_int, offset: ffi::sqlite3_int64) -> c_int {
-    unsafe { (base(file).xWrite.expect("xWrite"))(file, buf, amount, offset) }
+    let rc = unsafe { (base(file).xWrite.expect("xWrite"))(file, buf, amount, offset) };
+    // The native tests' kill inside a commit, the database file part written (nothing in a component).
+    crate::sync::crash_point("vfs:main-write");
+    rc
 }
 unsafe extern "C" fn fwd_truncate(file: *mut ffi::sqlite3_file, size: ffi::sqlite3_int64) -> c_int {
     unsafe { (base(file).xTruncate.expect("xTruncate"))(file, size) }
 }
 unsafe extern "C" fn fwd_sync(file: *mut ffi::sqlite3_file, flags: c_int) -> c_int {
-    unsafe { (base(file).xSync.expect("xSync"))(file, flags) }
+    let rc = unsafe { (base(file).xSync.expect("xSync"))(file, flags) };
+    crate::sync::crash_point("vfs:main-sync");
+    rc
 }
 unsafe extern "C" fn fwd_file_size(file: *mut ffi::sqlite3_file, size: *mut ffi::sqlite3_int64) -> c_int {
     unsafe { (base(file).xFileSize.expect("xFileSize"))(file, size) }
@@ -263,3 +277,88 @@ static SHIM_METHODS: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
     xFetch: None,
     xUnfetch: None,
 };
+
+/// The locks of a component: the host's (`agmsg:host/file-lock`), held by this instance, on the file
+/// named by its last path component in the store.
+#[cfg(not(test))]
+mod host_locks {
+    use agmsg_guest_sdk::file_lock::{self, FileLockError, LockMode};
+
+    pub struct Owner {
+        name: String,
+    }
+
+    impl Owner {
+        pub fn open(path: &str) -> Owner {
+            Owner { name: path.rsplit('/').next().unwrap_or_default().to_owned() }
+        }
+
+        pub fn try_lock(&self, start: u64, len: u64, mode: LockMode) -> Result<bool, FileLockError> {
+            file_lock::try_lock(&self.name, start, len, mode)
+        }
+
+        pub fn unlock(&self, start: u64, len: u64) -> Result<(), FileLockError> {
+            file_lock::unlock(&self.name, start, len)
+        }
+
+        pub fn conflicts(&self, start: u64, len: u64, mode: LockMode) -> Result<bool, FileLockError> {
+            file_lock::conflicts(&self.name, start, len, mode)
+        }
+    }
+}
+
+/// The locks in a native unit test: what the host does for an instance, done here on a descriptor of
+/// the file's own (Linux open-file-description locks, which conflict with each other's descriptors and
+/// with native SQLite's POSIX locks, and go with the process).
+#[cfg(test)]
+mod native_locks {
+    use std::os::fd::AsRawFd;
+
+    use agmsg_guest_sdk::file_lock::{FileLockError, LockMode};
+
+    pub struct Owner {
+        file: std::fs::File,
+    }
+
+    impl Owner {
+        pub fn open(path: &str) -> Owner {
+            Owner { file: std::fs::OpenOptions::new().read(true).write(true).open(path).expect("the database file SQLite opened") }
+        }
+
+        /// `fcntl(cmd)` with a lock of `kind` on `[start, start + len)`; answers the lock as the call left it.
+        fn fcntl(&self, cmd: libc::c_int, kind: libc::c_int, start: u64, len: u64) -> std::io::Result<libc::flock> {
+            // SAFETY: a zeroed `flock` is a valid value (l_pid must be 0 for the OFD commands).
+            let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+            lock.l_type = kind as libc::c_short;
+            lock.l_whence = libc::SEEK_SET as libc::c_short;
+            lock.l_start = start as libc::off_t;
+            lock.l_len = len as libc::off_t;
+            // SAFETY: an open descriptor and a pointer to a valid `flock`, as F_OFD_SETLK/GETLK take.
+            if unsafe { libc::fcntl(self.file.as_raw_fd(), cmd, &mut lock) } == 0 { Ok(lock) } else { Err(std::io::Error::last_os_error()) }
+        }
+
+        fn kind(mode: LockMode) -> libc::c_int {
+            match mode {
+                LockMode::Read => libc::F_RDLCK,
+                LockMode::Write => libc::F_WRLCK,
+            }
+        }
+
+        pub fn try_lock(&self, start: u64, len: u64, mode: LockMode) -> Result<bool, FileLockError> {
+            match self.fcntl(libc::F_OFD_SETLK, Self::kind(mode), start, len) {
+                Ok(_) => Ok(true),
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EACCES)) => Ok(false),
+                Err(_) => Err(FileLockError::Unavailable),
+            }
+        }
+
+        pub fn unlock(&self, start: u64, len: u64) -> Result<(), FileLockError> {
+            self.fcntl(libc::F_OFD_SETLK, libc::F_UNLCK, start, len).map(drop).map_err(|_| FileLockError::Unavailable)
+        }
+
+        pub fn conflicts(&self, start: u64, len: u64, mode: LockMode) -> Result<bool, FileLockError> {
+            let lock = self.fcntl(libc::F_OFD_GETLK, Self::kind(mode), start, len).map_err(|_| FileLockError::Unavailable)?;
+            Ok(lock.l_type != libc::F_UNLCK as libc::c_short)
+        }
+    }
+}

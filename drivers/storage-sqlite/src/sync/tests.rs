@@ -1,6 +1,9 @@
 //! The sync ops on a real `messages.db` (native SQLite, the default VFS), including their crash
 //! boundaries: a crash test re-runs this test binary as a child that aborts (no unwinding, no rollback,
-//! as a kill or a trapped instance) at a named point, then checks what the store holds.
+//! as a kill or a trapped instance) at a named point, then checks what the store holds. The crash tests
+//! run twice: through SQLite's default VFS, and through the component's own (`agmsg-host-locks` over
+//! `unix-none`, opened as the component opens it, in PERSIST journal mode), so that the kill also lands
+//! in that VFS's locking and the next connection's hot-journal rollback goes through it.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -10,7 +13,7 @@ use agmsg_guest_sdk::storage::{
     AgeProfile, Binding, Chat, Disposition, Envelope, Evaluated, Message, OutcomeStatus, PageKey, PrepareRequest, Projection, PullMessage,
     PushAck, PushCandidate, ReprocessScope, RosterKind, SyncPages, WriteProfile,
 };
-use rusqlite::Connection;
+use rusqlite::{Connection, OpenFlags};
 
 use super::push::{SealRequest, seal_timestamp};
 use super::{SyncError, new_uuid4, pull, push};
@@ -66,8 +69,56 @@ pub(super) fn pull_message_from_json(v: &serde_json::Value) -> PullMessage {
     }
 }
 
+/// Which VFS this thread's connections go through.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Vfs {
+    /// SQLite's default (`unix`: POSIX locks, DELETE journal mode).
+    Default,
+    /// The component's (`crate::vfs`: the host's OFD locks over `unix-none`, PERSIST journal mode).
+    Component,
+}
+
+thread_local! {
+    static VFS: std::cell::Cell<Vfs> = const { std::cell::Cell::new(Vfs::Default) };
+}
+
+/// Run `test` once through each VFS (each test runs on a thread of its own).
+pub(super) fn each_vfs(test: fn()) {
+    for vfs in [Vfs::Default, Vfs::Component] {
+        VFS.set(vfs);
+        test();
+    }
+    VFS.set(Vfs::Default);
+}
+
+/// The VFS a crash child runs its op through: its parent's, passed as `AGMSG_SYNC_CRASH_VFS`.
+pub(super) fn crash_env(cmd: &mut Command) -> &mut Command {
+    cmd.env("AGMSG_SYNC_CRASH_VFS", format!("{:?}", VFS.get()))
+}
+
+/// In a crash child: take the parent's VFS (see [`crash_env`]).
+pub(super) fn vfs_from_crash_env() {
+    if std::env::var("AGMSG_SYNC_CRASH_VFS").is_ok_and(|v| v == "Component") {
+        VFS.set(Vfs::Component);
+    }
+}
+
+/// A connection through this thread's VFS, nothing run on it yet (no schema check).
+pub(super) fn connect(path: &Path) -> Connection {
+    match VFS.get() {
+        Vfs::Default => Connection::open(path).unwrap(),
+        Vfs::Component => {
+            let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE;
+            let conn = crate::open_connection_at(path.to_str().unwrap(), flags, false).unwrap();
+            // As `Session::set_journal_mode` does in the component.
+            assert_eq!(conn.query_row("PRAGMA journal_mode=PERSIST", [], |r| r.get::<_, String>(0)).unwrap(), "persist");
+            conn
+        }
+    }
+}
+
 pub(super) fn open(path: &Path) -> Connection {
-    let conn = Connection::open(path).unwrap();
+    let conn = connect(path);
     conn.busy_timeout(std::time::Duration::from_secs(5)).unwrap();
     crate::schema::ensure(&conn).unwrap();
     conn
@@ -575,6 +626,7 @@ fn a_projected_legacy_row_stays_unread_once_until_read() {
 /// Run `op` in a child process of this test binary that aborts at `point` (its `hit`-th passage).
 fn crash(path: &Path, op: &str, point: &str, hit: u32, extra: &[(&str, &str)]) {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
+    crash_env(&mut cmd);
     cmd.args(["--exact", "sync::tests::crash_child", "--nocapture", "--test-threads=1"])
         .env("AGMSG_SYNC_CRASH_DB", path)
         .env("AGMSG_SYNC_CRASH_OP", op)
@@ -597,6 +649,7 @@ fn crash(path: &Path, op: &str, point: &str, hit: u32, extra: &[(&str, &str)]) {
 fn crash_child() {
     let Ok(db) = std::env::var("AGMSG_SYNC_CRASH_DB") else { return };
     let path = PathBuf::from(db);
+    vfs_from_crash_env();
     match std::env::var("AGMSG_SYNC_CRASH_OP").unwrap().as_str() {
         "prepare" => {
             let _ = prepare(&path, "dev", 1000, true);
@@ -624,6 +677,10 @@ fn crash_child() {
 
 #[test]
 fn a_crash_after_sealing_publishes_nothing_and_the_next_prepare_uses_new_wire_ids() {
+    each_vfs(a_crash_after_sealing_publishes_nothing_and_the_next_prepare_uses_new_wire_ids_once);
+}
+
+fn a_crash_after_sealing_publishes_nothing_and_the_next_prepare_uses_new_wire_ids_once() {
     let (dir, path) = new_store();
     send(&open(&path), "dev", "alice", "bob", "secret");
     let log = dir.path().join("wires.log");
@@ -639,6 +696,10 @@ fn a_crash_after_sealing_publishes_nothing_and_the_next_prepare_uses_new_wire_id
 
 #[test]
 fn a_crash_mid_page_keeps_the_committed_groups_byte_for_byte() {
+    each_vfs(a_crash_mid_page_keeps_the_committed_groups_byte_for_byte_once);
+}
+
+fn a_crash_mid_page_keeps_the_committed_groups_byte_for_byte_once() {
     let (_dir, path) = new_store();
     let conn = open(&path);
     for i in 0..120 {
@@ -664,6 +725,10 @@ fn a_crash_mid_page_keeps_the_committed_groups_byte_for_byte() {
 
 #[test]
 fn a_crash_before_reconcile_commits_records_no_ack() {
+    each_vfs(a_crash_before_reconcile_commits_records_no_ack_once);
+}
+
+fn a_crash_before_reconcile_commits_records_no_ack_once() {
     let (_dir, path) = new_store();
     let conn = open(&path);
     for i in 0..3 {
@@ -679,6 +744,10 @@ fn a_crash_before_reconcile_commits_records_no_ack() {
 
 #[test]
 fn a_crash_mid_pull_page_imports_nothing_and_keeps_the_cursor_then_a_retry_imports_once() {
+    each_vfs(a_crash_mid_pull_page_imports_nothing_and_keeps_the_cursor_then_a_retry_imports_once_once);
+}
+
+fn a_crash_mid_pull_page_imports_nothing_and_keeps_the_cursor_then_a_retry_imports_once_once() {
     let (_dir, path) = new_store();
     let wires: Vec<String> = (0..3).map(|_| new_uuid4()).collect();
     let joined = wires.join(",");
@@ -694,6 +763,40 @@ fn a_crash_mid_pull_page_imports_nothing_and_keeps_the_cursor_then_a_retry_impor
     apply(&path, "dev", page, "3");
     assert_eq!(count(&path, "SELECT COUNT(*) FROM events WHERE type='message_sent'"), 3);
     assert_eq!(transport_cursor(&path), "3");
+}
+
+/// Through the component's VFS, a kill inside a commit: after the database file took some of the
+/// page's pages (`vfs:main-write`), or all of them, synced, before the journal was finalized
+/// (`vfs:main-sync`). The next connection must find the hot journal (no RESERVED lock, asked through the
+/// VFS), take EXCLUSIVE through it and roll the journal back: the store is whole and as before the page,
+/// and the retry imports once.
+#[test]
+fn a_kill_mid_commit_through_the_component_vfs_is_rolled_back_by_the_next_connection() {
+    VFS.set(Vfs::Component);
+    let (dir, path) = new_store();
+    // The binding exists first, so that the page's commit is the child's one write to the database.
+    drop(pull::begin(open(&path), &binding("dev")).unwrap());
+    let wires: Vec<String> = (0..200).map(|_| new_uuid4()).collect();
+    let joined = wires.join(",");
+    for (point, hit) in [("vfs:main-write", 1), ("vfs:main-write", 3), ("vfs:main-sync", 1)] {
+        let before = std::fs::read(&path).unwrap();
+        crash(&path, "apply", point, hit, &[("AGMSG_SYNC_TEST_WIRES", &joined)]);
+        assert_ne!(std::fs::read(&path).unwrap(), before, "{point} ({hit}): the kill landed after the database file was written to");
+        let journal = std::fs::read(dir.path().join("messages.db-journal")).unwrap();
+        assert!(journal.len() >= 28 && journal[..8] != [0; 8], "{point} ({hit}): the journal is hot");
+        let check: String = open(&path).query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+        assert_eq!(check, "ok", "{point} ({hit})");
+        assert_eq!(count(&path, "SELECT COUNT(*) FROM sync_quarantine"), 0, "{point} ({hit})");
+        assert_eq!(count(&path, "SELECT COUNT(*) FROM events"), 0, "{point} ({hit})");
+        assert_eq!(transport_cursor(&path), "0", "{point} ({hit})");
+    }
+    let page: Vec<PullMessage> =
+        wires.iter().zip(1..).map(|(w, seq)| pulled(seq, w, &format!("blob{seq}"), Evaluated::Importable, chat("c", "bob", "x"))).collect();
+    apply(&path, "dev", page.clone(), "200");
+    apply(&path, "dev", page, "200");
+    assert_eq!(count(&path, "SELECT COUNT(*) FROM events WHERE type='message_sent'"), 200);
+    assert_eq!(transport_cursor(&path), "200");
+    VFS.set(Vfs::Default);
 }
 
 #[test]

@@ -6,10 +6,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use agmsg_guest_sdk::storage::{BlockedReason, Evaluated, Exact, Frontier, Member, ReadContext, ResyncRequest, Snapshot};
-use rusqlite::Connection;
 
 use super::interop::{SERVER as AGMSG_SERVER, TEAM as AGMSG_TEAM, agmsg, agmsg_skill, page_line, records};
-use super::tests::{ack, apply, binding, binding_with, chat, count, new_store, open, prepare, pulled, send};
+use super::tests::{
+    ack, apply, binding, binding_with, chat, connect, count, crash_env, each_vfs, new_store, open, prepare, pulled, send,
+    vfs_from_crash_env,
+};
 use super::{push, read_state, resync};
 
 const MEMBER: &str = "018f3f7e-0000-7000-8000-000000000010";
@@ -45,7 +47,7 @@ fn unread(path: &Path, agent: &str) -> Vec<String> {
 
 /// Everything a store holds, as text: what "changed nothing" is checked against.
 fn dump(path: &Path) -> String {
-    let conn = Connection::open(path).unwrap();
+    let conn = connect(path);
     let mut out = String::new();
     let tables: Vec<String> = conn
         .prepare("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")
@@ -326,7 +328,7 @@ fn read_state_and_resync_interoperate_with_agmsgs_bash_driver() {
 // rollback: a kill -9); the parent checks that the store is exactly as before.
 
 fn crash(path: &Path, op: &str, point: &str) {
-    let out = Command::new(std::env::current_exe().unwrap())
+    let out = crash_env(&mut Command::new(std::env::current_exe().unwrap()))
         .args(["--exact", "sync::tests_stage2::stage2_crash_child", "--nocapture", "--test-threads=1"])
         .env("AGMSG_STAGE2_CRASH_DB", path)
         .env("AGMSG_STAGE2_CRASH_OP", op)
@@ -346,6 +348,7 @@ fn crash(path: &Path, op: &str, point: &str) {
 fn stage2_crash_child() {
     let Ok(db) = std::env::var("AGMSG_STAGE2_CRASH_DB") else { return };
     let path = PathBuf::from(db);
+    vfs_from_crash_env();
     let b = binding("dev");
     let _ = match std::env::var("AGMSG_STAGE2_CRASH_OP").unwrap().as_str() {
         "prepare" => read_state::prepare(&open(&path), &b, &context("0", "2", &[(MEMBER, "bob")], &["bob"])).map(|_| ()),
@@ -358,6 +361,10 @@ fn stage2_crash_child() {
 
 #[test]
 fn a_kill_inside_prepare_apply_or_resync_leaves_the_store_as_it_was() {
+    each_vfs(a_kill_inside_prepare_apply_or_resync_leaves_the_store_as_it_was_once);
+}
+
+fn a_kill_inside_prepare_apply_or_resync_leaves_the_store_as_it_was_once() {
     let (_dir, path) = new_store();
     two_pulled_second_read(&path);
     let before = dump(&path);

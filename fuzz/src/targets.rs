@@ -39,11 +39,15 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("seal", seal),
     ("plug_lines", plug_lines),
     ("placement", placement),
+    ("agmsg_config", agmsg_config),
+    ("team_config", team_config),
+    ("delivery_files", delivery_files),
+    ("describe_watch", describe_watch),
 ];
 
-/// The targets whose checks live beside a driver's code (fuzz/src/jsonl.rs), replayed by that driver's
-/// unit tests rather than by tests/fuzz_replay.rs.
-pub const DRIVER_TARGETS: &[&str] = &["jsonl_line"];
+/// The targets whose checks live beside a driver's code (fuzz/src/jsonl.rs, fuzz/src/jsonl_store.rs),
+/// replayed by that driver's unit tests rather than by tests/fuzz_replay.rs.
+pub const DRIVER_TARGETS: &[&str] = &["jsonl_line", "jsonl_cursors", "jsonl_journal", "jsonl_index"];
 
 // ---- the allocation bound ----
 
@@ -123,6 +127,10 @@ impl<'a> Src<'a> {
             }
             None => 0,
         }
+    }
+    /// What is left of the input, all of it.
+    pub fn rest(&mut self) -> &'a [u8] {
+        std::mem::take(&mut self.0)
     }
     pub fn bool(&mut self) -> bool {
         self.byte() & 1 == 1
@@ -695,5 +703,257 @@ pub fn placement(data: &[u8]) {
         && let Ok(line) = r.line()
     {
         assert_eq!(PlacementRecord::parse(&line).ok().as_ref(), Some(&r), "{line:?}");
+    }
+}
+
+// ---- agmsg's config and a team's config (as the host reads them) ----
+
+/// The driver names the config targets set and look up, beside whatever the file names.
+const DRIVER_NAMES: [&str; 4] = ["sqlite", "jsonl", "postgres", "x"];
+
+/// agmsg's `config.json` (`AGMSG_CONFIG`): its `storage` key (`configured_storage`), a driver's table
+/// (`driver_table`), and `storage switch`'s edit (`config_with_driver`): the edited text reads back
+/// with the driver named and its `url` set, every other key as it was, and editing it again changes
+/// nothing.
+pub fn agmsg_config(data: &[u8]) {
+    use agmsg_host::storage::location::{configured_storage, driver_table};
+    use agmsg_host::storage::manage::config_with_driver;
+    // The host reads the file with `read_to_string`: text that is not UTF-8 is an error before any JSON.
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let parsed = serde_json::from_str::<Value>(text);
+    match configured_storage(text) {
+        Ok(Some(name)) => {
+            assert!(!name.is_empty());
+            assert_eq!(parsed.as_ref().ok().and_then(|v| v.get("storage")).and_then(Value::as_str), Some(name.as_str()));
+        }
+        Ok(None) => assert!(parsed.as_ref().is_ok_and(|v| v.get("storage").and_then(Value::as_str).is_none_or(str::is_empty))),
+        Err(_) => assert!(parsed.is_err()),
+    }
+    let named = parsed.as_ref().ok().and_then(|v| v.get("storage")).and_then(Value::as_str).unwrap_or("sqlite").to_owned();
+    for (i, name) in DRIVER_NAMES.iter().copied().chain([named.as_str()]).enumerate() {
+        let table = driver_table(text, name);
+        assert_eq!(table.is_ok(), parsed.is_ok());
+        if let (Ok(table), Ok(value)) = (&table, &parsed) {
+            assert_eq!(table.as_ref(), value.get(name));
+        }
+        let url = if i % 2 == 0 { Some("postgres://agmsg@db.example/agmsg?sslmode=verify-full") } else { None };
+        let Ok(edited) = config_with_driver(Some(text), name, url) else { continue };
+        assert!(edited.ends_with('\n'));
+        let Ok(Value::Object(after)) = serde_json::from_str::<Value>(&edited) else {
+            panic!("the edited config is not a JSON object: {edited}")
+        };
+        let Ok(Value::Object(before)) = &parsed else { panic!("an edit of a config that is not a JSON object: {text:?}") };
+        assert_eq!(configured_storage(&edited).ok().flatten().as_deref(), Some(name).filter(|n| !n.is_empty()), "{edited}");
+        if let Some(url) = url {
+            let table = driver_table(&edited, name).expect("the edit reads back");
+            assert_eq!(table.as_ref().and_then(|t| t.get("url")).and_then(Value::as_str), Some(url), "{edited}");
+        }
+        for (key, value) in before {
+            if key == "storage" || (url.is_some() && key == name) {
+                continue;
+            }
+            assert_eq!(after.get(key), Some(value), "{key:?} changed: {edited}");
+        }
+        assert_eq!(
+            after.len(),
+            before.len() + usize::from(!before.contains_key("storage")) + usize::from(url.is_some() && !before.contains_key(name))
+        );
+        let again = config_with_driver(Some(&edited), name, url).expect("an edited config takes the edit again");
+        assert_eq!(again, edited, "editing twice changed the config");
+    }
+    // No file: the edit starts from `{}`.
+    let fresh = config_with_driver(None, "jsonl", None).expect("an empty config takes a driver");
+    assert_eq!(configured_storage(&fresh).ok().flatten().as_deref(), Some("jsonl"));
+}
+
+/// A team's `config.json` (`<teams>/<team>/config.json`): its partition (`team_partition`) and its
+/// registered agents (`registered`, what `send` checks), against the JSON the file holds.
+pub fn team_config(data: &[u8]) {
+    use agmsg_host::storage::location::{Partition, PartitionError, team_partition};
+    let value = serde_json::from_slice::<Value>(data);
+    let agents = agmsg_host::storage::roster::registered(data);
+    match value.as_ref().ok().and_then(|v| v.get("agents")).and_then(Value::as_object) {
+        Some(object) => {
+            assert_eq!(agents.len(), object.len());
+            assert!(agents.iter().all(|a| object.contains_key(a)));
+        }
+        None => assert!(agents.is_empty(), "{agents:?}"),
+    }
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let partition = team_partition(text);
+    // The JSON's `drivers.partition`: `None` when the file is not JSON.
+    let said = value.as_ref().ok().map(|v| v.pointer("/drivers/partition"));
+    let word = said.flatten().map(Value::as_str);
+    match &partition {
+        Ok(Partition::Shared) => assert!(matches!(said, Some(None)) || word == Some(Some("shared")), "{text:?}"),
+        Ok(Partition::PerTeam) => assert_eq!(word, Some(Some("per-team")), "{text:?}"),
+        Err(PartitionError::Json(_)) => assert!(said.is_none(), "{text:?}"),
+        Err(PartitionError::Unknown(unknown)) => {
+            assert_eq!(Some(unknown.as_deref()), word, "{text:?}");
+            assert!(!matches!(unknown.as_deref(), Some("shared" | "per-team")));
+        }
+    }
+}
+
+// ---- the files delivery reads before a write ----
+
+/// The project file a type's delivery rewrites (`hooks_file`), read before each write: agmsg's JSON
+/// hooks (`json_hooks::apply`, `status`) and the shared rule file (`rules::shared_rule_apply`,
+/// `shared_rule_status`), with the marker rules' status and the `hooks_file` checks. A status never
+/// fails; what apply writes reads back as the mode it was asked for, and applying it again changes
+/// nothing; the rule file keeps every other type's line.
+pub fn delivery_files(data: &[u8]) {
+    use agmsg_host::agent::delivery::{Context, FileAnswer, Mode, json_hooks, rules};
+    let mut s = Src::new(data);
+    let agent_type = match s.byte() % 8 {
+        0 => s.text(),
+        n => ["claude-code", "codex", "gemini", "antigravity", "x", "it's", "my type"][usize::from(n) - 1].to_owned(),
+    };
+    let project = match s.byte() % 6 {
+        0 => s.text(),
+        n => ["/p", "/home/u/my project", "/p/it's", "relative", "/p/\u{202e}x"][usize::from(n) - 1].to_owned(),
+    };
+    let skill_dir = match s.byte() % 5 {
+        0 => s.text(),
+        n => ["/s/agmsg", "/h/.agents/skills/agmsg", "/it's dir", "/s/\"q\\"][usize::from(n) - 1].to_owned(),
+    };
+    let ctx = Context { agent_type, project, skill_dir, windows_wrap: s.bool() };
+    let mode = s.pick(&Mode::ALL);
+    // The rest is the file (the target's `read` refuses text that is not UTF-8).
+    let Ok(text) = std::str::from_utf8(s.rest()) else { return };
+    let one_line = |t: &str| !t.contains(['\n', '\r']);
+    let plain_ctx = one_line(&ctx.agent_type) && one_line(&ctx.project) && one_line(&ctx.skill_dir);
+
+    // agmsg's JSON hooks.
+    assert!(json_hooks::status(&ctx, Some(text)).is_ok(), "a status failed");
+    if let Ok(answer) = json_hooks::apply(&ctx, mode, Some(text)) {
+        let FileAnswer::Write(out) = answer else { panic!("json hooks answered {answer:?}") };
+        assert!(matches!(serde_json::from_str::<Value>(&out), Ok(Value::Object(_))), "not a JSON object: {out}");
+        // The host's entries are its own only for a type name and an absolute project: then the file
+        // says the mode written, and a second apply finds them and changes nothing.
+        if agmsg_contract::is_driver_name(&ctx.agent_type) && ctx.project.starts_with('/') {
+            let status = json_hooks::status(&ctx, Some(&out)).expect("a status");
+            assert_eq!(status.mode, mode, "wrote {out}");
+            assert_eq!(json_hooks::apply(&ctx, mode, Some(&out)).ok(), Some(FileAnswer::Write(out.clone())), "applied twice");
+        }
+    }
+
+    // The shared rule file.
+    let report = rules::shared_rule_apply(&ctx, mode, Some(text));
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("- Command: ") && l.contains("/scripts/check-inbox.sh' ") && !ours(l, &ctx.agent_type))
+        .collect();
+    match report.answer {
+        Some(FileAnswer::Write(out)) => {
+            let lines: Vec<&str> = out.lines().filter(|l| l.starts_with("- Command: ")).collect();
+            if plain_ctx {
+                assert_eq!(lines.get(..kept.len()), Some(&kept[..]), "another type's rule lost: {out:?}");
+                let expect = if mode == Mode::Off { Mode::Off } else { Mode::Turn };
+                assert_eq!(rules::shared_rule_status(&ctx, Some(&out)), expect, "{out:?}");
+                assert_eq!(rules::shared_rule_apply(&ctx, mode, Some(&out)).answer, Some(FileAnswer::Write(out.clone())), "applied twice");
+            }
+        }
+        Some(FileAnswer::Remove) => assert!(mode == Mode::Off && kept.is_empty()),
+        other => panic!("the rule file answered {other:?}"),
+    }
+    let _ = rules::shared_rule_status(&ctx, Some(text));
+    let _ = rules::marker_status(Some(text));
+
+    // The `hooks_file` rules, on the file's first line as a path.
+    let path = text.lines().next().unwrap_or_default();
+    if agmsg_host::agent::delivery::target::check_hooks_file(&ctx.agent_type, path).is_ok() {
+        assert!(!path.contains("..") && !path.starts_with('/') && !path.is_empty(), "{path:?}");
+    }
+    let _ = agmsg_host::agent::manifest::check_hooks_file(&ctx.agent_type, path);
+}
+
+/// Whether a `- Command:` line is `agent_type`'s (the rule file's own test, restated).
+fn ours(line: &str, agent_type: &str) -> bool {
+    line.strip_prefix("- Command: ")
+        .is_some_and(|cmd| cmd.contains(&format!("/scripts/check-inbox.sh' {} ", agmsg_host::shell::quote(agent_type))))
+}
+
+// ---- what a driver answers to describe and to a watch ----
+
+/// One of `words`, or (two times in `words.len() + 2`) any text.
+fn word(s: &mut Src<'_>, words: &[&str]) -> String {
+    match usize::from(s.byte()) % (words.len() + 2) {
+        0 | 1 => s.text(),
+        n => words[n - 2].to_owned(),
+    }
+}
+
+/// A driver's `describe` answer (`check_description`, `store_file_path`) and a watch's batch
+/// (`check_watch_batch`: its messages and cursor), built from the fuzzer's bytes. A description let
+/// through prints as `key=value` lines that read back, as agmsg splits them, as the same values, its
+/// store file below the store; a batch let through prints as JSON lines holding its values.
+pub fn describe_watch(data: &[u8]) {
+    use agmsg_host::storage::driver::{Description, Message, StoreFile, WatchBatch, check_description, check_watch_batch, store_file_path};
+    let mut s = Src::new(data);
+    let count = match s.byte() % 8 {
+        0 => 64 + usize::from(s.byte() % 3),
+        n => usize::from(n),
+    };
+    let capabilities = (0..count).map(|_| word(&mut s, &["send", "stage1-sync", "live", "a,b", "", "two words", "\u{202e}x"])).collect();
+    let description = Description {
+        name: word(&mut s, &["sqlite", "jsonl", "x=y", "name"]),
+        backend: word(&mut s, &["SQLite 3.50 (WAL)", "", "a\nb"]),
+        capabilities,
+        store_file: s.bool().then(|| StoreFile {
+            key: word(&mut s, &["db", "log", "name", "capabilities", "a=b", "-"]),
+            path: word(&mut s, &["messages.db", "./events.jsonl", "a/b", "../x", "/abs", "a/../../b", ".", "a//b/./c"]),
+        }),
+    };
+    if let Ok(d) = check_description("fuzz", description.clone()) {
+        assert_eq!(d, description);
+        let store = Path::new("/nonexistent/agmsg-fuzz-store");
+        let file = d
+            .store_file
+            .as_ref()
+            .map(|f| (f, store_file_path("fuzz", store, f).unwrap_or_else(|e| panic!("{f:?} is refused after its check: {}", e.message))));
+        let mut lines =
+            vec![format!("name={}", d.name), format!("backend={}", d.backend), format!("capabilities={}", d.capabilities.join(","))];
+        if let Some((f, path)) = &file {
+            assert!(path.starts_with(store) && !path.components().any(|c| c == std::path::Component::ParentDir), "{path:?}");
+            lines.push(format!("{}={}", f.key, path.display()));
+        }
+        let text = lines.join("\n") + "\n";
+        // agmsg reads `describe` line by line, each split at its first `=`.
+        let read: Vec<(&str, &str)> = text.lines().map(|l| l.split_once('=').expect("a key=value line")).collect();
+        assert_eq!(read.len(), lines.len(), "{text:?}");
+        assert_eq!(read[0], ("name", d.name.as_str()));
+        assert_eq!(read[1], ("backend", d.backend.as_str()));
+        assert_eq!(read[2].0, "capabilities");
+        let capabilities: Vec<&str> = if read[2].1.is_empty() { Vec::new() } else { read[2].1.split(',').collect() };
+        assert_eq!(capabilities, d.capabilities);
+        if let Some((f, path)) = &file {
+            assert_eq!(read[3].0, f.key);
+            assert!(!["name", "backend", "capabilities"].contains(&read[3].0));
+            assert_eq!(Path::new(read[3].1), path.as_path());
+        }
+    }
+
+    let messages = (0..s.byte() % 4)
+        .map(|_| Message {
+            id: word(&mut s, &["m1", "0192aaaa-0000-7000-8000-000000000001", "a b", ""]),
+            team: word(&mut s, &["t", "team-1", "a:b", ".."]),
+            from: word(&mut s, &["alice", "a/b", "."]),
+            to: word(&mut s, &["bob", "b\u{0}"]),
+            body: s.text(),
+            at: word(&mut s, &["2026-05-30T19:00:01Z", "2026-05-30 19:00:01"]),
+        })
+        .collect();
+    let batch = WatchBatch { messages, cursor: word(&mut s, &["0", "42", "1 2", "\u{7f}"]) };
+    if let Ok(checked) = check_watch_batch("fuzz", batch.clone()) {
+        assert_eq!(checked, batch);
+        for m in &checked.messages {
+            let o = printed(&records::message_line(m));
+            for (key, value) in [("id", &m.id), ("team", &m.team), ("from", &m.from), ("to", &m.to), ("body", &m.body), ("at", &m.at)] {
+                assert_eq!(field(&o, key).as_str(), Some(value.as_str()), "{key}");
+            }
+        }
+        let o = printed(&records::cursor_line(&checked.cursor));
+        assert_eq!(field(&o, "cursor").as_str(), Some(checked.cursor.as_str()));
     }
 }

@@ -82,29 +82,12 @@ impl<'rt> Storage<'rt> {
         self.call(op, f)?
     }
 
-    fn malformed(&self, what: &str, value: &str) -> StorageError {
-        StorageError::runtime(format!("driver '{}' returned a malformed {what}: {value:?}", self.name()))
-    }
-
     fn checked_token(&self, what: &str, token: String) -> Result<String, StorageError> {
-        if is_transport_token(&token) { Ok(token) } else { Err(self.malformed(what, &token)) }
+        check_token(self.name(), what, token)
     }
 
     fn checked_messages(&self, messages: Vec<Message>) -> Result<Vec<Message>, StorageError> {
-        for m in &messages {
-            if !is_transport_token(&m.id) {
-                return Err(self.malformed("message id", &m.id));
-            }
-            if !is_transport_token(&m.at) {
-                return Err(self.malformed("timestamp", &m.at));
-            }
-            for (what, name) in [("team", &m.team), ("sender", &m.from), ("recipient", &m.to)] {
-                if check_name(what, name).is_err() {
-                    return Err(self.malformed(what, name));
-                }
-            }
-        }
-        Ok(messages)
+        check_messages(self.name(), messages)
     }
 
     pub fn check(&mut self) -> Result<(), StorageError> {
@@ -127,74 +110,13 @@ impl<'rt> Storage<'rt> {
     }
 
     fn checked_description(&self, d: Description) -> Result<Description, StorageError> {
-        let refuse = |what: &str, value: &str, why: &str| {
-            StorageError::runtime(format!("driver '{}' returned a malformed describe {what} {value:?}: {why}", self.name()))
-        };
-        let token = |what: &str, value: &str, max: usize| {
-            if value.is_empty() || value.contains(char::is_whitespace) || value.contains(',') || !display::is_printable_line(value, max) {
-                return Err(refuse(what, value, &format!("expected 1 to {max} printable characters, no whitespace or ','")));
-            }
-            Ok(())
-        };
-        token("name", &d.name, MAX_DESCRIBE_TOKEN)?;
-        if !display::is_printable_line(&d.backend, MAX_DESCRIBE_TEXT) {
-            return Err(refuse("backend", &d.backend, &format!("expected one printable line of at most {MAX_DESCRIBE_TEXT} characters")));
-        }
-        if d.capabilities.len() > MAX_DESCRIBE_CAPABILITIES {
-            return Err(StorageError::runtime(format!(
-                "driver '{}' returned a malformed describe: {} capabilities (at most {MAX_DESCRIBE_CAPABILITIES})",
-                self.name(),
-                d.capabilities.len()
-            )));
-        }
-        for capability in &d.capabilities {
-            token("capability", capability, MAX_DESCRIBE_TOKEN)?;
-        }
-        if let Some(file) = &d.store_file {
-            let key_ok = !file.key.is_empty()
-                && file.key.len() <= MAX_DESCRIBE_TOKEN
-                && file.key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-                && !["name", "backend", "capabilities"].contains(&file.key.as_str());
-            if !key_ok {
-                return Err(refuse("store-file key", &file.key, "expected [A-Za-z0-9_-]+, not name, backend or capabilities"));
-            }
-            let path = std::path::Path::new(&file.path);
-            let inside = !file.path.is_empty()
-                && display::is_printable_line(&file.path, MAX_DESCRIBE_TEXT)
-                && path.components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
-                && path.components().any(|c| matches!(c, Component::Normal(_)));
-            if !inside {
-                return Err(refuse("store-file path", &file.path, "expected a path relative to the store, inside it"));
-            }
-        }
-        Ok(d)
+        check_description(self.name(), d)
     }
 
     /// Where the store file of a checked description is: `store_dir` (absolute) joined with its path,
     /// refused if, with the symlinks that exist resolved, it lies outside the store.
     pub fn store_file_path(&self, store_dir: &Path, file: &StoreFile) -> Result<PathBuf, StorageError> {
-        let path = store_dir.join(&file.path);
-        let outside = || {
-            StorageError::runtime(format!(
-                "driver '{}' returned a malformed describe store-file path {:?}: it lies outside the store",
-                self.name(),
-                file.path
-            ))
-        };
-        if !path.starts_with(store_dir) {
-            return Err(outside());
-        }
-        if let Ok(root) = std::fs::canonicalize(store_dir) {
-            // The deepest part of the path that exists, resolved.
-            let resolved = path.ancestors().find_map(|p| std::fs::canonicalize(p).ok().map(|r| (p, r)));
-            if let Some((existing, resolved)) = resolved
-                && existing.starts_with(store_dir)
-                && !resolved.starts_with(&root)
-            {
-                return Err(outside());
-            }
-        }
-        Ok(path)
+        store_file_path(self.name(), store_dir, file)
     }
 
     pub fn init(&mut self) -> Result<(), StorageError> {
@@ -235,7 +157,7 @@ impl<'rt> Storage<'rt> {
 
     pub fn watch_after(&mut self, cursor: &str, pairs: &[Pair]) -> Result<WatchBatch, StorageError> {
         let batch = self.op("watch-after", |s, b| b.watch_after(s, cursor, pairs))?;
-        Ok(WatchBatch { messages: self.checked_messages(batch.messages)?, cursor: self.checked_token("cursor", batch.cursor)? })
+        check_watch_batch(self.name(), batch)
     }
 
     /// The optional interfaces the driver exports, found when it was loaded.
@@ -656,6 +578,112 @@ impl<'rt> Storage<'rt> {
     fn drop_resource(&mut self, resource: ResourceAny) {
         self.driver.cleanup(|store| resource.resource_drop(store));
     }
+}
+
+// ---- the checks of what a driver answers, as plain functions (the fuzz targets call them) ----
+
+fn malformed(driver: &str, what: &str, value: &str) -> StorageError {
+    StorageError::runtime(format!("driver '{driver}' returned a malformed {what}: {value:?}"))
+}
+
+/// A message id, timestamp or cursor driver `driver` answered: one transport token (agmsg reads it as
+/// one word of one line).
+pub fn check_token(driver: &str, what: &str, token: String) -> Result<String, StorageError> {
+    if is_transport_token(&token) { Ok(token) } else { Err(malformed(driver, what, &token)) }
+}
+
+/// The messages driver `driver` answered (list-unread, history, a watch's batch): ids and timestamps
+/// are tokens, team, sender and recipient names.
+pub fn check_messages(driver: &str, messages: Vec<Message>) -> Result<Vec<Message>, StorageError> {
+    for m in &messages {
+        if !is_transport_token(&m.id) {
+            return Err(malformed(driver, "message id", &m.id));
+        }
+        if !is_transport_token(&m.at) {
+            return Err(malformed(driver, "timestamp", &m.at));
+        }
+        for (what, name) in [("team", &m.team), ("sender", &m.from), ("recipient", &m.to)] {
+            if check_name(what, name).is_err() {
+                return Err(malformed(driver, what, name));
+            }
+        }
+    }
+    Ok(messages)
+}
+
+/// A watch's batch driver `driver` answered: its messages ([`check_messages`]) and its cursor
+/// ([`check_token`]), as `watch-after` checks them.
+pub fn check_watch_batch(driver: &str, batch: WatchBatch) -> Result<WatchBatch, StorageError> {
+    Ok(WatchBatch { messages: check_messages(driver, batch.messages)?, cursor: check_token(driver, "cursor", batch.cursor)? })
+}
+
+/// Driver `driver`'s description, checked (see [`Storage::describe`]).
+pub fn check_description(driver: &str, d: Description) -> Result<Description, StorageError> {
+    let refuse = |what: &str, value: &str, why: &str| {
+        StorageError::runtime(format!("driver '{driver}' returned a malformed describe {what} {value:?}: {why}"))
+    };
+    let token = |what: &str, value: &str, max: usize| {
+        if value.is_empty() || value.contains(char::is_whitespace) || value.contains(',') || !display::is_printable_line(value, max) {
+            return Err(refuse(what, value, &format!("expected 1 to {max} printable characters, no whitespace or ','")));
+        }
+        Ok(())
+    };
+    token("name", &d.name, MAX_DESCRIBE_TOKEN)?;
+    if !display::is_printable_line(&d.backend, MAX_DESCRIBE_TEXT) {
+        return Err(refuse("backend", &d.backend, &format!("expected one printable line of at most {MAX_DESCRIBE_TEXT} characters")));
+    }
+    if d.capabilities.len() > MAX_DESCRIBE_CAPABILITIES {
+        return Err(StorageError::runtime(format!(
+            "driver '{driver}' returned a malformed describe: {} capabilities (at most {MAX_DESCRIBE_CAPABILITIES})",
+            d.capabilities.len()
+        )));
+    }
+    for capability in &d.capabilities {
+        token("capability", capability, MAX_DESCRIBE_TOKEN)?;
+    }
+    if let Some(file) = &d.store_file {
+        let key_ok = !file.key.is_empty()
+            && file.key.len() <= MAX_DESCRIBE_TOKEN
+            && file.key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            && !["name", "backend", "capabilities"].contains(&file.key.as_str());
+        if !key_ok {
+            return Err(refuse("store-file key", &file.key, "expected [A-Za-z0-9_-]+, not name, backend or capabilities"));
+        }
+        let path = std::path::Path::new(&file.path);
+        let inside = !file.path.is_empty()
+            && display::is_printable_line(&file.path, MAX_DESCRIBE_TEXT)
+            && path.components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+            && path.components().any(|c| matches!(c, Component::Normal(_)));
+        if !inside {
+            return Err(refuse("store-file path", &file.path, "expected a path relative to the store, inside it"));
+        }
+    }
+    Ok(d)
+}
+
+/// Where the store file of a checked description is (see [`Storage::store_file_path`]).
+pub fn store_file_path(driver: &str, store_dir: &Path, file: &StoreFile) -> Result<PathBuf, StorageError> {
+    let path = store_dir.join(&file.path);
+    let outside = || {
+        StorageError::runtime(format!(
+            "driver '{driver}' returned a malformed describe store-file path {:?}: it lies outside the store",
+            file.path
+        ))
+    };
+    if !path.starts_with(store_dir) {
+        return Err(outside());
+    }
+    if let Ok(root) = std::fs::canonicalize(store_dir) {
+        // The deepest part of the path that exists, resolved.
+        let resolved = path.ancestors().find_map(|p| std::fs::canonicalize(p).ok().map(|r| (p, r)));
+        if let Some((existing, resolved)) = resolved
+            && existing.starts_with(store_dir)
+            && !resolved.starts_with(&root)
+        {
+            return Err(outside());
+        }
+    }
+    Ok(path)
 }
 
 /// `driver` answered a value the spec refuses (`e` says which): the op fails, and nothing of the answer

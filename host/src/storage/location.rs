@@ -98,16 +98,42 @@ pub fn partition(store_root: &Path, team: &str) -> Result<StorePlace, StorageErr
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return shared(),
         Err(e) => return Err(StorageError::runtime(format!("cannot read {}: {e}", config.display()))),
     };
-    let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| StorageError::runtime(format!("{} is not valid JSON: {e}", config.display())))?;
-    match value.pointer("/drivers/partition").map(|p| p.as_str()) {
-        None | Some(Some("shared")) => shared(),
-        Some(Some("per-team")) => Ok(StorePlace { root: store_root.to_owned(), partition: Some(team.to_owned()) }),
-        Some(other) => Err(StorageError::runtime(format!(
+    match team_partition(&text) {
+        Ok(Partition::Shared) => shared(),
+        Ok(Partition::PerTeam) => Ok(StorePlace { root: store_root.to_owned(), partition: Some(team.to_owned()) }),
+        Err(PartitionError::Json(e)) => Err(StorageError::runtime(format!("{} is not valid JSON: {e}", config.display()))),
+        Err(PartitionError::Unknown(other)) => Err(StorageError::runtime(format!(
             "{}: unknown partition {} for team '{team}'",
             config.display(),
             other.map_or_else(|| "(not a string)".to_owned(), |s| format!("'{s}'"))
         ))),
+    }
+}
+
+/// Where a team's store is, as its `config.json` says (`drivers.partition`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Partition {
+    /// No `drivers.partition`, or `"shared"`: the shared store.
+    Shared,
+    /// `"per-team"`: `<store>/teams/<team>/`.
+    PerTeam,
+}
+
+/// Why a team's `config.json` names no partition: it is not JSON, or its `drivers.partition` is
+/// another string (`Some`) or not a string (`None`).
+#[derive(Debug)]
+pub enum PartitionError {
+    Json(serde_json::Error),
+    Unknown(Option<String>),
+}
+
+/// A team's `config.json` text, read for its partition (what [`partition`] does with the file).
+pub fn team_partition(text: &str) -> Result<Partition, PartitionError> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(PartitionError::Json)?;
+    match value.pointer("/drivers/partition").map(|p| p.as_str()) {
+        None | Some(Some("shared")) => Ok(Partition::Shared),
+        Some(Some("per-team")) => Ok(Partition::PerTeam),
+        Some(other) => Err(PartitionError::Unknown(other.map(str::to_owned))),
     }
 }
 
@@ -127,10 +153,10 @@ pub fn storage_driver(flag: Option<String>) -> Result<String, StorageError> {
     if let Some(path) = config_file() {
         match std::fs::read_to_string(&path) {
             Ok(text) => {
-                let config: serde_json::Value =
-                    serde_json::from_str(&text).map_err(|e| StorageError::runtime(format!("{} is not valid JSON: {e}", path.display())))?;
-                if let Some(name) = config.get("storage").and_then(|v| v.as_str()).filter(|s| !s.is_empty()) {
-                    return Ok(name.to_owned());
+                let configured =
+                    configured_storage(&text).map_err(|e| StorageError::runtime(format!("{} is not valid JSON: {e}", path.display())))?;
+                if let Some(name) = configured {
+                    return Ok(name);
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -138,6 +164,12 @@ pub fn storage_driver(flag: Option<String>) -> Result<String, StorageError> {
         }
     }
     Ok(super::bundled_drivers::default_driver().to_owned())
+}
+
+/// agmsg's config text, read for its `storage` key: the driver it names, if a non-empty string.
+pub fn configured_storage(text: &str) -> Result<Option<String>, serde_json::Error> {
+    let config: serde_json::Value = serde_json::from_str(text)?;
+    Ok(config.get("storage").and_then(|v| v.as_str()).filter(|s| !s.is_empty()).map(str::to_owned))
 }
 
 /// `AGMSG_STORE_IS_PARTITION=1`: the store directory given is already the team's own store, as agmsg
@@ -157,12 +189,14 @@ fn non_empty_env(name: &str) -> Option<String> {
 pub fn driver_config(name: &str) -> Result<Option<serde_json::Value>, StorageError> {
     let Some(path) = config_file() else { return Ok(None) };
     match std::fs::read_to_string(&path) {
-        Ok(text) => {
-            let config: serde_json::Value =
-                serde_json::from_str(&text).map_err(|e| StorageError::runtime(format!("{} is not valid JSON: {e}", path.display())))?;
-            Ok(config.get(name).cloned())
-        }
+        Ok(text) => driver_table(&text, name).map_err(|e| StorageError::runtime(format!("{} is not valid JSON: {e}", path.display()))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(StorageError::runtime(format!("cannot read {}: {e}", path.display()))),
     }
+}
+
+/// agmsg's config text, read for the driver `name`'s table (what [`driver_config`] does with the file).
+pub fn driver_table(text: &str, name: &str) -> Result<Option<serde_json::Value>, serde_json::Error> {
+    let config: serde_json::Value = serde_json::from_str(text)?;
+    Ok(config.get(name).cloned())
 }

@@ -142,13 +142,42 @@ fn takes_url(name: &str) -> bool {
 /// every other key; atomic. Returns the config file's path.
 pub fn set_configured_driver(name: &str, url: Option<&str>) -> Result<PathBuf, StorageError> {
     let path = location::config_file().ok_or_else(|| StorageError::runtime("cannot find agmsg's config: set AGMSG_CONFIG or HOME"))?;
-    let mut config = match std::fs::read_to_string(&path) {
-        Ok(text) => serde_json::from_str::<serde_json::Value>(&text)
-            .map_err(|e| StorageError::runtime(format!("{} is not valid JSON: {e}", path.display())))?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => serde_json::json!({}),
+    let current = match std::fs::read_to_string(&path) {
+        Ok(text) => Some(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(StorageError::runtime(format!("cannot read {}: {e}", path.display()))),
     };
-    let object = config.as_object_mut().ok_or_else(|| StorageError::runtime(format!("{} is not a JSON object", path.display())))?;
+    let text = config_with_driver(current.as_deref(), name, url).map_err(|e| match e {
+        ConfigEditError::Json(e) => StorageError::runtime(format!("{} is not valid JSON: {e}", path.display())),
+        ConfigEditError::NotAnObject => StorageError::runtime(format!("{} is not a JSON object", path.display())),
+        ConfigEditError::TableNotAnObject => StorageError::runtime(format!("{}: \"{name}\" is not a JSON object", path.display())),
+        ConfigEditError::Print(e) => StorageError::runtime(e),
+    })?;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| StorageError::runtime(format!("cannot create {}: {e}", dir.display())))?;
+    let io_error = |e: std::io::Error| StorageError::runtime(format!("cannot write {}: {e}", path.display()));
+    atomic_file::write_atomically(&path, io_error, |file| file.write_all(text.as_bytes()).map_err(io_error))?;
+    Ok(path)
+}
+
+/// Why agmsg's config could not take a driver: not JSON, not an object, the driver's table not an
+/// object, or (never in practice) not printable again.
+#[derive(Debug)]
+pub enum ConfigEditError {
+    Json(serde_json::Error),
+    NotAnObject,
+    TableNotAnObject,
+    Print(String),
+}
+
+/// agmsg's config text (`None`: no file) with `storage: name` set, and with `url`, `url` in the
+/// driver's own table, every other key kept: the text [`set_configured_driver`] writes.
+pub fn config_with_driver(current: Option<&str>, name: &str, url: Option<&str>) -> Result<String, ConfigEditError> {
+    let mut config = match current {
+        Some(text) => serde_json::from_str::<serde_json::Value>(text).map_err(ConfigEditError::Json)?,
+        None => serde_json::json!({}),
+    };
+    let object = config.as_object_mut().ok_or(ConfigEditError::NotAnObject)?;
     object.insert("storage".into(), serde_json::Value::String(name.to_owned()));
     if let Some(url) = url {
         // A driver's settings live in its own table of the config (agmsg's `postgres.url`).
@@ -157,16 +186,12 @@ pub fn set_configured_driver(name: &str, url: Option<&str>) -> Result<PathBuf, S
             Some(table) => {
                 table.insert("url".into(), serde_json::Value::String(url.to_owned()));
             }
-            None => return Err(StorageError::runtime(format!("{}: \"{name}\" is not a JSON object", path.display()))),
+            None => return Err(ConfigEditError::TableNotAnObject),
         }
     }
-    let mut text = serde_json::to_string_pretty(&config).map_err(|e| StorageError::runtime(e.to_string()))?;
+    let mut text = serde_json::to_string_pretty(&config).map_err(|e| ConfigEditError::Print(e.to_string()))?;
     text.push('\n');
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| StorageError::runtime(format!("cannot create {}: {e}", dir.display())))?;
-    let io_error = |e: std::io::Error| StorageError::runtime(format!("cannot write {}: {e}", path.display()));
-    atomic_file::write_atomically(&path, io_error, |file| file.write_all(text.as_bytes()).map_err(io_error))?;
-    Ok(path)
+    Ok(text)
 }
 
 /// What a stream of events adds up to: how many, and a digest of their agmsg lines in order. Two

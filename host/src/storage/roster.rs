@@ -31,9 +31,14 @@ fn members(teams: &Path, team: &str) -> Result<Option<Vec<String>>, HostError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(HostError::refused(format!("cannot read team '{team}''s registry {}: {e}", config.display()))),
     };
-    let value: serde_json::Value = serde_json::from_slice(&text).unwrap_or(serde_json::Value::Null);
-    let names = value.get("agents").and_then(|a| a.as_object()).map(|agents| agents.keys().cloned().collect()).unwrap_or_default();
-    Ok(Some(names))
+    Ok(Some(registered(&text)))
+}
+
+/// The agents a team's `config.json` registers: the keys of its `agents` object (as [`members`] lists them);
+/// no one when it is not a JSON object with an `agents` object (as agmsg reads it).
+pub fn registered(config: &[u8]) -> Vec<String> {
+    let value: serde_json::Value = serde_json::from_slice(config).unwrap_or(serde_json::Value::Null);
+    value.get("agents").and_then(|a| a.as_object()).map(|agents| agents.keys().cloned().collect()).unwrap_or_default()
 }
 
 /// Refuse a send from `from` to `to` in `team` that agmsg's `send.sh` would refuse without `--force`:

@@ -1,6 +1,6 @@
 //! What the driver asks of the host around the store: where the store is, the host's store lock, and
 //! its log. In the component these are `agmsg_guest_sdk`'s (the preopened `/store`, `StoreLock`,
-//! `log::warn`). A native unit test has no host, and any host call aborts it (the bindings' import
+//! `log`). A native unit test has no host, and any host call aborts it (the bindings' import
 //! stubs are `unreachable!()`), so under `cfg(test)` they are stand-ins: the store is a directory the
 //! test chose for its thread (or, in a crash test's child process, `AGMSG_SYNC_CRASH_DB`), the host's
 //! lock is none (agmsg's `events.jsonl.lock/` still excludes every other op), and a warning goes to
@@ -25,6 +25,14 @@ mod component {
     /// The host's store lock, waited for up to [`crate::LOCK_WAIT`].
     pub fn lock() -> Result<HostLock, DriverError> {
         Ok(StoreLock::acquire(crate::LOCK_WAIT)?)
+    }
+
+    pub fn debug(message: &str) {
+        agmsg_guest_sdk::log::debug(message);
+    }
+
+    pub fn info(message: &str) {
+        agmsg_guest_sdk::log::info(message);
     }
 
     pub fn warn(message: &str) {
@@ -64,6 +72,14 @@ mod native {
 
     pub fn lock() -> Result<HostLock, DriverError> {
         Ok(HostLock)
+    }
+
+    pub fn debug(message: &str) {
+        eprintln!("jsonl debug: {message}");
+    }
+
+    pub fn info(message: &str) {
+        eprintln!("jsonl info: {message}");
     }
 
     pub fn warn(message: &str) {

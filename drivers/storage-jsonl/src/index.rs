@@ -149,7 +149,7 @@ impl Index {
                 index.meta = meta;
             }
             None => {
-                agmsg_guest_sdk::log::debug("jsonl index: none that matches the log; rebuilding it from the log");
+                crate::host::debug("jsonl index: none that matches the log; rebuilding it from the log");
                 index.reset(log_len)?;
             }
         }
@@ -188,7 +188,7 @@ impl Index {
             reported: std::time::Instant::now(),
         });
         if let Some(p) = &progress {
-            agmsg_guest_sdk::log::info(&format!(
+            crate::host::info(&format!(
                 "jsonl index: indexing {LOG_FILE} from byte {} to {} ({} MiB); saved as it goes, so a stopped run resumes",
                 p.from,
                 p.to,
@@ -242,7 +242,7 @@ impl Index {
                 last_checkpoint = std::time::Instant::now();
                 if let Some(p) = progress.as_mut().filter(|p| p.reported.elapsed() >= std::time::Duration::from_secs(2)) {
                     p.reported = std::time::Instant::now();
-                    agmsg_guest_sdk::log::info(&format!(
+                    crate::host::info(&format!(
                         "jsonl index: {} of {} MiB indexed ({}%, {} messages, {:.1} s)",
                         (start - p.from) >> 20,
                         (p.to - p.from) >> 20,
@@ -254,18 +254,11 @@ impl Index {
             }
         }
         if start != first {
-            agmsg_guest_sdk::log::debug(&format!(
-                "jsonl index: parsed bytes {first}..{start} of the log ({} lines so far)",
-                self.meta.lines
-            ));
+            crate::host::debug(&format!("jsonl index: parsed bytes {first}..{start} of the log ({} lines so far)", self.meta.lines));
         }
         self.save(true)?;
         if let Some(p) = &progress {
-            agmsg_guest_sdk::log::info(&format!(
-                "jsonl index: done, {} messages in {:.1} s",
-                self.tip(),
-                p.started.elapsed().as_secs_f64()
-            ));
+            crate::host::info(&format!("jsonl index: done, {} messages in {:.1} s", self.tip(), p.started.elapsed().as_secs_f64()));
         }
         Ok(())
     }

@@ -116,8 +116,8 @@ fn append_to(path: &str, lines: &[String], synced: bool) -> Result<(), DriverErr
 /// descriptor's `sync` fsyncs the directory. The rename itself has happened either way, so a failure is
 /// reported as a warning, not as a failed op.
 fn sync_store_dir() {
-    if let Err(e) = std::fs::File::open(agmsg_guest_sdk::STORE_DIR).and_then(|dir| dir.sync_all()) {
-        agmsg_guest_sdk::log::warn(&format!("jsonl: syncing the store directory after a rename failed: {e}"));
+    if let Err(e) = std::fs::File::open(host::store_dir()).and_then(|dir| dir.sync_all()) {
+        host::warn(&format!("jsonl: syncing the store directory after a rename failed: {e}"));
     }
 }
 
@@ -131,7 +131,10 @@ fn rewrite_with(name: &str, content: &[u8], durable: bool) -> Result<(), DriverE
     let tmp = store_path(&format!("{name}.tmp.{}", new_id()));
     let result = std::fs::File::create(&tmp)
         .and_then(|mut f| f.write_all(content).and_then(|()| if durable { f.sync_all() } else { Ok(()) }))
-        .and_then(|()| std::fs::rename(&tmp, store_path(name)));
+        .and_then(|()| {
+            sync::crash::crash_point("rewrite:before-rename");
+            std::fs::rename(&tmp, store_path(name))
+        });
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }

@@ -8,6 +8,8 @@
 //! - `prepare:sealed` (after each new reservation is sealed and staged), `prepare:before-append`;
 //!   `reconcile:before-append`; `apply:staged` (after each pulled message is staged),
 //!   `apply:before-append`: nothing of the op is in the log yet.
+//! - `rewrite:before-rename` (any file written whole, here the append journal): its temp file is
+//!   written, not yet renamed into place: no journal, nothing appended.
 //! - `append:journaled`: the append journal (the log's old length) is in place, nothing appended.
 //! - `append:line`: after each record line is written (not yet synced): a commit of several records
 //!   is half in the log.

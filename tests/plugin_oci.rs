@@ -430,17 +430,14 @@ fn hostile(p: &Published, blob: impl Fn(&str) -> Option<Answer> + Send + 'static
     })
 }
 
-#[test]
-fn a_registry_asking_for_a_token_gets_one_with_the_docker_config_credentials() {
-    let Some(p) = Published::new() else { return };
-    // A registry in front of the real one that wants a bearer token, which its token service gives for
-    // user:secret (basic auth) only.
+/// A registry in front of the real one that wants a bearer token, which its token service gives for
+/// `basic` (base64 of user:secret) only.
+fn token_registry(p: &Published, basic: &'static str) -> Hostile {
     let real = p.registry.addr.clone();
-    let server = Hostile::start_seeing_headers("127.0.0.1", move |_, path, head| {
+    Hostile::start_seeing_headers("127.0.0.1", move |_, path, head| {
         let addr = head.lines().find_map(|l| l.strip_prefix("Host: ").or_else(|| l.strip_prefix("host: "))).unwrap_or("").trim().to_owned();
         if path.starts_with("/token?") {
-            // base64("user:secret")
-            if !head.contains("Basic dXNlcjpzZWNyZXQ=") || !path.contains("scope=repository%3Adrivers%2Fnotes%3Apull") {
+            if !head.contains(&format!("Basic {basic}")) || !path.contains("scope=repository%3Adrivers%2Fnotes%3Apull") {
                 return Answer::Bytes(401, vec![], b"no".to_vec());
             }
             return Answer::Bytes(200, vec![], br#"{"token":"t0k3n"}"#.to_vec());
@@ -453,20 +450,68 @@ fn a_registry_asking_for_a_token_gets_one_with_the_docker_config_credentials() {
         let (status, headers, body) = http(&real, "GET", path, &accept, b"").unwrap();
         let kept = headers.into_iter().filter(|(k, _)| k == "content-type" || k == "docker-content-digest").collect();
         Answer::Bytes(status, kept, body)
-    });
+    })
+}
+
+#[test]
+fn a_registry_asking_for_a_token_gets_one_with_the_docker_config_credentials() {
+    let Some(p) = Published::new() else { return };
+    // base64("user:secret")
+    let server = token_registry(&p, "dXNlcjpzZWNyZXQ=");
     let reference = format!("oci://{}/drivers/notes:1.0.0", server.addr);
     let docker = p.env.dir.path().join("docker");
     std::fs::create_dir_all(&docker).unwrap();
     let install = |env: &Env| -> Run {
         env.cmd().env("DOCKER_CONFIG", &docker).args(["plugin", "install", &reference, "--yes"]).output().unwrap().into()
     };
-    // No credentials: the token service refuses, and nothing is installed.
+    // No credentials: the token service refuses, saying where they were looked for, and nothing is
+    // installed.
     let run = install(&p.env);
-    assert_refused_unchanged(&p.env, &run, "notes", "token service answered 401", (None, None));
+    let looked = format!(
+        "token service answered 401 Unauthorized (no credentials for it in {}",
+        p.env.dir.path().join(".config/containers/auth.json").display()
+    );
+    assert_refused_unchanged(&p.env, &run, "notes", &looked, (None, None));
+    assert!(run.stderr.contains(&docker.join("config.json").display().to_string()), "{run:?}");
     let config = format!(r#"{{"auths": {{"{}": {{"auth": "dXNlcjpzZWNyZXQ="}}}}}}"#, server.addr);
     std::fs::write(docker.join("config.json"), config).unwrap();
     let run = ok(install(&p.env));
     assert!(run.stdout.contains("installed storage/notes 1.0.0") && run.stdout.contains("signed by alice"), "{run:?}");
+}
+
+/// Docker's credential helpers (`credHelpers`, `credsStore`): the program on PATH is asked for the
+/// registry's credentials; podman's auth file, read before Docker's, names a helper of its own.
+#[test]
+fn a_credential_helper_gives_the_credentials() {
+    let Some(p) = Published::new() else { return };
+    // base64("helped:s3")
+    let server = token_registry(&p, "aGVscGVkOnMz");
+    let reference = format!("oci://{}/drivers/notes:1.0.0", server.addr);
+    let bin = p.env.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let helper = bin.join("docker-credential-agmsgtest");
+    let registry = server.addr.clone();
+    std::fs::write(
+        &helper,
+        format!(
+            "#!/bin/sh\n[ \"$1\" = get ] || exit 3\nread -r server\n[ \"$server\" = '{registry}' ] || {{ echo 'credentials not found in native keychain'; exit 1; }}\necho '{{\"ServerURL\":\"{registry}\",\"Username\":\"helped\",\"Secret\":\"s3\"}}'\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&helper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let auth_file = p.env.dir.path().join("auth.json");
+    std::fs::write(&auth_file, format!(r#"{{"credHelpers": {{"{registry}": "agmsgtest"}}}}"#)).unwrap();
+    let run = ok(p
+        .env
+        .cmd()
+        .env("PATH", &path)
+        .env("REGISTRY_AUTH_FILE", &auth_file)
+        .args(["plugin", "install", &reference, "--yes"])
+        .output()
+        .unwrap()
+        .into());
+    assert!(run.stdout.contains("installed storage/notes 1.0.0"), "{run:?}");
 }
 
 #[test]

@@ -14,6 +14,7 @@
 //!   the caller.
 //! - [`oci`]: published drivers as OCI artifacts (the CNCF Wasm layout), read from a registry or an
 //!   OCI image layout file, every answer bounded and checked against its digest.
+//! - [`registry_auth`]: the user's credentials for a registry, where podman and Docker keep them.
 //! - [`signature`]: SSH signatures binding a component and its manifest; [`keys`]: the publisher
 //!   keys the user pinned.
 //! - [`published`]: `plugin publish | install oci://... | update | keys`, each returning what the
@@ -28,6 +29,7 @@ pub mod manifest;
 pub mod oci;
 pub mod published;
 pub mod registry;
+pub mod registry_auth;
 pub mod signature;
 pub mod tree;
 pub mod trust;

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{MAX_COMPONENT_BYTES, sha256_hex, size_text};
+use super::{MAX_COMPONENT_BYTES, registry_auth, sha256_hex, size_text};
 use crate::display;
 use crate::error::HostError;
 
@@ -558,8 +558,8 @@ pub struct Registry {
     options: Options,
     /// `Authorization` for the registry's own host, once it asked.
     authorization: Option<String>,
-    /// The user's credentials for it (`user:password`), from their Docker config.
-    credentials: Option<String>,
+    /// The user's credentials for it, looked up when it first asks for some (`None`: not yet).
+    credentials: Option<registry_auth::Lookup>,
 }
 
 /// `scheme://authority` and the rest of an absolute URL.
@@ -598,7 +598,7 @@ impl Registry {
             origin: reference.origin(),
             options: options.clone(),
             authorization: None,
-            credentials: docker_credentials(&reference.registry),
+            credentials: None,
         }
     }
 
@@ -703,14 +703,17 @@ impl Registry {
         let registry = self.reference.registry.clone();
         let (scheme, params) = challenge.split_once(' ').unwrap_or((challenge, ""));
         let params = parse_params(params);
-        let basic = self.credentials.as_ref().map(|c| {
-            use base64::Engine;
-            format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(c))
+        let lookup = self.credentials.get_or_insert_with(|| {
+            registry_auth::find(&self.reference.registry, &self.reference.repository, &|name| std::env::var_os(name))
         });
+        let basic = lookup.found.as_ref().map(|(c, _)| {
+            use base64::Engine;
+            format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(c.basic()))
+        });
+        let none_here =
+            || format!("no credentials for it in {}; log in with podman login or docker login {registry}", lookup.looked.join(", "));
         if scheme.eq_ignore_ascii_case("basic") {
-            let basic = basic.ok_or_else(|| {
-                refused(format!("{registry} asks for credentials, and your Docker config (~/.docker/config.json) has none for it (docker login {registry})"))
-            })?;
+            let basic = basic.ok_or_else(|| refused(format!("{registry} asks for credentials, and there are {}", none_here())))?;
             self.authorization = Some(basic);
             return Ok(());
         }
@@ -743,10 +746,11 @@ impl Registry {
         }
         let mut response = request.call().map_err(|e| refused(format!("{registry}'s token service: {e}")))?;
         if response.status().as_u16() != 200 {
-            return Err(refused(format!(
-                "{registry}'s token service answered {} (credentials: docker login {registry})",
-                response.status()
-            )));
+            let credentials = match &lookup.found {
+                Some((_, place)) => format!("with the credentials from {place}"),
+                None => none_here(),
+            };
+            return Err(refused(format!("{registry}'s token service answered {} ({credentials})", response.status())));
         }
         let body = response
             .body_mut()
@@ -872,24 +876,6 @@ fn parse_params(text: &str) -> BTreeMap<String, String> {
         rest = next.trim_start().trim_start_matches(',');
     }
     params
-}
-
-/// The user's credentials for `registry` (`user:password`) from their Docker config
-/// (`$DOCKER_CONFIG/config.json`, else `~/.docker/config.json`), when it holds them inline (a
-/// credential helper's are not read).
-fn docker_credentials(registry: &str) -> Option<String> {
-    use base64::Engine;
-    let dir = std::env::var_os("DOCKER_CONFIG")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").filter(|h| !h.is_empty()).map(|h| PathBuf::from(h).join(".docker")))?;
-    let bytes = super::read_file(&dir.join("config.json"), 1 << 20).ok()?;
-    let config: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-    let auths = config["auths"].as_object()?;
-    let hosts = [registry.to_owned(), format!("https://{registry}"), format!("https://{registry}/v1/"), format!("http://{registry}")];
-    let auth = hosts.iter().find_map(|h| auths.get(h)?["auth"].as_str())?;
-    let decoded = base64::engine::general_purpose::STANDARD.decode(auth.trim()).ok()?;
-    String::from_utf8(decoded).ok().filter(|c| c.contains(':'))
 }
 
 #[cfg(test)]

@@ -114,49 +114,58 @@ impl ProcessGrant {
         if overrides.iter().any(|(k, v)| k.contains('=') || k.contains('\0') || v.contains('\0')) {
             return Err(ProcessError::NotAllowed("an environment variable with '=' or NUL".into()));
         }
-        let mut child = Command::new(path)
+        let mut command = Command::new(path);
+        command
             .args(args)
             .env_clear()
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .envs(overrides.iter().map(|(k, v)| (k, v)))
-            .current_dir("/")
-            .process_group(0)
-            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| ProcessError::Failed(format!("cannot start {name}: {e}")))?;
+            .current_dir("/");
         let timeout = self.timeout.min(deadline.saturating_duration_since(Instant::now()));
-        let limit = Instant::now() + timeout;
-        let kill = |child: &mut Child| {
-            // The group's id is the child's pid (process_group(0)); the child is not reaped yet, so the id
-            // cannot have been reused.
-            if let Some(group) = rustix::process::Pid::from_raw(child.id() as i32) {
-                let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-        };
-        let (exited, stdout, stderr) = match exchange(&mut child, stdin, limit) {
-            Ok(done) => done,
-            Err(e) => {
-                kill(&mut child);
-                return Err(ProcessError::Failed(format!("reading the output of {name}: {e}")));
-            }
-        };
-        let status = match exited {
-            Some(status) => status,
-            None => match child.wait_timeout(limit.saturating_duration_since(Instant::now())) {
-                Ok(Some(status)) => status,
-                Ok(None) => {
-                    kill(&mut child);
-                    return Err(ProcessError::TimedOut(timeout.as_millis().min(u128::from(u32::MAX)) as u32));
-                }
-                Err(e) => return Err(ProcessError::Failed(format!("waiting for {name}: {e}"))),
-            },
-        };
-        Ok(Output { status: status.code(), truncated: stdout.cut || stderr.cut, stdout: stdout.kept, stderr: stderr.kept })
+        run_bounded(name, command, stdin, timeout)
     }
+}
+
+/// Run `command` (named `name` in errors) to completion or until `timeout`, in a process group of its
+/// own that a time-out kills whole: `stdin` fed to it (else /dev/null), its stdout and stderr captured
+/// up to [`MAX_PROCESS_OUTPUT`] each. The one way the host runs a program and waits for it.
+pub fn run_bounded(name: &str, mut command: Command, stdin: Option<&[u8]>, timeout: Duration) -> Result<Output, ProcessError> {
+    let mut child = command
+        .process_group(0)
+        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| ProcessError::Failed(format!("cannot start {name}: {e}")))?;
+    let limit = Instant::now() + timeout;
+    let kill = |child: &mut Child| {
+        // The group's id is the child's pid (process_group(0)); the child is not reaped yet, so the id
+        // cannot have been reused.
+        if let Some(group) = rustix::process::Pid::from_raw(child.id() as i32) {
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    };
+    let (exited, stdout, stderr) = match exchange(&mut child, stdin, limit) {
+        Ok(done) => done,
+        Err(e) => {
+            kill(&mut child);
+            return Err(ProcessError::Failed(format!("reading the output of {name}: {e}")));
+        }
+    };
+    let status = match exited {
+        Some(status) => status,
+        None => match child.wait_timeout(limit.saturating_duration_since(Instant::now())) {
+            Ok(Some(status)) => status,
+            Ok(None) => {
+                kill(&mut child);
+                return Err(ProcessError::TimedOut(timeout.as_millis().min(u128::from(u32::MAX)) as u32));
+            }
+            Err(e) => return Err(ProcessError::Failed(format!("waiting for {name}: {e}"))),
+        },
+    };
+    Ok(Output { status: status.code(), truncated: stdout.cut || stderr.cut, stdout: stdout.kept, stderr: stderr.kept })
 }
 
 /// One of the program's output pipes as it is read: at most [`MAX_PROCESS_OUTPUT`] bytes kept.

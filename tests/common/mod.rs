@@ -61,6 +61,24 @@ impl std::ops::Deref for Env {
     }
 }
 
+/// Settings of the build that made this test, meant for it alone, which a wasm build the test runs must
+/// not inherit: flags, and scripts/test's lint wrapper (clippy-driver with `-D warnings` for this
+/// workspace's crates: fixtures are hostile on purpose, and a wrapper that comes and goes would make
+/// cargo rebuild the SDK in the target directory the bundled drivers' build shares).
+const HOST_BUILD_ONLY: &[&str] =
+    &["RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "CLIPPY_ARGS", "CLIPPY_CONF_DIR"];
+
+/// `Command::env_remove` for each name.
+trait EnvsRemove {
+    fn envs_remove(&mut self, names: &[&str]) -> &mut Self;
+}
+
+impl EnvsRemove for Command {
+    fn envs_remove(&mut self, names: &[&str]) -> &mut Self {
+        names.iter().fold(self, |cmd, name| cmd.env_remove(name))
+    }
+}
+
 /// Build a fixture component from `tests/fixtures/<package>` (once per test binary) and return its path.
 pub fn fixture(package: &str) -> PathBuf {
     static BUILT: OnceLock<std::sync::Mutex<Vec<String>>> = OnceLock::new();
@@ -74,7 +92,7 @@ pub fn fixture(package: &str) -> PathBuf {
             .args(["build", "--quiet", "--target", "wasm32-wasip2", "--profile", "driver", "-p", package, "--target-dir"])
             .arg(&target_dir)
             .env_remove("CARGO_TARGET_DIR")
-            .env_remove("RUSTFLAGS")
+            .envs_remove(HOST_BUILD_ONLY)
             .status()
             .expect("running cargo to build a fixture");
         assert!(status.success(), "building fixture {package} failed");
@@ -99,8 +117,7 @@ pub fn build_project(project: &Path, crate_file: &str) -> PathBuf {
         .args(["build", "--quiet", "--release", "--target", "wasm32-wasip2"])
         .env("RUSTUP_TOOLCHAIN", toolchain())
         .env("CARGO_TARGET_DIR", &target_dir)
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .envs_remove(HOST_BUILD_ONLY)
         .status()
         .expect("running cargo");
     assert!(status.success(), "building the driver project in {} failed", project.display());

@@ -361,6 +361,7 @@ impl Index {
             return Ok(());
         }
         self.write_batch()?;
+        crate::sync::crash::crash_point("index:batch-written");
         let keep = FINGERPRINT.min(self.meta.covered_len);
         self.meta.fingerprint = self.log_bytes(self.meta.covered_len - keep, keep as usize)?;
         self.meta.levels = self.ids.levels().iter().map(|l| (l.start, l.slots, l.entries)).collect();

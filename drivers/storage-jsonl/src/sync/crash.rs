@@ -16,6 +16,8 @@
 //! - `append:synced`: every line written and synced, the journal not yet removed: not committed.
 //! - `append:committed`: the journal removed: the op's records are durable (the op has not answered).
 //! - `recover:cut-back`: the next op's recovery cut the log back and has not yet removed the journal.
+//! - `index:batch-written`: a read bringing the index up to date (over a pull commit's messages) has
+//!   written their records and id slots, not yet the meta that counts them.
 
 /// Abort here when this is the point (and passage) the environment names.
 #[cfg(test)]

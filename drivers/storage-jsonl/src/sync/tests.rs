@@ -186,6 +186,9 @@ fn crash_child() {
         "recover" => {
             drop(super::open_locked().unwrap());
         }
+        "unread" => {
+            Jsonl.list_unread("dev", "bob", None).unwrap();
+        }
         other => panic!("unknown op {other}"),
     }
     panic!("the op finished without reaching its crash point");
@@ -412,6 +415,39 @@ fn a_crash_inside_recovery_is_recovered_again() {
     assert!(store.log() == before, "the log is not as it was before the op");
     acked.check("recover:cut-back");
     run_again_and_check("apply", &acked, "recover:cut-back");
+}
+
+/// The bodies of bob's unread messages that came by pull, and their ids, through the index.
+fn unread_pulled() -> Vec<(String, String)> {
+    let unread = Jsonl.list_unread("dev", "bob", None).unwrap();
+    unread.into_iter().filter(|m| m.body.starts_with("pulled ")).map(|m| (m.body, m.id)).collect()
+}
+
+/// A read that brings the index up to date over a pull commit, killed after the index's records and id
+/// slots are written but before the meta that counts them (or before the meta's rename): the next read
+/// parses those lines again, lists each pulled message once, and reading one by its id (through the id
+/// table the dead read had already written to) marks it read once.
+#[test]
+fn a_read_killed_while_indexing_a_pull_commit_lists_each_message_once() {
+    for point in ["index:batch-written", "rewrite:before-rename"] {
+        let store = Store::new();
+        acknowledged_history();
+        assert_eq!(unread_pulled().len(), 1, "{point}: the index covers the history");
+        apply(pull_page(), "13");
+        crash(&store, "unread", point, 1);
+        recover(&store, point);
+        let unread = unread_pulled();
+        let bodies: Vec<&str> = unread.iter().map(|(b, _)| b.as_str()).collect();
+        assert_eq!(bodies, ["pulled 10", "pulled 11", "pulled 12", "pulled 13"], "{point}");
+        let id = unread[1].1.clone();
+        for _ in 0..2 {
+            Jsonl.mark_read_batch("dev", "bob", std::slice::from_ref(&id)).unwrap();
+            let bodies: Vec<String> = unread_pulled().into_iter().map(|(b, _)| b).collect();
+            assert_eq!(bodies, ["pulled 10", "pulled 12", "pulled 13"], "{point}");
+        }
+        let reads = records().iter().filter(|r| r["type"] == "message_read").count();
+        assert_eq!(reads, 1, "{point}: one read mark");
+    }
 }
 
 /// The first sync op on a log gives it a generation (reprocess appends it): killed inside that append,

@@ -316,7 +316,7 @@ fn imports_beyond_the_grant_or_an_incompatible_version_are_refused_before_runnin
         let wasm = env.dir.path().join(format!("case{i}.wasm"));
         std::fs::write(&wasm, wat::parse_str(wat).unwrap()).unwrap();
         let manifest =
-            format!("name = \"case{i}\"\naxis = \"storage\"\nversion = \"1.0.0\"\napi = \"{api}\"\n[capabilities]\nstore = true\n");
+            format!("name = \"case{i}\"\naxis = \"storage\"\nversion = \"1.0.0\"\napi = \"{api}\"\n[capabilities]\nstore = true\ninert_sockets = true\n");
         let pkg = package(&env, &format!("case{i}"), &wasm, &manifest);
         let run = plugin(&env, &["inspect", pkg.to_str().unwrap()]);
         assert!(run.code == 1 && run.stdout.contains(&format!("Verdict: REFUSED: {expected}")), "{expected}: {run:?}");
@@ -573,4 +573,66 @@ fn a_malformed_grant_is_a_usage_error_and_installs_nothing() {
     plugin(&env, &["install", pkg.to_str().unwrap(), "--grant", "store", "--grant", "inert-sockets"]).ok();
     let run = plugin(&env, &["trust", "storage/typo", "--grant", "env:"]);
     assert_eq!(run.code, 2, "{run:?}");
+}
+
+/// Consent on a real terminal (a tmux pane): the question is asked, the answer read from the keyboard,
+/// `y` installs and trusts, `n` declines with nothing written; and a manifest whose description is a
+/// stranger's terminal escapes (a title change, a screen clear, a colour) is refused before any question,
+/// its refusal inert on the screen.
+#[test]
+fn consent_is_asked_on_a_real_terminal_and_a_manifest_cannot_drive_it() {
+    let server = agmsg_conformance::tmux::TmuxServer::start();
+    let escapes = "notes \\u001b]2;pwned\\u0007\\u001b[2J\\u001b[31mred";
+    for (answer, name, description) in [("", "hostile", escapes), ("n", "declined", "notes"), ("y", "accepted", "notes")] {
+        let env = Env::new();
+        let manifest = format!("name = \"{name}\"\n{HOSTILE_STORAGE}description = \"{description}\"\n[capabilities]\nstore = true\ninert_sockets = true\n");
+        let pkg = package(&env, name, &fixture("hostile-storage"), &manifest);
+        let exit_file = env.dir.path().join("exit");
+        let line = format!(
+            "env -i PATH=\"$PATH\" TERM=xterm HOME='{home}' AGMSG_CACHE_DIR='{cache}' '{bin}' plugin install '{pkg}'; echo $? > '{exit}'; sleep 600",
+            home = env.dir.path().display(),
+            cache = env.cache.display(),
+            bin = common::BIN,
+            pkg = pkg.display(),
+            exit = exit_file.display()
+        );
+        let pane = server.query(&["new-window", "-d", "-P", "-F", "#{pane_id}", &line]);
+        let screen = || server.query(&["capture-pane", "-p", "-J", "-t", &pane]);
+        let waited = std::time::Instant::now();
+        let wait_for = |what: &dyn Fn() -> bool| {
+            while !what() {
+                assert!(waited.elapsed() < std::time::Duration::from_secs(60), "{name}: waited in vain: {}", screen());
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        };
+        if answer.is_empty() {
+            wait_for(&|| exit_file.exists());
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            assert_eq!(std::fs::read_to_string(&exit_file).unwrap().trim(), "1", "{}", screen());
+            let shown = screen();
+            assert!(shown.contains("description must be one line") && !shown.contains("Trust it"), "{shown}");
+            // Inert: the title is not changed, no colour set, the screen not cleared (the refusal's own
+            // start is still on it).
+            assert_ne!(server.query(&["display-message", "-p", "-t", &pane, "#{pane_title}"]), "pwned");
+            assert!(!server.query(&["capture-pane", "-p", "-e", "-t", &pane]).contains("\u{1b}[31m"), "a colour was set");
+            assert!(shown.contains("agmsg-host plugin:"), "{shown}");
+            assert!(!installed(&env, "storage", name).exists());
+            continue;
+        }
+        wait_for(&|| screen().contains("Trust it and grant these? [y/N]"));
+        let shown = screen();
+        assert!(shown.contains("It asks for:\n  store") && shown.contains("notes"), "{shown}");
+        server.query(&["send-keys", "-t", &pane, answer, "Enter"]);
+        wait_for(&|| exit_file.exists());
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let code = std::fs::read_to_string(&exit_file).unwrap();
+        if answer == "y" {
+            assert_eq!(code.trim(), "0", "{}", screen());
+            assert_eq!(state_of(&env, &format!("storage/{name}")).as_deref(), Some("trusted"));
+        } else {
+            assert_eq!(code.trim(), "1", "{}", screen());
+            assert!(screen().contains("not trusted: you declined"), "{}", screen());
+            assert!(!installed(&env, "storage", name).exists());
+        }
+    }
 }

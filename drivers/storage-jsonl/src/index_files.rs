@@ -67,7 +67,10 @@ pub fn decode_records(bytes: &[u8], log_len: u64, names: usize) -> Result<Vec<Re
     let records: Vec<Record> = bytes.chunks_exact(RECORD_SIZE as usize).map(Record::decode).collect();
     let names = names as u32;
     for (i, r) in records.iter().enumerate() {
-        if r.len == 0 || r.offset + u64::from(r.len) > log_len || r.team >= names || r.from >= names || r.to >= names {
+        // The line's end computed without overflow: a record near u64::MAX is not inside the log
+        // (a fuzzing finding: the sum overflowed, a panic natively and a wrap in the component).
+        let inside = r.offset.checked_add(u64::from(r.len)).is_some_and(|end| end <= log_len);
+        if r.len == 0 || !inside || r.team >= names || r.from >= names || r.to >= names {
             return Err(i);
         }
     }

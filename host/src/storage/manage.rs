@@ -174,7 +174,7 @@ pub enum ConfigEditError {
 /// driver's own table, every other key kept: the text [`set_configured_driver`] writes.
 pub fn config_with_driver(current: Option<&str>, name: &str, url: Option<&str>) -> Result<String, ConfigEditError> {
     let mut config = match current {
-        Some(text) => serde_json::from_str::<serde_json::Value>(text).map_err(ConfigEditError::Json)?,
+        Some(text) => read_config(text).map_err(ConfigEditError::Json)?,
         None => serde_json::json!({}),
     };
     let object = config.as_object_mut().ok_or(ConfigEditError::NotAnObject)?;
@@ -192,6 +192,105 @@ pub fn config_with_driver(current: Option<&str>, name: &str, url: Option<&str>) 
     let mut text = serde_json::to_string_pretty(&config).map_err(|e| ConfigEditError::Print(e.to_string()))?;
     text.push('\n');
     Ok(text)
+}
+
+/// agmsg's config text as a JSON value, each number read exactly (correctly rounded, as jq and node
+/// read it), so that the config written back holds the values it held. serde_json's own reader is
+/// fast but not always correctly rounded: through it, `444440.1444444444444441` was written back as
+/// `444440.14444444445`, another double (a fuzzing finding). Objects, strings and errors are
+/// serde_json's; only a number's value is taken from its text.
+pub fn read_config(text: &str) -> Result<serde_json::Value, serde_json::Error> {
+    use serde::de::DeserializeSeed;
+    let mut numbers = number_tokens(text).into_iter();
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = ExactNumbers(&mut numbers).deserialize(&mut de)?;
+    de.end()?;
+    Ok(value)
+}
+
+/// The number tokens of JSON text, in order (outside strings: a `-` or a digit, and what follows of
+/// `-+.eE` and digits). In valid JSON these are exactly its numbers, in the order a reader meets them.
+fn number_tokens(text: &str) -> Vec<&str> {
+    let bytes = text.as_bytes();
+    let mut tokens = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < bytes.len() && matches!(bytes[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
+                    i += 1;
+                }
+                tokens.push(&text[start..i]);
+            }
+            _ => i += 1,
+        }
+    }
+    tokens
+}
+
+/// serde_json's value, with each float taken from its token (the next of the iterator) by Rust's
+/// correctly rounded reader; integers serde_json holds exactly.
+struct ExactNumbers<'a, 't>(&'a mut std::vec::IntoIter<&'t str>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for ExactNumbers<'_, '_> {
+    type Value = serde_json::Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<serde_json::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for ExactNumbers<'_, '_> {
+    type Value = serde_json::Value;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<serde_json::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<serde_json::Value, E> {
+        self.0.next();
+        Ok(v.into())
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<serde_json::Value, E> {
+        self.0.next();
+        Ok(v.into())
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<serde_json::Value, E> {
+        let exact = self.0.next().and_then(|token| token.parse::<f64>().ok()).unwrap_or(v);
+        Ok(exact.into())
+    }
+    fn visit_str<E>(self, v: &str) -> Result<serde_json::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_string<E>(self, v: String) -> Result<serde_json::Value, E> {
+        Ok(v.into())
+    }
+    fn visit_unit<E>(self) -> Result<serde_json::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<serde_json::Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(ExactNumbers(&mut *self.0))? {
+            items.push(item);
+        }
+        Ok(serde_json::Value::Array(items))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<serde_json::Value, A::Error> {
+        let mut object = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let value = map.next_value_seed(ExactNumbers(&mut *self.0))?;
+            object.insert(key, value);
+        }
+        Ok(serde_json::Value::Object(object))
+    }
 }
 
 /// What a stream of events adds up to: how many, and a digest of their agmsg lines in order. Two

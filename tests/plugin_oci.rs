@@ -575,3 +575,82 @@ fn hostile_a_manifest_that_is_not_the_digest_asked_for_is_refused() {
     let server = hostile(&p, |_| None);
     p.refused(&format!("oci://{}/drivers/notes@sha256:{}", server.addr, "1".repeat(64)), "not the sha256:1111");
 }
+
+/// An agent type's directory, as its author ships it, under `at`: `type.conf` with `conf` appended, and
+/// its template.
+fn kiro_type(env: &Env, at: &str, conf: &str, template: &str) -> PathBuf {
+    let dir = env.dir.path().join("types-src").join(at).join("kiro");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("type.conf"),
+        format!("name=kiro\nspawnable=yes\ntemplate=template.md\ndetect=KIRO_SESSION_ID\nhooks_file=.kiro/hooks.json\n{conf}"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("template.md"), template).unwrap();
+    dir
+}
+
+/// The state `plugin list --json` gives `driver` (`types/kiro`).
+fn listed_state(env: &Env, driver: &str) -> Option<String> {
+    let run = ok(plugin(env, &["list", "--json"]));
+    run.stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .rfind(|row| row["driver"] == driver)
+        .and_then(|row| row["state"].as_str().map(str::to_owned))
+}
+
+/// An agent type published (issue 38): its directory travels as one tar layer, signed over its name,
+/// version and the tar's digest. Installed by tag it is trusted as a directory install trusts it; an
+/// update by the same key, newer, with the same type.conf installs without asking; a changed launch
+/// word asks again, shown the lines that changed; the air-gapped form (a layout tar) installs too.
+#[test]
+fn an_agent_type_is_published_installed_and_updated() {
+    let Some(registry) = Registry::start() else { return };
+    let env = Env::new();
+    let alice = keygen(&env, "alice");
+    ok(plugin(&env, &["keys", "add", "alice", &pub_key(&alice)]));
+    let reference = format!("oci://{}/types/kiro:stable", registry.addr);
+    let publish_type = |dir: &Path, destination: &str, version: &str| {
+        ok(plugin(&env, &["publish", dir.to_str().unwrap(), destination, "--version", version, "--sign-key", alice.to_str().unwrap()]))
+            .stdout
+    };
+    let out = publish_type(&kiro_type(&env, "a", "cli=kiro\n", "v1\n"), &reference, "1.0.0");
+    assert!(out.contains("published types/kiro 1.0.0") && out.contains("signed by SHA256:"), "{out}");
+    // Without --version, a tag that is not a version is refused.
+    let run = plugin(&env, &["publish", kiro_type(&env, "a", "cli=kiro\n", "v1\n").to_str().unwrap(), &reference]);
+    assert!(run.code == 2 && run.stderr.contains("semantic version"), "{run:?}");
+
+    let run = plugin(&env, &["install", &reference]);
+    assert!(run.code != 0 && run.stderr.contains("Publisher: alice (SHA256:") && run.stderr.contains("rerun with --yes"), "{run:?}");
+    assert_eq!(listed_state(&env, "types/kiro"), None);
+    let run = ok(plugin(&env, &["install", &reference, "--yes"]));
+    assert!(run.stdout.contains("installed types/kiro 1.0.0") && run.stdout.contains("signed by alice"), "{run:?}");
+    let dir = env.dir.path().join(".agents/agmsg/plugins/types/kiro");
+    assert_eq!(std::fs::read_to_string(dir.join("template.md")).unwrap(), "v1\n");
+    assert!(listed_state(&env, "types/kiro").is_some_and(|s| s.starts_with("trusted")));
+    assert!(ok(plugin(&env, &["update", "types/kiro"])).stdout.contains("is up to date"));
+
+    // Same key, newer, the same type.conf (a new template): installed without asking.
+    publish_type(&kiro_type(&env, "b", "cli=kiro\n", "v2\n"), &reference, "1.1.0");
+    let run = ok(plugin(&env, &["update", "types/kiro"]));
+    assert!(run.stdout.contains("updated without asking") && run.stdout.contains("installed types/kiro 1.1.0"), "{run:?}");
+    assert_eq!(std::fs::read_to_string(dir.join("template.md")).unwrap(), "v2\n");
+
+    // A new launch word: asked again, shown exactly what changed; refused without a terminal.
+    publish_type(&kiro_type(&env, "c", "cli=kiro-next\n", "v2\n"), &reference, "1.2.0");
+    let run = plugin(&env, &["update", "types/kiro"]);
+    assert!(run.code != 0 && run.stderr.contains("Its type.conf changed:\n  - cli=kiro\n  + cli=kiro-next\n"), "{run:?}");
+    assert!(run.stderr.contains("rerun with --yes"), "{run:?}");
+    assert_eq!(std::fs::read_to_string(dir.join("type.conf")).unwrap().lines().find(|l| l.starts_with("cli=")), Some("cli=kiro"));
+    assert!(ok(plugin(&env, &["update", "types/kiro", "--yes"])).stdout.contains("installed types/kiro 1.2.0"));
+
+    // Air-gapped: the same publication as an OCI image layout file, installed elsewhere.
+    let file = env.dir.path().join("kiro.tar");
+    let out = publish_type(&kiro_type(&env, "d", "cli=kiro\n", "v3\n"), file.to_str().unwrap(), "2.0.0");
+    assert!(out.contains("an OCI image layout; tag 2.0.0"), "{out}");
+    let elsewhere = Env::new();
+    ok(plugin(&elsewhere, &["keys", "add", "alice", &pub_key(&alice)]));
+    let run = ok(plugin(&elsewhere, &["install", file.to_str().unwrap(), "--yes"]));
+    assert!(run.stdout.contains("installed types/kiro 2.0.0") && run.stdout.contains("signed by alice"), "{run:?}");
+}

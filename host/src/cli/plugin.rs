@@ -92,7 +92,8 @@ pub enum PluginCommand {
     /// Publish a driver package as an OCI artifact (the CNCF Wasm layout, with its agmsg-driver.toml
     /// and, with --sign-key, an SSH signature over both): to a registry, or to an OCI image layout .tar
     Publish {
-        /// The package directory, its agmsg-driver.toml, or its component (.wasm) with --manifest
+        /// The package directory, its agmsg-driver.toml, or its component (.wasm) with --manifest; or an
+        /// agent type's directory (holding type.conf)
         source: PathBuf,
         /// oci://<registry>/<repository>:<tag>, or a file ending in .tar
         destination: String,
@@ -103,6 +104,9 @@ pub enum PluginCommand {
         /// passphrase or uses your agent)
         #[arg(long, value_name = "PRIVATE_KEY")]
         sign_key: Option<PathBuf>,
+        /// The version an agent type is published as (its files name none): default, the tag
+        #[arg(long, value_name = "SEMVER")]
+        version: Option<String>,
         #[command(flatten)]
         download: Download,
     },
@@ -192,8 +196,9 @@ pub fn run(command: PluginCommand) -> ExitCode {
             Ok(_) => commands::install(&axes, &source, manifest.as_deref(), &consent.library(), &mut Terminal),
             Err(e) => Err(e),
         },
-        PluginCommand::Publish { source, destination, manifest, sign_key, download } => {
-            published::publish(&source, manifest.as_deref(), &destination, sign_key.as_deref(), &download.options())
+        PluginCommand::Publish { source, destination, manifest, sign_key, version, download } => {
+            let what = published::Publishing { manifest: manifest.as_deref(), sign_key: sign_key.as_deref(), version: version.as_deref() };
+            published::publish(&axes, &source, &destination, &what, &download.options())
         }
         PluginCommand::Update { reference, consent, download } => {
             published::update(&axes, &reference, &download.options(), &consent.library(), &mut Terminal)

@@ -43,7 +43,7 @@ pub struct Axes {
 
 impl Axes {
     /// The types axis's reader of its package directories (agent types).
-    fn types_dirs(&self) -> &'static dyn DirPackage {
+    pub(crate) fn types_dirs(&self) -> &'static dyn DirPackage {
         *self.dirs.iter().find(|d| d.axis() == Axis::Types).expect("the types axis has package directories")
     }
 
@@ -380,7 +380,7 @@ pub fn inspect(axes: &Axes, target: &str, manifest: Option<&Path>, json: bool) -
         if candidate.is_type_dir {
             let files = AgentTypeFiles::read(axes.types_dirs(), &name, &candidate.dir)
                 .map_err(|e| HostError::refused(format!("types/{name} at {}: {e}", candidate.dir.display())))?;
-            return inspect_type(axes, &TypePackage { name, dir: candidate.dir, files }, Some(state), json);
+            return inspect_type(axes, &TypePackage { name, dir: candidate.dir, files, provenance: None }, Some(state), json);
         }
         let manifest_path = candidate.dir.join(MANIFEST_FILE);
         let package = Package::read(&manifest_path, None)?;

@@ -28,6 +28,9 @@ pub const WASM_CONFIG: &str = "application/vnd.wasm.config.v0+json";
 pub const WASM_LAYER: &str = "application/wasm";
 pub const MANIFEST_LAYER: &str = "application/vnd.agmsg.driver.manifest.v1+toml";
 pub const SIGNATURE_LAYER: &str = "application/vnd.agmsg.driver.signature.v1+sshsig";
+/// A published agent type: its config (name and version), and its directory as one tar layer.
+pub const TYPE_CONFIG: &str = "application/vnd.agmsg.type.config.v1+json";
+pub const TYPE_LAYER: &str = "application/vnd.agmsg.type.v1.tar";
 const TITLE: &str = "org.opencontainers.image.title";
 const VERSION: &str = "org.opencontainers.image.version";
 const REF_NAME: &str = "org.opencontainers.image.ref.name";
@@ -238,17 +241,21 @@ pub trait Blobs {
     fn place(&self) -> String;
 }
 
-/// A published driver as read, every blob checked against its digest.
+/// A published driver or agent type as read, every blob checked against its digest.
 pub struct Pulled {
     /// The image manifest's digest.
     pub digest: String,
-    /// `agmsg-driver.toml` as published, and its digest.
-    pub manifest_text: String,
-    pub manifest_digest: String,
-    pub wasm: Vec<u8>,
-    pub wasm_digest: String,
+    pub content: Content,
     /// The SSH signature (PEM), when it was signed.
     pub signature: Option<Vec<u8>>,
+}
+
+/// What a publication carries.
+pub enum Content {
+    /// A driver: `agmsg-driver.toml` as published and its component, each with its digest.
+    Driver { manifest_text: String, manifest_digest: String, wasm: Vec<u8>, wasm_digest: String },
+    /// An agent type: its name and version (from the config) and its directory, a tar.
+    Type { name: String, version: String, tar: Vec<u8>, tar_digest: String },
 }
 
 /// A descriptor's digest is a sha256 digest, and its size within `cap`.
@@ -282,22 +289,27 @@ fn fetch_verified(blobs: &mut dyn Blobs, blob: &Descriptor, what: &str, cap: u64
     Ok(bytes)
 }
 
-/// Read the driver an image manifest describes: it must be this layout (a Wasm config, one component,
-/// one `agmsg-driver.toml`, at most one signature, nothing else).
+/// Read the driver or agent type an image manifest describes: a driver is a Wasm config, one component,
+/// one `agmsg-driver.toml` and at most one signature; a type its own config, one tar of its directory
+/// and at most one signature. Nothing else.
 pub fn read_artifact(manifest: &[u8], digest: &str, blobs: &mut dyn Blobs) -> Result<Pulled, HostError> {
     let place = blobs.place();
-    let not_ours = |why: String| refused(format!("{place} does not hold an agmsg driver: {why}"));
+    let not_ours = |why: String| refused(format!("{place} does not hold an agmsg driver or agent type: {why}"));
     let image: ImageManifest =
         serde_json::from_slice(manifest).map_err(|e| not_ours(format!("its manifest is not an OCI image manifest: {e}")))?;
     if image.schema_version != 2 || image.media_type.as_deref().is_some_and(|m| m != IMAGE_MANIFEST) {
         return Err(not_ours(format!("its manifest is not an OCI image manifest ({IMAGE_MANIFEST}, schema version 2)")));
     }
-    if image.config.media_type != WASM_CONFIG {
-        return Err(not_ours(format!(
-            "its config is {:?}, not a WebAssembly component's ({WASM_CONFIG})",
-            display::line(&image.config.media_type)
-        )));
-    }
+    let is_type = match image.config.media_type.as_str() {
+        WASM_CONFIG => false,
+        TYPE_CONFIG => true,
+        other => {
+            return Err(not_ours(format!(
+                "its config is {:?}, not a WebAssembly component's ({WASM_CONFIG}) or an agent type's ({TYPE_CONFIG})",
+                display::line(other)
+            )));
+        }
+    };
     let one = |media_type: &str| -> Result<Option<&Descriptor>, HostError> {
         let mut found = image.layers.iter().filter(|l| l.media_type == media_type);
         let first = found.next();
@@ -306,32 +318,45 @@ pub fn read_artifact(manifest: &[u8], digest: &str, blobs: &mut dyn Blobs) -> Re
         }
         Ok(first)
     };
-    if let Some(other) = image.layers.iter().find(|l| ![WASM_LAYER, MANIFEST_LAYER, SIGNATURE_LAYER].contains(&l.media_type.as_str())) {
+    let kinds: &[&str] = if is_type { &[TYPE_LAYER, SIGNATURE_LAYER] } else { &[WASM_LAYER, MANIFEST_LAYER, SIGNATURE_LAYER] };
+    if let Some(other) = image.layers.iter().find(|l| !kinds.contains(&l.media_type.as_str())) {
         return Err(not_ours(format!("it has a layer of an unknown kind ({:?})", display::line(&other.media_type))));
+    }
+    let signature_layer = one(SIGNATURE_LAYER)?;
+    if let Some(layer) = signature_layer {
+        check_descriptor(layer, "signature", super::signature::MAX_SIGNATURE_BYTES)?;
+    }
+    if is_type {
+        let tar_layer = one(TYPE_LAYER)?.ok_or_else(|| not_ours(format!("it has no directory ({TYPE_LAYER} layer)")))?;
+        // Every digest and size is checked before anything is downloaded.
+        check_descriptor(&image.config, "config", MAX_SMALL_BLOB)?;
+        check_descriptor(tar_layer, "directory", super::tree::MAX_TOTAL_BYTES * 2)?;
+        let config = fetch_verified(blobs, &image.config, "config", MAX_SMALL_BLOB)?;
+        let config: serde_json::Value = serde_json::from_slice(&config).map_err(|e| not_ours(format!("its config is not JSON ({e})")))?;
+        let field = |key: &str| config[key].as_str().map(str::to_owned).ok_or_else(|| not_ours(format!("its config has no {key}")));
+        let (name, version) = (field("name")?, field("version")?);
+        crate::semver::semver_parts(&version)
+            .ok_or_else(|| not_ours(format!("its version {:?} is not a semantic version", display::line(&version))))?;
+        let signature =
+            signature_layer.map(|l| fetch_verified(blobs, l, "signature", super::signature::MAX_SIGNATURE_BYTES)).transpose()?;
+        let tar = fetch_verified(blobs, tar_layer, "directory", super::tree::MAX_TOTAL_BYTES * 2)?;
+        let tar_digest = tar_layer.digest.clone();
+        return Ok(Pulled { digest: digest.to_owned(), content: Content::Type { name, version, tar, tar_digest }, signature });
     }
     let wasm_layer = one(WASM_LAYER)?.ok_or_else(|| not_ours(format!("it has no component ({WASM_LAYER} layer)")))?;
     let manifest_layer = one(MANIFEST_LAYER)?.ok_or_else(|| {
         not_ours(format!("it has no agmsg-driver.toml ({MANIFEST_LAYER} layer): publish it with `agmsg-host plugin publish`"))
     })?;
-    let signature_layer = one(SIGNATURE_LAYER)?;
     // Every digest and size is checked before anything is downloaded.
     check_descriptor(manifest_layer, "agmsg-driver.toml", MAX_SMALL_BLOB)?;
     check_descriptor(wasm_layer, "component", MAX_COMPONENT_BYTES)?;
-    if let Some(layer) = signature_layer {
-        check_descriptor(layer, "signature", super::signature::MAX_SIGNATURE_BYTES)?;
-    }
     let manifest_bytes = fetch_verified(blobs, manifest_layer, "agmsg-driver.toml", MAX_SMALL_BLOB)?;
     let manifest_text = String::from_utf8(manifest_bytes).map_err(|_| not_ours("its agmsg-driver.toml is not UTF-8".into()))?;
     let signature = signature_layer.map(|l| fetch_verified(blobs, l, "signature", super::signature::MAX_SIGNATURE_BYTES)).transpose()?;
     let wasm = fetch_verified(blobs, wasm_layer, "component", MAX_COMPONENT_BYTES)?;
-    Ok(Pulled {
-        digest: digest.to_owned(),
-        manifest_text,
-        manifest_digest: manifest_layer.digest.clone(),
-        wasm,
-        wasm_digest: wasm_layer.digest.clone(),
-        signature,
-    })
+    let content =
+        Content::Driver { manifest_text, manifest_digest: manifest_layer.digest.clone(), wasm, wasm_digest: wasm_layer.digest.clone() };
+    Ok(Pulled { digest: digest.to_owned(), content, signature })
 }
 
 /// What a publication uploads: its blobs and the image manifest that lists them.
@@ -365,16 +390,42 @@ impl Publication {
             layers.push(layer(SIGNATURE_LAYER, signature, "agmsg-driver.sig"));
             blobs.push((digest_of(signature), signature.to_vec()));
         }
+        let config =
+            Descriptor { media_type: WASM_CONFIG.to_owned(), digest: digest_of(&config), size: config.len() as u64, annotations: None };
+        Publication::of_image(name, version, config, layers, blobs)
+    }
+
+    /// The artifact of an agent type: its directory as a tar, its name and version in the config and,
+    /// when signed, the signature.
+    pub fn new_type(name: &str, version: &str, tar: &[u8], signature: Option<&[u8]>) -> Publication {
+        let config = serde_json::to_vec(&serde_json::json!({ "name": name, "version": version })).expect("json");
+        let mut layers = vec![Descriptor {
+            media_type: TYPE_LAYER.to_owned(),
+            digest: digest_of(tar),
+            size: tar.len() as u64,
+            annotations: Some(BTreeMap::from([(TITLE.to_owned(), format!("{name}.tar"))])),
+        }];
+        let mut blobs = vec![(digest_of(&config), config.clone()), (digest_of(tar), tar.to_vec())];
+        if let Some(signature) = signature {
+            layers.push(Descriptor {
+                media_type: SIGNATURE_LAYER.to_owned(),
+                digest: digest_of(signature),
+                size: signature.len() as u64,
+                annotations: Some(BTreeMap::from([(TITLE.to_owned(), "agmsg-type.sig".to_owned())])),
+            });
+            blobs.push((digest_of(signature), signature.to_vec()));
+        }
+        let config =
+            Descriptor { media_type: TYPE_CONFIG.to_owned(), digest: digest_of(&config), size: config.len() as u64, annotations: None };
+        Publication::of_image(name, version, config, layers, blobs)
+    }
+
+    fn of_image(name: &str, version: &str, config: Descriptor, layers: Vec<Descriptor>, blobs: Vec<(String, Vec<u8>)>) -> Publication {
         let image = ImageManifest {
             schema_version: 2,
             media_type: Some(IMAGE_MANIFEST.to_owned()),
             artifact_type: None,
-            config: Descriptor {
-                media_type: WASM_CONFIG.to_owned(),
-                digest: digest_of(&config),
-                size: config.len() as u64,
-                annotations: None,
-            },
+            config,
             layers,
             annotations: Some(BTreeMap::from([(TITLE.to_owned(), name.to_owned()), (VERSION.to_owned(), version.to_owned())])),
         };
@@ -947,9 +998,23 @@ mod tests {
         assert_eq!(digest, publication.digest);
         assert!(layout.manifest(Some("2.0.0")).is_err());
         let pulled = read_artifact(&manifest, &digest, &mut layout).unwrap();
+        let Content::Driver { wasm, manifest_text, .. } = &pulled.content else { panic!("a driver was published") };
         assert_eq!(
-            (pulled.wasm.as_slice(), pulled.manifest_text.as_str(), pulled.signature.as_deref()),
+            (wasm.as_slice(), manifest_text.as_str(), pulled.signature.as_deref()),
             (&b"\0asm"[..], "name = \"notes\"\n", Some(&b"sig"[..]))
         );
+
+        // An agent type: its name and version from the config, its directory's tar as published.
+        let typed = Publication::new_type("kiro", "1.2.0", b"a tar", None);
+        typed.write_layout(&file, "1.2.0").unwrap();
+        let mut layout = Layout::open(&file).unwrap();
+        let (manifest, digest) = layout.manifest(None).unwrap();
+        let pulled = read_artifact(&manifest, &digest, &mut layout).unwrap();
+        let Content::Type { name, version, tar, tar_digest } = &pulled.content else { panic!("a type was published") };
+        assert_eq!(
+            (name.as_str(), version.as_str(), tar.as_slice(), tar_digest.clone()),
+            ("kiro", "1.2.0", &b"a tar"[..], digest_of(b"a tar"))
+        );
+        assert!(pulled.signature.is_none());
     }
 }

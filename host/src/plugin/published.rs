@@ -14,15 +14,19 @@
 use crate::plugin::user_file::UserFile;
 use std::path::{Path, PathBuf};
 
+use super::DirPackage;
 use super::commands::{self, Axes, Consent, Prompt};
+use super::conf;
 use super::keys::{self, KeyFile};
 use super::manifest::PluginManifest;
-use super::oci::{self, Layout, Options, Publication, Reference, Registry, digest_of};
+use super::oci::{self, Content, Layout, Options, Publication, Reference, Registry, digest_of};
 use super::registry::agmsg_home;
 use super::signature::{self, Publisher};
+use super::tree::Tree;
 use super::trust::{Provenance, TrustFile};
-use super::workflow::{self, Package, Trusted};
+use super::workflow::{self, Package, Trusted, TypePackage};
 use super::{sha256_hex, size_text};
+use crate::axis::Axis;
 use crate::display;
 use crate::error::HostError;
 use crate::runtime::Runtime;
@@ -82,17 +86,33 @@ impl Source {
     }
 }
 
-/// A published driver read and verified, ready for the install workflow.
+/// A published driver or agent type read and verified, ready for the install workflow.
 pub struct Fetched {
-    pub package: Package,
+    pub package: Published,
     pub publisher: Publisher,
     /// Where it was read, pinned to the digest read (for people).
     pub origin: String,
 }
 
-/// Read the driver `source` names and verify it: every digest, the signature against the keys
-/// pinned under `home`, the manifest. Nothing is written.
-pub fn fetch(source: &Source, options: &Options, home: &Path) -> Result<Fetched, HostError> {
+/// What a publication held.
+pub enum Published {
+    Driver(Package),
+    Type(TypePackage),
+}
+
+impl Published {
+    fn axis_name_version(&self) -> (Axis, &str, &str) {
+        match self {
+            Published::Driver(p) => (p.manifest.axis, &p.manifest.name, &p.manifest.version),
+            Published::Type(t) => (Axis::Types, &t.name, t.provenance.as_ref().and_then(|p| p.version.as_deref()).unwrap_or("")),
+        }
+    }
+}
+
+/// Read the driver or agent type `source` names and verify it: every digest, the signature against the
+/// keys pinned under `home`, the manifest (`types`: what an agent type's directory must be). Nothing is
+/// written.
+pub fn fetch(source: &Source, options: &Options, home: &Path, types: &dyn DirPackage) -> Result<Fetched, HostError> {
     let pulled = match source {
         Source::Registry(reference) => {
             let mut registry = Registry::new(reference, options);
@@ -110,24 +130,40 @@ pub fn fetch(source: &Source, options: &Options, home: &Path) -> Result<Fetched,
         Source::Layout { path, .. } => format!("{}@{}", path.display(), pulled.digest),
     };
     let refusing = |e: HostError| e.context(format!("refusing {}", display::line(&origin)));
-    let manifest = PluginManifest::parse(&pulled.manifest_text, Path::new(&format!("{origin} agmsg-driver.toml"))).map_err(refusing)?;
-    let publisher = match &pulled.signature {
-        None => Publisher::Unsigned,
-        Some(sig) => {
-            let statement =
-                signature::statement(manifest.axis, &manifest.name, &manifest.version, &pulled.wasm_digest, &pulled.manifest_digest);
-            Publisher::Signed(signature::verify(sig, &statement, &KeyFile::load(home)?).map_err(refusing)?)
+    let verify = |statement: &str| -> Result<Publisher, HostError> {
+        match &pulled.signature {
+            None => Ok(Publisher::Unsigned),
+            Some(sig) => Ok(Publisher::Signed(signature::verify(sig, statement, &KeyFile::load(home)?).map_err(refusing)?)),
         }
     };
-    let provenance =
-        Provenance { source: source.recorded(), digest: pulled.digest.clone(), publisher: publisher.fingerprint().map(str::to_owned) };
-    let package = Package {
-        manifest,
-        manifest_path: PathBuf::from(format!("{origin} agmsg-driver.toml")),
-        component_path: PathBuf::from(&origin),
-        sha256: sha256_hex(&pulled.wasm),
-        wasm: pulled.wasm,
-        provenance: Some(provenance),
+    let provenance = |publisher: &Publisher, version: Option<&str>| Provenance {
+        source: source.recorded(),
+        digest: pulled.digest.clone(),
+        publisher: publisher.fingerprint().map(str::to_owned),
+        version: version.map(str::to_owned),
+    };
+    let (package, publisher) = match pulled.content {
+        Content::Driver { ref manifest_text, ref manifest_digest, ref wasm, ref wasm_digest } => {
+            let manifest = PluginManifest::parse(manifest_text, Path::new(&format!("{origin} agmsg-driver.toml"))).map_err(refusing)?;
+            let publisher = verify(&signature::statement(manifest.axis, &manifest.name, &manifest.version, wasm_digest, manifest_digest))?;
+            let package = Package {
+                manifest,
+                manifest_path: PathBuf::from(format!("{origin} agmsg-driver.toml")),
+                component_path: PathBuf::from(&origin),
+                sha256: sha256_hex(wasm),
+                wasm: wasm.clone(),
+                provenance: Some(provenance(&publisher, None)),
+            };
+            (Published::Driver(package), publisher)
+        }
+        Content::Type { ref name, ref version, ref tar, ref tar_digest } => {
+            // The signature first: a stranger's tar is read only once its publisher is known (or it
+            // is known to be unsigned).
+            let publisher = verify(&signature::type_statement(name, version, tar_digest))?;
+            let tree = Tree::from_tar(tar, &origin).map_err(refusing)?;
+            let package = TypePackage::from_tree(types, name, &origin, tree, provenance(&publisher, Some(version))).map_err(refusing)?;
+            (Published::Type(package), publisher)
+        }
     };
     Ok(Fetched { package, publisher, origin })
 }
@@ -142,7 +178,10 @@ fn installed_text(trusted: &Trusted, version: &str, origin: &str, publisher: &Pu
     });
     out.push_str(&format!("trusted; it runs with: {}\n", display::line(&runs_with.summary())));
     if let Some(shadowed) = shadowed {
-        out.push_str(&format!("note: it shadows the bundled {axis} driver '{shadowed}'\n"));
+        out.push_str(&match axis {
+            Axis::Types => format!("note: it shadows the bundled type '{shadowed}'\n"),
+            axis => format!("note: it shadows the bundled {axis} driver '{shadowed}'\n"),
+        });
     }
     out
 }
@@ -151,13 +190,18 @@ fn installed_text(trusted: &Trusted, version: &str, origin: &str, publisher: &Pu
 /// or saying it is unsigned) and the install a directory gets.
 pub fn install(axes: &Axes, source: &Source, options: &Options, consent: &Consent, prompt: &mut dyn Prompt) -> Result<String, HostError> {
     let home = agmsg_home()?;
-    let fetched = fetch(source, options, &home)?;
+    let fetched = fetch(source, options, &home, axes.types_dirs())?;
     let shown = format!("{}\n", fetched.publisher.shown());
-    let (trusted, shadowed) = workflow::install(&runtime()?, &fetched.package, |request| {
+    let (_, _, version) = fetched.package.axis_name_version();
+    let ask = |request: &workflow::ConsentRequest| {
         prompt.show(&shown);
         commands::answer(axes, request, consent, prompt)
-    })?;
-    Ok(installed_text(&trusted, &fetched.package.manifest.version, &fetched.origin, &fetched.publisher, shadowed))
+    };
+    let (trusted, shadowed) = match &fetched.package {
+        Published::Driver(package) => workflow::install(&runtime()?, package, ask)?,
+        Published::Type(package) => workflow::install_type(&runtime()?, axes.types_dirs(), package, ask)?,
+    };
+    Ok(installed_text(&trusted, version, &fetched.origin, &fetched.publisher, shadowed))
 }
 
 /// What changed of who signed it, for the question asked again.
@@ -196,91 +240,162 @@ pub fn update(axes: &Axes, reference: &str, options: &Options, consent: &Consent
     })?;
     let source = Source::parse(&before.source)?
         .ok_or_else(|| HostError::refused(format!("{axis}/{name} was installed from {}, which is gone", display::line(&before.source))))?;
-    let fetched = fetch(&source, options, &home)?;
-    let m = &fetched.package.manifest;
-    if (m.axis, m.name.as_str()) != (axis, name.as_str()) {
+    let fetched = fetch(&source, options, &home, axes.types_dirs())?;
+    let (new_axis, new_name, version) = fetched.package.axis_name_version();
+    if (new_axis, new_name) != (axis, name.as_str()) {
         return Err(HostError::refused(format!(
-            "{} now holds {}/{}, not {axis}/{name}: refused",
+            "{} now holds {new_axis}/{}, not {axis}/{name}: refused",
             display::line(&fetched.origin),
-            m.axis,
-            display::line(&m.name)
+            display::line(new_name)
         )));
     }
-    if fetched.package.sha256 == record.sha256 && sha256_hex(m.installed_text().as_bytes()) == record.manifest_sha256 {
-        return Ok(format!("{axis}/{name} {} is up to date ({})\n", display::line(&m.version), display::line(&fetched.origin)));
+    // What trust pins, as the fetched publication would be pinned; and the version installed.
+    let (pinned, installed) = match &fetched.package {
+        Published::Driver(p) => (
+            (p.sha256.clone(), sha256_hex(p.manifest.installed_text().as_bytes())),
+            PluginManifest::read(&dir.join(super::manifest::MANIFEST_FILE)).ok().map(|(m, _)| m.version),
+        ),
+        Published::Type(t) => (t.files.pinned(), before.version.clone()),
+    };
+    if pinned == (record.sha256.clone(), record.manifest_sha256.clone()) {
+        return Ok(format!("{axis}/{name} {} is up to date ({})\n", display::line(version), display::line(&fetched.origin)));
     }
     let keys = KeyFile::load(&home)?;
     let change = publisher_change(&keys, before.publisher.as_deref(), &fetched.publisher);
     // A registry may serve an older publication under the tag (a rollback to a known flaw): only a
     // newer version goes in without a question.
-    let installed = PluginManifest::read(&dir.join(super::manifest::MANIFEST_FILE)).ok().map(|(m, _)| m.version);
     let parts = |v: &str| crate::semver::semver_parts(v);
-    let newer = installed.as_deref().and_then(|old| Some((parts(old)?, parts(&m.version)?))).is_some_and(|(old, new)| new > old);
+    let newer = installed.as_deref().and_then(|old| Some((parts(old)?, parts(version)?))).is_some_and(|(old, new)| new > old);
     let older = (!newer).then(|| {
         format!(
             "It is version {}, not newer than the installed {}.",
-            display::line(&m.version),
+            display::line(version),
             display::line(installed.as_deref().unwrap_or("?"))
         )
     });
+    // A type is granted nothing, but its type.conf says where it delivers and how it launches (a new
+    // hooks file, a new launch word): any change to it is shown and asked about.
+    let conf_changed = match &fetched.package {
+        Published::Type(t) if t.files.conf_sha256 != record.manifest_sha256 => Some(conf_changes(&dir, &t.files.conf)),
+        _ => None,
+    };
     let shown = format!("{}\n", fetched.publisher.shown());
     let mut asked = true;
-    let (trusted, shadowed) = workflow::install(&runtime()?, &fetched.package, |request| {
+    let ask = |request: &workflow::ConsentRequest| {
         let widened = request.widened.clone().unwrap_or_else(|| request.asks_for().0);
-        if change.is_none() && older.is_none() && widened.is_empty() && consent.grants.is_empty() {
+        if change.is_none() && older.is_none() && widened.is_empty() && conf_changed.is_none() && consent.grants.is_empty() {
             asked = false;
             return Ok(record.granted.clone());
         }
         prompt.show(&shown);
-        for change in change.iter().chain(older.iter()) {
+        for change in change.iter().chain(older.iter()).chain(conf_changed.iter()) {
             prompt.show(&format!("{change}\n"));
         }
         commands::answer(axes, request, consent, prompt)
-    })?;
+    };
+    let (trusted, shadowed) = match &fetched.package {
+        Published::Driver(package) => workflow::install(&runtime()?, package, ask)?,
+        Published::Type(package) => workflow::install_type(&runtime()?, axes.types_dirs(), package, ask)?,
+    };
     let mut out = if asked {
         String::new()
     } else {
         format!("same publisher ({}), asking for nothing more than before: updated without asking\n", fetched.publisher.shown())
     };
-    out.push_str(&installed_text(&trusted, &fetched.package.manifest.version, &fetched.origin, &fetched.publisher, shadowed));
+    out.push_str(&installed_text(&trusted, version, &fetched.origin, &fetched.publisher, shadowed));
     Ok(out)
 }
 
+/// How the installed type's `type.conf` (in `dir`) and the new one differ, line by line: what it
+/// set that is gone (`-`), what is new or different (`+`).
+fn conf_changes(dir: &Path, now: &conf::Manifest) -> String {
+    let before = conf::Manifest::read(&dir.join("type.conf")).ok();
+    let lines = |m: &conf::Manifest| -> Vec<String> {
+        m.entries().iter().filter(|l| !l.ignored).map(|l| format!("{}={}", l.key, display::line(l.value))).collect()
+    };
+    let (old, new) = (before.as_ref().map(lines).unwrap_or_default(), lines(now));
+    let mut out = String::from("Its type.conf changed:\n");
+    for line in old.iter().filter(|l| !new.contains(l)) {
+        out.push_str(&format!("  - {line}\n"));
+    }
+    for line in new.iter().filter(|l| !old.contains(l)) {
+        out.push_str(&format!("  + {line}\n"));
+    }
+    out.pop();
+    out
+}
+
+/// How `plugin publish` was asked to publish: a driver's manifest kept elsewhere, the key to sign with,
+/// an agent type's version.
+pub struct Publishing<'a> {
+    pub manifest: Option<&'a Path>,
+    pub sign_key: Option<&'a Path>,
+    pub version: Option<&'a str>,
+}
+
+/// Where a publication goes: a registry's tag, or an OCI image layout tar file.
+enum Destination {
+    Registry(Reference, String),
+    Layout(PathBuf),
+}
+
+impl Destination {
+    fn parse(destination: &str) -> Result<Destination, HostError> {
+        if Reference::is_reference(destination) {
+            let reference = Reference::parse(destination)?;
+            if reference.digest.is_some() {
+                return Err(HostError::usage(
+                    "publish to a tag (oci://<registry>/<repository>:<tag>): a digest names what is already there",
+                ));
+            }
+            let tag = reference.tag.clone().expect("a reference without a digest has a tag");
+            Ok(Destination::Registry(reference, tag))
+        } else if destination.ends_with(".tar") {
+            Ok(Destination::Layout(PathBuf::from(destination)))
+        } else {
+            Err(HostError::usage(format!(
+                "publish to oci://<registry>/<repository>:<tag>, or to a file ending in .tar (an OCI image layout), not {:?}",
+                display::line(destination)
+            )))
+        }
+    }
+
+    /// Push `publication` there (a layout tagged `tag`); how it is named for people.
+    fn put(&self, publication: &Publication, tag: &str, options: &Options) -> Result<String, HostError> {
+        match self {
+            Destination::Registry(reference, tag) => {
+                let digest = Registry::new(reference, options).push(publication, tag)?;
+                Ok(format!("{reference} (digest {digest})"))
+            }
+            Destination::Layout(path) => {
+                publication.write_layout(path, tag)?;
+                Ok(format!("{} (an OCI image layout; tag {}, digest {})", path.display(), display::line(tag), publication.digest))
+            }
+        }
+    }
+}
+
 /// `plugin publish <dir> <destination>`: the driver package at `source` (checked to load on this
-/// host), signed with the private key at `sign_key` if given, pushed to `destination` (`oci://...:tag`)
-/// or written as an OCI image layout tar (a path ending in `.tar`, tagged with its version).
-pub fn publish(
-    source: &Path,
-    manifest: Option<&Path>,
-    destination: &str,
-    sign_key: Option<&Path>,
-    options: &Options,
-) -> Result<String, HostError> {
-    let package = Package::read(source, manifest)?;
+/// host), or the agent type's directory (checked as an install checks it), signed with the private key
+/// `how.sign_key` if given, pushed to `destination` (`oci://...:tag`) or written as an OCI image layout
+/// tar (a path ending in `.tar`, tagged with its version).
+pub fn publish(axes: &Axes, source: &Path, destination: &str, how: &Publishing, options: &Options) -> Result<String, HostError> {
+    let destination = Destination::parse(destination)?;
+    if how.manifest.is_none() && TypePackage::is_type_dir(axes.types_dirs(), source) {
+        return publish_type(axes, source, &destination, how, options);
+    }
+    if how.version.is_some() {
+        return Err(HostError::usage("--version is for an agent type: a driver's version is its agmsg-driver.toml's"));
+    }
+    let package = Package::read(source, how.manifest)?;
     let m = &package.manifest;
     let report = workflow::examine(&runtime()?, m, &package.wasm, &package.sha256);
     report.verdict.map_err(|e| HostError::refused(format!("refusing to publish {}/{}: {e}", m.axis, m.name)))?;
     let text = m.installed_text();
     let statement = signature::statement(m.axis, &m.name, &m.version, &digest_of(&package.wasm), &digest_of(text.as_bytes()));
-    let signed = sign_key.map(|key| signature::sign(key, &statement)).transpose()?;
+    let signed = how.sign_key.map(|key| signature::sign(key, &statement)).transpose()?;
     let publication = Publication::new(&m.name, &m.version, &package.wasm, &text, signed.as_ref().map(|(sig, _)| sig.as_slice()));
-    let published = if Reference::is_reference(destination) {
-        let reference = Reference::parse(destination)?;
-        if reference.digest.is_some() {
-            return Err(HostError::usage("publish to a tag (oci://<registry>/<repository>:<tag>): a digest names what is already there"));
-        }
-        let tag = reference.tag.clone().expect("a reference without a digest has a tag");
-        let digest = Registry::new(&reference, options).push(&publication, &tag)?;
-        format!("{reference} (digest {digest})")
-    } else if destination.ends_with(".tar") {
-        publication.write_layout(Path::new(destination), &m.version)?;
-        format!("{destination} (an OCI image layout; tag {}, digest {})", display::line(&m.version), publication.digest)
-    } else {
-        return Err(HostError::usage(format!(
-            "publish to oci://<registry>/<repository>:<tag>, or to a file ending in .tar (an OCI image layout), not {:?}",
-            display::line(destination)
-        )));
-    };
+    let published = destination.put(&publication, &m.version, options)?;
     let mut out = format!(
         "published {}/{} {} ({}) to {published}\n",
         m.axis,
@@ -288,13 +403,48 @@ pub fn publish(
         display::line(&m.version),
         size_text(package.wasm.len() as u64)
     );
-    out.push_str(&match &signed {
-        Some((_, fingerprint)) => {
+    out.push_str(&signed_text(signed.as_ref().map(|(_, fingerprint)| fingerprint.as_str())));
+    Ok(out)
+}
+
+/// `plugin publish` of an agent type's directory: its files as one tar layer, its version the
+/// `--version` given, else the tag.
+fn publish_type(axes: &Axes, source: &Path, destination: &Destination, how: &Publishing, options: &Options) -> Result<String, HostError> {
+    let package = TypePackage::read(axes.types_dirs(), source)?;
+    if let Some(report) = package.examine_plug(&runtime()?) {
+        report.verdict.map_err(|e| HostError::refused(format!("refusing to publish types/{}: its plug component: {e}", package.name)))?;
+    }
+    let version = match (how.version, destination) {
+        (Some(version), _) => version.to_owned(),
+        (None, Destination::Registry(_, tag)) => tag.clone(),
+        (None, Destination::Layout(_)) => {
+            return Err(HostError::usage("an agent type's files name no version: give one with --version <semver>"));
+        }
+    };
+    if crate::semver::semver_parts(&version).is_none() {
+        return Err(HostError::usage(format!(
+            "an agent type is published with a semantic version (--version, else the tag), not {:?}",
+            display::line(&version)
+        )));
+    }
+    let tar = package.files.tree.to_tar();
+    let statement = signature::type_statement(&package.name, &version, &digest_of(&tar));
+    let signed = how.sign_key.map(|key| signature::sign(key, &statement)).transpose()?;
+    let publication = Publication::new_type(&package.name, &version, &tar, signed.as_ref().map(|(sig, _)| sig.as_slice()));
+    let published = destination.put(&publication, &version, options)?;
+    let mut out =
+        format!("published types/{} {} ({}) to {published}\n", package.name, display::line(&version), size_text(tar.len() as u64));
+    out.push_str(&signed_text(signed.as_ref().map(|(_, fingerprint)| fingerprint.as_str())));
+    Ok(out)
+}
+
+fn signed_text(fingerprint: Option<&str>) -> String {
+    match fingerprint {
+        Some(fingerprint) => {
             format!("signed by {fingerprint}: users pin your public key with `agmsg-host plugin keys add <name> <your key>.pub`\n")
         }
         None => "unsigned: users are told so (--sign-key <your ed25519 private key> signs it)\n".to_owned(),
-    });
-    Ok(out)
+    }
 }
 
 /// `plugin keys add <name> <key>`: `key` is an OpenSSH public key line or a `.pub` file.

@@ -234,9 +234,14 @@ impl AgentTypeFiles {
     /// another driver or asks for capabilities (a type's plug runs with none), or its plug component is
     /// missing. Each is [`crate::error::ExitClass::Refused`].
     pub fn read(kind: &dyn DirPackage, name: &str, dir: &Path) -> Result<AgentTypeFiles, HostError> {
+        Self::from_tree(kind, name, dir, super::tree::read(dir)?)
+    }
+
+    /// [`AgentTypeFiles::read`] of a tree already read (a published type's, from its artifact), `dir`
+    /// naming where it came from in messages.
+    pub fn from_tree(kind: &dyn DirPackage, name: &str, dir: &Path, tree: super::tree::Tree) -> Result<AgentTypeFiles, HostError> {
         let axis = kind.axis();
         let manifest_file = axis.dir_manifest().expect("an axis with directory packages names their manifest");
-        let tree = super::tree::read(dir)?;
         let conf_path = dir.join(manifest_file);
         let conf_bytes = tree
             .file(Path::new(manifest_file))

@@ -27,6 +27,13 @@ pub fn statement(axis: Axis, name: &str, version: &str, component_digest: &str, 
     )
 }
 
+/// What is signed for a published agent type: its name, its version (the publication's tag) and the
+/// digest of the tar of its directory. A first line of its own, so that a driver's signature can never
+/// be taken for a type's.
+pub fn type_statement(name: &str, version: &str, directory_digest: &str) -> String {
+    format!("agmsg-type-signature-v1\naxis types\nname {name}\nversion {version}\ndirectory {directory_digest}\n")
+}
+
 /// Who published a driver, as the user is shown it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Publisher {
@@ -48,7 +55,7 @@ impl Publisher {
     /// One line for the consent.
     pub fn shown(&self) -> String {
         match self {
-            Publisher::Signed(key) => format!("Publisher: {}, whose signature over this component and manifest holds", key.shown()),
+            Publisher::Signed(key) => format!("Publisher: {}, whose signature over what is installed holds", key.shown()),
             Publisher::Unsigned => "Publisher: UNSIGNED: nothing says who published it; you are trusting the registry and its path".into(),
         }
     }

@@ -143,6 +143,83 @@ impl Tree {
     pub fn hashed(&self) -> Vec<(String, Option<(usize, String)>)> {
         self.entries.iter().map(|(p, bytes)| (p.clone(), bytes.as_ref().map(|b| (b.len(), super::sha256_hex(b))))).collect()
     }
+
+    /// The tree as a tar (what a published agent type carries): its entries in order, directories as
+    /// directories, files at 0644, no owner and no time, so the same tree gives the same bytes.
+    pub fn to_tar(&self) -> Vec<u8> {
+        let mut tar = tar::Builder::new(Vec::new());
+        for (path, bytes) in &self.entries {
+            let mut header = tar::Header::new_ustar();
+            header.set_mtime(0);
+            let written = match bytes {
+                Some(bytes) => {
+                    header.set_entry_type(tar::EntryType::Regular);
+                    header.set_mode(0o644);
+                    header.set_size(bytes.len() as u64);
+                    tar.append_data(&mut header, path, bytes.as_slice())
+                }
+                None => {
+                    header.set_entry_type(tar::EntryType::Directory);
+                    header.set_mode(0o755);
+                    header.set_size(0);
+                    tar.append_data(&mut header, path, std::io::empty())
+                }
+            };
+            written.expect("a tar in memory");
+        }
+        tar.into_inner().expect("a tar in memory")
+    }
+
+    /// Read a tar a stranger made as a tree, with [`read`]'s limits: only files and directories (a
+    /// link, a device or anything else is refused), every path inside (none absolute, none climbing),
+    /// each named once and its directories before it, at most [`MAX_DEPTH`] deep, [`MAX_ENTRIES`]
+    /// entries and [`MAX_TOTAL_BYTES`] of files. Nothing is written anywhere.
+    pub fn from_tar(bytes: &[u8], what: &str) -> Result<Tree, HostError> {
+        use std::io::Read;
+        let bad = |why: String| HostError::refused(format!("{what}: {why}"));
+        let mut archive = tar::Archive::new(bytes);
+        let mut entries: Vec<(String, Option<Vec<u8>>)> = Vec::new();
+        let mut total = 0u64;
+        for entry in archive.entries().map_err(|e| bad(format!("not a tar ({e})")))? {
+            let mut entry = entry.map_err(|e| bad(format!("not a tar ({e})")))?;
+            if entries.len() >= MAX_ENTRIES {
+                return Err(bad(format!("more than {MAX_ENTRIES} files")));
+            }
+            let raw = entry.path_bytes().into_owned();
+            let shown = crate::display::line(&String::from_utf8_lossy(&raw)).into_owned();
+            let path = std::str::from_utf8(&raw)
+                .ok()
+                .and_then(|p| normalize(Path::new(p)))
+                .ok_or_else(|| bad(format!("{shown:?} is not a path inside the package")))?;
+            if path.split('/').count() > MAX_DEPTH + 1 {
+                return Err(bad(format!("{shown}: nested more than {MAX_DEPTH} levels")));
+            }
+            if entries.iter().any(|(p, _)| *p == path) {
+                return Err(bad(format!("{shown} is named twice")));
+            }
+            if let Some((parent, _)) = path.rsplit_once('/')
+                && !entries.iter().any(|(p, bytes)| p == parent && bytes.is_none())
+            {
+                return Err(bad(format!("{shown} comes before its directory {parent}")));
+            }
+            match entry.header().entry_type() {
+                tar::EntryType::Directory => entries.push((path, None)),
+                tar::EntryType::Regular => {
+                    let size = entry.header().size().map_err(|e| bad(format!("{shown}: {e}")))?;
+                    if total + size > MAX_TOTAL_BYTES {
+                        return Err(bad(format!("more than {} of files", super::size_text(MAX_TOTAL_BYTES))));
+                    }
+                    let mut file = Vec::with_capacity(size as usize);
+                    (&mut entry).take(size).read_to_end(&mut file).map_err(|e| bad(format!("{shown}: {e}")))?;
+                    total += file.len() as u64;
+                    entries.push((path, Some(file)));
+                }
+                other => return Err(bad(format!("{shown} is not a regular file or a directory ({other:?}; refused)"))),
+            }
+        }
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(Tree { entries })
+    }
 }
 
 /// [`Tree::sha256_without`] from the entries [`Tree::hashed`] gave.
@@ -220,5 +297,51 @@ mod tests {
 
         assert!(std::process::Command::new("mkfifo").arg(t.join("fifo")).status().unwrap().success());
         assert!(read(&t).unwrap_err().message.contains("not a regular file or a directory"));
+    }
+
+    #[test]
+    fn a_tree_goes_through_a_tar_and_a_strangers_tar_is_checked() {
+        let tree = Tree {
+            entries: vec![("sub".into(), None), ("sub/a.md".into(), Some(b"a".to_vec())), ("type.conf".into(), Some(b"name=t\n".to_vec()))],
+        };
+        let tar = tree.to_tar();
+        assert_eq!(tree.to_tar(), tar, "the same tree, the same bytes");
+        let back = Tree::from_tar(&tar, "t").unwrap();
+        assert_eq!(back.entries, tree.entries);
+
+        let one = |path: &str, kind: tar::EntryType, body: &[u8]| {
+            let mut b = tar::Builder::new(Vec::new());
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(kind);
+            h.set_size(body.len() as u64);
+            h.set_mode(0o644);
+            if kind == tar::EntryType::Symlink {
+                h.set_link_name("/etc/passwd").unwrap();
+            }
+            // Written raw: the tar crate's own checks would refuse some of these paths.
+            let name = path.as_bytes();
+            h.as_old_mut().name[..name.len()].copy_from_slice(name);
+            h.set_cksum();
+            b.append(&h, body).unwrap();
+            b.into_inner().unwrap()
+        };
+        for (path, kind, why) in [
+            ("../escape", tar::EntryType::Regular, "not a path inside"),
+            ("/etc/x", tar::EntryType::Regular, "not a path inside"),
+            ("link", tar::EntryType::Symlink, "not a regular file or a directory"),
+            ("dev", tar::EntryType::Char, "not a regular file or a directory"),
+            ("a/b", tar::EntryType::Regular, "comes before its directory a"),
+            ("a/b/c/d/e/f", tar::EntryType::Regular, "nested more than"),
+            ("\u{1b}]2;x\u{7}", tar::EntryType::Symlink, "\\u{1b}"),
+        ] {
+            let e = Tree::from_tar(&one(path, kind, b"x"), "t").unwrap_err().message;
+            assert!(e.contains(why), "{path:?}: {e}");
+            assert!(!e.contains('\u{1b}'), "{e:?}");
+        }
+        let mut twice = tree.to_tar();
+        twice.truncate(twice.len() - 1024);
+        twice.extend_from_slice(&one("type.conf", tar::EntryType::Regular, b"x"));
+        assert!(Tree::from_tar(&twice, "t").unwrap_err().message.contains("type.conf is named twice"));
+        assert!(Tree::from_tar(&[7u8; 1024], "t").unwrap_err().message.contains("not a tar"));
     }
 }

@@ -42,6 +42,9 @@ pub struct Provenance {
     /// The fingerprint of the pinned key that signed it; `None`: it was unsigned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub publisher: Option<String>,
+    /// The version published, for an agent type (whose files name none; a driver's is its manifest's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]

@@ -193,6 +193,8 @@ pub struct TypePackage {
     pub name: String,
     pub dir: PathBuf,
     pub files: AgentTypeFiles,
+    /// Where it was published, when it was read from a registry or an artifact file.
+    pub provenance: Option<Provenance>,
 }
 
 impl TypePackage {
@@ -213,12 +215,44 @@ impl TypePackage {
         agmsg_contract::check_driver_name(&name)
             .map_err(|e| HostError::refused(format!("{}: the type's name: {e}", dir.join(file).display())))?;
         let files = AgentTypeFiles::read(kind, &name, &dir)?;
+        Self::checked(kind, name, dir, files, None)
+    }
+
+    /// A published type: its directory as its artifact carries it (`origin` names where it was read),
+    /// named `name` (the publication's: `type.conf`'s `name=`, when it has one, must agree).
+    pub fn from_tree(
+        kind: &dyn DirPackage,
+        name: &str,
+        origin: &str,
+        tree: super::tree::Tree,
+        provenance: Provenance,
+    ) -> Result<TypePackage, HostError> {
+        let dir = PathBuf::from(origin);
+        agmsg_contract::check_driver_name(name).map_err(|e| HostError::refused(format!("{origin}: the type's name: {e}")))?;
+        let files = AgentTypeFiles::from_tree(kind, name, &dir, tree)?;
+        if !files.conf.value("name").is_empty() && files.conf.value("name") != name {
+            return Err(HostError::refused(format!(
+                "{origin}: published as {name}, but its type.conf says name={}",
+                crate::display::line(files.conf.value("name"))
+            )));
+        }
+        Self::checked(kind, name.to_owned(), dir, files, Some(provenance))
+    }
+
+    /// Every file its `type.conf` names is one of its files.
+    fn checked(
+        kind: &dyn DirPackage,
+        name: String,
+        dir: PathBuf,
+        files: AgentTypeFiles,
+        provenance: Option<Provenance>,
+    ) -> Result<TypePackage, HostError> {
         for (key, named) in kind.named_files(&files.conf) {
             if files.tree.file(Path::new(named)).is_none() {
                 return Err(HostError::refused(format!("{}: its {key} {named:?} is not a file of the directory", dir.display())));
             }
         }
-        Ok(TypePackage { name, dir, files })
+        Ok(TypePackage { name, dir, files, provenance })
     }
 
     /// Its plug component, if it ships one, checked as it would be at load (with no capabilities).
@@ -266,7 +300,8 @@ pub fn install_type(
     let entries: Vec<(&str, Option<&[u8]>)> = package.files.tree.entries.iter().map(|(p, bytes)| (p.as_str(), bytes.as_deref())).collect();
     put_in_place(&axis_dir, name, &entries)?;
     let hashes = (files_sha256.clone(), conf_sha256.clone());
-    let trusted = record_trust(&home, axis, name, &dir, Capabilities::default(), hashes, Capabilities::default(), None)?;
+    let trusted =
+        record_trust(&home, axis, name, &dir, Capabilities::default(), hashes, Capabilities::default(), package.provenance.clone())?;
     let shadowed = kind.shadows(name);
     Ok((trusted, shadowed))
 }

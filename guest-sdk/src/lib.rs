@@ -535,6 +535,7 @@ pub mod bindings {
 }
 
 pub mod agent;
+pub mod crash;
 pub mod file_lock;
 pub mod ids;
 pub mod lock;

@@ -19,24 +19,4 @@
 //! - `index:batch-written`: a read bringing the index up to date (over a pull commit's messages) has
 //!   written their records and id slots, not yet the meta that counts them.
 
-/// Abort here when this is the point (and passage) the environment names.
-#[cfg(test)]
-pub fn crash_point(point: &str) {
-    thread_local! {
-        static PASSED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
-    }
-    if std::env::var("AGMSG_SYNC_CRASH_AT").is_ok_and(|p| p == point) {
-        let hit: u32 = std::env::var("AGMSG_SYNC_CRASH_HIT").ok().and_then(|h| h.parse().ok()).unwrap_or(1);
-        let passed = PASSED.with(|p| {
-            p.set(p.get() + 1);
-            p.get()
-        });
-        if passed >= hit {
-            std::process::abort();
-        }
-    }
-}
-
-#[cfg(not(test))]
-#[inline(always)]
-pub fn crash_point(_point: &str) {}
+pub use agmsg_guest_sdk::crash::crash_point;

@@ -272,29 +272,8 @@ impl agmsg_guest_sdk::storage::ReadStateDriver for Sqlite {
     }
 }
 
-/// Crash injection for the native tests: the child process of a crash test aborts at `point` (no
-/// unwinding, no rollback: a kill). Nothing in a component build.
-/// `AGMSG_SYNC_CRASH_AT` names the point, `AGMSG_SYNC_CRASH_HIT` which passage (1 when unset).
-#[cfg(test)]
-pub fn crash_point(point: &str) {
-    thread_local! {
-        static PASSED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
-    }
-    if std::env::var("AGMSG_SYNC_CRASH_AT").is_ok_and(|p| p == point) {
-        let hit: u32 = std::env::var("AGMSG_SYNC_CRASH_HIT").ok().and_then(|h| h.parse().ok()).unwrap_or(1);
-        let passed = PASSED.with(|p| {
-            p.set(p.get() + 1);
-            p.get()
-        });
-        if passed >= hit {
-            std::process::abort();
-        }
-    }
-}
-
-#[cfg(not(test))]
-#[inline(always)]
-pub fn crash_point(_point: &str) {}
+/// Crash injection for the native tests (the SDK's: a child aborts at `point`; nothing in a component).
+pub use agmsg_guest_sdk::crash::crash_point;
 
 /// After the legacy projection: the rows now mirrored by an event leave this driver's private
 /// `legacy_unlinked` list, or history and unread would show them twice (once per branch).

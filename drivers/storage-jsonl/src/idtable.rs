@@ -92,14 +92,18 @@ impl IdTable {
         levels.last().map_or(0, |l| l.start + l.slots)
     }
 
-    /// Whether `levels` is a well-formed layout for a file of `file_slots` slots.
+    /// Whether `levels` is a well-formed layout for a file of `file_slots` slots. Levels read from a
+    /// damaged meta may hold any numbers: a product or sum past u64 is not a layout (fuzzing findings:
+    /// both overflowed, a panic natively and a wrap in the component).
     pub fn valid(levels: &[Level], file_slots: u64) -> bool {
-        let mut start = 0;
+        let mut start = 0u64;
         for level in levels {
-            if level.start != start || !level.slots.is_power_of_two() || level.entries * 2 > level.slots {
+            let half_full = level.entries.checked_mul(2).is_some_and(|n| n <= level.slots);
+            if level.start != start || !level.slots.is_power_of_two() || !half_full {
                 return false;
             }
-            start += level.slots;
+            let Some(end) = start.checked_add(level.slots) else { return false };
+            start = end;
         }
         start <= file_slots
     }

@@ -106,7 +106,7 @@ pub fn checked_meta(
     let consistent = meta.format == FORMAT
         && meta.covered_len <= log_len
         && meta.fingerprint.len() as u64 == FINGERPRINT.min(meta.covered_len)
-        && records_len >= meta.count * RECORD_SIZE
+        && meta.count.checked_mul(RECORD_SIZE).is_some_and(|bytes| records_len >= bytes)
         && IdTable::valid(&levels, slots)
         && levels.iter().map(|l| l.entries).sum::<u64>() == meta.count
         && {

@@ -210,10 +210,32 @@ fn parse(current: Option<&str>) -> Result<Node<'_>, HostError> {
     serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(|e| HostError::refused(format!("it is not valid JSON ({e})")))?;
     let mut parser = Parser { text, pos: 0 };
     let root = parser.value().map_err(HostError::refused)?;
-    if !matches!(root, Node::Object(_)) {
+    let Node::Object(members) = &root else {
         return Err(HostError::refused("its top level is not a JSON object"));
+    };
+    // The objects delivery looks members up in by name: a key there twice is read as its first by
+    // SQLite (agmsg) and this host, as its last by JavaScript (the agent), so what delivery removes and
+    // what the agent runs could differ (a fuzzing finding: a second "Stop" kept agmsg's turn hook after
+    // `delivery set monitor`, and status said both). Refused: delivery leaves the file as it is.
+    let hooks = members.iter().find(|(k, _)| key_is(k, "hooks")).and_then(|(_, v)| match v {
+        Node::Object(hooks) => Some(hooks),
+        _ => None,
+    });
+    for object in std::iter::once(members).chain(hooks) {
+        if let Some(key) = duplicate_key(object) {
+            return Err(HostError::refused(format!(
+                "its JSON has the key {} twice in one object (readers disagree on which one counts)",
+                crate::display::line(key)
+            )));
+        }
     }
     Ok(root)
+}
+
+/// A key an object holds twice (keys compared as the strings they decode to).
+fn duplicate_key<'a>(members: &[(&'a str, Node<'_>)]) -> Option<&'a str> {
+    let mut seen = std::collections::HashSet::new();
+    members.iter().map(|(k, _)| *k).find(|k| !seen.insert(serde_json::from_str::<String>(k).unwrap_or_else(|_| (*k).to_owned())))
 }
 
 /// The scripts agmsg's hook entries run.
@@ -481,5 +503,17 @@ mod tests {
         assert!(apply(&ctx(false), Mode::Turn, Some("[]")).is_err());
         assert!(apply(&ctx(false), Mode::Turn, Some("{\"hooks\":[]}")).is_err());
         assert!(apply(&ctx(false), Mode::Turn, Some("{\"hooks\":{\"Stop\":{}}}")).is_err());
+    }
+
+    /// A key twice where delivery looks members up (the top level, `hooks`) is refused, also when one
+    /// spelling escapes it; elsewhere it is the user's and kept.
+    #[test]
+    fn a_duplicate_key_where_delivery_looks_is_refused() {
+        for text in [r#"{"hooks":{"Stop":[],"Stop":[]}}"#, r#"{"hooks":{"Stop":[],"\u0053top":[]}}"#, r#"{"a":1,"hooks":{},"a":2}"#] {
+            let e = apply(&ctx(false), Mode::Monitor, Some(text)).unwrap_err();
+            assert!(e.message.contains("twice in one object"), "{text}: {}", e.message);
+            assert_eq!(status(&ctx(false), Some(text)).unwrap().mode, Mode::Off);
+        }
+        assert!(apply(&ctx(false), Mode::Turn, Some(r#"{"permissions":{"allow":[],"allow":[]}}"#)).is_ok());
     }
 }

@@ -654,3 +654,75 @@ fn an_agent_type_is_published_installed_and_updated() {
     let run = ok(plugin(&elsewhere, &["install", file.to_str().unwrap(), "--yes"]));
     assert!(run.stdout.contains("installed types/kiro 2.0.0") && run.stdout.contains("signed by alice"), "{run:?}");
 }
+
+/// A type artifact pushed by hand, hostile three ways: its tar holds a link to a file outside (or a
+/// path climbing out), or its config names the type with terminal escapes. Each is refused, its words
+/// inert (no escape reaches the terminal), nothing installed anywhere.
+#[test]
+fn hostile_a_type_artifact_with_a_link_a_climbing_path_or_escapes_is_refused() {
+    let Some(p) = Published::new() else { return };
+    let tar_of = |entries: &[(&str, tar::EntryType, &[u8])]| {
+        let mut b = tar::Builder::new(Vec::new());
+        for (path, kind, body) in entries {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(*kind);
+            h.set_size(body.len() as u64);
+            h.set_mode(0o644);
+            if *kind == tar::EntryType::Symlink {
+                h.set_link_name("/etc/passwd").unwrap();
+                h.set_size(0);
+            }
+            // Written raw: the tar crate's own checks would refuse a climbing path.
+            h.as_old_mut().name[..path.len()].copy_from_slice(path.as_bytes());
+            h.set_cksum();
+            b.append(&h, if *kind == tar::EntryType::Symlink { &b""[..] } else { *body }).unwrap();
+        }
+        b.into_inner().unwrap()
+    };
+    let conf: &[u8] = b"name=kiro\ncli=kiro\ntemplate=template.md\n";
+    let cases: [(&str, &str, Vec<u8>, &str); 3] = [
+        (
+            "types/linked",
+            "kiro",
+            tar_of(&[("type.conf", tar::EntryType::Regular, conf), ("template.md", tar::EntryType::Symlink, b"")]),
+            "template.md is not a regular file or a directory",
+        ),
+        (
+            "types/climbing",
+            "kiro",
+            tar_of(&[("type.conf", tar::EntryType::Regular, conf), ("../../escape", tar::EntryType::Regular, b"x")]),
+            "\"../../escape\" is not a path inside the package",
+        ),
+        (
+            "types/escapes",
+            "kiro\u{1b}]2;pwned\u{7}",
+            tar_of(&[("type.conf", tar::EntryType::Regular, conf), ("template.md", tar::EntryType::Regular, b"t")]),
+            "the type's name",
+        ),
+    ];
+    for (repo, name, tar, expected) in cases {
+        let config = serde_json::to_vec(&serde_json::json!({ "name": name, "version": "1.0.0" })).unwrap();
+        let config = push_blob(&p.registry, repo, "application/vnd.agmsg.type.config.v1+json", &config);
+        let layer = push_blob(&p.registry, repo, "application/vnd.agmsg.type.v1.tar", &tar);
+        let image = serde_json::json!({
+            "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": config, "layers": [layer],
+        });
+        let (status, _, body) = http(
+            &p.registry.addr,
+            "PUT",
+            &format!("/v2/{repo}/manifests/1.0.0"),
+            &[("Content-Type", "application/vnd.oci.image.manifest.v1+json")],
+            &serde_json::to_vec(&image).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(status, 201, "{}", String::from_utf8_lossy(&body));
+        let run = plugin(&p.env, &["install", &p.at(&format!("{repo}:1.0.0")), "--yes"]);
+        assert!(run.code != 0 && run.stderr.contains(expected), "{repo}: {run:?}");
+        assert!(run.stderr.contains("unsigned") || run.stderr.contains("refusing"), "{repo}: {run:?}");
+        assert!(!run.stderr.contains('\u{1b}') && !run.stdout.contains('\u{1b}'), "{repo}: an escape reached the terminal: {run:?}");
+        assert!(!p.env.dir.path().join(".agents/agmsg/plugins/types").exists(), "{repo}: something was installed");
+    }
+    let escaped: Vec<_> = walk(p.env.dir.path().parent().unwrap()).into_iter().filter(|f| f.ends_with("escape")).collect();
+    assert!(escaped.is_empty(), "written outside the plugin directory: {escaped:?}");
+}

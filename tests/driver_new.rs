@@ -17,11 +17,25 @@ fn new_project(env: &Env, axis: &str, name: &str) -> PathBuf {
     let bin = env.dir.path().join("bin").join("agmsg-host");
     if !bin.exists() {
         std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
-        std::fs::copy(common::BIN, &bin).unwrap();
+        // A link writes nothing; a copy (another file system) may meet ETXTBSY below.
+        if std::fs::hard_link(common::BIN, &bin).is_err() {
+            std::fs::copy(common::BIN, &bin).unwrap();
+        }
     }
     let projects = env.dir.path().join("projects");
     std::fs::create_dir_all(&projects).unwrap();
-    let run: Run = env.program(&bin).current_dir(&projects).args(["driver", "new", axis, name]).output().unwrap().into();
+    // A test thread that forks while this copy's file is still open for writing gives the child that
+    // descriptor until it execs: running the copy meanwhile fails with ETXTBSY. Try again shortly.
+    let mut tries = 0;
+    let run: Run = loop {
+        match env.program(&bin).current_dir(&projects).args(["driver", "new", axis, name]).output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            out => break out.unwrap().into(),
+        }
+    };
     assert_eq!(run.code, 0, "{run:?}");
     let project = projects.join(name);
     assert_self_contained(&project);

@@ -316,7 +316,7 @@ fn imports_beyond_the_grant_or_an_incompatible_version_are_refused_before_runnin
         let wasm = env.dir.path().join(format!("case{i}.wasm"));
         std::fs::write(&wasm, wat::parse_str(wat).unwrap()).unwrap();
         let manifest =
-            format!("name = \"case{i}\"\naxis = \"storage\"\nversion = \"1.0.0\"\napi = \"{api}\"\n[capabilities]\nstore = true\ninert_sockets = true\n");
+            format!("name = \"case{i}\"\naxis = \"storage\"\nversion = \"1.0.0\"\napi = \"{api}\"\n[capabilities]\nstore = true\n");
         let pkg = package(&env, &format!("case{i}"), &wasm, &manifest);
         let run = plugin(&env, &["inspect", pkg.to_str().unwrap()]);
         assert!(run.code == 1 && run.stdout.contains(&format!("Verdict: REFUSED: {expected}")), "{expected}: {run:?}");
@@ -585,7 +585,9 @@ fn consent_is_asked_on_a_real_terminal_and_a_manifest_cannot_drive_it() {
     let escapes = "notes \\u001b]2;pwned\\u0007\\u001b[2J\\u001b[31mred";
     for (answer, name, description) in [("", "hostile", escapes), ("n", "declined", "notes"), ("y", "accepted", "notes")] {
         let env = Env::new();
-        let manifest = format!("name = \"{name}\"\n{HOSTILE_STORAGE}description = \"{description}\"\n[capabilities]\nstore = true\ninert_sockets = true\n");
+        let manifest = format!(
+            "name = \"{name}\"\n{HOSTILE_STORAGE}description = \"{description}\"\n[capabilities]\nstore = true\ninert_sockets = true\n"
+        );
         let pkg = package(&env, name, &fixture("hostile-storage"), &manifest);
         let exit_file = env.dir.path().join("exit");
         let line = format!(

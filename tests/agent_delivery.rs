@@ -344,6 +344,20 @@ fn a_file_that_cannot_be_edited_is_left_as_it_was() {
         assert!(run.stderr.contains("left as it was"), "{run:#?}");
         assert_eq!(pr.read(rel).unwrap(), bad);
     }
+    // A key twice where delivery looks (one `Stop` holding agmsg's hook, one not; the second spelled
+    // with an escape): readers disagree on which counts, so no mode rewrites it.
+    fs::write(pr.file(rel), "{}").unwrap();
+    assert_eq!(pr.set("turn", "claude-code").code, 0);
+    let written = pr.read(rel).unwrap();
+    let twice = written.replacen("{\"hooks\":{", "{\"hooks\":{\"St\\u006fp\":[],", 1);
+    assert_ne!(twice, written, "{written}");
+    for mode in ["monitor", "off", "turn"] {
+        fs::write(pr.file(rel), &twice).unwrap();
+        let run = pr.set(mode, "claude-code");
+        assert_eq!(run.code, 1, "{mode}: {run:#?}");
+        assert!(run.stderr.contains("twice in one object") && run.stderr.contains("left as it was"), "{run:#?}");
+        assert_eq!(pr.read(rel).unwrap(), twice, "{mode}");
+    }
     // Its permissions are kept across a rewrite.
     use std::os::unix::fs::PermissionsExt;
     fs::write(pr.file(rel), "{}").unwrap();

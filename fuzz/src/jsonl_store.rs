@@ -169,15 +169,19 @@ pub fn jsonl_index(data: &[u8]) {
     }
 }
 
-/// `fuzz/corpus/jsonl_{cursors,journal,index}` replayed through their checks, in the driver's unit
-/// tests (CI does not fuzz; scripts/fuzz does).
+/// `fuzz/corpus/jsonl_{line,cursors,journal,index}` replayed through their checks, in the driver's
+/// unit tests (CI does not fuzz; scripts/fuzz does). jsonl.rs is this module's sibling in both crates.
 #[cfg(test)]
 mod replay {
     #[test]
     fn the_kept_corpora_replay() {
         type Target = fn(&[u8]);
-        let targets: [(&str, Target); 3] =
-            [("jsonl_cursors", super::jsonl_cursors), ("jsonl_journal", super::jsonl_journal), ("jsonl_index", super::jsonl_index)];
+        let targets: [(&str, Target); 4] = [
+            ("jsonl_line", super::super::jsonl::jsonl_line),
+            ("jsonl_cursors", super::jsonl_cursors),
+            ("jsonl_journal", super::jsonl_journal),
+            ("jsonl_index", super::jsonl_index),
+        ];
         for (name, target) in targets {
             let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus").join(name);
             let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();

@@ -748,16 +748,15 @@ impl Drop for Importer {
     }
 }
 
-/// `fuzz/corpus/jsonl_line` replayed through the fuzz target's checks of events.rs (issue 39).
+/// The fuzz targets' checks of the store's files (issue 39), replaying their kept corpora
+/// (`fuzz/corpus/jsonl_*`): `events.jsonl`'s lines (jsonl.rs), the cursors, the journal and the index
+/// (jsonl_store.rs). The same two modules, siblings, as in the fuzz crate.
 #[cfg(test)]
-#[path = "../../../fuzz/src/jsonl.rs"]
-mod fuzz_jsonl;
-
-/// `fuzz/corpus/jsonl_{cursors,journal,index}` replayed through the fuzz targets' checks of the store's
-/// other files (issue 39).
-#[cfg(test)]
-#[path = "../../../fuzz/src/jsonl_store.rs"]
-mod fuzz_jsonl_store;
+#[path = "../../../fuzz/src"]
+mod fuzz {
+    pub mod jsonl;
+    mod jsonl_store;
+}
 
 #[cfg(all(test, unix))]
 mod tests {

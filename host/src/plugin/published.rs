@@ -27,6 +27,7 @@ use super::trust::{Provenance, TrustFile};
 use super::workflow::{self, Package, Trusted, TypePackage};
 use super::{sha256_hex, size_text};
 use crate::axis::Axis;
+use crate::capabilities::Capabilities;
 use crate::display;
 use crate::error::HostError;
 use crate::runtime::Runtime;
@@ -105,6 +106,18 @@ impl Published {
         match self {
             Published::Driver(p) => (p.manifest.axis, &p.manifest.name, &p.manifest.version),
             Published::Type(t) => (Axis::Types, &t.name, t.provenance.as_ref().and_then(|p| p.version.as_deref()).unwrap_or("")),
+        }
+    }
+
+    /// The install a directory of it gets, with `consent` deciding the grants.
+    fn install(
+        &self,
+        axes: &Axes,
+        consent: impl FnOnce(&workflow::ConsentRequest) -> Result<Capabilities, HostError>,
+    ) -> Result<(Trusted, Option<&'static str>), HostError> {
+        match self {
+            Published::Driver(package) => workflow::install(&runtime()?, package, consent),
+            Published::Type(package) => workflow::install_type(&runtime()?, axes.types_dirs(), package, consent),
         }
     }
 }
@@ -197,10 +210,7 @@ pub fn install(axes: &Axes, source: &Source, options: &Options, consent: &Consen
         prompt.show(&shown);
         commands::answer(axes, request, consent, prompt)
     };
-    let (trusted, shadowed) = match &fetched.package {
-        Published::Driver(package) => workflow::install(&runtime()?, package, ask)?,
-        Published::Type(package) => workflow::install_type(&runtime()?, axes.types_dirs(), package, ask)?,
-    };
+    let (trusted, shadowed) = fetched.package.install(axes, ask)?;
     Ok(installed_text(&trusted, version, &fetched.origin, &fetched.publisher, shadowed))
 }
 
@@ -293,10 +303,7 @@ pub fn update(axes: &Axes, reference: &str, options: &Options, consent: &Consent
         }
         commands::answer(axes, request, consent, prompt)
     };
-    let (trusted, shadowed) = match &fetched.package {
-        Published::Driver(package) => workflow::install(&runtime()?, package, ask)?,
-        Published::Type(package) => workflow::install_type(&runtime()?, axes.types_dirs(), package, ask)?,
-    };
+    let (trusted, shadowed) = fetched.package.install(axes, ask)?;
     let mut out = if asked {
         String::new()
     } else {

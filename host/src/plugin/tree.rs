@@ -178,7 +178,8 @@ impl Tree {
         use std::io::Read;
         let bad = |why: String| HostError::refused(format!("{what}: {why}"));
         let mut archive = tar::Archive::new(bytes);
-        let mut entries: Vec<(String, Option<Vec<u8>>)> = Vec::new();
+        // By path: a duplicate or a missing parent is one lookup, and the tree comes out sorted.
+        let mut entries: std::collections::BTreeMap<String, Option<Vec<u8>>> = std::collections::BTreeMap::new();
         let mut total = 0u64;
         for entry in archive.entries().map_err(|e| bad(format!("not a tar ({e})")))? {
             let mut entry = entry.map_err(|e| bad(format!("not a tar ({e})")))?;
@@ -194,16 +195,18 @@ impl Tree {
             if path.split('/').count() > MAX_DEPTH + 1 {
                 return Err(bad(format!("{shown}: nested more than {MAX_DEPTH} levels")));
             }
-            if entries.iter().any(|(p, _)| *p == path) {
+            if entries.contains_key(&path) {
                 return Err(bad(format!("{shown} is named twice")));
             }
             if let Some((parent, _)) = path.rsplit_once('/')
-                && !entries.iter().any(|(p, bytes)| p == parent && bytes.is_none())
+                && !matches!(entries.get(parent), Some(None))
             {
                 return Err(bad(format!("{shown} comes before its directory {parent}")));
             }
             match entry.header().entry_type() {
-                tar::EntryType::Directory => entries.push((path, None)),
+                tar::EntryType::Directory => {
+                    entries.insert(path, None);
+                }
                 tar::EntryType::Regular => {
                     let size = entry.header().size().map_err(|e| bad(format!("{shown}: {e}")))?;
                     if total + size > MAX_TOTAL_BYTES {
@@ -212,13 +215,12 @@ impl Tree {
                     let mut file = Vec::with_capacity(size as usize);
                     (&mut entry).take(size).read_to_end(&mut file).map_err(|e| bad(format!("{shown}: {e}")))?;
                     total += file.len() as u64;
-                    entries.push((path, Some(file)));
+                    entries.insert(path, Some(file));
                 }
                 other => return Err(bad(format!("{shown} is not a regular file or a directory ({other:?}; refused)"))),
             }
         }
-        entries.sort_by(|a, b| a.0.cmp(&b.0));
-        Ok(Tree { entries })
+        Ok(Tree { entries: entries.into_iter().collect() })
     }
 }
 

@@ -43,6 +43,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("team_config", team_config),
     ("delivery_files", delivery_files),
     ("describe_watch", describe_watch),
+    ("codex_bridge", codex_bridge),
 ];
 
 /// The targets whose checks live beside a driver's code (fuzz/src/jsonl.rs, fuzz/src/jsonl_store.rs),
@@ -965,5 +966,49 @@ pub fn describe_watch(data: &[u8]) {
         }
         let o = printed(&records::cursor_line(&checked.cursor));
         assert_eq!(field(&o, "cursor").as_str(), Some(checked.cursor.as_str()));
+    }
+}
+
+/// `delivery status codex`'s reading of agmsg's Codex bridge records (`run/codex-bridge.<who>.meta`
+/// and `.pid`, [`BridgeRecord`](agmsg_host::agent::delivery::codex::BridgeRecord)), which any process
+/// that can write the run directory writes. The input is the file name's `<who>`, the meta's text and
+/// the pid file's, split at NUL bytes (both files are read only as UTF-8). The status line is one
+/// inert line whatever they hold, says "running" only for a positive pid the pid file holds, the meta
+/// does not contradict and the process table says is alive; a record is the project's only when its
+/// first `project=` names it and its `type=` is codex or absent.
+pub fn codex_bridge(data: &[u8]) {
+    use agmsg_host::agent::delivery::codex::BridgeRecord;
+    let mut parts = data.splitn(3, |b| *b == 0);
+    let who = String::from_utf8_lossy(parts.next().unwrap_or_default());
+    let Ok(meta) = std::str::from_utf8(parts.next().unwrap_or_default()) else { return };
+    let pid_file = parts.next().map(std::str::from_utf8);
+    let pid_file = match pid_file {
+        Some(Err(_)) => return,
+        Some(Ok(text)) => Some(text),
+        None => None,
+    };
+    let record = BridgeRecord::new(meta, pid_file);
+    let pid = pid_file.and_then(|t| t.trim().parse::<i32>().ok()).filter(|p| *p > 0);
+    for alive in [false, true] {
+        let line = record.status_line(&who, |p| {
+            assert_eq!(Some(p), pid, "asked about a pid the pid file does not hold");
+            alive
+        });
+        assert!(!line.chars().any(agmsg_host::display::is_unsafe), "{line:?}");
+        let shown = agmsg_host::display::line(&who);
+        let status = line.strip_prefix(&format!("Codex bridge {shown}: ")).unwrap_or_else(|| panic!("{line:?}"));
+        if status.starts_with("running") {
+            let pid = pid.expect("running without a pid");
+            assert!(alive && status == format!("running (pid {pid})"), "{line:?}");
+            assert!(record.field("pid").is_none_or(|p| p == pid.to_string()), "{line:?}");
+        }
+    }
+    // With canonicalization the identity, the record is `project`'s exactly when it says so.
+    let project = meta.lines().find_map(|l| l.strip_prefix("project="));
+    let kind = meta.lines().find_map(|l| l.strip_prefix("type="));
+    assert_eq!(record.field("project"), project);
+    for candidate in [project.unwrap_or(""), "/elsewhere", ""] {
+        let expected = project == Some(candidate) && kind.is_none_or(|t| t == "codex");
+        assert_eq!(record.is_for(candidate, str::to_owned), expected, "{candidate:?} {meta:?}");
     }
 }

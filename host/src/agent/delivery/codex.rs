@@ -86,10 +86,48 @@ fn read_small(path: &std::path::Path) -> Option<String> {
     Some(text)
 }
 
+/// One Codex bridge as agmsg's run directory records it: `codex-bridge.<who>.meta` (`key=value` lines:
+/// `project=`, `type=`, `pid=`) and the pid in `codex-bridge.<who>.pid`. Any process that can write
+/// the run directory writes them, so every field is read as data and `who` is shown as one inert line.
+pub struct BridgeRecord<'a> {
+    meta: &'a str,
+    /// The pid file's number, if it holds a positive one.
+    pid: Option<i32>,
+}
+
+impl<'a> BridgeRecord<'a> {
+    /// The record from the meta file's text and the pid file's (`None`: unreadable).
+    pub fn new(meta: &'a str, pid_file: Option<&str>) -> BridgeRecord<'a> {
+        BridgeRecord { meta, pid: pid_file.and_then(|t| t.trim().parse::<i32>().ok()).filter(|pid| *pid > 0) }
+    }
+
+    /// A meta key's value: its first `key=` line.
+    pub fn field(&self, key: &str) -> Option<&'a str> {
+        self.meta.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+    }
+
+    /// Whether it is a Codex bridge of `project` (both sides canonicalized by `canonical`).
+    pub fn is_for(&self, project: &str, canonical: impl Fn(&str) -> String) -> bool {
+        self.field("project").is_some_and(|p| canonical(p) == project) && self.field("type").is_none_or(|t| t == "codex")
+    }
+
+    /// Its line in `delivery status codex`, `alive` telling whether a pid is a live process.
+    pub fn status_line(&self, who: &str, alive: impl Fn(i32) -> bool) -> String {
+        let who = crate::display::line(who);
+        match self.pid {
+            Some(pid) if self.field("pid").is_some_and(|p| p != pid.to_string()) => {
+                format!("Codex bridge {who}: its pid file and its metadata disagree (stale)")
+            }
+            Some(pid) if alive(pid) => format!("Codex bridge {who}: running (pid {pid})"),
+            Some(pid) => format!("Codex bridge {who}: not running (stale pid file, pid {pid})"),
+            None => format!("Codex bridge {who}: not running (its pid file holds no pid)"),
+        }
+    }
+}
+
 /// The lines `delivery status codex` adds: the Codex bridges agmsg's run directory records for this
-/// project (agmsg's status reports each bridge; agmsg-host, which runs none, reads agmsg's records:
-/// `run/codex-bridge.<team>.<agent>.pid` and `.meta`, whose `project=` and `type=` must be this
-/// project's and codex), each alive or stale, or that there is none.
+/// project (agmsg's status reports each bridge; agmsg-host, which runs none, reads agmsg's records,
+/// [`BridgeRecord`]), each alive or stale, or that there is none.
 pub fn bridge_status(ctx: &Context) -> Vec<String> {
     let run = std::path::Path::new(&ctx.skill_dir).join("run");
     let canonical = |p: &str| std::fs::canonicalize(p).map(|p| p.to_string_lossy().into_owned()).unwrap_or_else(|_| p.to_owned());
@@ -101,20 +139,10 @@ pub fn bridge_status(ctx: &Context) -> Vec<String> {
     for name in names {
         let Some(who) = name.strip_prefix("codex-bridge.").and_then(|n| n.strip_suffix(".pid")) else { continue };
         let Some(meta) = read_small(&run.join(format!("codex-bridge.{who}.meta"))) else { continue };
-        let field = |key: &str| meta.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix('=')).map(str::to_owned);
-        if field("project").is_none_or(|p| canonical(&p) != project) || field("type").is_some_and(|t| t != "codex") {
-            continue;
+        let record = BridgeRecord::new(&meta, read_small(&run.join(&name)).as_deref());
+        if record.is_for(&project, canonical) {
+            lines.push(record.status_line(who, |pid| crate::pid::alive(pid) && !crate::pid::zombie(pid)));
         }
-        let who = crate::display::line(who);
-        let pid = read_small(&run.join(&name)).and_then(|t| t.trim().parse::<i32>().ok()).filter(|pid| *pid > 0);
-        lines.push(match pid {
-            Some(pid) if field("pid").is_some_and(|p| p != pid.to_string()) => {
-                format!("Codex bridge {who}: its pid file and its metadata disagree (stale)")
-            }
-            Some(pid) if crate::pid::alive(pid) && !crate::pid::zombie(pid) => format!("Codex bridge {who}: running (pid {pid})"),
-            Some(pid) => format!("Codex bridge {who}: not running (stale pid file, pid {pid})"),
-            None => format!("Codex bridge {who}: not running (its pid file holds no pid)"),
-        });
     }
     if lines.is_empty() {
         lines.push("Codex bridge: none recorded for this project (agmsg-host runs none: agmsg's starts with a Codex session".to_owned());

@@ -20,7 +20,7 @@
 //! - [`target`]: `<project>/<hooks_file>` opened component by component without following a symlink,
 //!   read (capped), written through an anonymous file renamed into place, or removed.
 
-mod codex;
+pub mod codex;
 pub mod component;
 pub mod forms;
 pub mod json_hooks;

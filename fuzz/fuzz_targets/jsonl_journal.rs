@@ -3,4 +3,4 @@
 #[global_allocator]
 static ALLOC: agmsg_fuzz::Counting = agmsg_fuzz::Counting;
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| agmsg_fuzz::run(agmsg_fuzz::jsonl_store::jsonl_journal, data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| agmsg_fuzz::run(agmsg_storage_jsonl::fuzz_check::store::jsonl_journal, data));

@@ -1,6 +1,6 @@
 //! `read-cursors.tsv`'s text: `team<TAB>agent<TAB>position` lines, the last line for a pair wins. Its
 //! reader and writer over text (the store's file is read and written by the crate root), so that the
-//! fuzz crate compiles this file too (fuzz/src/jsonl_store.rs, issue 39).
+//! fuzz check `jsonl_cursors` hands it bytes (src/fuzz_check/store.rs, issue 39).
 
 use std::collections::HashMap;
 

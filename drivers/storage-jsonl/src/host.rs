@@ -1,17 +1,17 @@
 //! What the driver asks of the host around the store: where the store is, the host's store lock, and
 //! its log. In the component these are `agmsg_guest_sdk`'s (the preopened `/store`, `StoreLock`,
-//! `log`). A native unit test has no host, and any host call aborts it (the bindings' import
-//! stubs are `unreachable!()`), so under `cfg(test)` they are stand-ins: the store is a directory the
+//! `log`). A native build (the unit tests, the fuzz checks) has no host, and any host call aborts it (the
+//! bindings' import stubs are `unreachable!()`), so there they are stand-ins: the store is a directory the
 //! test chose for its thread (or, in a crash test's child process, `AGMSG_SYNC_CRASH_DB`), the host's
 //! lock is none (agmsg's `events.jsonl.lock/` still excludes every other op), and a warning goes to
 //! stderr. The shipped component compiles only the first halves.
 
-#[cfg(not(test))]
+#[cfg(not(any(test, fuzzing)))]
 pub use component::*;
-#[cfg(test)]
+#[cfg(any(test, fuzzing))]
 pub use native::*;
 
-#[cfg(not(test))]
+#[cfg(not(any(test, fuzzing)))]
 mod component {
     use agmsg_guest_sdk::storage::{DriverError, StoreLock};
 
@@ -40,7 +40,7 @@ mod component {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, fuzzing))]
 mod native {
     use std::cell::RefCell;
     use std::path::{Path, PathBuf};

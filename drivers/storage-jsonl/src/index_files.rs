@@ -1,7 +1,7 @@
 //! The index's files as bytes (see [`crate::index`]): `messages.bin`'s fixed-size records and
 //! `meta.json`, decoded and checked against the log and the other files. No file is opened here, so
-//! the fuzz crate compiles this file too (fuzz/src/jsonl_store.rs, issue 39): an index file is the
-//! driver's to write, but any process with the store's directory can change it.
+//! the fuzz check `jsonl_index` (src/fuzz_check/store.rs, issue 39) hands it bytes: an index file is
+//! the driver's to write, but any process with the store's directory can change it.
 
 use serde::{Deserialize, Serialize};
 

@@ -14,6 +14,8 @@
 mod agmsg_lock;
 mod cursors;
 mod events;
+#[cfg(any(test, fuzzing))]
+pub mod fuzz_check;
 mod generation;
 mod host;
 mod idtable;
@@ -746,16 +748,6 @@ impl Drop for Importer {
             self.remove_staging();
         }
     }
-}
-
-/// The fuzz targets' checks of the store's files (issue 39), replaying their kept corpora
-/// (`fuzz/corpus/jsonl_*`): `events.jsonl`'s lines (jsonl.rs), the cursors, the journal and the index
-/// (jsonl_store.rs). The same two modules, siblings, as in the fuzz crate.
-#[cfg(test)]
-#[path = "../../../fuzz/src"]
-mod fuzz {
-    pub mod jsonl;
-    mod jsonl_store;
 }
 
 #[cfg(all(test, unix))]

@@ -1,8 +1,8 @@
 //! The log read as agmsg's sync journal, from its bytes: as strict as agmsg's `readRecords` (every
 //! record ends with a newline, so a torn last line refuses the whole log; each is UTF-8 and exactly one
 //! JSON value with no duplicate key at any depth; empty lines are skipped). [`super::journal`] reads the
-//! store's log through these steps; [`records_in`] reads a buffer through the same ones, and the fuzz
-//! crate compiles this file (fuzz/src/jsonl_store.rs, issue 39).
+//! store's log through these steps; [`records_in`] reads a buffer through the same ones (the fuzz check
+//! `jsonl_journal` hands it bytes: src/fuzz_check/store.rs, issue 39).
 
 use std::collections::HashSet;
 

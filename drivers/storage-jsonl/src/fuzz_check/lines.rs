@@ -4,10 +4,6 @@
 //! `type`; a `message_sent` / `message_read` one holds its fields as strings (others are ignored); a
 //! `sync_pull_commit` holds the imported messages' `local_event`s; blank lines and other types hold
 //! none. `visit_line` (the index's borrowing walk) gives the same events.
-//!
-//! Shared: the fuzz crate compiles it beside the driver's events.rs (fuzz/src/lib.rs), and the
-//! driver's unit tests include it, beside jsonl_store.rs, which replays `fuzz/corpus/jsonl_line` (so
-//! `crate::events` is the driver's module in both).
 
 use agmsg_guest_sdk::storage::{Event, Message, ReadMark};
 use serde_json::{Map, Value};

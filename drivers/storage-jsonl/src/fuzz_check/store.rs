@@ -1,12 +1,7 @@
-//! The jsonl driver's store files besides `events.jsonl`'s message lines (jsonl.rs): `read-cursors.tsv`
+//! The jsonl driver's store files besides `events.jsonl`'s message lines (lines.rs): `read-cursors.tsv`
 //! (`jsonl_cursors`), the log read as agmsg's sync journal and folded into a binding's state
 //! (`jsonl_journal`), and the index's `meta.json` and `messages.bin` (`jsonl_index`). Any process with
 //! the store's directory can write them; the driver reads them before every op.
-//!
-//! Shared, as jsonl.rs is: the fuzz crate compiles it beside the driver's cursors.rs, sync/records.rs,
-//! sync/fold.rs and index_files.rs (fuzz/src/lib.rs), and the driver's unit tests include it to replay
-//! the three corpora (so `crate::...` are the driver's modules in both). So it names only what both
-//! have: no `Src`, no allocation counting (the fuzz binaries count, through `run`).
 
 use agmsg_guest_sdk::storage::{DriverError, is_lower_uuid, is_sequence};
 
@@ -165,37 +160,6 @@ pub fn jsonl_index(data: &[u8]) {
             assert!(i < whole);
             let at = |k: usize| Record::decode(&records[k * RECORD_SIZE as usize..(k + 1) * RECORD_SIZE as usize]);
             assert!(!valid(&at(i)) && (0..i).all(|k| valid(&at(k))), "record {i}");
-        }
-    }
-}
-
-/// `fuzz/corpus/jsonl_{line,cursors,journal,index}` replayed through their checks, in the driver's
-/// unit tests (CI does not fuzz; scripts/fuzz does). jsonl.rs is this module's sibling in both crates.
-#[cfg(test)]
-mod replay {
-    #[test]
-    fn the_kept_corpora_replay() {
-        type Target = fn(&[u8]);
-        let targets: [(&str, Target); 4] = [
-            ("jsonl_line", super::super::jsonl::jsonl_line),
-            ("jsonl_cursors", super::jsonl_cursors),
-            ("jsonl_journal", super::jsonl_journal),
-            ("jsonl_index", super::jsonl_index),
-        ];
-        for (name, target) in targets {
-            let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus").join(name);
-            let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
-            files.sort();
-            assert!(!files.is_empty(), "{} holds no input", dir.display());
-            for file in files {
-                let data = std::fs::read(&file).unwrap();
-                let started = std::time::Instant::now();
-                if let Err(e) = std::panic::catch_unwind(|| target(&data)) {
-                    let why = e.downcast_ref::<String>().cloned().or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()));
-                    panic!("{}: {}", file.display(), why.unwrap_or_default());
-                }
-                assert!(started.elapsed() < std::time::Duration::from_secs(10), "{}: a hang", file.display());
-            }
         }
     }
 }

@@ -1,0 +1,6 @@
+#![no_main]
+
+#[global_allocator]
+static ALLOC: agmsg_fuzz::Counting = agmsg_fuzz::Counting;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| agmsg_fuzz::run(agmsg_storage_jsonl::fuzz_check::catch_up::jsonl_catch_up, data));

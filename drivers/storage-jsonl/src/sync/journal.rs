@@ -4,7 +4,8 @@
 //! refuses the whole log), is UTF-8 and exactly one JSON value with no duplicate key at any depth;
 //! empty lines are skipped. Appending is one journaled write: the log's old length goes to the
 //! driver's append journal first, so a write cut short (an error, a kill, the call deadline) is cut
-//! back, now or by the next op, and agmsg's reader never meets a torn record; then one `fsync`.
+//! back, now or by the next op, and agmsg's reader never meets a torn record; then one `fsync`. The
+//! journal's creation and its removal (the commit point) are each made durable with a directory sync.
 //!
 //! Bulk (a page of 1,000 sealed envelopes of up to 1 MiB each) never sits in memory whole: entries are
 //! staged in a file in the index directory and written as several records of at most
@@ -78,6 +79,7 @@ pub fn append_lines(mut next: impl FnMut() -> Result<Option<Vec<u8>>, DriverErro
     // directory it is kept in is missing in a store agmsg made until an op here reads through the index.
     std::fs::create_dir_all(index_path("")).map_err(io_error)?;
     crate::rewrite(&format!("{}/{}", crate::index::DIR, crate::APPEND_JOURNAL), start.to_string().as_bytes())?;
+    crate::sync_dir(&index_path(""));
     super::crash::crash_point("append:journaled");
     let mut at = start;
     let written = (|| {
@@ -106,6 +108,8 @@ pub fn append_lines(mut next: impl FnMut() -> Result<Option<Vec<u8>>, DriverErro
     if let Err(e) = std::fs::remove_file(index_path(crate::APPEND_JOURNAL)) {
         return Err(undo(io_error(e)));
     }
+    // The commit point: a journal that came back after a power cut would cut the lines away.
+    crate::sync_dir(&index_path(""));
     super::crash::crash_point("append:committed");
     Ok(start)
 }

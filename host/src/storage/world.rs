@@ -216,3 +216,36 @@ impl From<wit::Description> for Description {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    /// The SDK's list (guest-sdk/src/storage.rs, `optional_interfaces!`) and this world's `optional`
+    /// list name the same interfaces, each with its `storage-<name>` world in the WIT: a driver author
+    /// can export exactly what the host looks for, and nothing the host would never call.
+    #[test]
+    fn the_sdk_and_the_host_know_the_same_optional_interfaces() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let sdk = std::fs::read_to_string(root.join("guest-sdk/src/storage.rs")).unwrap();
+        let list = sdk.split("\noptional_interfaces! {").nth(1).and_then(|rest| rest.split('}').next()).expect("the SDK's list");
+        let mut in_sdk: Vec<String> = list
+            .lines()
+            .filter_map(|line| line.trim().split_once(" => "))
+            .map(|(name, world)| {
+                let kebab = name.replace('_', "-");
+                assert!(world.starts_with(&format!("\"agmsg:storage/storage-{kebab}@")), "{name} => {world}");
+                name.to_owned()
+            })
+            .collect();
+        let mut in_host: Vec<String> = super::Offers::NAMES.iter().map(|n| n.to_string()).collect();
+        in_sdk.sort();
+        in_host.sort();
+        assert_eq!(in_sdk, in_host);
+        let wit = std::fs::read_to_string(root.join("wit/storage/storage.wit")).unwrap();
+        for name in in_host {
+            let kebab = name.replace('_', "-");
+            assert!(wit.contains(&format!("world storage-{kebab} {{\n  export {kebab};\n}}")), "no world storage-{kebab} in the WIT");
+        }
+    }
+}

@@ -4,7 +4,7 @@
 //! bindings' import stubs are `unreachable!()`), so there they are stand-ins: the store is a directory the
 //! test chose for its thread (or, in a crash test's child process, `AGMSG_SYNC_CRASH_DB`), the host's
 //! lock is none (agmsg's `events.jsonl.lock/` still excludes every other op), and a warning goes to
-//! stderr. The shipped component compiles only the first halves.
+//! stderr (nowhere in the fuzz build). The shipped component compiles only the first halves.
 
 #[cfg(not(any(test, fuzzing)))]
 pub use component::*;
@@ -75,14 +75,21 @@ mod native {
     }
 
     pub fn debug(message: &str) {
-        eprintln!("jsonl debug: {message}");
+        say("debug", message);
     }
 
     pub fn info(message: &str) {
-        eprintln!("jsonl info: {message}");
+        say("info", message);
     }
 
     pub fn warn(message: &str) {
-        eprintln!("jsonl warn: {message}");
+        say("warn", message);
+    }
+
+    /// To stderr in a test; nowhere in the fuzz build, which runs millions of ops.
+    fn say(level: &str, message: &str) {
+        if !cfg!(fuzzing) {
+            eprintln!("jsonl {level}: {message}");
+        }
     }
 }

@@ -116,16 +116,17 @@ fn append_to(path: &str, lines: &[String], synced: bool) -> Result<(), DriverErr
 
 /// Sync the store directory, so that a rename into it survives a power cut.
 fn sync_store_dir() {
-    sync_dir(&host::store_dir());
+    sync_dir(host::store_dir());
 }
 
 /// Sync a directory, so that a rename into it or a removal from it survives a power cut (a journal's
 /// creation and removal are commit points). WASI can: a directory descriptor's `sync` fsyncs the
 /// directory. The change itself has happened either way, so a failure is reported as a warning, not
 /// as a failed op.
-fn sync_dir(dir: &str) {
+fn sync_dir(dir: impl AsRef<std::path::Path>) {
+    let dir = dir.as_ref();
     if let Err(e) = std::fs::File::open(dir).and_then(|dir| dir.sync_all()) {
-        host::warn(&format!("jsonl: syncing {dir} after a rename or a removal failed: {e}"));
+        host::warn(&format!("jsonl: syncing {} after a rename or a removal failed: {e}", dir.display()));
     }
 }
 
@@ -540,7 +541,7 @@ fn roll_back_interrupted_import() -> Result<(), DriverError> {
     sync::crash::crash_point("recover:cut-back");
     host::warn("jsonl: an import was interrupted (or a sync commit) while it was being written; its lines were removed from the log");
     std::fs::remove_file(&journal).map_err(io_error)?;
-    sync_dir(&index_path(""));
+    sync_dir(index_path(""));
     for staged in [STAGED_LINES, STAGED_IDS, STAGED_READS] {
         let _ = std::fs::remove_file(index_path(staged));
     }
@@ -725,7 +726,7 @@ impl Importer {
         let mut at = log.metadata().map_err(io_error)?.len();
         // The journal first: from here until it is removed, the next op undoes what was appended.
         rewrite(&format!("{DIR_NAME}/{IMPORT_JOURNAL}"), at.to_string().as_bytes())?;
-        sync_dir(&index_path(""));
+        sync_dir(index_path(""));
         if at > 0 {
             let mut last = [0u8; 1];
             read_full_at(&log, &mut last, at - 1).map_err(io_error)?;
@@ -747,7 +748,7 @@ impl Importer {
         log.sync_all().map_err(io_error)?;
         std::fs::remove_file(index_path(IMPORT_JOURNAL)).map_err(io_error)?;
         // The commit point: a journal that came back after a power cut would cut the import away.
-        sync_dir(&index_path(""));
+        sync_dir(index_path(""));
         Ok(())
     }
 }

@@ -13,8 +13,11 @@ pub mod catch_up;
 pub mod lines;
 pub mod store;
 
+/// A target's check: one input in, a panic when a property breaks.
+pub type Target = fn(&[u8]);
+
 /// Each target by the name of its binary and corpus directory.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("jsonl_line", lines::jsonl_line),
     ("jsonl_cursors", store::jsonl_cursors),
     ("jsonl_journal", store::jsonl_journal),

@@ -79,7 +79,7 @@ pub fn append_lines(mut next: impl FnMut() -> Result<Option<Vec<u8>>, DriverErro
     // directory it is kept in is missing in a store agmsg made until an op here reads through the index.
     std::fs::create_dir_all(index_path("")).map_err(io_error)?;
     crate::rewrite(&format!("{}/{}", crate::index::DIR, crate::APPEND_JOURNAL), start.to_string().as_bytes())?;
-    crate::sync_dir(&index_path(""));
+    crate::sync_dir(index_path(""));
     super::crash::crash_point("append:journaled");
     let mut at = start;
     let written = (|| {
@@ -109,7 +109,7 @@ pub fn append_lines(mut next: impl FnMut() -> Result<Option<Vec<u8>>, DriverErro
         return Err(undo(io_error(e)));
     }
     // The commit point: a journal that came back after a power cut would cut the lines away.
-    crate::sync_dir(&index_path(""));
+    crate::sync_dir(index_path(""));
     super::crash::crash_point("append:committed");
     Ok(start)
 }

@@ -46,9 +46,9 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("codex_bridge", codex_bridge),
 ];
 
-/// The targets whose checks live in a driver (the jsonl driver's src/fuzz_check/), replayed by that
-/// driver's unit tests rather than by tests/fuzz_replay.rs.
-pub const DRIVER_TARGETS: &[&str] = &["jsonl_line", "jsonl_cursors", "jsonl_journal", "jsonl_index", "jsonl_catch_up"];
+/// The targets whose checks live in a driver (the jsonl driver's src/fuzz_check/, the sqlite driver's
+/// src/fuzz_check.rs), replayed by that driver's unit tests rather than by tests/fuzz_replay.rs.
+pub const DRIVER_TARGETS: &[&str] = &["jsonl_line", "jsonl_cursors", "jsonl_journal", "jsonl_index", "jsonl_catch_up", "sqlite_store"];
 
 // ---- the allocation bound ----
 

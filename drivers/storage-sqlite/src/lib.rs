@@ -12,6 +12,8 @@
 //! locks on SQLite's lock bytes, so native `sqlite3` processes (agmsg's scripts) and components exclude
 //! each other as two native processes do. Busy waits follow agmsg's 5000 ms.
 
+#[cfg(any(test, fuzzing))]
+pub mod fuzz_check;
 mod legacy;
 mod receipts;
 mod schema;
@@ -81,36 +83,45 @@ struct Session {
     persist_pending: bool,
     /// A read transaction ([`Session::read`]) to end when the session ends.
     reading: bool,
-    _lock: StoreLock,
+    /// The host's store lock (none natively: the fuzz check's sessions, in a process of their own).
+    _lock: Option<StoreLock>,
 }
 
 impl Session {
     /// Lock the store, open `messages.db` and make sure its schema (and the one-time cursor migration)
     /// is in place.
     fn open() -> Result<Session, DriverError> {
-        let mut session = Session::connect()?;
-        session.set_journal_mode()?;
+        Session::connect()?.check_schema()
+    }
+
+    /// [`Session::open`] on a connected session.
+    fn check_schema(mut self) -> Result<Session, DriverError> {
+        self.set_journal_mode()?;
         // A failure here closes the connection rather than keeping one in an unknown state.
-        schema::ensure(session.conn()).map_err(sql_error)?;
-        session.checked = true;
-        Ok(session)
+        schema::ensure(self.conn()).map_err(sql_error)?;
+        self.checked = true;
+        Ok(self)
     }
 
     /// [`Session::open`] for an op that only reads: the schema check and the op's statements in one
     /// read transaction, ended when the session is dropped.
     fn read() -> Result<Session, DriverError> {
-        let mut session = Session::connect()?;
-        session.conn().execute_batch("BEGIN").map_err(sql_error)?;
-        session.reading = true;
-        session.set_journal_mode()?;
-        if !schema::current(session.conn()) {
+        Session::connect()?.begin_read()
+    }
+
+    /// [`Session::read`] on a connected session.
+    fn begin_read(mut self) -> Result<Session, DriverError> {
+        self.conn().execute_batch("BEGIN").map_err(sql_error)?;
+        self.reading = true;
+        self.set_journal_mode()?;
+        if !schema::current(self.conn()) {
             // Creating or migrating the schema needs a write transaction of its own.
-            session.conn().execute_batch("ROLLBACK").map_err(sql_error)?;
-            schema::ensure(session.conn()).map_err(sql_error)?;
-            session.conn().execute_batch("BEGIN").map_err(sql_error)?;
+            self.conn().execute_batch("ROLLBACK").map_err(sql_error)?;
+            schema::ensure(self.conn()).map_err(sql_error)?;
+            self.conn().execute_batch("BEGIN").map_err(sql_error)?;
         }
-        session.checked = true;
-        Ok(session)
+        self.checked = true;
+        Ok(self)
     }
 
     /// [`Session::open`] for an op that writes: the schema check waits for [`Session::write`], which
@@ -128,7 +139,13 @@ impl Session {
             Some(conn) => (conn, false),
             None => (open_connection(OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE, wal)?, !wal),
         };
-        Ok(Session { conn: Some(conn), reusable: !wal, checked: false, persist_pending, reading: false, _lock: lock })
+        Ok(Session::on(conn, !wal, persist_pending, Some(lock)))
+    }
+
+    /// A session on `conn`, nothing read yet; `reusable`: parked for the next op when it ends;
+    /// `persist_pending`: a new rollback-journal connection, put in PERSIST mode by the first transaction.
+    fn on(conn: Connection, reusable: bool, persist_pending: bool, lock: Option<StoreLock>) -> Session {
+        Session { conn: Some(conn), reusable, checked: false, persist_pending, reading: false, _lock: lock }
     }
 
     /// Rollback journal kept between transactions with its header zeroed (PERSIST) rather than deleted
@@ -392,12 +409,7 @@ impl StorageDriver for Sqlite {
 
     fn read_cursor_get(&self, team: &str, agent: &str) -> Result<String, DriverError> {
         let session = Session::read()?;
-        let position: Option<i64> = session
-            .conn()
-            .query_row("SELECT local_position FROM read_cursors WHERE team=?1 AND agent=?2", params![team, agent], |r| r.get(0))
-            .optional()
-            .map_err(sql_error)?;
-        Ok(position.unwrap_or(0).to_string())
+        read_cursor(session.conn(), team, agent)
     }
 
     fn read_cursor_consume(&self, team: &str, agent: &str, cursor: &str, ids: &[String]) -> Result<(), DriverError> {
@@ -417,92 +429,118 @@ impl StorageDriver for Sqlite {
         let after = parse_cursor(cursor)?;
         // One read transaction: the messages and the trailing cursor come from one snapshot.
         let session = Session::read()?;
-        let tx = session.conn();
-        let mut messages = Vec::new();
-        {
-            let mut stmt = tx
-                .prepare_cached(
-                    "SELECT e.id, e.team, e.from_agent, e.to_agent, e.body, e.at, e.seq FROM events e \
-                     WHERE e.type='message_sent' AND e.team=?1 AND e.to_agent=?2 AND e.seq > ?3 \
-                     AND NOT EXISTS (SELECT 1 FROM events r WHERE r.type='message_read' AND r.team=?1 \
-                     AND r.agent=?2 AND r.msg_id=e.id) ORDER BY e.seq",
-                )
-                .map_err(sql_error)?;
-            let mut seen = std::collections::BTreeSet::new();
-            for pair in pairs {
-                if !seen.insert((&pair.team, &pair.agent)) {
-                    continue;
-                }
-                let rows = stmt
-                    .query_map(params![pair.team, pair.agent, as_sql_position(after)], |r| Ok((r.get::<_, i64>(6)?, message_from_row(r)?)))
-                    .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
-                    .map_err(sql_error)?;
-                messages.extend(rows);
-            }
-        }
-        messages.sort_by_key(|(seq, _)| *seq);
-        // Never regress: a cursor beyond the tip comes back unchanged.
-        let tip = high_water(tx).map_err(sql_error)?.max(after);
-        Ok(WatchBatch { messages: messages.into_iter().map(|(_, m)| m).collect(), cursor: tip.to_string() })
+        watch_after(session.conn(), after, pairs)
     }
 
     fn history(&self, team: &str, agent: Option<&str>, limit: Option<u32>) -> Result<Vec<Message>, DriverError> {
         let session = Session::read()?;
-        let conn = session.conn();
-        let sql_limit = limit.map_or(-1, i64::from);
-        // Walk the history index newest first; with a limit this touches only the tail of the log.
-        let mut rows: Vec<(Message, u8, i64)> = conn
-            .prepare_cached(
-                "SELECT id, team, from_agent, to_agent, body, at, seq FROM events INDEXED BY events_history \
-                 WHERE type='message_sent' AND team=?1 AND (?2 IS NULL OR to_agent=?2 OR from_agent=?2) \
-                 ORDER BY at DESC, seq DESC LIMIT ?3",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_map(params![team, agent, sql_limit], |r| Ok((message_from_row(r)?, 1u8, r.get(6)?)))?
-                    .collect::<rusqlite::Result<Vec<_>>>()
-            })
-            .map_err(sql_error)?;
-        rows.extend(legacy::history(conn, team, agent, limit).map_err(sql_error)?);
-        // Most recent N by (time, source, store order), then oldest to newest.
-        rows.sort_by(|a, b| (&b.0.at, b.1, b.2).cmp(&(&a.0.at, a.1, a.2)));
-        if let Some(limit) = limit {
-            rows.truncate(limit as usize);
-        }
-        rows.reverse();
-        Ok(rows.into_iter().map(|(m, _, _)| m).collect())
+        history(session.conn(), team, agent, limit)
     }
 
     fn export_events(&self) -> Result<Box<dyn EventExporter>, DriverError> {
-        let session = Session::open()?;
-        session.conn().execute_batch("BEGIN").map_err(sql_error)?;
-        Ok(Box::new(Exporter { session, after: 0 }))
+        Ok(Box::new(Exporter::begin(Session::open()?)?))
     }
 
     fn import_events(&self) -> Result<Box<dyn EventImporter>, DriverError> {
-        let session = Session::open()?;
-        session.conn().execute_batch("BEGIN IMMEDIATE").map_err(sql_error)?;
-        Ok(Box::new(Importer { session, committed: false }))
+        Ok(Box::new(Importer::begin(Session::open()?)?))
     }
 
     fn compact(&self) -> Result<(), DriverError> {
         let mut session = Session::open()?;
         let tx = session.write()?;
-        // Keep the earliest marker of each (team, agent, msg_id); message_sent is never touched, and the
-        // AUTOINCREMENT high-water (the cursor) is unaffected by deletes.
-        tx.execute(
-            "DELETE FROM events WHERE type='message_read' AND seq NOT IN \
-             (SELECT MIN(seq) FROM events WHERE type='message_read' GROUP BY team, agent, msg_id)",
-            [],
-        )
-        .map_err(sql_error)?;
+        compact(&tx).map_err(sql_error)?;
         tx.commit().map_err(sql_error)
     }
+}
+
+/// `read-cursor-get` on an open store: the pair's delivery cursor (0 when it has none).
+fn read_cursor(conn: &Connection, team: &str, agent: &str) -> Result<String, DriverError> {
+    let position: Option<i64> = conn
+        .query_row("SELECT local_position FROM read_cursors WHERE team=?1 AND agent=?2", params![team, agent], |r| r.get(0))
+        .optional()
+        .map_err(sql_error)?;
+    Ok(position.unwrap_or(0).to_string())
+}
+
+/// `watch-after` on an open store (in one read transaction): the pairs' unread messages past `after`,
+/// and the cursor to watch from next.
+fn watch_after(tx: &Connection, after: u64, pairs: &[Pair]) -> Result<WatchBatch, DriverError> {
+    let mut messages = Vec::new();
+    {
+        let mut stmt = tx
+            .prepare_cached(
+                "SELECT e.id, e.team, e.from_agent, e.to_agent, e.body, e.at, e.seq FROM events e \
+                     WHERE e.type='message_sent' AND e.team=?1 AND e.to_agent=?2 AND e.seq > ?3 \
+                     AND NOT EXISTS (SELECT 1 FROM events r WHERE r.type='message_read' AND r.team=?1 \
+                     AND r.agent=?2 AND r.msg_id=e.id) ORDER BY e.seq",
+            )
+            .map_err(sql_error)?;
+        let mut seen = std::collections::BTreeSet::new();
+        for pair in pairs {
+            if !seen.insert((&pair.team, &pair.agent)) {
+                continue;
+            }
+            let rows = stmt
+                .query_map(params![pair.team, pair.agent, as_sql_position(after)], |r| Ok((r.get::<_, i64>(6)?, message_from_row(r)?)))
+                .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+                .map_err(sql_error)?;
+            messages.extend(rows);
+        }
+    }
+    messages.sort_by_key(|(seq, _)| *seq);
+    // Never regress: a cursor beyond the tip comes back unchanged.
+    let tip = high_water(tx).map_err(sql_error)?.max(after);
+    Ok(WatchBatch { messages: messages.into_iter().map(|(_, m)| m).collect(), cursor: tip.to_string() })
+}
+
+/// `history` on an open store: the team's (or one agent's) last `limit` messages, oldest first.
+fn history(conn: &Connection, team: &str, agent: Option<&str>, limit: Option<u32>) -> Result<Vec<Message>, DriverError> {
+    let sql_limit = limit.map_or(-1, i64::from);
+    // Walk the history index newest first; with a limit this touches only the tail of the log.
+    let mut rows: Vec<(Message, u8, i64)> = conn
+        .prepare_cached(
+            "SELECT id, team, from_agent, to_agent, body, at, seq FROM events INDEXED BY events_history \
+                 WHERE type='message_sent' AND team=?1 AND (?2 IS NULL OR to_agent=?2 OR from_agent=?2) \
+                 ORDER BY at DESC, seq DESC LIMIT ?3",
+        )
+        .and_then(|mut stmt| {
+            stmt.query_map(params![team, agent, sql_limit], |r| Ok((message_from_row(r)?, 1u8, r.get(6)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .map_err(sql_error)?;
+    rows.extend(legacy::history(conn, team, agent, limit).map_err(sql_error)?);
+    // Most recent N by (time, source, store order), then oldest to newest.
+    rows.sort_by(|a, b| (&b.0.at, b.1, b.2).cmp(&(&a.0.at, a.1, a.2)));
+    if let Some(limit) = limit {
+        rows.truncate(limit as usize);
+    }
+    rows.reverse();
+    Ok(rows.into_iter().map(|(m, _, _)| m).collect())
+}
+
+/// `compact` in the caller's write transaction: keep the earliest marker of each (team, agent,
+/// msg_id); message_sent is never touched, and the AUTOINCREMENT high-water (the cursor) is unaffected
+/// by deletes.
+fn compact(tx: &Connection) -> rusqlite::Result<usize> {
+    tx.execute(
+        "DELETE FROM events WHERE type='message_read' AND seq NOT IN \
+         (SELECT MIN(seq) FROM events WHERE type='message_read' GROUP BY team, agent, msg_id)",
+        [],
+    )
 }
 
 /// An export: one read transaction held across pages, under the store lock.
 struct Exporter {
     session: Session,
     after: i64,
+}
+
+impl Exporter {
+    /// The export's read transaction on a checked session ([`Session::open`]).
+    fn begin(session: Session) -> Result<Exporter, DriverError> {
+        session.conn().execute_batch("BEGIN").map_err(sql_error)?;
+        Ok(Exporter { session, after: 0 })
+    }
 }
 
 impl EventExporter for Exporter {
@@ -553,6 +591,14 @@ impl EventExporter for Exporter {
 struct Importer {
     session: Session,
     committed: bool,
+}
+
+impl Importer {
+    /// The import's write transaction on a checked session ([`Session::open`]).
+    fn begin(session: Session) -> Result<Importer, DriverError> {
+        session.conn().execute_batch("BEGIN IMMEDIATE").map_err(sql_error)?;
+        Ok(Importer { session, committed: false })
+    }
 }
 
 impl EventImporter for Importer {

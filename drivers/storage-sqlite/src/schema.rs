@@ -97,10 +97,13 @@ pub fn has_column(conn: &Connection, table: &str, column: &str) -> rusqlite::Res
 
 /// The schema, the additions and the migration, in the caller's write transaction.
 fn create_tables(conn: &Connection) -> rusqlite::Result<()> {
-    conn.execute_batch(AGMSG_SCHEMA)?;
-    if !has_column(conn, "events", "legacy_id")? {
+    // An `events` table from before `legacy_id` gets the column first: AGMSG_SCHEMA indexes it (added
+    // after it, the index failed with "no such column" and no op could open such a store; found by a
+    // seed of fuzz/corpus/sqlite_store, `regress-events-without-legacy-id`).
+    if has_column(conn, "events", "seq")? && !has_column(conn, "events", "legacy_id")? {
         conn.execute_batch("ALTER TABLE events ADD COLUMN legacy_id INTEGER")?;
     }
+    conn.execute_batch(AGMSG_SCHEMA)?;
     conn.execute_batch(PRIVATE_SCHEMA)?;
     legacy::create(conn)?;
     if metadata(conn, CURSOR_MIGRATION_KEY)?.is_none() {

@@ -18,6 +18,7 @@
 //! lock calls, which a native process cannot make, are replaced by `native_locks`: the OFD locks the
 //! host takes, on a descriptor of the database file that each opened file keeps (as the host keeps one
 //! per instance). So the sync tests' crashes also run through this VFS's locking (issue 39).
+//! The fuzz target `sqlite_store` (built with `--cfg fuzzing`) opens its damaged stores the same way.
 
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::OnceLock;
@@ -25,9 +26,9 @@ use std::sync::OnceLock;
 use agmsg_guest_sdk::file_lock::{FileLockError, LockMode};
 use rusqlite::ffi;
 
-#[cfg(not(test))]
+#[cfg(not(any(test, fuzzing)))]
 use host_locks::Owner;
-#[cfg(test)]
+#[cfg(any(test, fuzzing))]
 use native_locks::Owner;
 
 pub const VFS_NAME: &CStr = c"agmsg-host-locks";
@@ -280,7 +281,7 @@ static SHIM_METHODS: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
 
 /// The locks of a component: the host's (`agmsg:host/file-lock`), held by this instance, on the file
 /// named by its last path component in the store.
-#[cfg(not(test))]
+#[cfg(not(any(test, fuzzing)))]
 mod host_locks {
     use agmsg_guest_sdk::file_lock::{self, FileLockError, LockMode};
 
@@ -309,8 +310,9 @@ mod host_locks {
 
 /// The locks in a native unit test: what the host does for an instance, done here on a descriptor of
 /// the file's own (Linux open-file-description locks, which conflict with each other's descriptors and
-/// with native SQLite's POSIX locks, and go with the process).
-#[cfg(test)]
+/// with native SQLite's POSIX locks, and go with the process). Also the fuzz build's (`--cfg fuzzing`,
+/// [`crate::fuzz_check`]), which runs the driver natively too.
+#[cfg(any(test, fuzzing))]
 mod native_locks {
     use std::os::fd::AsRawFd;
 

@@ -182,6 +182,24 @@ fn component_sealer() -> Box<Sealer<'static>> {
     Box::new(push::seal_with_crate)
 }
 
+/// `prepare-push` as the component runs it on `session` (its sealer; `none` envelopes, new reservations
+/// allowed), every candidate read in slices of 4 KiB: for the fuzz check ([`crate::fuzz_check`]).
+#[cfg(any(test, fuzzing))]
+pub fn prepare_push_all(session: Session, binding: &Binding) -> Result<(SyncState, Vec<PushCandidate>), DriverError> {
+    let request =
+        PrepareRequest { envelope_v: 1, profile: agmsg_guest_sdk::storage::WriteProfile::None, max_blob_bytes: 1 << 16, allow_new: true };
+    let mut sealer = component_sealer();
+    let (state, mut pages) = push::prepare(session, binding, 100, &request, &mut *sealer)?;
+    let mut candidates = Vec::new();
+    loop {
+        let page = pages.next_page(4096)?;
+        if page.is_empty() {
+            return Ok((state, candidates));
+        }
+        candidates.extend(page);
+    }
+}
+
 impl SyncDriver for Sqlite {
     fn prepare_push(
         &self,

@@ -1,7 +1,8 @@
 //! The resident server (issue 37): the same answers as in-process, the caller's environment, working
 //! directory and umask per request, one server per user and build however many clients race to start
 //! it, a private directory or none, confined callers run in-process, idle exit, kill -9 of the server
-//! loses no acknowledged op, and a client's signals reach its op.
+//! loses no acknowledged op, a client's signals reach its op, and a warm instance serves only an op of
+//! the same store, driver and grants.
 //!
 //! Each test has a runtime directory of its own (`XDG_RUNTIME_DIR`), so its server is its own.
 
@@ -169,6 +170,69 @@ fn environment_directory_and_umask_are_the_callers() {
     assert!(!s.env.store.exists(), "AGMSG_STORAGE_PATH's store was not used");
 }
 
+/// A spare makes the next op warm: after an op on a store, the next op on the same store with the same
+/// driver runs on an instance made ahead of it (`warm_ops` counts it), with the same answer as
+/// in-process; an op on another store, with a driver file whose bytes changed, or on a store whose
+/// database was replaced is not given it (seen failing with the instance's key reduced to the driver's
+/// name: the op on the other store took the first store's instance and answered with its messages; and
+/// with the key leaving out the store's entries: the op after the replacement read the old database).
+#[test]
+fn a_warm_instance_serves_only_the_same_store_driver_and_grants() {
+    let s = Served::new();
+    s.start();
+    s.env.send("t", "alice", "bob", "in the first store");
+    let warm = || s.status().unwrap()["warm_ops"].as_u64().unwrap();
+    let same_as_in_process = |args: &[&str]| {
+        let ours = run(s.cmd(), args, None);
+        let theirs = run(s.in_process(), args, None);
+        assert!(ours.status.success(), "{args:?}: {ours:?}");
+        let text = |out: &Output| (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
+        assert_eq!((text(&ours), ours.status.code()), (text(&theirs), theirs.status.code()), "{args:?}");
+        text(&ours).0
+    };
+    let list = ["storage", "list-unread", "t", "bob"];
+    same_as_in_process(&list);
+    let before = warm();
+    assert!(same_as_in_process(&list).contains("in the first store"));
+    assert_eq!(warm(), before + 1, "the second op on the store was not warm");
+
+    // Another store (the same driver, the same grants): its own answer, from an instance of its own.
+    let other = s.env.dir.path().join("other-store");
+    let other_arg = other.to_str().unwrap();
+    assert!(
+        run(s.in_process(), &["--store", other_arg, "storage", "send", "t", "alice", "bob", "in the other store"], None).status.success()
+    );
+    let answer = same_as_in_process(&["--store", other_arg, "storage", "list-unread", "t", "bob"]);
+    assert!(answer.contains("in the other store") && !answer.contains("in the first store"), "{answer}");
+    assert_eq!(warm(), before + 1, "the other store's op took the first store's instance");
+
+    // A driver file: warm for the same bytes, not once they changed.
+    let file = s.env.dir.path().join("driver.wasm");
+    std::fs::copy(common::fixture("agmsg-storage-sqlite"), &file).unwrap();
+    let by_file = ["--driver", file.to_str().unwrap(), "storage", "list-unread", "t", "bob"];
+    same_as_in_process(&by_file);
+    let before = warm();
+    assert!(same_as_in_process(&by_file).contains("in the first store"));
+    assert_eq!(warm(), before + 1, "the second op with the driver file was not warm");
+    // The spare for the next op warms as the last one ends; a second is ample for it to have read the
+    // old bytes (if it has not, it warms the new ones, and the answer below holds as well).
+    std::thread::sleep(Duration::from_secs(1));
+    std::fs::copy(common::fixture("agmsg-storage-jsonl"), &file).unwrap();
+    let answer = same_as_in_process(&by_file);
+    assert!(!answer.contains("in the first store"), "the changed file's op ran the old driver: {answer}");
+
+    // The database replaced under its name (a backup restored): the op reads the new file, never the old
+    // one, which an instance made earlier may hold open. A spare warms for the op before the one it is
+    // handed (it is forked as that one starts), so two ops first: the spare after them warms for this
+    // store (no status request in between: each is a spare's request too).
+    assert!(same_as_in_process(&list).contains("in the first store"));
+    assert!(same_as_in_process(&list).contains("in the first store"));
+    std::thread::sleep(Duration::from_secs(1));
+    std::fs::rename(other.join("messages.db"), s.env.store.join("messages.db")).unwrap();
+    let answer = same_as_in_process(&list);
+    assert!(answer.contains("in the other store") && !answer.contains("in the first store"), "the old database was read: {answer}");
+}
+
 /// A runtime directory others may enter is not used: the server does not start, ops run in-process.
 #[test]
 fn a_runtime_directory_others_may_enter_is_refused() {
@@ -204,10 +268,11 @@ fn racing_first_uses_start_one_server() {
     assert_eq!(String::from_utf8_lossy(&list.stdout).lines().count(), 8, "{list:?}");
 }
 
-/// The pids of `server run` processes whose environment names `runtime`.
+/// The pids of `server run` processes whose environment names `runtime`, but for those whose parent is
+/// one of them (a server's spare and the children it forks for ops).
 fn servers_in(runtime: &Path) -> Vec<u32> {
     let needle = format!("XDG_RUNTIME_DIR={}", runtime.display());
-    std::fs::read_dir("/proc")
+    let all: Vec<u32> = std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
         .filter(|pid| {
@@ -215,7 +280,12 @@ fn servers_in(runtime: &Path) -> Vec<u32> {
             let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
             cmdline.windows(11).any(|w| w == b"server\0run\0") && environ.split(|&b| b == 0).any(|e| e == needle.as_bytes())
         })
-        .collect()
+        .collect();
+    let parent = |pid: u32| -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat.rsplit_once(") ")?.1.split(' ').nth(1)?.parse().ok()
+    };
+    all.iter().copied().filter(|&pid| parent(pid).is_none_or(|p| !all.contains(&p))).collect()
 }
 
 /// An idle server leaves, its socket with it.

@@ -6,7 +6,7 @@
 use std::ops::{Deref, DerefMut};
 
 pub use agmsg_runtime::{CallFailure, Driver, DriverSource, DriverWorld, Grants, HostState, Limits};
-pub use agmsg_runtime::{cache, caps, code_memory, driver, engine, engine_config, failure, limits, sandbox, world};
+pub use agmsg_runtime::{cache, caps, code_memory, driver, engine, engine_config, failure, limits, sandbox, warm, world};
 
 use agmsg_runtime::cache::CompileCache;
 

@@ -54,8 +54,12 @@ pub struct DriverSource {
 pub struct Driver<'rt, W: DriverWorld> {
     runtime: &'rt Runtime,
     name: String,
+    sha256: String,
     pre: W::Pre,
     grants: Grants,
+    /// What a kept instance must have been made with to serve this driver ([`crate::warm`]); none
+    /// when the store directory's identity cannot be read (nothing is then kept or taken).
+    warm_key: Option<String>,
     live: Option<(Store<HostState>, W)>,
 }
 
@@ -74,7 +78,11 @@ impl<'rt, W: DriverWorld> Driver<'rt, W> {
             .and_then(|linker| linker.instantiate_pre(&component))
             .and_then(W::pre)
             .map_err(|e| load_error(format!("{e:#}")))?;
-        Ok(Driver { runtime, name: source.name.clone(), pre, grants, live: None })
+        let warm_key = if crate::warm::enabled() { warm_key(&source.name, &source.sha256, &grants) } else { None };
+        if W::AXIS.has_store() {
+            crate::warm::note_store_opened();
+        }
+        Ok(Driver { runtime, name: source.name.clone(), sha256: source.sha256.clone(), pre, grants, warm_key, live: None })
     }
 
     pub fn name(&self) -> &str {
@@ -98,6 +106,11 @@ impl<'rt, W: DriverWorld> Driver<'rt, W> {
     /// Call `f` on the live instance, creating it first if needed. `op` names the call in errors.
     pub fn call<T>(&mut self, op: &str, f: impl FnOnce(&mut Store<HostState>, &W) -> wasmtime::Result<T>) -> Result<T, CallFailure> {
         let limits = self.grants.limits;
+        if self.live.is_none()
+            && let Some(key) = &self.warm_key
+        {
+            self.live = crate::warm::take(key);
+        }
         if self.live.is_none() {
             let mut store = sandbox::new_store(&self.runtime.engine, &self.name, &self.grants)
                 .map_err(|e| CallFailure { message: format!("driver '{}': {e:#}", self.name) })?;
@@ -136,6 +149,30 @@ impl<'rt, W: DriverWorld> Driver<'rt, W> {
             }
         }
     }
+}
+
+impl<W: DriverWorld> Driver<'_, W> {
+    /// Keep the live instance (one that has answered every call so far) for the next driver opened
+    /// with the same component and grants in this thread ([`crate::warm`]), unless the store changed
+    /// while it ran (a name at its top replaced, made or removed: the files it holds open may be either).
+    pub fn park(mut self) {
+        let (Some(live), Some(key)) = (self.live.take(), self.warm_key.take()) else { return };
+        if warm_key(&self.name, &self.sha256, &self.grants).as_ref() == Some(&key) {
+            crate::warm::park(key, Box::new(live));
+        }
+    }
+}
+
+/// Everything an instance was made with, as one comparable text: the axis, the driver's name and
+/// bytes, the store directory's identity and the inode of each name at its top (a database replaced
+/// under its name is another store to an instance holding the old one open), and every grant
+/// (environment values, programs, endpoints, limits). Taken before the instance opens anything.
+fn warm_key(name: &str, sha256: &str, grants: &Grants) -> Option<String> {
+    let store = grants.store_dir.as_ref().map(|dir| Ok::<_, std::io::Error>((dir.identity()?, dir.entries()?))).transpose().ok()?;
+    Some(format!(
+        "{}\0{}\0{}\0{store:?}\0{:?}\0{:?}\0{:?}\0{}\0{:?}",
+        grants.axis, name, sha256, grants.env, grants.process, grants.network, grants.inert_sockets, grants.limits
+    ))
 }
 
 /// A call's fresh deadline, for its wasm (epoch ticks) and for the host calls it makes (an instant). The

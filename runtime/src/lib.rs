@@ -30,6 +30,7 @@ pub mod engine_config;
 pub mod failure;
 pub mod limits;
 pub mod sandbox;
+pub mod warm;
 pub mod world;
 
 pub use driver::{Driver, DriverSource, DriverWorld};

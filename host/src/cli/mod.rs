@@ -316,6 +316,16 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// In a resident server's spare: make ready what the op `args` (its last op's argv) would run on, so
+/// that its next op, likely the same kind on the same store, starts warm. Prints nothing.
+fn warm(args: Vec<OsString>) {
+    if let Ok(cli) = Cli::try_parse_from(args)
+        && let Command::Storage { op, args } = cli.command
+    {
+        storage::warm(cli.store, cli.driver, op.as_deref(), &args);
+    }
+}
+
 /// Parse `args` and run the command (in this process, or in a server's child for its client).
 fn run(args: Vec<OsString>) -> ExitCode {
     let cli = Cli::parse_from(args);
@@ -346,7 +356,7 @@ fn run(args: Vec<OsString>) -> ExitCode {
         Command::Spawn(args) => spawn::run(cli.driver, args),
         Command::Despawn(args) => spawn::run_despawn(cli.driver, args),
         Command::Driver(DriverCommand::New { axis, name, path, sdk }) => scaffold::new(axis, &name, path, sdk),
-        Command::Server(command) => server::run(command, run),
+        Command::Server(command) => server::run(command, run, warm),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "agmsg-host", &mut std::io::stdout());
             ExitCode::SUCCESS

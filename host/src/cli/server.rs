@@ -32,17 +32,11 @@ pub enum ServerCommand {
     },
 }
 
-/// Run `command`; a server's child runs its client's argv through `run_args`.
-pub fn run(command: ServerCommand, run_args: fn(Vec<OsString>) -> ExitCode) -> ExitCode {
+/// Run `command`; a server's child runs its client's argv through `run_args`, and a spare makes ready
+/// for its last op's argv through `warm_for` while it waits.
+pub fn run(command: ServerCommand, run_args: fn(Vec<OsString>) -> ExitCode, warm_for: fn(Vec<OsString>)) -> ExitCode {
     match command {
-        ServerCommand::Run { detach } => match server::serve(detach) {
-            Served::Child(args) => {
-                let code = run_args(args);
-                server::op_ended(exit::number(code));
-                code
-            }
-            Served::Ended(result) => exit::report("server run", result),
-        },
+        ServerCommand::Run { detach } => serve_as(server::serve(detach), run_args, warm_for),
         ServerCommand::Status { json } => match server::status() {
             Err(e) => exit::fail("server status", &e),
             Ok(status) => {
@@ -73,5 +67,24 @@ pub fn run(command: ServerCommand, run_args: fn(Vec<OsString>) -> ExitCode) -> E
                 ExitCode::SUCCESS
             }
         },
+    }
+}
+
+/// What this process does with what `serve` gave it: a spare first makes ready, then waits for its
+/// request and runs it as a child does.
+fn serve_as(served: Served, run_args: fn(Vec<OsString>) -> ExitCode, warm_for: fn(Vec<OsString>)) -> ExitCode {
+    match served {
+        Served::Child(args) => {
+            let code = run_args(args);
+            server::op_ended(exit::number(code));
+            code
+        }
+        Served::Spare(mut spare) => {
+            if let Some(args) = spare.last_args() {
+                warm_for(args);
+            }
+            serve_as(spare.wait(), run_args, warm_for)
+        }
+        Served::Ended(result) => exit::report("server run", result),
     }
 }

@@ -157,3 +157,18 @@ pub fn run(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Option<
         Err(e) => record_failure(&e),
     }
 }
+
+/// A resident server's spare, before its request: make ready the driver `storage <op> <args>` would
+/// run on (`op::warm`), printing nothing. Only a driver's own ops are warmed for: not choosing a
+/// driver, not agmsg's remote-sync ops, not an op that does not parse.
+pub fn warm(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: Option<&str>, args: &[String]) {
+    let op_name = op.unwrap_or("describe").replace('_', "-");
+    if matches!(op_name.as_str(), "list" | "switch" | "convert") || op_name.starts_with("sync-") {
+        return;
+    }
+    if let Ok(op) = op::parse(&op_name, args)
+        && let Err(e) = op::warm(store_flag, driver_flag, &op)
+    {
+        agmsg_host::log::host_log::debug(&format!("server: a spare could not warm for `storage {op_name}`: {e}"));
+    }
+}

@@ -9,7 +9,10 @@
 //! - [`rendezvous`]: where this user's server of this build listens (a private directory, checked).
 //! - [`protocol`]: the frames on the socket.
 //! - [`client`]: [`forward`], which every invocation tries first, and `server status` / `stop`.
-//! - [`serve`]: the server's loop and a child's set-up.
+//! - [`serve`]: the server's loop, a child's set-up, and the spare: a process forked ahead of the next
+//!   request that makes ready the driver instance the server's last storage op ran on (the same store,
+//!   driver and grants, resolved from that op's argv and environment), so that the op it is handed,
+//!   if it resolves to the same, starts warm (`crate::runtime::warm`).
 //! - [`peer`]: who may be served: this user, unconfined, in this process's namespaces.
 //!
 //! `AGMSG_HOST_SERVER=off` never uses it; a caller that cannot reach it runs in-process, silently.
@@ -23,7 +26,7 @@ mod serve;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 pub use client::{Forward, Status, forward, status, stop};
-pub use serve::{Served, op_ended, serve};
+pub use serve::{Served, Spare, op_ended, serve};
 
 /// The variable that turns the server off (`off`) for a caller.
 pub const SWITCH: &str = "AGMSG_HOST_SERVER";

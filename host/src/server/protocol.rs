@@ -87,6 +87,16 @@ impl Request {
         Ok((kind, len))
     }
 
+    /// A whole request as [`Request::encode`] made it: header and body.
+    pub fn parse(bytes: &[u8]) -> Result<Request, String> {
+        let (header, body) = bytes.split_first_chunk::<HEADER>().ok_or("a request cut short")?;
+        let (kind, len) = Request::header(header)?;
+        if body.len() != len {
+            return Err("a request of another length than its header says".into());
+        }
+        Request::decode(kind, body)
+    }
+
     pub fn decode(kind: Kind, body: &[u8]) -> Result<Request, String> {
         let mut at = body;
         let mut u32_ = || -> Result<u32, String> {

@@ -1,9 +1,16 @@
 //! The server: made ready once (the engine, the linkers, the bundled drivers' machine code), then one
-//! loop that accepts a connection, forks, and reports how each child ended. The loop is one thread and
-//! never reads from a client (the child does), so no client can hold it; it polls its listener, a
-//! signalfd (SIGTERM, SIGINT, SIGHUP: stop accepting, let the running ops finish, leave) and a pidfd
-//! per running child. The child takes the caller's descriptors, limits, environment, working directory
-//! and umask, and returns the caller's argv to the command line, which runs it as any invocation.
+//! loop that accepts a connection and hands it to the spare waiting for it (or, with none ready, forks
+//! a child for it), and reports how each op's process ended. The loop is one thread and never reads
+//! from a client (the child does), so no client can hold it; it polls its listener, a signalfd
+//! (SIGTERM, SIGINT, SIGHUP: stop accepting, let the running ops finish, leave), the spare's pidfd and
+//! a pidfd per running op. The child takes the caller's descriptors, limits, environment, working
+//! directory and umask, and returns the caller's argv to the command line, which runs it as any
+//! invocation.
+//!
+//! A spare ([`Spare`]) is such a child forked before its request: while it waits it makes ready the
+//! driver instance of the last op that ended well on a store (each child reports its request on a pipe
+//! once its op has), so the op it is handed may start warm. It is forked from the single-threaded
+//! server like any child; its warm-up starts its own threads, in its own process.
 
 use std::ffi::OsString;
 use std::io::{IoSliceMut, Read};
@@ -17,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
 
-use super::protocol::{FDS, HEADER, Kind, Reply, Request};
+use super::protocol::{FDS, HEADER, Kind, REQUEST_MAX, Reply, Request};
 use super::rendezvous::Rendezvous;
 use super::{IDLE, peer};
 use crate::error::HostError;
@@ -31,6 +38,9 @@ const REQUEST_WAIT: Duration = Duration::from_secs(5);
 pub enum Served {
     /// This process is a child forked for a request: run these arguments as the command line.
     Child(Vec<OsString>),
+    /// This process is a spare, forked ahead of the next request: make ready for the server's last op
+    /// ([`Spare::last_args`]), then [`Spare::wait`] for the request.
+    Spare(Spare),
     /// The server (or a child that answered a status or stop request) is done.
     Ended(Result<(), HostError>),
 }
@@ -50,12 +60,14 @@ struct Counters {
     ops: AtomicU64,
     /// Ops declined (the caller ran them in-process).
     declined: AtomicU64,
+    /// Ops that ran on a driver instance a spare had made ready.
+    warm: AtomicU64,
 }
 
 impl Counters {
     /// Zeroed counters in a shared anonymous mapping, for the process's life.
     fn shared() -> std::io::Result<&'static Counters> {
-        // SAFETY: a fresh anonymous mapping, never unmapped; all-zero bytes are two valid AtomicU64s,
+        // SAFETY: a fresh anonymous mapping, never unmapped; all-zero bytes are valid AtomicU64s,
         // and the page is aligned for them.
         unsafe {
             let page = rustix::mm::mmap_anonymous(
@@ -158,20 +170,92 @@ fn prewarm() -> wasmtime::Result<()> {
     Ok(())
 }
 
-/// A running op: its child, the pidfd the loop polls, and the client's connection its end is reported on.
+/// A running op: its child, the pidfd the loop polls, the client's connection its end is reported on,
+/// and the pipe on which the child reports its request once the op has ended well.
 struct Running {
     pid: libc::pid_t,
     pidfd: OwnedFd,
     conn: UnixStream,
+    report: OwnedFd,
+}
+
+/// The server's side of a spare: its process, and the channel a request's connection is handed on.
+struct SpareHandle {
+    pid: libc::pid_t,
+    pidfd: OwnedFd,
+    chan: UnixStream,
+    report: OwnedFd,
+    /// Whether it was given an op to warm for.
+    warms: bool,
+}
+
+impl SpareHandle {
+    /// Hand `conn` to the spare (with how many ops are running, for `server status`); the connection
+    /// back when the spare cannot take it (it is gone).
+    fn hand(self, conn: UnixStream, running: usize) -> Result<Running, (UnixStream, SpareHandle)> {
+        let fds = [conn.as_fd()];
+        let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut control = rustix::net::SendAncillaryBuffer::new(&mut space);
+        let count = (running as u32).to_le_bytes();
+        let sent = control.push(rustix::net::SendAncillaryMessage::ScmRights(&fds))
+            && rustix::net::sendmsg(&self.chan, &[std::io::IoSlice::new(&count)], &mut control, rustix::net::SendFlags::NOSIGNAL)
+                .is_ok_and(|n| n == count.len());
+        if !sent {
+            return Err((conn, self));
+        }
+        Ok(Running { pid: self.pid, pidfd: self.pidfd, conn, report: self.report })
+    }
+}
+
+/// A new process, forked from this single-threaded one: `None` in the child; in the parent, its pid and
+/// a pidfd to poll (none on a kernel before 5.3).
+fn fork_process() -> std::io::Result<Option<(libc::pid_t, Option<OwnedFd>)>> {
+    // SAFETY: this process has one thread (the loop's: no engine thread runs until a driver call, and
+    // the server makes none), so the child may go on as a normal process.
+    match unsafe { libc::fork() } {
+        -1 => Err(std::io::Error::last_os_error()),
+        0 => Ok(None),
+        pid => {
+            // SAFETY: the pidfd_open syscall; a non-negative result is a new descriptor we own.
+            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+            // SAFETY: as above.
+            Ok(Some((pid, (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) }))))
+        }
+    }
+}
+
+/// A pipe for a child's report: (read end, write end), both close-on-exec, the read end non-blocking.
+fn report_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let (read, write) = std::io::pipe()?;
+    let (read, write) = (OwnedFd::from(read), OwnedFd::from(write));
+    rustix::fs::fcntl_setfl(&read, rustix::fs::OFlags::NONBLOCK)?;
+    Ok((read, write))
 }
 
 fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File, mut snapshot: Snapshot) -> Loop {
     let mut listener = Some(listener);
     let mut running: Vec<Running> = Vec::new();
+    let mut spare: Option<SpareHandle> = None;
+    // The request of the last op that ended well and opened a store: what the next spare warms for.
+    let mut last: Option<Vec<u8>> = None;
+    // Off for good once a spare cannot be watched (no pidfd): requests are then forked for as they come.
+    let mut spares = true;
     let mut idle_since = Instant::now();
     loop {
         if listener.is_none() && running.is_empty() {
             return Loop::Ended(Ok(()));
+        }
+        if listener.is_some() && spares && spare.is_none() {
+            snapshot.running = running.len();
+            match fork_spare(&last, snapshot) {
+                Err(_) | Ok(Forked::Server(None)) => spares = false,
+                Ok(Forked::Server(Some(handle))) => spare = Some(handle),
+                Ok(Forked::Spare(this)) => {
+                    // The spare: nothing of the server's loop is its own.
+                    drop((listener, running, lock));
+                    return Loop::Child(Served::Spare(this));
+                }
+            }
         }
         let timeout = if running.is_empty() {
             match snapshot.idle.checked_sub(idle_since.elapsed()) {
@@ -181,9 +265,10 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
         } else {
             -1
         };
-        let mut polled: Vec<libc::pollfd> = Vec::with_capacity(2 + running.len());
+        let mut polled: Vec<libc::pollfd> = Vec::with_capacity(3 + running.len());
         polled.push(libc::pollfd { fd: signals.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 });
         polled.push(libc::pollfd { fd: listener.as_ref().map_or(-1, |l| l.as_raw_fd()), events: libc::POLLIN, revents: 0 });
+        polled.push(libc::pollfd { fd: spare.as_ref().map_or(-1, |s| s.pidfd.as_raw_fd()), events: libc::POLLIN, revents: 0 });
         polled.extend(running.iter().map(|r| libc::pollfd { fd: r.pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 }));
         // SAFETY: `polled` is a valid array of pollfd for its length.
         let n = unsafe { libc::poll(polled.as_mut_ptr(), polled.len() as libc::nfds_t, timeout) };
@@ -195,14 +280,31 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
         }
         if polled[0].revents != 0 {
             signals.drain();
-            // Stop accepting; the running ops finish and are reported.
+            // Stop accepting; the running ops finish and are reported; the spare is told none will come.
             listener = None;
+            spare = None;
+        }
+        if polled[2].revents != 0
+            && let Some(gone) = spare.take()
+        {
+            // A spare that ended before any request (its warm-up failed hard): reaped, and the next one
+            // warms for nothing rather than for what may have ended this one.
+            reap(gone.pid);
+            last = None;
         }
         // Ended children first, so that a pidfd's index still matches `running`.
-        for (i, p) in polled[2..].iter().enumerate().rev() {
+        for (i, p) in polled[3..].iter().enumerate().rev() {
             if p.revents != 0 {
                 let ended = running.swap_remove(i);
-                report_end(ended);
+                if let Some(request) = report_end(ended) {
+                    last = Some(request);
+                    // A spare that warms for nothing (made before any op ended) makes way for one
+                    // that warms for this op; it is idle, so it ends at once.
+                    if let Some(cold) = spare.take_if(|s| !s.warms) {
+                        drop(cold.chan);
+                        reap(cold.pid);
+                    }
+                }
                 if running.is_empty() {
                     idle_since = Instant::now();
                 }
@@ -215,33 +317,70 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
                 if !same_user(&conn) {
                     continue;
                 }
-                snapshot.running = running.len();
-                // SAFETY: this process has one thread (the loop's: no engine thread runs until a driver
-                // call, and the server makes none), so the child may go on as a normal process.
-                match unsafe { libc::fork() } {
-                    0 => {
-                        drop(listener);
-                        drop(running);
-                        drop(lock);
-                        return Loop::Child(child(conn, snapshot));
-                    }
-                    -1 => {} // the client sees its connection close before "accepted": it runs the op itself
-                    pid => {
-                        // SAFETY: the pidfd_open syscall; a non-negative result is a new descriptor we own.
-                        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-                        if fd < 0 {
-                            // Not watchable (a kernel before 5.3): wait for it here rather than lose it.
-                            report_end(Running { pid, pidfd: OwnedFd::from(std::fs::File::open("/dev/null").expect("/dev/null")), conn });
+                let conn = match spare.take() {
+                    None => conn,
+                    Some(ready) => match ready.hand(conn, running.len()) {
+                        Ok(taken) => {
+                            running.push(taken);
                             continue;
                         }
-                        // SAFETY: as above.
-                        let pidfd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
-                        running.push(Running { pid, pidfd, conn });
+                        Err((conn, gone)) => {
+                            drop(gone.chan);
+                            reap(gone.pid);
+                            conn
+                        }
+                    },
+                };
+                // No spare ready: a child of its own, forked now.
+                let Ok((report, reporter)) = report_pipe() else { continue };
+                snapshot.running = running.len();
+                match fork_process() {
+                    Ok(None) => {
+                        drop((listener, running, lock, spare, report));
+                        return Loop::Child(child(conn, snapshot, reporter));
                     }
+                    Err(_) => {} // the client sees its connection close before "accepted": it runs the op itself
+                    Ok(Some((pid, pidfd))) => match pidfd {
+                        Some(pidfd) => running.push(Running { pid, pidfd, conn, report }),
+                        // Not watchable (a kernel before 5.3): wait for it here rather than lose it.
+                        None => {
+                            let null = OwnedFd::from(std::fs::File::open("/dev/null").expect("/dev/null"));
+                            report_end(Running { pid, pidfd: null, conn, report });
+                        }
+                    },
                 }
             }
         }
     }
+}
+
+/// Which side of [`fork_spare`] this process is on.
+enum Forked {
+    Spare(Spare),
+    /// The server, with the spare's handle (none when it cannot be watched: it is left to end on its
+    /// own, and no other is made).
+    Server(Option<SpareHandle>),
+}
+
+/// Fork a spare that will warm for `last`.
+fn fork_spare(last: &Option<Vec<u8>>, snapshot: Snapshot) -> std::io::Result<Forked> {
+    let (report, reporter) = report_pipe()?;
+    let (chan, spare_end) = UnixStream::pair()?;
+    Ok(match fork_process()? {
+        None => {
+            drop((report, chan));
+            Forked::Spare(Spare { chan: spare_end, report: reporter, last: last.clone(), snapshot })
+        }
+        Some((pid, Some(pidfd))) => Forked::Server(Some(SpareHandle { pid, pidfd, chan, report, warms: last.is_some() })),
+        Some((_, None)) => Forked::Server(None),
+    })
+}
+
+/// Wait for a child that ended before it was handed anything (a spare).
+fn reap(pid: libc::pid_t) {
+    let mut status = 0;
+    // SAFETY: waitpid on our own child.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
 }
 
 /// Whether the peer on `conn` is this user (its socket credentials).
@@ -249,13 +388,14 @@ fn same_user(conn: &UnixStream) -> bool {
     rustix::net::sockopt::socket_peercred(conn).is_ok_and(|cred| cred.uid == rustix::process::geteuid())
 }
 
-/// Wait for a child that ended and tell its client how.
-fn report_end(mut ended: Running) {
+/// Wait for a child that ended and tell its client how; the request it reported, if it ended well
+/// after an op worth warming for.
+fn report_end(mut ended: Running) -> Option<Vec<u8>> {
     let mut status = 0;
     // SAFETY: waitpid on our own child, writing its status into `status`.
     let reaped = unsafe { libc::waitpid(ended.pid, &mut status, 0) };
     let reply = if reaped != ended.pid {
-        return; // already reaped or not ours: the client sees the connection close without an end
+        return None; // already reaped or not ours: the client sees the connection close without an end
     } else if libc::WIFEXITED(status) {
         Reply::Exited(libc::WEXITSTATUS(status) as u8)
     } else {
@@ -265,11 +405,15 @@ fn report_end(mut ended: Running) {
     let _ = ended.conn.set_write_timeout(Some(Duration::from_secs(1)));
     let _ = reply.write_to(&mut ended.conn);
     drop(ended.pidfd);
+    // The child has exited: whatever it wrote is in the pipe, and the pipe is at its end after it.
+    let mut request = Vec::new();
+    let read = std::fs::File::from(ended.report).take((HEADER + REQUEST_MAX) as u64).read_to_end(&mut request);
+    (reply == Reply::Exited(0) && read.is_ok() && !request.is_empty()).then_some(request)
 }
 
 /// In a child forked for `conn`: read the request, and either answer it (status, stop, declined) or
 /// take on the caller's state and hand back its argv.
-fn child(conn: UnixStream, snapshot: Snapshot) -> Served {
+fn child(conn: UnixStream, snapshot: Snapshot, report: OwnedFd) -> Served {
     StopSignals::unblock();
     let ended = |r: Result<(), String>| Served::Ended(r.map_err(HostError::refused));
     let _ = conn.set_nonblocking(false);
@@ -318,7 +462,7 @@ fn child(conn: UnixStream, snapshot: Snapshot) -> Served {
     snapshot.counters.ops.fetch_add(1, Ordering::Relaxed);
     match conn.try_clone() {
         Ok(reporter) => {
-            let _ = OP_CONN.set(reporter);
+            let _ = OP_END.set(OpEnd { conn: reporter, report, request: request.encode(), counters: snapshot.counters });
         }
         Err(e) => return ended(Err(format!("the connection: {e}"))),
     }
@@ -326,18 +470,88 @@ fn child(conn: UnixStream, snapshot: Snapshot) -> Served {
     Served::Child(request.args)
 }
 
-/// A child's connection to its client, for [`op_ended`].
-static OP_CONN: std::sync::OnceLock<UnixStream> = std::sync::OnceLock::new();
+/// What a child does when its op has ended ([`op_ended`]): its connection to its client, and its
+/// report to the server (the request, for the next spare's warm-up).
+struct OpEnd {
+    conn: UnixStream,
+    report: OwnedFd,
+    request: Vec<u8>,
+    counters: &'static Counters,
+}
+
+static OP_END: std::sync::OnceLock<OpEnd> = std::sync::OnceLock::new();
 
 /// In a server's child, once the op has returned `code`: say so to the client directly, stdout and
 /// stderr flushed first. The client still waits for the server's word that this process has exited
-/// (locks released, files closed), and takes this one only if the server is gone.
+/// (locks released, files closed), and takes this one only if the server is gone. An op that ended
+/// well on a store is reported to the server, whose next spare makes ready for one like it.
 pub fn op_ended(code: u8) {
     use std::io::Write;
-    if let Some(conn) = OP_CONN.get() {
+    if let Some(end) = OP_END.get() {
         let _ = std::io::stdout().flush();
         let _ = std::io::stderr().flush();
-        let _ = Reply::OpEnded(code).write_to(&mut &*conn);
+        let _ = Reply::OpEnded(code).write_to(&mut &end.conn);
+        if crate::runtime::warm::taken() {
+            end.counters.warm.fetch_add(1, Ordering::Relaxed);
+        }
+        if code == 0 && crate::runtime::warm::store_opened() {
+            // Non-blocking: a request larger than the pipe holds is not remembered, and never waited on.
+            let _ = rustix::fs::fcntl_setfl(&end.report, rustix::fs::OFlags::NONBLOCK);
+            let _ = rustix::io::write(&end.report, &end.request);
+        }
+    }
+}
+
+/// A process forked ahead of the next request, in the server's place until then: while it waits it makes
+/// ready the driver the server's last storage op ran on (the same store and grants, as that op's argv
+/// and environment resolve them), so that its op, handed to it with the request's connection, starts on
+/// a warm instance (`crate::runtime::warm`) rather than a new one. A spare serves one op, as a child
+/// forked for it would, and ends; one waits at a time.
+pub struct Spare {
+    /// Its end of the server's channel: the connection of a request arrives on it; its end means none
+    /// will.
+    chan: UnixStream,
+    report: OwnedFd,
+    /// The server's last op worth warming for: its request as it arrived.
+    last: Option<Vec<u8>>,
+    snapshot: Snapshot,
+}
+
+impl Spare {
+    /// The last op's argv, its caller's environment taken on (what its store and driver were resolved
+    /// from); none when there is no such op.
+    pub fn last_args(&mut self) -> Option<Vec<OsString>> {
+        StopSignals::unblock();
+        crate::runtime::warm::enable();
+        let request = Request::parse(&self.last.take()?).ok()?;
+        // SAFETY: the spare has one thread here (nothing has run a driver yet).
+        unsafe { set_env(&request.env) };
+        crate::log::reread_level();
+        Some(request.args)
+    }
+
+    /// Wait for a request's connection, then take it as a child forked for it does; its end of the
+    /// channel (the server stopped, or is gone) ends the spare.
+    pub fn wait(self) -> Served {
+        let Spare { chan, report, mut snapshot, .. } = self;
+        let mut count = [0u8; 4];
+        let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let got = rustix::net::recvmsg(&chan, &mut [IoSliceMut::new(&mut count)], &mut control, RecvFlags::CMSG_CLOEXEC);
+        let conn = control.drain().find_map(|message| match message {
+            RecvAncillaryMessage::ScmRights(mut fds) => fds.next(),
+            _ => None,
+        });
+        match (got, conn) {
+            (Ok(got), Some(conn)) if got.bytes == count.len() => {
+                snapshot.running = u32::from_le_bytes(count) as usize;
+                child(UnixStream::from(conn), snapshot, report)
+            }
+            _ => {
+                crate::runtime::warm::discard();
+                Served::Ended(Ok(()))
+            }
+        }
     }
 }
 
@@ -376,19 +590,11 @@ fn read_request(conn: &UnixStream) -> Result<(Request, Vec<OwnedFd>), String> {
 /// op with SIGTTIN or SIGTTOU for using the caller's terminal from a background group), the caller's
 /// environment, working directory, umask and stdio.
 fn take_on(request: &Request, fds: &[OwnedFd]) -> Result<(), String> {
-    // SAFETY: plain syscalls on this process; the child is single-threaded here, so replacing the
-    // environment races with no reader.
+    // SAFETY: plain syscalls on this process; replacing the environment races with no reader (see
+    // `set_env`: a child has one thread here; a spare, also the idle I/O thread of its warm-up).
     unsafe {
         libc::setsid();
-        for (name, _) in std::env::vars_os() {
-            std::env::remove_var(name);
-        }
-        for entry in &request.env {
-            let bytes = entry.as_bytes();
-            if let Some(eq) = bytes.iter().position(|&b| b == b'=').filter(|&eq| eq > 0) {
-                std::env::set_var(std::ffi::OsStr::from_bytes(&bytes[..eq]), std::ffi::OsStr::from_bytes(&bytes[eq + 1..]));
-            }
-        }
+        set_env(&request.env);
         if libc::fchdir(fds[3].as_raw_fd()) != 0 {
             return Err(format!("cannot enter the caller's working directory: {}", std::io::Error::last_os_error()));
         }
@@ -400,6 +606,26 @@ fn take_on(request: &Request, fds: &[OwnedFd]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Replace this process's environment with `entries` (`NAME=value`, as `environ` holds them).
+///
+/// # Safety
+/// No other thread may read or write the environment meanwhile: the process has one thread, or (a
+/// spare, after its warm-up) the engine's I/O thread, idle with no call running, which reads none.
+unsafe fn set_env(entries: &[OsString]) {
+    // SAFETY: as the caller promises.
+    unsafe {
+        for (name, _) in std::env::vars_os() {
+            std::env::remove_var(name);
+        }
+        for entry in entries {
+            let bytes = entry.as_bytes();
+            if let Some(eq) = bytes.iter().position(|&b| b == b'=').filter(|&eq| eq > 0) {
+                std::env::set_var(std::ffi::OsStr::from_bytes(&bytes[..eq]), std::ffi::OsStr::from_bytes(&bytes[eq + 1..]));
+            }
+        }
+    }
 }
 
 /// A thread that delivers the signals the client forwards to the op's process group, and ends the op
@@ -438,6 +664,7 @@ fn status_text(s: Snapshot) -> String {
         "uptime_secs": up,
         "ops": s.counters.ops.load(Ordering::Relaxed),
         "declined": s.counters.declined.load(Ordering::Relaxed),
+        "warm_ops": s.counters.warm.load(Ordering::Relaxed),
         "ops_running": s.running,
         "idle_exit_secs": s.idle.as_secs(),
         "rss_kib": rss_kib,

@@ -150,6 +150,18 @@ impl<'rt> Storage<'rt> {
         self.op("read-cursor-consume", |s, b| b.read_cursor_consume(s, team, agent, cursor, ids))
     }
 
+    /// Make this driver's instance ready for a later op on the same store in this process, and keep it
+    /// (a resident server's spare: [`crate::runtime::warm`]): the instance is made, and where the store
+    /// exists the driver opens it with a read (`watch-tip` for `team`'s agent `warm`, whose answer is
+    /// not used). Creates nothing: a store the driver does not find is left as it is.
+    pub fn warm(mut self, team: &str) -> Result<(), StorageError> {
+        if self.store_exists()? {
+            self.watch_tip(&[Pair { team: team.to_owned(), agent: "warm".to_owned() }])?;
+        }
+        self.driver.park();
+        Ok(())
+    }
+
     pub fn watch_tip(&mut self, pairs: &[Pair]) -> Result<String, StorageError> {
         let cursor = self.op("watch-tip", |s, b| b.watch_tip(s, pairs))?;
         self.checked_token("cursor", cursor)

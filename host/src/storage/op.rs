@@ -283,6 +283,19 @@ fn parse_pairs(args: &[String]) -> Result<Vec<Pair>, Usage> {
     Ok(pairs.into_iter().map(|(team, agent)| Pair { team: team.to_owned(), agent: agent.to_owned() }).collect())
 }
 
+/// What a resident server's spare does before its request arrives: open the store `op` would use (as
+/// [`execute`] resolves it, never creating it; not a relative one) and make its driver's instance ready, kept for the op
+/// that follows in this process ([`super::Storage::warm`]). Nothing is printed; a store that does not exist
+/// is left alone.
+pub fn warm(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: &Op) -> Result<(), StorageError> {
+    let store = StoreSession::resolve(store_flag, driver_flag, op.team(), false)?;
+    // A relative store was the caller's working directory's, which the spare does not have.
+    if !store.exists() || !store.dir.is_absolute() {
+        return Ok(());
+    }
+    store.driver()?.warm(op.team().unwrap_or("warm"))
+}
+
 /// Run `op` on the store's driver (the store `store_flag` names or the environment's, the driver
 /// `driver_flag` names or the configured one), writing its answer to `out` (a `send --body-stdin`
 /// body is read from `input`). `Ok(false)`: the op's answer is no (`store-exists` where there is no

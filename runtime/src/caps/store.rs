@@ -103,6 +103,20 @@ impl StoreDir {
         Ok((st.st_dev as u64, st.st_ino as u64))
     }
 
+    /// Each name at the top of the store with its inode, sorted: a file replaced under its name (a new
+    /// inode) tells an instance made earlier, which may hold the old file open, from one made now.
+    pub fn entries(&self) -> io::Result<Vec<(std::ffi::OsString, u64)>> {
+        use cap_std::fs::MetadataExt as _;
+        let mut all = Vec::new();
+        for name in self.dir.list().map_err(store_error)? {
+            if let Some(meta) = self.dir.symlink_metadata(&name).map_err(store_error)? {
+                all.push((name, meta.ino()));
+            }
+        }
+        all.sort();
+        Ok(all)
+    }
+
     /// A new open file description of the directory itself (for `flock`: the lock must belong to a
     /// description of its own, released when this file is closed).
     pub fn reopen(&self) -> io::Result<File> {

@@ -12,6 +12,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use wasmtime::Engine;
 use wasmtime::Result;
@@ -87,12 +88,21 @@ impl CompileCache {
     pub fn load(&self, engine: &Engine, wasm: &[u8], sha256: &str, embedded: &dyn EmbeddedCode) -> Result<Component> {
         // Outcomes are logged at debug level (the tests read them): bundled, hit, miss, rebuilt.
         if let Some(code) = embedded.precompiled(sha256) {
+            // Loaded once per process (the resident server loads every bundled driver before it forks,
+            // so that no child does): the component is the same whoever asks.
+            static LOADED: Mutex<Vec<(&'static [u8], Component)>> = Mutex::new(Vec::new());
+            let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((_, component)) = loaded.iter().find(|(c, k)| std::ptr::eq(*c, code) && Engine::same(k.engine(), engine)) {
+                host_log::debug(&format!("bundled machine code: loaded {sha256}"));
+                return Ok(component.clone());
+            }
             // SAFETY: `code` is what `EmbeddedCode`'s implementor promises: the machine code embedded
             // for exactly this component, with this engine's configuration, part of the binary (the
             // agmsg-host binary's comes from its build.rs).
             match unsafe { super::code_memory::load_in_place(engine, code) } {
                 Ok(component) => {
                     host_log::debug(&format!("bundled machine code: loaded {sha256}"));
+                    loaded.push((code, component.clone()));
                     return Ok(component);
                 }
                 Err(e) => host_log::debug(&format!("bundled machine code does not fit this engine or CPU ({e}); compiling")),

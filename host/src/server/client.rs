@@ -145,19 +145,14 @@ fn exchange(conn: &UnixStream, request: &Request, cwd: &OwnedFd) -> Exchange {
         Ok(None) | Err(_) => return Exchange::NotTaken,
         Ok(Some(other)) => return Exchange::Broken(format!("{other:?} before the op was taken")),
     }
-    // The op's own word on its code, kept for when the server is gone before it reports the exit.
-    let mut op_ended = None;
+    // The op's own word on its code (its process has let go of everything of the caller's by then), or
+    // the server's on how the process ended without one (a signal).
     loop {
         match Reply::read_from(&mut reader) {
             Ok(Some(end @ (Reply::Exited(_) | Reply::Signalled(_)))) => return Exchange::Ended(end),
-            Ok(Some(Reply::OpEnded(code))) => op_ended = Some(code),
+            Ok(Some(Reply::OpEnded(code))) => return Exchange::Ended(Reply::Exited(code)),
             Ok(Some(other)) => return Exchange::Broken(format!("{other:?} while the op ran")),
-            Ok(None) => {
-                return match op_ended {
-                    Some(code) => Exchange::Ended(Reply::Exited(code)),
-                    None => Exchange::Broken("its connection closed".into()),
-                };
-            }
+            Ok(None) => return Exchange::Broken("its connection closed".into()),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Exchange::Broken(e.to_string()),
         }

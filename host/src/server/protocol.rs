@@ -4,8 +4,9 @@
 //! its working directory, `SCM_RIGHTS`). Then, while the op runs, a byte per signal the client got, to
 //! be delivered to the op. The server's side answers `A` (accepted: the op runs; if the connection
 //! closes before this, nothing ran) or `D` + a reason (declined: run in-process); the child says `x` +
-//! the op's exit code as the op returns; the server says `X` + the code or `K` + the signal once the
-//! child has exited. A status request is answered `T` + its text.
+//! the op's exit code once the op has returned and let go of the caller's descriptors, which ends the
+//! client's wait; the server says `X` + the code or `K` + the signal once the child has exited (what a
+//! client hears of an op that never returned: a signal). A status request is answered `T` + its text.
 
 use std::ffi::OsString;
 use std::io::{self, Read, Write};

@@ -15,7 +15,7 @@
 use std::ffi::OsString;
 use std::io::{IoSliceMut, Read};
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -177,6 +177,19 @@ struct Running {
     pidfd: OwnedFd,
     conn: UnixStream,
     report: OwnedFd,
+    /// Whether the child has said, before exiting, that its op is done (see [`Running::take_report`]).
+    reported: bool,
+}
+
+impl Running {
+    /// What the child reported on its pipe, once it has (its op is done): the request of an op that
+    /// ended well on a store, else nothing to warm for.
+    fn take_report(&mut self) -> Option<Vec<u8>> {
+        let mut request = Vec::new();
+        let _ = (&std::fs::File::from(self.report.try_clone().ok()?)).take((HEADER + REQUEST_MAX) as u64).read_to_end(&mut request);
+        self.reported = true;
+        (request.len() > HEADER).then_some(request)
+    }
 }
 
 /// The server's side of a spare: its process, and the channel a request's connection is handed on.
@@ -203,7 +216,7 @@ impl SpareHandle {
         if !sent {
             return Err((conn, self));
         }
-        Ok(Running { pid: self.pid, pidfd: self.pidfd, conn, report: self.report })
+        Ok(Running { pid: self.pid, pidfd: self.pidfd, conn, report: self.report, reported: false })
     }
 }
 
@@ -245,18 +258,6 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
         if listener.is_none() && running.is_empty() {
             return Loop::Ended(Ok(()));
         }
-        if listener.is_some() && spares && spare.is_none() {
-            snapshot.running = running.len();
-            match fork_spare(&last, snapshot) {
-                Err(_) | Ok(Forked::Server(None)) => spares = false,
-                Ok(Forked::Server(Some(handle))) => spare = Some(handle),
-                Ok(Forked::Spare(this)) => {
-                    // The spare: nothing of the server's loop is its own.
-                    drop((listener, running, lock));
-                    return Loop::Child(Served::Spare(this));
-                }
-            }
-        }
         let timeout = if running.is_empty() {
             match snapshot.idle.checked_sub(idle_since.elapsed()) {
                 Some(left) if !left.is_zero() => left.as_millis().min(i32::MAX as u128) as i32,
@@ -270,6 +271,12 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
         polled.push(libc::pollfd { fd: listener.as_ref().map_or(-1, |l| l.as_raw_fd()), events: libc::POLLIN, revents: 0 });
         polled.push(libc::pollfd { fd: spare.as_ref().map_or(-1, |s| s.pidfd.as_raw_fd()), events: libc::POLLIN, revents: 0 });
         polled.extend(running.iter().map(|r| libc::pollfd { fd: r.pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 }));
+        let reports = polled.len();
+        polled.extend(running.iter().map(|r| libc::pollfd {
+            fd: if r.reported { -1 } else { r.report.as_raw_fd() },
+            events: libc::POLLIN,
+            revents: 0,
+        }));
         // SAFETY: `polled` is a valid array of pollfd for its length.
         let n = unsafe { libc::poll(polled.as_mut_ptr(), polled.len() as libc::nfds_t, timeout) };
         if n < 0 {
@@ -292,21 +299,45 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
             reap(gone.pid);
             last = None;
         }
-        // Ended children first, so that a pidfd's index still matches `running`.
-        for (i, p) in polled[3..].iter().enumerate().rev() {
+        // Ops that reported (before their process exits): what the next spare warms for.
+        for (i, p) in polled[reports..].iter().enumerate() {
+            if p.revents & libc::POLLIN != 0
+                && let Some(request) = running[i].take_report()
+            {
+                last = Some(request);
+            }
+        }
+        // Ended children next, so that a pidfd's index still matches `running`.
+        for (i, p) in polled[3..reports].iter().enumerate().rev() {
             if p.revents != 0 {
                 let ended = running.swap_remove(i);
                 if let Some(request) = report_end(ended) {
                     last = Some(request);
-                    // A spare that warms for nothing (made before any op ended) makes way for one
-                    // that warms for this op; it is idle, so it ends at once.
-                    if let Some(cold) = spare.take_if(|s| !s.warms) {
-                        drop(cold.chan);
-                        reap(cold.pid);
-                    }
                 }
                 if running.is_empty() {
                     idle_since = Instant::now();
+                }
+            }
+        }
+        // A spare that warms for nothing (made before any op ended) makes way for one that warms for
+        // the op that now has; it is idle, so it ends at once.
+        if last.is_some()
+            && let Some(cold) = spare.take_if(|s| !s.warms)
+        {
+            drop(cold.chan);
+            reap(cold.pid);
+        }
+        // A spare is forked while no op is still at work (its warm-up then takes no CPU from one, and it
+        // warms for the latest op); an op that arrives with none ready gets a child of its own.
+        if listener.is_some() && spares && spare.is_none() && running.iter().all(|r| r.reported) {
+            snapshot.running = running.len();
+            match fork_spare(&last, snapshot) {
+                Err(_) | Ok(Forked::Server(None)) => spares = false,
+                Ok(Forked::Server(Some(handle))) => spare = Some(handle),
+                Ok(Forked::Spare(this)) => {
+                    // The spare: nothing of the server's loop is its own.
+                    drop((listener, running, lock));
+                    return Loop::Child(Served::Spare(this));
                 }
             }
         }
@@ -341,11 +372,11 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
                     }
                     Err(_) => {} // the client sees its connection close before "accepted": it runs the op itself
                     Ok(Some((pid, pidfd))) => match pidfd {
-                        Some(pidfd) => running.push(Running { pid, pidfd, conn, report }),
+                        Some(pidfd) => running.push(Running { pid, pidfd, conn, report, reported: false }),
                         // Not watchable (a kernel before 5.3): wait for it here rather than lose it.
                         None => {
                             let null = OwnedFd::from(std::fs::File::open("/dev/null").expect("/dev/null"));
-                            report_end(Running { pid, pidfd: null, conn, report });
+                            report_end(Running { pid, pidfd: null, conn, report, reported: false });
                         }
                     },
                 }
@@ -404,31 +435,41 @@ fn report_end(mut ended: Running) -> Option<Vec<u8>> {
     let _ = ended.conn.set_nonblocking(false);
     let _ = ended.conn.set_write_timeout(Some(Duration::from_secs(1)));
     let _ = reply.write_to(&mut ended.conn);
-    drop(ended.pidfd);
-    // The child has exited: whatever it wrote is in the pipe, and the pipe is at its end after it.
-    let mut request = Vec::new();
-    let read = std::fs::File::from(ended.report).take((HEADER + REQUEST_MAX) as u64).read_to_end(&mut request);
-    (reply == Reply::Exited(0) && read.is_ok() && !request.is_empty()).then_some(request)
+    // The child has exited: whatever it wrote (if it has not been read) is in the pipe.
+    if ended.reported || reply != Reply::Exited(0) {
+        return None;
+    }
+    ended.take_report()
 }
 
 /// In a child forked for `conn`: read the request, and either answer it (status, stop, declined) or
 /// take on the caller's state and hand back its argv.
 fn child(conn: UnixStream, snapshot: Snapshot, report: OwnedFd) -> Served {
     StopSignals::unblock();
-    let ended = |r: Result<(), String>| Served::Ended(r.map_err(HostError::refused));
+    // Said before any answer to the client, so that the server knows it before the client's next op.
+    let report_fd = report.as_raw_fd();
+    // SAFETY: `report` is open for the life of this process (moved into OP_END at most).
+    let done = || done_with_nothing_to_warm(unsafe { BorrowedFd::borrow_raw(report_fd) });
+    let ended = |r: Result<(), String>| {
+        done();
+        Served::Ended(r.map_err(HostError::refused))
+    };
+    let answer = |reply: Reply| {
+        done();
+        Served::Ended(reply.write_to(&mut &conn).map_err(|e| HostError::refused(e.to_string())))
+    };
     let _ = conn.set_nonblocking(false);
     let _ = conn.set_read_timeout(Some(REQUEST_WAIT));
     let (request, fds) = match read_request(&conn) {
         Ok(r) => r,
         Err(why) => return ended(Err(format!("a request: {why}"))),
     };
-    let mut reply_conn = &conn;
     match request.kind {
-        Kind::Status => return ended(Reply::Status(status_text(snapshot)).write_to(&mut reply_conn).map_err(|e| e.to_string())),
+        Kind::Status => return answer(Reply::Status(status_text(snapshot))),
         Kind::Stop => {
             // SAFETY: a signal to our parent, the server.
             unsafe { libc::kill(libc::getppid(), libc::SIGTERM) };
-            return ended(Reply::Status("stopping".into()).write_to(&mut reply_conn).map_err(|e| e.to_string()));
+            return answer(Reply::Status("stopping".into()));
         }
         Kind::Run => {}
     }
@@ -444,10 +485,10 @@ fn child(conn: UnixStream, snapshot: Snapshot, report: OwnedFd) -> Served {
     if let Err(why) = admitted {
         snapshot.counters.declined.fetch_add(1, Ordering::Relaxed);
         crate::log::host_log::debug(&format!("server: declined: {why}"));
-        return ended(Reply::Declined(why).write_to(&mut reply_conn).map_err(|e| e.to_string()));
+        return answer(Reply::Declined(why));
     }
     if let Err(e) = take_on(&request, &fds) {
-        return ended(Reply::Declined(e).write_to(&mut reply_conn).map_err(|e| e.to_string()));
+        return answer(Reply::Declined(e));
     }
     drop(fds);
     // What the process read of its own environment before the fork is the server's: read it again.
@@ -456,7 +497,7 @@ fn child(conn: UnixStream, snapshot: Snapshot, report: OwnedFd) -> Served {
     if let Some(arg0) = request.args.first() {
         let _ = super::CALLER_ARG0.set(arg0.clone());
     }
-    if Reply::Accepted.write_to(&mut reply_conn).is_err() {
+    if Reply::Accepted.write_to(&mut &conn).is_err() {
         return ended(Ok(()));
     }
     snapshot.counters.ops.fetch_add(1, Ordering::Relaxed);
@@ -481,26 +522,45 @@ struct OpEnd {
 
 static OP_END: std::sync::OnceLock<OpEnd> = std::sync::OnceLock::new();
 
-/// In a server's child, once the op has returned `code`: say so to the client directly, stdout and
-/// stderr flushed first. The client still waits for the server's word that this process has exited
-/// (locks released, files closed), and takes this one only if the server is gone. An op that ended
-/// well on a store is reported to the server, whose next spare makes ready for one like it.
+/// In a server's child, once the op has returned `code` (everything it held dropped: the store, its
+/// locks, the driver): report an op that ended well on a store to the server (whose next spare makes
+/// ready for one like it), give back the caller's stdin, stdout and stderr (flushed, then /dev/null in
+/// their place, so that a reader of the caller's output sees its end when the client exits), and say
+/// the code to the client, which exits with it at once: what is left of this process (its exit) holds
+/// nothing of the caller's.
 pub fn op_ended(code: u8) {
     use std::io::Write;
-    if let Some(end) = OP_END.get() {
-        let _ = std::io::stdout().flush();
-        let _ = std::io::stderr().flush();
-        let _ = Reply::OpEnded(code).write_to(&mut &end.conn);
-        if crate::runtime::warm::taken() {
-            end.counters.warm.fetch_add(1, Ordering::Relaxed);
-        }
-        if code == 0 && crate::runtime::warm::store_opened() {
-            // Non-blocking: a request larger than the pipe holds is not remembered, and never waited on.
-            let _ = rustix::fs::fcntl_setfl(&end.report, rustix::fs::OFlags::NONBLOCK);
-            let _ = rustix::io::write(&end.report, &end.request);
+    let Some(end) = OP_END.get() else { return };
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    OP_DONE.store(true, Ordering::SeqCst);
+    if crate::runtime::warm::taken() {
+        end.counters.warm.fetch_add(1, Ordering::Relaxed);
+    }
+    if code == 0 && crate::runtime::warm::store_opened() {
+        // Non-blocking: a request larger than the pipe holds is not remembered, and never waited on.
+        let _ = rustix::fs::fcntl_setfl(&end.report, rustix::fs::OFlags::NONBLOCK);
+        let _ = rustix::io::write(&end.report, &end.request);
+    } else {
+        done_with_nothing_to_warm(end.report.as_fd());
+    }
+    if let Ok(null) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null") {
+        for target in 0..3 {
+            // SAFETY: dup2 onto this process's own stdio, which nothing uses any more.
+            unsafe { libc::dup2(null.as_raw_fd(), target) };
         }
     }
+    let _ = Reply::OpEnded(code).write_to(&mut &end.conn);
 }
+
+/// Tell the server, on the report pipe, that this child is done and leaves nothing to warm for (one
+/// zero byte, which no request is).
+fn done_with_nothing_to_warm(report: BorrowedFd<'_>) {
+    let _ = rustix::io::write(report, &[0]);
+}
+
+/// Set once the op has ended: the client leaving is then no reason to end this process.
+static OP_DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// A process forked ahead of the next request, in the server's place until then: while it waits it makes
 /// ready the driver the server's last storage op ran on (the same store and grants, as that op's argv
@@ -641,6 +701,8 @@ fn watch_client(conn: UnixStream) {
                     unsafe { libc::kill(-libc::getpid(), byte[0] as libc::c_int) };
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                // The client left after the op ended (it exits on the op's word): nothing to end.
+                _ if OP_DONE.load(Ordering::SeqCst) => return,
                 _ => {
                     // SAFETY: as above, this process only.
                     unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };

@@ -10,7 +10,9 @@
 //! A spare ([`Spare`]) is such a child forked before its request: while it waits it makes ready the
 //! driver instance of the last op that ended well on a store (each child reports its request on a pipe
 //! once its op has), so the op it is handed may start warm. It is forked from the single-threaded
-//! server like any child; its warm-up starts its own threads, in its own process.
+//! server like any child, once no op is at work; its warm-up starts its own threads, in its own
+//! process. It is handed an op (never a status or stop request: the server peeks at the header) only
+//! once it has said it is ready, so no warm-up holds an op.
 
 use std::ffi::OsString;
 use std::io::{IoSliceMut, Read};
@@ -31,6 +33,10 @@ use crate::error::HostError;
 
 /// How long an idle server lives on by default.
 const IDLE_DEFAULT: Duration = Duration::from_secs(300);
+/// How long the server waits for the request of a connection whose request has not arrived, before it
+/// takes it for an op's (the client sends it right after connecting; a status request must not take the
+/// spare).
+const PEEK_WAIT: Duration = Duration::from_millis(50);
 /// How long a child waits for its request's bytes.
 const REQUEST_WAIT: Duration = Duration::from_secs(5);
 
@@ -50,6 +56,8 @@ pub enum Served {
 struct Snapshot {
     started: std::time::SystemTime,
     running: usize,
+    /// The spare's state when this child was forked: `ready`, `warming` or `none`.
+    spare: &'static str,
     idle: Duration,
     counters: &'static Counters,
 }
@@ -130,7 +138,12 @@ pub fn serve(detach: bool) -> Served {
         Ok(c) => c,
         Err(e) => return refused(format!("cannot map the server's counters: {e}")),
     };
-    match serve_loop(listener, &signals, lock, Snapshot { started: std::time::SystemTime::now(), running: 0, idle, counters }) {
+    match serve_loop(
+        listener,
+        &signals,
+        lock,
+        Snapshot { started: std::time::SystemTime::now(), running: 0, spare: "none", idle, counters },
+    ) {
         Loop::Child(served) => served,
         Loop::Ended(result) => {
             // Still ours (no later server replaced it): gone, so that no client connects to nothing.
@@ -200,6 +213,9 @@ struct SpareHandle {
     report: OwnedFd,
     /// Whether it was given an op to warm for.
     warms: bool,
+    /// Whether it has said it is ready (its warm-up done): only then is it handed a request, so that
+    /// a warm-up that takes its driver's whole deadline holds no op.
+    ready: bool,
 }
 
 impl SpareHandle {
@@ -249,6 +265,8 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
     let mut listener = Some(listener);
     let mut running: Vec<Running> = Vec::new();
     let mut spare: Option<SpareHandle> = None;
+    // Accepted connections whose request has not arrived yet, each with when to stop waiting for it.
+    let mut pending: Vec<(UnixStream, Instant)> = Vec::new();
     // The request of the last op that ended well and opened a store: what the next spare warms for.
     let mut last: Option<Vec<u8>> = None;
     // Off for good once a spare cannot be watched (no pidfd): requests are then forked for as they come.
@@ -258,7 +276,7 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
         if listener.is_none() && running.is_empty() {
             return Loop::Ended(Ok(()));
         }
-        let timeout = if running.is_empty() {
+        let mut timeout = if running.is_empty() && pending.is_empty() {
             match snapshot.idle.checked_sub(idle_since.elapsed()) {
                 Some(left) if !left.is_zero() => left.as_millis().min(i32::MAX as u128) as i32,
                 _ => return Loop::Ended(Ok(())),
@@ -266,10 +284,19 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
         } else {
             -1
         };
-        let mut polled: Vec<libc::pollfd> = Vec::with_capacity(3 + running.len());
+        if let Some(first) = pending.iter().map(|(_, until)| *until).min() {
+            let left = first.saturating_duration_since(Instant::now()).as_millis().min(i32::MAX as u128) as i32;
+            timeout = if timeout < 0 { left } else { timeout.min(left) };
+        }
+        let mut polled: Vec<libc::pollfd> = Vec::with_capacity(4 + pending.len() + 2 * running.len());
         polled.push(libc::pollfd { fd: signals.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 });
         polled.push(libc::pollfd { fd: listener.as_ref().map_or(-1, |l| l.as_raw_fd()), events: libc::POLLIN, revents: 0 });
         polled.push(libc::pollfd { fd: spare.as_ref().map_or(-1, |s| s.pidfd.as_raw_fd()), events: libc::POLLIN, revents: 0 });
+        let waiting = spare.as_ref().filter(|s| !s.ready).map_or(-1, |s| s.chan.as_raw_fd());
+        polled.push(libc::pollfd { fd: waiting, events: libc::POLLIN, revents: 0 });
+        let pending_at = polled.len();
+        polled.extend(pending.iter().map(|(c, _)| libc::pollfd { fd: c.as_raw_fd(), events: libc::POLLIN, revents: 0 }));
+        let ends_at = polled.len();
         polled.extend(running.iter().map(|r| libc::pollfd { fd: r.pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 }));
         let reports = polled.len();
         polled.extend(running.iter().map(|r| libc::pollfd {
@@ -299,6 +326,13 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
             reap(gone.pid);
             last = None;
         }
+        if polled[3].revents != 0
+            && let Some(warming) = spare.as_mut()
+        {
+            // One byte: ready (an end instead: the spare is gone, which its pidfd reports).
+            let mut byte = [0u8];
+            warming.ready = rustix::io::read(&warming.chan, &mut byte).is_ok_and(|n| n == 1);
+        }
         // Ops that reported (before their process exits): what the next spare warms for.
         for (i, p) in polled[reports..].iter().enumerate() {
             if p.revents & libc::POLLIN != 0
@@ -308,7 +342,7 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
             }
         }
         // Ended children next, so that a pidfd's index still matches `running`.
-        for (i, p) in polled[3..reports].iter().enumerate().rev() {
+        for (i, p) in polled[ends_at..reports].iter().enumerate().rev() {
             if p.revents != 0 {
                 let ended = running.swap_remove(i);
                 if let Some(request) = report_end(ended) {
@@ -341,6 +375,15 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
                 }
             }
         }
+        // Connections whose request has arrived (or waited long enough for it), in order.
+        let mut arrived: Vec<(UnixStream, Option<Kind>)> = Vec::new();
+        for (i, p) in polled[pending_at..ends_at].iter().enumerate().rev() {
+            if p.revents != 0 || pending[i].1 <= Instant::now() {
+                let (conn, _) = pending.swap_remove(i);
+                let kind = peek_kind(&conn);
+                arrived.push((conn, kind));
+            }
+        }
         if polled[1].revents != 0
             && let Some(l) = listener.as_ref()
         {
@@ -348,41 +391,64 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
                 if !same_user(&conn) {
                     continue;
                 }
-                let conn = match spare.take() {
-                    None => conn,
-                    Some(ready) => match ready.hand(conn, running.len()) {
-                        Ok(taken) => {
-                            running.push(taken);
-                            continue;
-                        }
-                        Err((conn, gone)) => {
-                            drop(gone.chan);
-                            reap(gone.pid);
-                            conn
-                        }
-                    },
-                };
-                // No spare ready: a child of its own, forked now.
-                let Ok((report, reporter)) = report_pipe() else { continue };
-                snapshot.running = running.len();
-                match fork_process() {
-                    Ok(None) => {
-                        drop((listener, running, lock, spare, report));
-                        return Loop::Child(child(conn, snapshot, reporter));
-                    }
-                    Err(_) => {} // the client sees its connection close before "accepted": it runs the op itself
-                    Ok(Some((pid, pidfd))) => match pidfd {
-                        Some(pidfd) => running.push(Running { pid, pidfd, conn, report, reported: false }),
-                        // Not watchable (a kernel before 5.3): wait for it here rather than lose it.
-                        None => {
-                            let null = OwnedFd::from(std::fs::File::open("/dev/null").expect("/dev/null"));
-                            report_end(Running { pid, pidfd: null, conn, report, reported: false });
-                        }
-                    },
+                match peek_kind(&conn) {
+                    Some(kind) => arrived.push((conn, Some(kind))),
+                    // Its request not there yet (the client sends it right after connecting): looked
+                    // at again when it is, or after a moment.
+                    None => pending.push((conn, Instant::now() + PEEK_WAIT)),
                 }
             }
         }
+        for (conn, kind) in arrived {
+            // A status or stop request leaves the spare for an op.
+            let op = kind.is_none_or(|kind| kind == Kind::Run);
+            let conn = match spare.take_if(|s| s.ready && op) {
+                None => conn,
+                Some(ready) => match ready.hand(conn, running.len()) {
+                    Ok(taken) => {
+                        running.push(taken);
+                        continue;
+                    }
+                    Err((conn, gone)) => {
+                        drop(gone.chan);
+                        reap(gone.pid);
+                        conn
+                    }
+                },
+            };
+            // No spare ready (none, or still warming): a child of its own, forked now.
+            let Ok((report, reporter)) = report_pipe() else { continue };
+            snapshot.running = running.len();
+            snapshot.spare = match &spare {
+                Some(s) if s.ready => "ready",
+                Some(_) => "warming",
+                None => "none",
+            };
+            match fork_process() {
+                Ok(None) => {
+                    drop((listener, running, lock, spare, report, pending));
+                    return Loop::Child(child(conn, snapshot, reporter));
+                }
+                Err(_) => {} // the client sees its connection close before "accepted": it runs the op itself
+                Ok(Some((pid, pidfd))) => match pidfd {
+                    Some(pidfd) => running.push(Running { pid, pidfd, conn, report, reported: false }),
+                    // Not watchable (a kernel before 5.3): wait for it here rather than lose it.
+                    None => {
+                        let null = OwnedFd::from(std::fs::File::open("/dev/null").expect("/dev/null"));
+                        report_end(Running { pid, pidfd: null, conn, report, reported: false });
+                    }
+                },
+            }
+        }
     }
+}
+
+/// The kind of the request on `conn`, if its header has arrived (peeked: nothing is read, and nothing
+/// waited for).
+fn peek_kind(conn: &UnixStream) -> Option<Kind> {
+    let mut header = [0u8; HEADER];
+    let got = rustix::net::recv(conn, &mut header, RecvFlags::PEEK | RecvFlags::DONTWAIT).ok()?;
+    (got.0 == HEADER).then(|| Request::header(&header).ok().map(|(kind, _)| kind)).flatten()
 }
 
 /// Which side of [`fork_spare`] this process is on.
@@ -402,7 +468,7 @@ fn fork_spare(last: &Option<Vec<u8>>, snapshot: Snapshot) -> std::io::Result<For
             drop((report, chan));
             Forked::Spare(Spare { chan: spare_end, report: reporter, last: last.clone(), snapshot })
         }
-        Some((pid, Some(pidfd))) => Forked::Server(Some(SpareHandle { pid, pidfd, chan, report, warms: last.is_some() })),
+        Some((pid, Some(pidfd))) => Forked::Server(Some(SpareHandle { pid, pidfd, chan, report, warms: last.is_some(), ready: false })),
         Some((_, None)) => Forked::Server(None),
     })
 }
@@ -594,6 +660,10 @@ impl Spare {
     /// channel (the server stopped, or is gone) ends the spare.
     pub fn wait(self) -> Served {
         let Spare { chan, report, mut snapshot, .. } = self;
+        // Ready: the server hands a request only to a spare that has said so.
+        if rustix::io::write(&chan, b"R").is_err() {
+            return Served::Ended(Ok(()));
+        }
         let mut count = [0u8; 4];
         let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(1))];
         let mut control = RecvAncillaryBuffer::new(&mut space);
@@ -728,6 +798,7 @@ fn status_text(s: Snapshot) -> String {
         "declined": s.counters.declined.load(Ordering::Relaxed),
         "warm_ops": s.counters.warm.load(Ordering::Relaxed),
         "ops_running": s.running,
+        "spare": s.spare,
         "idle_exit_secs": s.idle.as_secs(),
         "rss_kib": rss_kib,
     })

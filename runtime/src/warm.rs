@@ -52,7 +52,7 @@ pub(crate) fn take<T: 'static>(key: &str) -> Option<T> {
     let instance = PARKED.with(|p| {
         let mut parked = p.borrow_mut();
         match parked.as_ref() {
-            Some((kept, _)) if kept == key => parked.take().map(|(_, instance)| instance),
+            Some((kept, instance)) if kept == key && instance.is::<T>() => parked.take().map(|(_, instance)| instance),
             _ => None,
         }
     })?;
@@ -69,4 +69,26 @@ pub fn taken() -> bool {
 /// Drop the kept instance, if any (a spare whose op will not use it frees its memory first).
 pub fn discard() {
     PARKED.with(|p| p.borrow_mut().take());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Kept under one key, taken under that key and type only, once; a new park replaces the old.
+    #[test]
+    fn an_instance_is_taken_only_by_its_key_and_type_once() {
+        park("a".into(), Box::new(1u32));
+        assert_eq!(take::<u32>("b"), None, "another key");
+        assert_eq!(take::<u64>("a"), None, "another type");
+        assert!(!taken());
+        assert_eq!(take::<u32>("a"), Some(1), "left kept by the misses");
+        park("a".into(), Box::new(2u32));
+        assert_eq!(take::<u32>("a"), Some(2));
+        assert!(taken());
+        assert_eq!(take::<u32>("a"), None, "taken once");
+        park("c".into(), Box::new(3u32));
+        discard();
+        assert_eq!(take::<u32>("c"), None, "discarded");
+    }
 }

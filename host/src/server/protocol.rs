@@ -225,6 +225,17 @@ mod tests {
         let mut other = bytes[..HEADER].to_vec();
         other[4] = VERSION + 1;
         assert!(Request::header(other[..].try_into().unwrap()).is_err());
+        // Whole, as a child reports it to the server for the next spare: the same request, and nothing
+        // cut short, padded or of another build taken.
+        assert_eq!(Request::parse(&bytes).unwrap(), req);
+        for cut in 0..bytes.len() {
+            assert!(Request::parse(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        assert!(Request::parse(&long).is_err());
+        let mut foreign = bytes.clone();
+        foreign[4] = VERSION + 1;
+        assert!(Request::parse(&foreign).is_err());
+        assert!(Request::parse(&[0]).is_err(), "a child's 'nothing to warm' byte");
     }
 
     #[test]

@@ -58,7 +58,8 @@ pub struct Driver<'rt, W: DriverWorld> {
     pre: W::Pre,
     grants: Grants,
     /// What a kept instance must have been made with to serve this driver ([`crate::warm`]); none
-    /// when the store directory's identity cannot be read (nothing is then kept or taken).
+    /// outside a resident server's spare, or when the store cannot be read (nothing is then kept or
+    /// taken).
     warm_key: Option<String>,
     live: Option<(Store<HostState>, W)>,
 }

@@ -284,9 +284,9 @@ fn parse_pairs(args: &[String]) -> Result<Vec<Pair>, Usage> {
 }
 
 /// What a resident server's spare does before its request arrives: open the store `op` would use (as
-/// [`execute`] resolves it, never creating it; not a relative one) and make its driver's instance ready, kept for the op
-/// that follows in this process ([`super::Storage::warm`]). Nothing is printed; a store that does not exist
-/// is left alone.
+/// [`execute`] resolves it, never creating it; not a relative one) and make its driver's instance
+/// ready, kept for the op that follows in this process ([`super::Storage::warm`]). Nothing is printed;
+/// a store that does not exist is left alone.
 pub fn warm(store_flag: Option<PathBuf>, driver_flag: Option<String>, op: &Op) -> Result<(), StorageError> {
     let store = StoreSession::resolve(store_flag, driver_flag, op.team(), false)?;
     // A relative store was the caller's working directory's, which the spare does not have.

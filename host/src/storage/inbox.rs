@@ -12,9 +12,18 @@ use crate::runtime::sandbox::StoreDir;
 
 /// The longest one wait call lasts, so that a stop request (Ctrl-C) is seen this soon.
 const WAIT_SLICE: Duration = Duration::from_secs(1);
-/// The least time between two wait calls or rounds: a driver that answers at once, every time, costs a
+/// The least time between two `live` wait calls: a driver that answers at once, every time, costs a
 /// round per this, never a busy loop.
-const MIN_SPACING: Duration = Duration::from_millis(20);
+const LIVE_SPACING: Duration = Duration::from_millis(20);
+/// The least time between the end of a round and the next round woken by the store: a store written
+/// without pause costs a round per this. Short, because the round itself writes the store (its
+/// consume), so the wake that follows every delivering round is the watcher's own, and a message that
+/// arrives meanwhile waits this long.
+const STORE_SPACING: Duration = Duration::from_millis(4);
+/// After a wake by another file of the store directory (a writer's lock, the jsonl index): a pause
+/// before waiting again, so a stream of such events costs a wait per this, never a busy loop, while the
+/// store file's own write, which follows at once, is seen this soon.
+const QUIET_PAUSE: Duration = Duration::from_millis(1);
 /// How often a polling watch looks at `stopped`.
 const POLL_STEP: Duration = Duration::from_millis(50);
 
@@ -137,8 +146,9 @@ impl Waiter {
 /// Wait between two watch rounds, as `waiter` says (from `cursor`, the last round's, for `live`).
 /// Returns when a wake-up says a message may have arrived, when `interval` has passed (the next round
 /// then reads anyway, so a lost wake-up delays a message by at most `interval`), or when `stopped` says
-/// so (checked at least every second). Wake-ups are at least [`MIN_SPACING`] apart. A wait that stops
-/// working (the driver no longer offers `live`, the store watch ended) falls back to polling.
+/// so (checked at least every second). Rounds woken by the store come at least [`STORE_SPACING`] after
+/// the last, `live` waits at least [`LIVE_SPACING`] apart. A wait that stops working (the driver no
+/// longer offers `live`, the store watch ended) falls back to polling.
 pub fn wait_for_next_round(
     driver: &mut Storage<'_>,
     waiter: &mut Waiter,
@@ -156,31 +166,31 @@ pub fn wait_for_next_round(
         if left.is_zero() || stopped() {
             return Ok(());
         }
-        let woken = match waiter {
+        let (woken, spacing) = match waiter {
             Waiter::Poll => {
                 std::thread::sleep(left.min(POLL_STEP));
                 continue;
             }
             Waiter::Live => match driver.wait_after(cursor, &pair, left.min(WAIT_SLICE))? {
-                Some(Wake::Changed) => true,
-                Some(Wake::TimedOut) => false,
+                Some(Wake::Changed) => (true, LIVE_SPACING),
+                Some(Wake::TimedOut) => (false, LIVE_SPACING),
                 None => {
                     *waiter = Waiter::Poll;
-                    false
+                    (false, Duration::ZERO)
                 }
             },
             Waiter::Store(watch) => match watch.wait(left.min(WAIT_SLICE)) {
-                Ok(Change::Changed) => true,
-                Ok(Change::Quiet) => false,
+                Ok(Change::Changed) => (true, STORE_SPACING),
+                Ok(Change::Quiet) => (false, QUIET_PAUSE),
                 ended => {
                     let why = ended.err().unwrap_or_else(|| "the store directory was removed or unmounted".to_owned());
                     host_log::debug(&format!("watch: polling from now on: {why}"));
                     *waiter = Waiter::Poll;
-                    false
+                    (false, Duration::ZERO)
                 }
             },
         };
-        std::thread::sleep(MIN_SPACING.saturating_sub(started.elapsed()));
+        std::thread::sleep(spacing.saturating_sub(started.elapsed()));
         if woken {
             // What the writer wrote while we slept is part of this wake: the round reads it.
             if let Waiter::Store(watch) = waiter

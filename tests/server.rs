@@ -239,8 +239,8 @@ fn a_warm_instance_serves_only_the_same_store_driver_and_grants() {
 }
 
 /// A spare whose warm-up its driver holds (the read it warms with sleeps 30 s) holds no op: the next op
-/// is forked for at once (seen failing with requests handed to a spare still warming: the op waited out
-/// the driver's sleep).
+/// waits for it only briefly, then is forked for (seen failing with requests handed to a spare still
+/// warming: the op waited out the driver's sleep).
 #[test]
 fn a_spare_held_by_its_warm_up_holds_no_op() {
     let s = Served::new();

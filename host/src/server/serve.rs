@@ -37,6 +37,11 @@ const IDLE_DEFAULT: Duration = Duration::from_secs(300);
 /// takes it for an op's (the client sends it right after connecting; a status request must not take the
 /// spare).
 const PEEK_WAIT: Duration = Duration::from_millis(50);
+/// How long an op that arrives while the spare still warms waits for it before a child is forked for
+/// it: a warm-up done by then serves the op warm (a child forked instead would do the same work cold,
+/// from its start), and one that is not (a slow driver, or one that makes its warm-up sleep) holds the
+/// op no longer than this. One op waits at a time; the next are forked for.
+const SPARE_WAIT: Duration = Duration::from_millis(10);
 /// How long a child waits for its request's bytes.
 const REQUEST_WAIT: Duration = Duration::from_secs(5);
 
@@ -267,16 +272,18 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
     let mut spare: Option<SpareHandle> = None;
     // Accepted connections whose request has not arrived yet, each with when to stop waiting for it.
     let mut pending: Vec<(UnixStream, Instant)> = Vec::new();
+    // An op waiting for the spare to be ready, until when (`SPARE_WAIT`).
+    let mut for_spare: Option<(UnixStream, Instant)> = None;
     // The request of the last op that ended well and opened a store: what the next spare warms for.
     let mut last: Option<Vec<u8>> = None;
     // Off for good once a spare cannot be watched (no pidfd): requests are then forked for as they come.
     let mut spares = true;
     let mut idle_since = Instant::now();
     loop {
-        if listener.is_none() && running.is_empty() {
+        if listener.is_none() && running.is_empty() && for_spare.is_none() {
             return Loop::Ended(Ok(()));
         }
-        let mut timeout = if running.is_empty() && pending.is_empty() {
+        let mut timeout = if running.is_empty() && pending.is_empty() && for_spare.is_none() {
             match snapshot.idle.checked_sub(idle_since.elapsed()) {
                 Some(left) if !left.is_zero() => left.as_millis().min(i32::MAX as u128) as i32,
                 _ => return Loop::Ended(Ok(())),
@@ -284,7 +291,7 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
         } else {
             -1
         };
-        if let Some(first) = pending.iter().map(|(_, until)| *until).min() {
+        if let Some(first) = pending.iter().chain(&for_spare).map(|(_, until)| *until).min() {
             let left = first.saturating_duration_since(Instant::now()).as_millis().min(i32::MAX as u128) as i32;
             timeout = if timeout < 0 { left } else { timeout.min(left) };
         }
@@ -370,18 +377,23 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
                 Ok(Forked::Server(Some(handle))) => spare = Some(handle),
                 Ok(Forked::Spare(this)) => {
                     // The spare: nothing of the server's loop is its own.
-                    drop((listener, running, lock));
+                    drop((listener, running, lock, pending, for_spare));
                     return Loop::Child(Served::Spare(this));
                 }
             }
         }
-        // Connections whose request has arrived (or waited long enough for it), in order.
-        let mut arrived: Vec<(UnixStream, Option<Kind>)> = Vec::new();
+        // Connections whose request has arrived (or waited long enough for it), in order; first the op
+        // that waited for the spare, once it is ready, gone, or waited for long enough.
+        // Each with whether it has waited for the spare already.
+        let mut arrived: Vec<(UnixStream, Option<Kind>, bool)> = Vec::new();
+        if let Some((conn, _)) = for_spare.take_if(|(_, until)| spare.as_ref().is_none_or(|s| s.ready) || *until <= Instant::now()) {
+            arrived.push((conn, Some(Kind::Run), true));
+        }
         for (i, p) in polled[pending_at..ends_at].iter().enumerate().rev() {
             if p.revents != 0 || pending[i].1 <= Instant::now() {
                 let (conn, _) = pending.swap_remove(i);
                 let kind = peek_kind(&conn);
-                arrived.push((conn, kind));
+                arrived.push((conn, kind, false));
             }
         }
         if polled[1].revents != 0
@@ -392,16 +404,20 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
                     continue;
                 }
                 match peek_kind(&conn) {
-                    Some(kind) => arrived.push((conn, Some(kind))),
+                    Some(kind) => arrived.push((conn, Some(kind), false)),
                     // Its request not there yet (the client sends it right after connecting): looked
                     // at again when it is, or after a moment.
                     None => pending.push((conn, Instant::now() + PEEK_WAIT)),
                 }
             }
         }
-        for (conn, kind) in arrived {
+        for (conn, kind, waited) in arrived {
             // A status or stop request leaves the spare for an op.
             let op = kind.is_none_or(|kind| kind == Kind::Run);
+            if op && !waited && for_spare.is_none() && spare.as_ref().is_some_and(|s| !s.ready && s.warms) {
+                for_spare = Some((conn, Instant::now() + SPARE_WAIT));
+                continue;
+            }
             let conn = match spare.take_if(|s| s.ready && op) {
                 None => conn,
                 Some(ready) => match ready.hand(conn, running.len()) {
@@ -426,7 +442,7 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
             };
             match fork_process() {
                 Ok(None) => {
-                    drop((listener, running, lock, spare, report, pending));
+                    drop((listener, running, lock, spare, report, pending, for_spare));
                     return Loop::Child(child(conn, snapshot, reporter));
                 }
                 Err(_) => {} // the client sees its connection close before "accepted": it runs the op itself

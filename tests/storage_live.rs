@@ -279,6 +279,27 @@ fn sqlite_and_jsonl_watches_wake_on_a_send_from_another_process_well_under_the_i
     }
 }
 
+/// A database replaced under its name while a watch runs (a restore from a backup, a copy from another
+/// machine) is what the watch reads from then on: the sqlite driver's connection kept between rounds is
+/// not kept past it (seen failing before: the watch went on reading the replaced file's old inode, and
+/// the replacement's message was never printed). The jsonl driver keeps no file open between ops, and
+/// its cursors are a file of their own, so a log replaced alone is not a store restored.
+#[test]
+fn a_database_replaced_under_its_name_is_watched_from_then_on() {
+    let env = env_with("sqlite");
+    env.storage(&["init"]).ok();
+    let mut watcher = Watcher::primed(&env, &env, &[], "t", "bob", NO_POLL);
+    let backup = env_with("sqlite");
+    backup.send("t", "alice", "bob", "in the replacement");
+    let staged = env.store.join("messages.db.restoring");
+    std::fs::copy(backup.store.join("messages.db"), &staged).unwrap();
+    std::fs::rename(&staged, env.store.join("messages.db")).unwrap();
+    let (_, line) = watcher.next_line(LIVENESS).expect("the replacement's message was not printed");
+    assert!(line.ends_with("in the replacement"), "{line:?}");
+    // It is read, and consumed, in the replacement.
+    assert_eq!(env.storage(&["list-unread", "t", "bob"]).ok().stdout, "");
+}
+
 #[test]
 fn a_per_team_partition_is_watched_where_it_is() {
     let env = Env::new();

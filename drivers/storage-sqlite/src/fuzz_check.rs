@@ -118,7 +118,7 @@ fn answer<T>(failed: &mut Vec<&'static str>, op: &'static str, result: Result<T,
 fn session(path: &str) -> Result<Session, DriverError> {
     let wal = crate::is_wal_file(path);
     let conn = crate::open_connection_at(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE, wal)?;
-    Ok(Session::on(conn, false, !wal, None))
+    Ok(Session::on(conn, false, None, !wal, None))
 }
 
 /// A read op: `Session::read`, then `op` in its read transaction.

@@ -58,8 +58,41 @@ fn sql_error(e: rusqlite::Error) -> DriverError {
 }
 
 thread_local! {
-    /// A connection kept between operations (rollback-journal stores only; see [`Session`]).
-    static IDLE_CONNECTION: std::cell::RefCell<Option<Connection>> = const { std::cell::RefCell::new(None) };
+    /// A connection kept between operations (rollback-journal stores only; see [`Session`]), with the
+    /// identity of the file at the database's path when it was opened.
+    static IDLE_CONNECTION: std::cell::RefCell<Option<(Connection, FileIdentity)>> = const { std::cell::RefCell::new(None) };
+}
+
+/// A file's device and inode (through WASI, the host's hash of them), `None` when it cannot be had.
+type FileIdentity = Option<(u64, u64)>;
+
+/// The identity of the file at `path` now. A kept connection reads the file it opened even after
+/// another is renamed over its name (a restore from a backup): one whose file is no longer the one at
+/// the path is closed, not reused.
+fn file_identity(path: &str) -> FileIdentity {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+    }
+    #[cfg(target_os = "wasi")]
+    {
+        // std's inode accessors are unstable on WASI; wasi-libc's stat (what SQLite's VFS uses) is not.
+        let path = std::ffi::CString::new(path).ok()?;
+        let mut buf = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: a NUL-terminated path and a buffer of the stat struct's size.
+        if unsafe { libc::stat(path.as_ptr(), buf.as_mut_ptr()) } != 0 {
+            return None;
+        }
+        // SAFETY: stat filled it.
+        let buf = unsafe { buf.assume_init() };
+        Some((buf.st_dev, buf.st_ino))
+    }
+    #[cfg(not(any(unix, target_os = "wasi")))]
+    {
+        let _ = path;
+        None
+    }
 }
 
 /// An open store for the span of one operation: the host lock, and a connection.
@@ -77,6 +110,8 @@ thread_local! {
 struct Session {
     conn: Option<Connection>,
     reusable: bool,
+    /// The identity of the database file the connection was opened on (kept with it when parked).
+    identity: FileIdentity,
     /// Whether the schema check has run ([`Session::writer`] defers it into its write transaction).
     checked: bool,
     /// A new connection still to be put in PERSIST mode (done in the op's first transaction).
@@ -130,22 +165,29 @@ impl Session {
         Session::connect()
     }
 
-    /// The store lock and a connection (the idle one, or a new one), nothing read yet.
+    /// The store lock and a connection (the idle one if it is still on the file at the database's
+    /// path, else a new one), nothing read yet.
     fn connect() -> Result<Session, DriverError> {
         let lock = StoreLock::acquire(LOCK_WAIT)?;
-        let wal = is_wal_file(&db_path());
+        let path = db_path();
+        let wal = is_wal_file(&path);
+        // Taken before a new connection opens the path: a file renamed in between makes the next op
+        // open again, never keep a connection on a file that is gone from the path.
+        let identity = file_identity(&path);
         let idle = if wal { None } else { IDLE_CONNECTION.with(|c| c.borrow_mut().take()) };
         let (conn, persist_pending) = match idle {
-            Some(conn) => (conn, false),
-            None => (open_connection(OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE, wal)?, !wal),
+            Some((conn, opened_on)) if opened_on.is_some() && opened_on == identity => (conn, false),
+            // Dropped (closed) here, under the lock, when it is on another file.
+            _ => (open_connection(OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE, wal)?, !wal),
         };
-        Ok(Session::on(conn, !wal, persist_pending, Some(lock)))
+        Ok(Session::on(conn, !wal, identity, persist_pending, Some(lock)))
     }
 
-    /// A session on `conn`, nothing read yet; `reusable`: parked for the next op when it ends;
-    /// `persist_pending`: a new rollback-journal connection, put in PERSIST mode by the first transaction.
-    fn on(conn: Connection, reusable: bool, persist_pending: bool, lock: Option<StoreLock>) -> Session {
-        Session { conn: Some(conn), reusable, checked: false, persist_pending, reading: false, _lock: lock }
+    /// A session on `conn` (opened on the file of `identity`), nothing read yet; `reusable`: parked for
+    /// the next op when it ends; `persist_pending`: a new rollback-journal connection, put in PERSIST
+    /// mode by the first transaction.
+    fn on(conn: Connection, reusable: bool, identity: FileIdentity, persist_pending: bool, lock: Option<StoreLock>) -> Session {
+        Session { conn: Some(conn), reusable, identity, checked: false, persist_pending, reading: false, _lock: lock }
     }
 
     /// Rollback journal kept between transactions with its header zeroed (PERSIST) rather than deleted
@@ -194,7 +236,7 @@ impl Drop for Session {
                 let _ = conn.execute_batch("COMMIT");
             }
             if self.reusable && conn.is_autocommit() {
-                IDLE_CONNECTION.with(|c| *c.borrow_mut() = Some(conn));
+                IDLE_CONNECTION.with(|c| *c.borrow_mut() = Some((conn, self.identity)));
             }
         }
     }

@@ -10,9 +10,6 @@
 //! | jsonl `storage send` | (against the `sqlite3` CLI's send) |
 //! | postgres `storage send` | `psql`: the driver's probe and insert (skipped without PostgreSQL) |
 //!
-//! Then a second table: `watch --json` (sqlite and jsonl), from a send's exit to its line on the
-//! watcher's stdout, per process and through the server (no native row: the goal is p90 ≤ 10 ms).
-//!
 //! agmsg-host runs each op two ways: one whole process per op (`AGMSG_HOST_SERVER=off`), and through the
 //! resident server (a client process whose op a server's child runs; the server started first, in a
 //! runtime directory of the run's own). Each of the three runs a few times unmeasured first (page
@@ -307,60 +304,6 @@ fn main() {
 
     println!();
     table.print();
-
-    // watch: how long after a send's process has exited its message is on a watcher's stdout.
-    println!();
-    println!("| `watch --json`, from a send's exit to its line | per process | through the server | goal |");
-    println!("|---|---|---|---|");
-    for (driver, store) in [("sqlite", &sqlite_store), ("jsonl", &jsonl_store)] {
-        let [process, server] = [false, true].map(|server| watch_latency(&host, store, driver, n, server));
-        let met = if process.p90() <= WATCH_GOAL && server.p90() <= WATCH_GOAL { "met" } else { "not met" };
-        let row = format!("| {driver} | {} | {} | p90 ≤ {} ms ({met}) |", process.cell(), server.cell(), WATCH_GOAL.as_millis());
-        eprintln!("{row}");
-        println!("{row}");
-    }
-}
-
-/// Issue 37's goal for a watcher's latency.
-const WATCH_GOAL: Duration = Duration::from_millis(10);
-
-/// agmsg-host's `watch` on `store` (per process, or through the server, as the sends are) while
-/// messages arrive one at a time, 30 ms apart: from each send's exit to the moment its line is read
-/// from the watcher's stdout (zero when the line came first).
-fn watch_latency(host: &Host, store: &Path, driver: &str, n: usize, server: bool) -> Samples {
-    use std::io::BufRead;
-    let agent = format!("watcher-{}", if server { "server" } else { "process" });
-    let mut cmd = command(&host.bin, &host.home, &[]);
-    cmd.env("XDG_RUNTIME_DIR", &host.runtime).env("AGMSG_HOST_SERVER", if server { "on" } else { "off" });
-    cmd.args(["--store", store.to_str().unwrap(), "--driver", driver, "watch", "t", &agent, "--json", "--interval", "5"]);
-    let mut watch = cmd.stdout(std::process::Stdio::piped()).spawn().unwrap();
-    let stdout = watch.stdout.take().unwrap();
-    let (lines, read) = std::sync::mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-            if lines.send((Instant::now(), line)).is_err() {
-                break;
-            }
-        }
-    });
-    let mut samples = Vec::new();
-    // The first messages also wait for the watcher to start.
-    for i in 0..WARM_UP + n {
-        std::thread::sleep(Duration::from_millis(30));
-        let body = format!("{driver}-{server}-{i}");
-        host.store_via(server, store, driver, &["send", "t", "alice", &agent, &body]);
-        let sent = Instant::now();
-        let (at, line) = read.recv_timeout(Duration::from_secs(30)).expect("the watcher printed nothing in 30 s");
-        assert!(line.contains(&body), "the watcher printed {line}, not {body}");
-        if i >= WARM_UP {
-            samples.push(at.saturating_duration_since(sent));
-        }
-    }
-    // A client killed outright takes its op with it.
-    watch.kill().unwrap();
-    watch.wait().unwrap();
-    reader.join().unwrap();
-    Samples(samples)
 }
 
 /// `terminal peek <pane> --lines 5` against `tmux capture-pane` on a private server's pane.

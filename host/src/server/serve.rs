@@ -382,9 +382,9 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
                 }
             }
         }
-        // Connections whose request has arrived (or waited long enough for it), in order; first the op
-        // that waited for the spare, once it is ready, gone, or waited for long enough.
-        // Each with whether it has waited for the spare already.
+        // Connections whose request has arrived (or waited long enough for it), in order, each with
+        // whether it has waited for the spare already: first the op that did, once the spare is ready
+        // or gone or the wait is out.
         let mut arrived: Vec<(UnixStream, Option<Kind>, bool)> = Vec::new();
         if let Some((conn, _)) = for_spare.take_if(|(_, until)| spare.as_ref().is_none_or(|s| s.ready) || *until <= Instant::now()) {
             arrived.push((conn, Some(Kind::Run), true));

@@ -238,6 +238,42 @@ fn a_warm_instance_serves_only_the_same_store_driver_and_grants() {
     assert_eq!(warm(), before, "the instance of the replaced database served the op");
 }
 
+/// A spare makes ready both a storage and a terminal driver: the last op on a store and the last op on a
+/// named terminal driver each leave their instance for the next op like them, whichever came last, and
+/// a terminal op with another driver is not given it (seen failing with the spare warming for storage
+/// ops only: the second `describe` ran cold; and with the drivers a spare's warm-up opened counted as
+/// its op's: the `describe` a spare warm for storage served was reported as a storage op too, and the
+/// next spare warmed for it instead of the store, so the list-unread after it ran cold).
+#[test]
+fn a_spare_warms_for_the_last_storage_op_and_the_last_terminal_op() {
+    let s = Served::new();
+    s.start();
+    s.env.send("t", "alice", "bob", "hello");
+    let warm = || s.status().unwrap()["warm_ops"].as_u64().unwrap();
+    let spare_ready = || wait_for(|| s.status().is_some_and(|st| st["spare"] == "ready"), "the spare to be ready");
+    let same_as_in_process = |args: &[&str]| {
+        let ours = run(s.cmd(), args, None);
+        let theirs = run(s.in_process(), args, None);
+        assert!(ours.status.success(), "{args:?}: {ours:?}");
+        assert_eq!((&ours.stdout, &ours.stderr, ours.status.code()), (&theirs.stdout, &theirs.stderr, theirs.status.code()), "{args:?}");
+    };
+    let list = ["storage", "list-unread", "t", "bob"];
+    let describe = ["--driver", "plain", "terminal", "describe"];
+    same_as_in_process(&list);
+    spare_ready();
+    same_as_in_process(&describe);
+    spare_ready();
+    let before = warm();
+    same_as_in_process(&list);
+    assert_eq!(warm(), before + 1, "the storage op after a terminal op was not warm");
+    spare_ready();
+    same_as_in_process(&describe);
+    assert_eq!(warm(), before + 2, "the second terminal op on the same driver was not warm");
+    spare_ready();
+    same_as_in_process(&["--driver", "tmux", "terminal", "describe"]);
+    assert_eq!(warm(), before + 2, "another terminal driver's op took the plain driver's instance");
+}
+
 /// A spare whose warm-up its driver holds (the read it warms with sleeps 30 s) holds no op: the next op
 /// waits for it only briefly, then is forked for (seen failing with requests handed to a spare still
 /// warming: the op waited out the driver's sleep).

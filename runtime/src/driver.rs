@@ -80,9 +80,7 @@ impl<'rt, W: DriverWorld> Driver<'rt, W> {
             .and_then(W::pre)
             .map_err(|e| load_error(format!("{e:#}")))?;
         let warm_key = if crate::warm::enabled() { warm_key(&source.name, &source.sha256, &grants) } else { None };
-        if W::AXIS.has_store() {
-            crate::warm::note_store_opened();
-        }
+        crate::warm::note_opened(W::AXIS);
         Ok(Driver { runtime, name: source.name.clone(), sha256: source.sha256.clone(), pre, grants, warm_key, live: None })
     }
 
@@ -104,15 +102,22 @@ impl<'rt, W: DriverWorld> Driver<'rt, W> {
         &self.grants
     }
 
-    /// Call `f` on the live instance, creating it first if needed. `op` names the call in errors.
-    pub fn call<T>(&mut self, op: &str, f: impl FnOnce(&mut Store<HostState>, &W) -> wasmtime::Result<T>) -> Result<T, CallFailure> {
-        let limits = self.grants.limits;
+    /// Make the instance now rather than on the first call (a resident server's spare, ahead of its op).
+    pub fn instantiate(&mut self) -> Result<(), CallFailure> {
+        self.live()?;
+        Ok(())
+    }
+
+    /// The live instance: the one made before, else one kept for this driver ([`crate::warm`]), else a
+    /// new one.
+    fn live(&mut self) -> Result<&mut (Store<HostState>, W), CallFailure> {
         if self.live.is_none()
             && let Some(key) = &self.warm_key
         {
             self.live = crate::warm::take(key);
         }
         if self.live.is_none() {
+            let limits = self.grants.limits;
             let mut store = sandbox::new_store(&self.runtime.engine, &self.name, &self.grants)
                 .map_err(|e| CallFailure { message: format!("driver '{}': {e:#}", self.name) })?;
             let _running = begin_call(&mut store, &limits);
@@ -123,7 +128,13 @@ impl<'rt, W: DriverWorld> Driver<'rt, W> {
             })?;
             self.live = Some((store, bindings));
         }
-        let (store, bindings) = self.live.as_mut().expect("instance was just created");
+        Ok(self.live.as_mut().expect("instance was just made"))
+    }
+
+    /// Call `f` on the live instance, creating it first if needed. `op` names the call in errors.
+    pub fn call<T>(&mut self, op: &str, f: impl FnOnce(&mut Store<HostState>, &W) -> wasmtime::Result<T>) -> Result<T, CallFailure> {
+        let limits = self.grants.limits;
+        let (store, bindings) = self.live()?;
         let running = begin_call(store, &limits);
         let result = f(store, bindings);
         drop(running);
@@ -159,7 +170,7 @@ impl<W: DriverWorld> Driver<'_, W> {
     pub fn park(mut self) {
         let (Some(live), Some(key)) = (self.live.take(), self.warm_key.take()) else { return };
         if warm_key(&self.name, &self.sha256, &self.grants).as_ref() == Some(&key) {
-            crate::warm::park(key, Box::new(live));
+            crate::warm::park(W::AXIS, key, Box::new(live));
         }
     }
 }

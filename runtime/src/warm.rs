@@ -1,22 +1,33 @@
-//! A driver instance made ready ahead of the op that uses it: the resident server's spare process
-//! instantiates the driver its last op used (and lets the driver open its store) while it waits for the
-//! next request, so that an op through the server starts on a warm instance instead of a fresh one.
+//! Driver instances made ready ahead of the op that uses them: the resident server's spare process
+//! instantiates the drivers its last ops used (a storage driver, which also opens its store, and a
+//! terminal driver) while it waits for the next request, so that an op through the server starts on a
+//! warm instance instead of a fresh one.
 //!
-//! One instance at most, in the thread that made it (the spare's main thread, which then runs the op).
-//! It is taken only by a [`crate::Driver`] of the same axis, component bytes (by sha256) and grants,
-//! all compared whole: the store directory by device and inode as the op opened it now, the granted
-//! environment's values, programs, endpoints and limits. Anything else (another store, a plugin whose
-//! file changed, a grant re-trusted differently) finds nothing and instantiates as any process does.
-//! The instance is used for one op and dropped with the process. Only a spare ([`enable`]) makes keys:
-//! every other process pays one flag check per driver.
+//! One instance at most per axis, in the thread that made it (the spare's main thread, which then runs
+//! the op). It is taken only by a [`crate::Driver`] of the same axis, component bytes (by sha256) and
+//! grants, all compared whole: the store directory by device and inode as the op opened it now, the
+//! granted environment's values, programs, endpoints and limits. Anything else (another store, a plugin
+//! whose file changed, a grant re-trusted differently) finds nothing and instantiates as any process
+//! does. The instance is used for one op and dropped with the process. Only a spare ([`enable`]) makes
+//! keys: every other process pays one flag check per driver.
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};
 
+use crate::axis::Axis;
+
+/// The axes a spare makes instances ready for: storage (whose instance also holds its store open) and
+/// terminal. An agent-types op runs no driver call worth making ahead (a manifest read, a plug text).
+pub const WARMED: [Axis; 2] = [Axis::Storage, Axis::Terminal];
+
+/// A kept instance: its driver's axis, its key, and the instance.
+type Parked = (Axis, String, Box<dyn Any>);
+
 thread_local! {
-    static PARKED: RefCell<Option<(String, Box<dyn Any>)>> = const { RefCell::new(None) };
+    static PARKED: RefCell<Vec<Parked>> = const { RefCell::new(Vec::new()) };
     static TAKEN: Cell<bool> = const { Cell::new(false) };
-    static STORE_OPENED: Cell<bool> = const { Cell::new(false) };
+    /// The axes whose drivers this thread opened, by [`Axis::index`] bit.
+    static OPENED: Cell<u8> = const { Cell::new(0) };
     static ENABLED: Cell<bool> = const { Cell::new(false) };
 }
 
@@ -30,31 +41,38 @@ pub(crate) fn enabled() -> bool {
     ENABLED.with(Cell::get)
 }
 
-/// Note that a driver of an axis with stores was opened in this thread (its op is one worth warming
-/// for: see [`store_opened`]).
-pub(crate) fn note_store_opened() {
-    STORE_OPENED.with(|o| o.set(true));
+/// Note that a driver of `axis` was opened in this thread (see [`opened`]).
+pub(crate) fn note_opened(axis: Axis) {
+    OPENED.with(|o| o.set(o.get() | 1 << axis.index()));
 }
 
-/// Whether this thread opened a driver of an axis with stores (a storage op, which a spare can make
-/// ready ahead of time; a terminal or types op leaves nothing to warm).
-pub fn store_opened() -> bool {
-    STORE_OPENED.with(Cell::get)
+/// Whether this thread opened a driver of `axis`: an op of one of the [`WARMED`] axes is one a spare
+/// can make ready for.
+pub fn opened(axis: Axis) -> bool {
+    OPENED.with(|o| o.get() & 1 << axis.index() != 0)
 }
 
-/// Keep `instance`, under `key`, for the next driver opened with the same key (replacing any kept).
-pub(crate) fn park(key: String, instance: Box<dyn Any>) {
-    PARKED.with(|p| *p.borrow_mut() = Some((key, instance)));
+/// The warm-ups are done: the drivers they opened are not the op's (which [`opened`] then tells alone).
+pub fn warmed_up() {
+    OPENED.with(|o| o.set(0));
+}
+
+/// Keep `instance`, of a driver of `axis`, under `key`, for the next driver opened with the same key
+/// (replacing any kept for that axis).
+pub(crate) fn park(axis: Axis, key: String, instance: Box<dyn Any>) {
+    PARKED.with(|p| {
+        let mut parked = p.borrow_mut();
+        parked.retain(|(kept, ..)| *kept != axis);
+        parked.push((axis, key, instance));
+    });
 }
 
 /// The kept instance, if it was kept under `key` and is a `T` (then no longer kept).
 pub(crate) fn take<T: 'static>(key: &str) -> Option<T> {
     let instance = PARKED.with(|p| {
         let mut parked = p.borrow_mut();
-        match parked.as_ref() {
-            Some((kept, instance)) if kept == key && instance.is::<T>() => parked.take().map(|(_, instance)| instance),
-            _ => None,
-        }
+        let at = parked.iter().position(|(_, kept, instance)| kept == key && instance.is::<T>())?;
+        Some(parked.swap_remove(at).2)
     })?;
     let instance = instance.downcast::<T>().ok()?;
     TAKEN.with(|t| t.set(true));
@@ -66,29 +84,35 @@ pub fn taken() -> bool {
     TAKEN.with(Cell::get)
 }
 
-/// Drop the kept instance, if any (a spare whose op will not use it frees its memory first).
+/// Drop the kept instances (a spare whose op will not use them frees their memory first).
 pub fn discard() {
-    PARKED.with(|p| p.borrow_mut().take());
+    PARKED.with(|p| p.borrow_mut().clear());
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Kept under one key, taken under that key and type only, once; a new park replaces the old.
+    /// Kept under one key, taken under that key and type only, once; a new park replaces the old one of
+    /// its axis only.
     #[test]
     fn an_instance_is_taken_only_by_its_key_and_type_once() {
-        park("a".into(), Box::new(1u32));
+        park(Axis::Storage, "a".into(), Box::new(1u32));
         assert_eq!(take::<u32>("b"), None, "another key");
         assert_eq!(take::<u64>("a"), None, "another type");
         assert!(!taken());
         assert_eq!(take::<u32>("a"), Some(1), "left kept by the misses");
-        park("a".into(), Box::new(2u32));
+        park(Axis::Storage, "a".into(), Box::new(2u32));
         assert_eq!(take::<u32>("a"), Some(2));
         assert!(taken());
         assert_eq!(take::<u32>("a"), None, "taken once");
-        park("c".into(), Box::new(3u32));
+        park(Axis::Storage, "c".into(), Box::new(3u32));
+        park(Axis::Terminal, "d".into(), Box::new(4u32));
+        park(Axis::Storage, "e".into(), Box::new(5u32));
+        assert_eq!(take::<u32>("c"), None, "replaced by the next of its axis");
+        assert_eq!(take::<u32>("d"), Some(4), "one per axis: another axis's stays");
+        park(Axis::Terminal, "d".into(), Box::new(6u32));
         discard();
-        assert_eq!(take::<u32>("c"), None, "discarded");
+        assert_eq!((take::<u32>("d"), take::<u32>("e")), (None, None), "discarded");
     }
 }

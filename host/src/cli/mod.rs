@@ -316,13 +316,13 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// In a resident server's spare: make ready what the op `args` (its last op's argv) would run on, so
-/// that its next op, likely the same kind on the same store, starts warm. Prints nothing.
+/// In a resident server's spare: make ready what the op `args` (one of its last ops' argv) would run on,
+/// so that its next op, likely the same kind on the same store or terminal, starts warm. Prints nothing.
 fn warm(args: Vec<OsString>) {
-    if let Ok(cli) = Cli::try_parse_from(args)
-        && let Command::Storage { op, args } = cli.command
-    {
-        storage::warm(cli.store, cli.driver, op.as_deref(), &args);
+    match Cli::try_parse_from(args).map(|cli| (cli.store, cli.driver, cli.command)) {
+        Ok((store, driver, Command::Storage { op, args })) => storage::warm(store, driver, op.as_deref(), &args),
+        Ok((_, driver, Command::Terminal { op, args })) => terminal::warm(driver, op.as_deref(), &args),
+        _ => {}
     }
 }
 

@@ -82,7 +82,7 @@ fn serve_as(served: Served, run_args: fn(Vec<OsString>) -> ExitCode, warm_for: f
             code
         }
         Served::Spare(mut spare) => {
-            if let Some(args) = spare.last_args() {
+            while let Some(args) = spare.next_warm_up() {
                 warm_for(args);
             }
             serve_as(spare.wait(), run_args, warm_for)

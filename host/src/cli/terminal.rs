@@ -105,6 +105,18 @@ pub fn run(driver_flag: Option<String>, op: Option<&str>, args: &[String]) -> Ex
     }
 }
 
+/// A resident server's spare, before its request: make ready the driver `terminal <op> <args>` would
+/// run on (`op::warm`), printing nothing. Not for `list` or the resolvers, nor an op that does not
+/// parse.
+pub fn warm(driver_flag: Option<String>, op: Option<&str>, args: &[String]) {
+    let op_name = op.unwrap_or("describe").replace('_', "-");
+    if let Ok(op) = Op::parse(&op_name, args)
+        && let Err(e) = op::warm(&Candidates::new(), driver_flag.as_deref(), &op)
+    {
+        agmsg_host::log::host_log::debug(&format!("server: a spare could not warm for `terminal {op_name}`: {e}"));
+    }
+}
+
 fn print(text: &str) -> Result<(), NoAnswer> {
     let mut out = io::stdout().lock();
     out.write_all(text.as_bytes())

@@ -8,11 +8,12 @@
 //! invocation.
 //!
 //! A spare ([`Spare`]) is such a child forked before its request: while it waits it makes ready the
-//! driver instance of the last op that ended well on a store (each child reports its request on a pipe
-//! once its op has), so the op it is handed may start warm. It is forked from the single-threaded
-//! server like any child, once no op is at work; its warm-up starts its own threads, in its own
-//! process. It is handed an op (never a status or stop request: the server peeks at the header) only
-//! once it has said it is ready, so no warm-up holds an op.
+//! driver instances of the last ops that ended well, one on a store and one on a terminal (each child
+//! reports its request on a pipe once its op has, with the axes whose drivers it ran), so the op it is
+//! handed may start warm. It is forked from the single-threaded server like any child, once no op is
+//! at work; its warm-up starts its own threads, in its own process. It is handed an op (never a status
+//! or stop request: the server peeks at the header) only once it has said it is ready, so no warm-up
+//! holds an op.
 
 use std::ffi::OsString;
 use std::io::{IoSliceMut, Read};
@@ -49,8 +50,8 @@ const REQUEST_WAIT: Duration = Duration::from_secs(5);
 pub enum Served {
     /// This process is a child forked for a request: run these arguments as the command line.
     Child(Vec<OsString>),
-    /// This process is a spare, forked ahead of the next request: make ready for the server's last op
-    /// ([`Spare::last_args`]), then [`Spare::wait`] for the request.
+    /// This process is a spare, forked ahead of the next request: make ready for the server's last ops
+    /// ([`Spare::next_warm_up`]), then [`Spare::wait`] for the request.
     Spare(Spare),
     /// The server (or a child that answered a status or stop request) is done.
     Ended(Result<(), HostError>),
@@ -201,12 +202,67 @@ struct Running {
 
 impl Running {
     /// What the child reported on its pipe, once it has (its op is done): the request of an op that
-    /// ended well on a store, else nothing to warm for.
-    fn take_report(&mut self) -> Option<Vec<u8>> {
-        let mut request = Vec::new();
-        let _ = (&std::fs::File::from(self.report.try_clone().ok()?)).take((HEADER + REQUEST_MAX) as u64).read_to_end(&mut request);
+    /// ended well on a store or a terminal, else nothing to warm for.
+    fn take_report(&mut self) -> Option<Report> {
+        let mut bytes = Vec::new();
+        let _ = (&std::fs::File::from(self.report.try_clone().ok()?)).take((1 + HEADER + REQUEST_MAX) as u64).read_to_end(&mut bytes);
         self.reported = true;
-        (request.len() > HEADER).then_some(request)
+        Report::parse(bytes)
+    }
+}
+
+/// What a child reports once its op ended well: the axes ([`crate::runtime::warm::WARMED`]) whose
+/// drivers it ran, as bits of one leading byte, and its request as it arrived. A lone zero byte says
+/// there is nothing to warm for.
+struct Report {
+    axes: u8,
+    request: Vec<u8>,
+}
+
+impl Report {
+    /// The bits of the warmed axes whose drivers this process opened.
+    fn axes_opened() -> u8 {
+        let warmed = crate::runtime::warm::WARMED.iter().enumerate();
+        warmed.filter(|(_, axis)| crate::runtime::warm::opened(**axis)).fold(0, |bits, (i, _)| bits | 1 << i)
+    }
+
+    fn parse(mut bytes: Vec<u8>) -> Option<Report> {
+        let axes = *bytes.first()?;
+        let known = (1u8 << crate::runtime::warm::WARMED.len()) - 1;
+        if axes == 0 || axes & !known != 0 || bytes.len() <= 1 + HEADER {
+            return None;
+        }
+        bytes.remove(0);
+        Some(Report { axes, request: bytes })
+    }
+}
+
+/// The request of the last op that ended well, per warmed axis: what the next spare warms for.
+#[derive(Default)]
+struct LastOps([Option<Vec<u8>>; crate::runtime::warm::WARMED.len()]);
+
+impl LastOps {
+    fn remember(&mut self, report: Report) {
+        for (i, slot) in self.0.iter_mut().enumerate() {
+            if report.axes & 1 << i != 0 {
+                *slot = Some(report.request.clone());
+            }
+        }
+    }
+
+    fn any(&self) -> bool {
+        self.0.iter().any(Option::is_some)
+    }
+
+    /// The distinct requests to warm for (an op that ran drivers of two axes is warmed for once).
+    fn requests(&self) -> Vec<Vec<u8>> {
+        let mut requests: Vec<Vec<u8>> = Vec::new();
+        for request in self.0.iter().flatten() {
+            if !requests.contains(request) {
+                requests.push(request.clone());
+            }
+        }
+        requests
     }
 }
 
@@ -274,8 +330,8 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
     let mut pending: Vec<(UnixStream, Instant)> = Vec::new();
     // An op waiting for the spare to be ready, until when (`SPARE_WAIT`).
     let mut for_spare: Option<(UnixStream, Instant)> = None;
-    // The request of the last op that ended well and opened a store: what the next spare warms for.
-    let mut last: Option<Vec<u8>> = None;
+    // The requests of the last ops that ended well, per axis: what the next spare warms for.
+    let mut last = LastOps::default();
     // Off for good once a spare cannot be watched (no pidfd): requests are then forked for as they come.
     let mut spares = true;
     let mut idle_since = Instant::now();
@@ -331,7 +387,7 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
             // A spare that ended before any request (its warm-up failed hard): reaped, and the next one
             // warms for nothing rather than for what may have ended this one.
             reap(gone.pid);
-            last = None;
+            last = LastOps::default();
         }
         if polled[3].revents != 0
             && let Some(warming) = spare.as_mut()
@@ -343,17 +399,17 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
         // Ops that reported (before their process exits): what the next spare warms for.
         for (i, p) in polled[reports..].iter().enumerate() {
             if p.revents & libc::POLLIN != 0
-                && let Some(request) = running[i].take_report()
+                && let Some(report) = running[i].take_report()
             {
-                last = Some(request);
+                last.remember(report);
             }
         }
         // Ended children next, so that a pidfd's index still matches `running`.
         for (i, p) in polled[ends_at..reports].iter().enumerate().rev() {
             if p.revents != 0 {
                 let ended = running.swap_remove(i);
-                if let Some(request) = report_end(ended) {
-                    last = Some(request);
+                if let Some(report) = report_end(ended) {
+                    last.remember(report);
                 }
                 if running.is_empty() {
                     idle_since = Instant::now();
@@ -362,7 +418,7 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
         }
         // A spare that warms for nothing (made before any op ended) makes way for one that warms for
         // the op that now has; it is idle, so it ends at once.
-        if last.is_some()
+        if last.any()
             && let Some(cold) = spare.take_if(|s| !s.warms)
         {
             drop(cold.chan);
@@ -476,15 +532,15 @@ enum Forked {
 }
 
 /// Fork a spare that will warm for `last`.
-fn fork_spare(last: &Option<Vec<u8>>, snapshot: Snapshot) -> std::io::Result<Forked> {
+fn fork_spare(last: &LastOps, snapshot: Snapshot) -> std::io::Result<Forked> {
     let (report, reporter) = report_pipe()?;
     let (chan, spare_end) = UnixStream::pair()?;
     Ok(match fork_process()? {
         None => {
             drop((report, chan));
-            Forked::Spare(Spare { chan: spare_end, report: reporter, last: last.clone(), snapshot })
+            Forked::Spare(Spare { chan: spare_end, report: reporter, last: last.requests(), snapshot })
         }
-        Some((pid, Some(pidfd))) => Forked::Server(Some(SpareHandle { pid, pidfd, chan, report, warms: last.is_some(), ready: false })),
+        Some((pid, Some(pidfd))) => Forked::Server(Some(SpareHandle { pid, pidfd, chan, report, warms: last.any(), ready: false })),
         Some((_, None)) => Forked::Server(None),
     })
 }
@@ -501,9 +557,9 @@ fn same_user(conn: &UnixStream) -> bool {
     rustix::net::sockopt::socket_peercred(conn).is_ok_and(|cred| cred.uid == rustix::process::geteuid())
 }
 
-/// Wait for a child that ended and tell its client how; the request it reported, if it ended well
-/// after an op worth warming for.
-fn report_end(mut ended: Running) -> Option<Vec<u8>> {
+/// Wait for a child that ended and tell its client how; what it reported, if it ended well after an op
+/// worth warming for.
+fn report_end(mut ended: Running) -> Option<Report> {
     let mut status = 0;
     // SAFETY: waitpid on our own child, writing its status into `status`.
     let reaped = unsafe { libc::waitpid(ended.pid, &mut status, 0) };
@@ -619,10 +675,12 @@ pub fn op_ended(code: u8) {
     if crate::runtime::warm::taken() {
         end.counters.warm.fetch_add(1, Ordering::Relaxed);
     }
-    if code == 0 && crate::runtime::warm::store_opened() {
+    let axes = Report::axes_opened();
+    if code == 0 && axes != 0 {
         // Non-blocking: a request larger than the pipe holds is not remembered, and never waited on.
+        // One write, so the server reads all of it or nothing.
         let _ = rustix::fs::fcntl_setfl(&end.report, rustix::fs::OFlags::NONBLOCK);
-        let _ = rustix::io::write(&end.report, &end.request);
+        let _ = rustix::io::write(&end.report, &[&[axes][..], &end.request].concat());
     } else {
         done_with_nothing_to_warm(end.report.as_fd());
     }
@@ -645,28 +703,29 @@ fn done_with_nothing_to_warm(report: BorrowedFd<'_>) {
 static OP_DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// A process forked ahead of the next request, in the server's place until then: while it waits it makes
-/// ready the driver the server's last storage op ran on (the same store and grants, as that op's argv
-/// and environment resolve them), so that its op, handed to it with the request's connection, starts on
-/// a warm instance (`crate::runtime::warm`) rather than a new one. A spare serves one op, as a child
-/// forked for it would, and ends; one waits at a time.
+/// ready the drivers the server's last storage op and last terminal op ran on (the same store, driver
+/// and grants, as each op's argv and environment resolve them), so that its op, handed to it with the
+/// request's connection, starts on a warm instance (`crate::runtime::warm`) rather than a new one. A
+/// spare serves one op, as a child forked for it would, and ends; one waits at a time.
 pub struct Spare {
     /// Its end of the server's channel: the connection of a request arrives on it; its end means none
     /// will.
     chan: UnixStream,
     report: OwnedFd,
-    /// The server's last op worth warming for: its request as it arrived.
-    last: Option<Vec<u8>>,
+    /// The server's last ops worth warming for, not yet warmed for: their requests as they arrived.
+    last: Vec<Vec<u8>>,
     snapshot: Snapshot,
 }
 
 impl Spare {
-    /// The last op's argv, its caller's environment taken on (what its store and driver were resolved
-    /// from); none when there is no such op.
-    pub fn last_args(&mut self) -> Option<Vec<OsString>> {
+    /// The argv of the next of the last ops to warm for, its caller's environment taken on (what its
+    /// store or terminal and its driver were resolved from); none when none is left.
+    pub fn next_warm_up(&mut self) -> Option<Vec<OsString>> {
         StopSignals::unblock();
         crate::runtime::warm::enable();
-        let request = Request::parse(&self.last.take()?).ok()?;
-        // SAFETY: the spare has one thread here (nothing has run a driver yet).
+        let request = std::iter::from_fn(|| self.last.pop()).find_map(|bytes| Request::parse(&bytes).ok())?;
+        // SAFETY: the spare has one thread here, or besides it (after a warm-up) the engine's I/O
+        // thread, idle with no call running, which reads no environment (see `set_env`).
         unsafe { set_env(&request.env) };
         crate::log::reread_level();
         Some(request.args)
@@ -676,6 +735,8 @@ impl Spare {
     /// channel (the server stopped, or is gone) ends the spare.
     pub fn wait(self) -> Served {
         let Spare { chan, report, mut snapshot, .. } = self;
+        // What the warm-ups opened must not count as the op's: its report would name their axes.
+        crate::runtime::warm::warmed_up();
         // Ready: the server hands a request only to a spare that has said so.
         if rustix::io::write(&chan, b"R").is_err() {
             return Served::Ended(Ok(()));

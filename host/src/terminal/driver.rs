@@ -86,6 +86,14 @@ impl<'rt> Terminal<'rt> {
         values.into_iter().map(|v| self.line(what, v)).collect()
     }
 
+    /// Make this driver's instance ready for a later op with the same driver and grants in this process,
+    /// and keep it (a resident server's spare: [`crate::runtime::warm`]). Calls nothing in the driver.
+    pub fn warm(mut self) -> Call<()> {
+        self.driver.instantiate().map_err(|failure| TerminalError::new(TermFailKind::Unreachable, failure.message))?;
+        self.driver.park();
+        Ok(())
+    }
+
     pub fn check(&mut self) -> Call<()> {
         self.op("check", |s, b| b.check(s))
     }

@@ -304,6 +304,16 @@ pub fn runtime() -> Result<Runtime, TerminalError> {
     Runtime::from_env().map_err(|e| TerminalError::new(TermFailKind::Unreachable, e))
 }
 
+/// What a resident server's spare does before its request arrives: make ready the instance of the driver
+/// `op` would run on, when that driver is named (`driver_flag`, the override variable, the op's
+/// placement reference; never by asking drivers whether they are present), kept for the op that follows
+/// in this process ([`Terminal::warm`]). Nothing is called in the driver, nothing printed.
+pub fn warm(candidates: &Candidates, driver_flag: Option<&str>, op: &Op) -> Result<(), TerminalError> {
+    let Some((source, _)) = resolve::chosen_driver(candidates, driver_flag, op.driver_hint())? else { return Ok(()) };
+    let runtime = runtime()?;
+    Terminal::open(&runtime, &source)?.warm()
+}
+
 /// Run `op` on the driver agmsg would pick ([`resolve::choose_driver`]: `driver_flag`, the override
 /// variable, the op's placement reference, the session's terminal) among `candidates`.
 pub fn run(candidates: &Candidates, driver_flag: Option<&str>, op: Op) -> Result<Reply, OpFailure> {

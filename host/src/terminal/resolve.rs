@@ -118,23 +118,37 @@ pub fn choose_driver(
     flag: Option<&str>,
     id: Option<&str>,
 ) -> Result<(TerminalSource, Option<String>), TerminalError> {
+    if let Some(chosen) = chosen_driver(candidates, flag, id)? {
+        return Ok(chosen);
+    }
     let unsupported = |m: String| TerminalError::new(TermFailKind::Unsupported, m);
-    let known = candidates.names();
-    let scheme = id.and_then(|id| split_reference(id, &known)).map(|(scheme, _)| scheme.to_owned());
-    if let Some(name) = flag {
-        return candidates.resolve(name).map(|s| (s, scheme)).map_err(unsupported);
-    }
-    if let Some(forced) = override_driver(candidates)? {
-        return Ok((forced, scheme));
-    }
-    if let Some(name) = &scheme {
-        return Ok((candidates.resolve(name).map_err(unsupported)?, scheme));
-    }
     match resolve_placement(runtime, candidates, "")? {
         Some(found) => Ok((candidates.resolve(&found.driver).map_err(unsupported)?, None)),
         None => {
             Err(unsupported(format!("no terminal detected: give --driver, {OVERRIDE_VAR}, or a placement reference such as tmux:<id>")))
         }
+    }
+}
+
+/// [`choose_driver`] when the choice is named (`--driver`, [`OVERRIDE_VAR`], the id's scheme), with no
+/// driver asked; `None` when it is left to detection.
+pub fn chosen_driver(
+    candidates: &Candidates,
+    flag: Option<&str>,
+    id: Option<&str>,
+) -> Result<Option<(TerminalSource, Option<String>)>, TerminalError> {
+    let unsupported = |m: String| TerminalError::new(TermFailKind::Unsupported, m);
+    let known = candidates.names();
+    let scheme = id.and_then(|id| split_reference(id, &known)).map(|(scheme, _)| scheme.to_owned());
+    if let Some(name) = flag {
+        return candidates.resolve(name).map(|s| Some((s, scheme))).map_err(unsupported);
+    }
+    if let Some(forced) = override_driver(candidates)? {
+        return Ok(Some((forced, scheme)));
+    }
+    match scheme {
+        Some(name) => Ok(Some((candidates.resolve(&name).map_err(unsupported)?, Some(name)))),
+        None => Ok(None),
     }
 }
 

@@ -163,11 +163,10 @@ impl Env {
             .env("AGMSG_CACHE_DIR", &self.cache)
             .current_dir(self.dir.path())
             .stdin(Stdio::null());
-        // The resident server's switch passes through, so that a run of the suite with
-        // AGMSG_HOST_SERVER=off runs every op in-process (CI runs the suite both ways).
-        if let Some(switch) = std::env::var_os("AGMSG_HOST_SERVER") {
-            cmd.env("AGMSG_HOST_SERVER", switch);
-        }
+        // The resident server's switch passes through (CI runs the suite in-process and its
+        // binary-driving tests again through the server); unset, ops run in-process, whatever the
+        // product's default, so that each op's answer is its own process's.
+        cmd.env("AGMSG_HOST_SERVER", std::env::var_os("AGMSG_HOST_SERVER").unwrap_or_else(|| "off".into()));
         for (k, v) in &self.extra {
             cmd.env(k, v);
         }

@@ -62,7 +62,7 @@ impl Bench<'_> {
     /// `agmsg-host <args>` in a home configured for the database (URL and password in the environment,
     /// as `storage switch postgres --url` and `PGPASSWORD` would leave them); its stdout.
     fn host(&self, args: &[&str]) -> String {
-        let out = Command::new(common::host_binary())
+        let out = common::host_command()
             .args(args)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())

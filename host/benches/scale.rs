@@ -164,10 +164,10 @@ fn run(store: &Path, cache: &Path, driver: &str, args: &[&str]) -> (Duration, f6
     let time = Path::new("/usr/bin/time");
     let mut cmd = if time.exists() {
         let mut cmd = Command::new(time);
-        cmd.args(["-f", "maxrss=%M"]).arg(common::host_binary());
+        cmd.args(["-f", "maxrss=%M"]).arg(common::host_binary()).env(common::SERVER_SWITCH, "off");
         cmd
     } else {
-        Command::new(common::host_binary())
+        common::host_command()
     };
     cmd.arg("--store").arg(store).args(["--driver", driver]).args(args).env("AGMSG_CACHE_DIR", cache);
     let started = Instant::now();

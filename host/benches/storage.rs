@@ -172,7 +172,7 @@ fn cold_start_breakdown(source: &agmsg_host::runtime::DriverSource, dir: &Path, 
 
 /// `agmsg-host <args>` as agmsg's scripts run it: a new process per op.
 fn host(store: &Path, cache: &Path, args: &[&str]) {
-    let out = Command::new(common::host_binary()).arg("--store").arg(store).args(args).env("AGMSG_CACHE_DIR", cache).output().unwrap();
+    let out = common::host_command().arg("--store").arg(store).args(args).env("AGMSG_CACHE_DIR", cache).output().unwrap();
     assert!(out.status.success(), "{args:?}: {out:?}");
 }
 
@@ -276,7 +276,7 @@ fn host_quiet_send(store: &Path, cache: &Path, driver: &str, i: usize) {
 }
 
 fn watch_tip(store: &Path, cache: &Path, driver: &str) -> String {
-    let out = Command::new(common::host_binary())
+    let out = common::host_command()
         .arg("--store")
         .arg(store)
         .args(["--driver", driver, "storage", "watch-tip", "t:bob"])

@@ -147,7 +147,7 @@ impl Side for Host {
         "agmsg-host (sqlite component)"
     }
     fn op(&self, store: &Path, op: &str, extra: &[&str]) -> Command {
-        let mut cmd = Command::new(common::host_binary());
+        let mut cmd = common::host_command();
         cmd.args(["--driver", "sqlite", "storage", &format!("sync-{op}"), "t", SERVER, REMOTE, "1"])
             .args(extra)
             .env("AGMSG_STORAGE_PATH", store);
@@ -259,7 +259,7 @@ fn main() {
     std::fs::create_dir_all(&base).unwrap();
     let log = dir.path().join("messages.jsonl");
     write_log(&log, MESSAGES, 200);
-    let mut import = Command::new(common::host_binary());
+    let mut import = common::host_command();
     import.args(["--driver", "sqlite", "storage", "import"]).arg(&log).env("AGMSG_STORAGE_PATH", &base);
     run("import", import, |_| {}, false);
 
@@ -319,7 +319,7 @@ fn main() {
     std::fs::create_dir_all(&full).unwrap();
     let big_log = dir.path().join("big.jsonl");
     write_log(&big_log, MESSAGES, MIB_BODY);
-    let mut import = Command::new(common::host_binary());
+    let mut import = common::host_command();
     import.args(["--driver", "sqlite", "storage", "import"]).arg(&big_log).env("AGMSG_STORAGE_PATH", &full);
     let imported = run("import of 1,000 x 1 MiB", import, |_| {}, false);
     let store_bytes = std::fs::metadata(full.join("messages.db")).map(|m| m.len()).unwrap_or(0);

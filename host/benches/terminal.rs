@@ -99,7 +99,7 @@ fn main() {
     row("poke (two bursts, 300 ms apart), warm", ours, raw);
 
     let ours = time(RUNS / 2, |_| {
-        let mut cmd = Command::new(common::host_binary());
+        let mut cmd = common::host_command();
         cmd.env_clear().env("PATH", std::env::var("PATH").unwrap_or_default()).env("AGMSG_CACHE_DIR", cache.path());
         cmd.args(["terminal", "peek", &format!("tmux:{id}")]);
         run_ok(cmd).len()

@@ -58,6 +58,17 @@ pub fn which(program: &str) -> Option<std::path::PathBuf> {
     agmsg_host::runtime::caps::process::find_on_path(program, &std::env::var_os("PATH")?)
 }
 
+/// `agmsg-host` run as one process per op (the resident server, on by default, switched off): what these
+/// benches measure, unless they say otherwise (`overhead` and `watch_latency` also measure through it).
+pub fn host_command() -> std::process::Command {
+    let mut cmd = std::process::Command::new(host_binary());
+    cmd.env(SERVER_SWITCH, "off");
+    cmd
+}
+
+/// The variable that turns the resident server off for an `agmsg-host` process.
+pub const SERVER_SWITCH: &str = "AGMSG_HOST_SERVER";
+
 /// The `agmsg-host` binary the benchmarks run: `AGMSG_HOST_BIN`, else cargo's build of this tree,
 /// copied once per bench process into cargo's temporary directory, as `cargo install` or a package
 /// places it. The copy is what users run, and it matters: the file the linker has just written is

@@ -40,8 +40,7 @@ pub enum Forward {
 
 /// Offer `args` (this process's whole argv) to the server.
 pub fn forward(args: &[OsString]) -> Forward {
-    // Until the suite has run through it on every machine: on only when asked (see the README).
-    if std::env::var_os(SWITCH).is_none_or(|v| v != "on") || is_server_command(args) {
+    if !super::switched_on(std::env::var_os(SWITCH).as_deref()) || is_server_command(args) {
         return Forward::InProcess;
     }
     let Ok(rendezvous) = Rendezvous::locate(|name| std::env::var_os(name)) else {

@@ -10,12 +10,14 @@
 //! - [`protocol`]: the frames on the socket.
 //! - [`client`]: [`forward`], which every invocation tries first, and `server status` / `stop`.
 //! - [`serve`]: the server's loop, a child's set-up, and the spare: a process forked ahead of the next
-//!   request that makes ready the driver instance the server's last storage op ran on (the same store,
-//!   driver and grants, resolved from that op's argv and environment), so that the op it is handed,
-//!   if it resolves to the same, starts warm (`crate::runtime::warm`).
+//!   request that makes ready the driver instances the server's last storage op and last terminal op
+//!   ran on (the same store or terminal, driver and grants, resolved from that op's argv and
+//!   environment), so that the op it is handed, if it resolves to the same, starts warm
+//!   (`crate::runtime::warm`).
 //! - [`peer`]: who may be served: this user, unconfined, in this process's namespaces.
 //!
-//! `AGMSG_HOST_SERVER=off` never uses it; a caller that cannot reach it runs in-process, silently.
+//! On unless `AGMSG_HOST_SERVER=off` ([`switched_on`]); a caller that cannot reach it runs in-process,
+//! silently.
 
 mod client;
 mod peer;
@@ -30,6 +32,12 @@ pub use serve::{Served, Spare, op_ended, serve};
 
 /// The variable that turns the server off (`off`) for a caller.
 pub const SWITCH: &str = "AGMSG_HOST_SERVER";
+
+/// Whether [`SWITCH`]'s value lets ops go through the server: unset, empty or `on` does; `off` (or `0`,
+/// `false`, `no`, as a user may write it) does not. Any other value is read as on, the default.
+pub fn switched_on(value: Option<&std::ffi::OsStr>) -> bool {
+    !value.is_some_and(|v| ["off", "0", "false", "no"].iter().any(|off| v.eq_ignore_ascii_case(off)))
+}
 /// The variable that sets how long an idle server lives on, in seconds.
 pub const IDLE: &str = "AGMSG_HOST_SERVER_IDLE";
 

@@ -49,6 +49,22 @@ impl Served {
         (out.status.code() == Some(0)).then_some(v)
     }
 
+    /// Ops the server ran on an instance its spare made ready.
+    fn warm_ops(&self) -> u64 {
+        self.status().expect("a server runs")["warm_ops"].as_u64().unwrap()
+    }
+
+    /// Run `args` through the server and in-process: the same stdout, stderr and exit code, a success;
+    /// the stdout.
+    fn same_as_in_process(&self, args: &[&str]) -> String {
+        let ours = run(self.cmd(), args, None);
+        let theirs = run(self.in_process(), args, None);
+        assert!(ours.status.success(), "{args:?}: {ours:?}");
+        let text = |out: &Output| (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
+        assert_eq!((text(&ours), ours.status.code()), (text(&theirs), theirs.status.code()), "{args:?}");
+        text(&ours).0
+    }
+
     /// Ops the server has taken.
     fn served(&self) -> u64 {
         self.status().expect("a server runs")["ops"].as_u64().unwrap()
@@ -211,24 +227,15 @@ fn a_warm_instance_serves_only_the_same_store_driver_and_grants() {
     let s = Served::new();
     s.start();
     s.env.send("t", "alice", "bob", "in the first store");
-    let warm = || s.status().unwrap()["warm_ops"].as_u64().unwrap();
-    let same_as_in_process = |args: &[&str]| {
-        let ours = run(s.cmd(), args, None);
-        let theirs = run(s.in_process(), args, None);
-        assert!(ours.status.success(), "{args:?}: {ours:?}");
-        let text = |out: &Output| (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
-        assert_eq!((text(&ours), ours.status.code()), (text(&theirs), theirs.status.code()), "{args:?}");
-        text(&ours).0
-    };
     // A spare warms for the last op once that op has ended, and is handed an op only once ready (an
     // op that comes earlier is forked for, cold): each op meant to find one waits for it.
     let spare_ready = || wait_for(|| s.status().is_some_and(|st| st["spare"] == "ready"), "the spare to be ready");
     let list = ["storage", "list-unread", "t", "bob"];
-    same_as_in_process(&list);
+    s.same_as_in_process(&list);
     spare_ready();
-    let before = warm();
-    assert!(same_as_in_process(&list).contains("in the first store"));
-    assert_eq!(warm(), before + 1, "the second op on the store was not warm");
+    let before = s.warm_ops();
+    assert!(s.same_as_in_process(&list).contains("in the first store"));
+    assert_eq!(s.warm_ops(), before + 1, "the second op on the store was not warm");
 
     // Another store (the same driver, the same grants): its own answer, from an instance of its own.
     let other = s.env.dir.path().join("other-store");
@@ -237,35 +244,35 @@ fn a_warm_instance_serves_only_the_same_store_driver_and_grants() {
         run(s.in_process(), &["--store", other_arg, "storage", "send", "t", "alice", "bob", "in the other store"], None).status.success()
     );
     spare_ready();
-    let before = warm();
-    let answer = same_as_in_process(&["--store", other_arg, "storage", "list-unread", "t", "bob"]);
+    let before = s.warm_ops();
+    let answer = s.same_as_in_process(&["--store", other_arg, "storage", "list-unread", "t", "bob"]);
     assert!(answer.contains("in the other store") && !answer.contains("in the first store"), "{answer}");
-    assert_eq!(warm(), before, "the other store's op took the first store's instance");
+    assert_eq!(s.warm_ops(), before, "the other store's op took the first store's instance");
 
     // A driver file: warm for the same bytes, not once they changed.
     let file = s.env.dir.path().join("driver.wasm");
     std::fs::copy(common::fixture("agmsg-storage-sqlite"), &file).unwrap();
     let by_file = ["--driver", file.to_str().unwrap(), "storage", "list-unread", "t", "bob"];
-    same_as_in_process(&by_file);
+    s.same_as_in_process(&by_file);
     spare_ready();
-    let before = warm();
-    assert!(same_as_in_process(&by_file).contains("in the first store"));
-    assert_eq!(warm(), before + 1, "the second op with the driver file was not warm");
+    let before = s.warm_ops();
+    assert!(s.same_as_in_process(&by_file).contains("in the first store"));
+    assert_eq!(s.warm_ops(), before + 1, "the second op with the driver file was not warm");
     spare_ready();
     std::fs::copy(common::fixture("agmsg-storage-jsonl"), &file).unwrap();
-    let answer = same_as_in_process(&by_file);
+    let answer = s.same_as_in_process(&by_file);
     assert!(!answer.contains("in the first store"), "the changed file's op ran the old driver: {answer}");
-    assert_eq!(warm(), before + 1, "an instance of the old bytes served the changed file");
+    assert_eq!(s.warm_ops(), before + 1, "an instance of the old bytes served the changed file");
 
     // The database replaced under its name (a backup restored): the op reads the new file, never the old
     // one, which the spare's instance holds open.
-    assert!(same_as_in_process(&list).contains("in the first store"));
+    assert!(s.same_as_in_process(&list).contains("in the first store"));
     spare_ready();
-    let before = warm();
+    let before = s.warm_ops();
     std::fs::rename(other.join("messages.db"), s.env.store.join("messages.db")).unwrap();
-    let answer = same_as_in_process(&list);
+    let answer = s.same_as_in_process(&list);
     assert!(answer.contains("in the other store") && !answer.contains("in the first store"), "the old database was read: {answer}");
-    assert_eq!(warm(), before, "the instance of the replaced database served the op");
+    assert_eq!(s.warm_ops(), before, "the instance of the replaced database served the op");
 }
 
 /// A spare makes ready both a storage and a terminal driver: the last op on a store and the last op on a
@@ -279,29 +286,22 @@ fn a_spare_warms_for_the_last_storage_op_and_the_last_terminal_op() {
     let s = Served::new();
     s.start();
     s.env.send("t", "alice", "bob", "hello");
-    let warm = || s.status().unwrap()["warm_ops"].as_u64().unwrap();
     let spare_ready = || wait_for(|| s.status().is_some_and(|st| st["spare"] == "ready"), "the spare to be ready");
-    let same_as_in_process = |args: &[&str]| {
-        let ours = run(s.cmd(), args, None);
-        let theirs = run(s.in_process(), args, None);
-        assert!(ours.status.success(), "{args:?}: {ours:?}");
-        assert_eq!((&ours.stdout, &ours.stderr, ours.status.code()), (&theirs.stdout, &theirs.stderr, theirs.status.code()), "{args:?}");
-    };
     let list = ["storage", "list-unread", "t", "bob"];
     let describe = ["--driver", "plain", "terminal", "describe"];
-    same_as_in_process(&list);
+    s.same_as_in_process(&list);
     spare_ready();
-    same_as_in_process(&describe);
+    s.same_as_in_process(&describe);
     spare_ready();
-    let before = warm();
-    same_as_in_process(&list);
-    assert_eq!(warm(), before + 1, "the storage op after a terminal op was not warm");
+    let before = s.warm_ops();
+    s.same_as_in_process(&list);
+    assert_eq!(s.warm_ops(), before + 1, "the storage op after a terminal op was not warm");
     spare_ready();
-    same_as_in_process(&describe);
-    assert_eq!(warm(), before + 2, "the second terminal op on the same driver was not warm");
+    s.same_as_in_process(&describe);
+    assert_eq!(s.warm_ops(), before + 2, "the second terminal op on the same driver was not warm");
     spare_ready();
-    same_as_in_process(&["--driver", "tmux", "terminal", "describe"]);
-    assert_eq!(warm(), before + 2, "another terminal driver's op took the plain driver's instance");
+    s.same_as_in_process(&["--driver", "tmux", "terminal", "describe"]);
+    assert_eq!(s.warm_ops(), before + 2, "another terminal driver's op took the plain driver's instance");
 }
 
 /// A spare whose warm-up its driver holds (the read it warms with sleeps 30 s) holds no op: the next op

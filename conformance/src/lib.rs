@@ -164,8 +164,9 @@ impl Env {
             .current_dir(self.dir.path())
             .stdin(Stdio::null());
         // The resident server's switch passes through (CI runs the suite in-process and its
-        // binary-driving tests again through the server); unset, ops run in-process, whatever the
-        // product's default, so that each op's answer is its own process's.
+        // binary-driving tests again through the server); unset, each op runs in a process of its own,
+        // whatever the product's default: a rule that changes a store's files between ops must not
+        // race a spare's warm-up reading them (`driver test` and the test suite alike).
         cmd.env("AGMSG_HOST_SERVER", std::env::var_os("AGMSG_HOST_SERVER").unwrap_or_else(|| "off".into()));
         for (k, v) in &self.extra {
             cmd.env(k, v);

@@ -26,7 +26,7 @@ type Parked = (Axis, String, Box<dyn Any>);
 thread_local! {
     static PARKED: RefCell<Vec<Parked>> = const { RefCell::new(Vec::new()) };
     static TAKEN: Cell<bool> = const { Cell::new(false) };
-    /// The axes whose drivers this thread opened, by [`Axis::index`] bit.
+    /// The [`WARMED`] axes whose drivers this thread opened (see [`opened`]).
     static OPENED: Cell<u8> = const { Cell::new(0) };
     static ENABLED: Cell<bool> = const { Cell::new(false) };
 }
@@ -41,15 +41,20 @@ pub(crate) fn enabled() -> bool {
     ENABLED.with(Cell::get)
 }
 
+/// Every bit [`opened`] can set: one per [`WARMED`] axis.
+pub const WARMED_BITS: u8 = (1 << WARMED.len()) - 1;
+
 /// Note that a driver of `axis` was opened in this thread (see [`opened`]).
 pub(crate) fn note_opened(axis: Axis) {
-    OPENED.with(|o| o.set(o.get() | 1 << axis.index()));
+    if let Some(place) = WARMED.iter().position(|warmed| *warmed == axis) {
+        OPENED.with(|o| o.set(o.get() | 1 << place));
+    }
 }
 
-/// Whether this thread opened a driver of `axis`: an op of one of the [`WARMED`] axes is one a spare
-/// can make ready for.
-pub fn opened(axis: Axis) -> bool {
-    OPENED.with(|o| o.get() & 1 << axis.index() != 0)
+/// The [`WARMED`] axes this thread opened drivers of, one bit each by its place in [`WARMED`]: an op
+/// of one of them is one a spare can make ready for.
+pub fn opened() -> u8 {
+    OPENED.with(Cell::get)
 }
 
 /// The warm-ups are done: the drivers they opened are not the op's (which [`opened`] then tells alone).
@@ -114,5 +119,19 @@ mod tests {
         park(Axis::Terminal, "d".into(), Box::new(6u32));
         discard();
         assert_eq!((take::<u32>("d"), take::<u32>("e")), (None, None), "discarded");
+    }
+
+    /// Each warmed axis has its own bit; an axis not warmed sets none; the warm-ups' marks are cleared.
+    #[test]
+    fn opened_names_the_warmed_axes_by_their_place() {
+        warmed_up();
+        note_opened(Axis::Types);
+        assert_eq!(opened(), 0, "agent types are not warmed");
+        note_opened(Axis::Terminal);
+        assert_eq!(opened(), 0b10);
+        note_opened(Axis::Storage);
+        assert_eq!(opened(), WARMED_BITS);
+        warmed_up();
+        assert_eq!(opened(), 0);
     }
 }

@@ -207,7 +207,7 @@ impl Running {
         let mut bytes = Vec::new();
         let _ = (&std::fs::File::from(self.report.try_clone().ok()?)).take((1 + HEADER + REQUEST_MAX) as u64).read_to_end(&mut bytes);
         self.reported = true;
-        Report::parse(bytes)
+        Report::parse(&bytes)
     }
 }
 
@@ -220,20 +220,12 @@ struct Report {
 }
 
 impl Report {
-    /// The bits of the warmed axes whose drivers this process opened.
-    fn axes_opened() -> u8 {
-        let warmed = crate::runtime::warm::WARMED.iter().enumerate();
-        warmed.filter(|(_, axis)| crate::runtime::warm::opened(**axis)).fold(0, |bits, (i, _)| bits | 1 << i)
-    }
-
-    fn parse(mut bytes: Vec<u8>) -> Option<Report> {
-        let axes = *bytes.first()?;
-        let known = (1u8 << crate::runtime::warm::WARMED.len()) - 1;
-        if axes == 0 || axes & !known != 0 || bytes.len() <= 1 + HEADER {
+    fn parse(bytes: &[u8]) -> Option<Report> {
+        let (&axes, request) = bytes.split_first()?;
+        if axes == 0 || axes & !crate::runtime::warm::WARMED_BITS != 0 || request.len() <= HEADER {
             return None;
         }
-        bytes.remove(0);
-        Some(Report { axes, request: bytes })
+        Some(Report { axes, request: request.to_vec() })
     }
 }
 
@@ -538,6 +530,8 @@ fn fork_spare(last: &LastOps, snapshot: Snapshot) -> std::io::Result<Forked> {
     Ok(match fork_process()? {
         None => {
             drop((report, chan));
+            StopSignals::unblock();
+            crate::runtime::warm::enable();
             Forked::Spare(Spare { chan: spare_end, report: reporter, last: last.requests(), snapshot })
         }
         Some((pid, Some(pidfd))) => Forked::Server(Some(SpareHandle { pid, pidfd, chan, report, warms: last.any(), ready: false })),
@@ -675,7 +669,7 @@ pub fn op_ended(code: u8) {
     if crate::runtime::warm::taken() {
         end.counters.warm.fetch_add(1, Ordering::Relaxed);
     }
-    let axes = Report::axes_opened();
+    let axes = crate::runtime::warm::opened();
     if code == 0 && axes != 0 {
         // Non-blocking: a request larger than the pipe holds is not remembered, and never waited on.
         // One write, so the server reads all of it or nothing.
@@ -721,8 +715,6 @@ impl Spare {
     /// The argv of the next of the last ops to warm for, its caller's environment taken on (what its
     /// store or terminal and its driver were resolved from); none when none is left.
     pub fn next_warm_up(&mut self) -> Option<Vec<OsString>> {
-        StopSignals::unblock();
-        crate::runtime::warm::enable();
         let request = std::iter::from_fn(|| self.last.pop()).find_map(|bytes| Request::parse(&bytes).ok())?;
         // SAFETY: the spare has one thread here, or besides it (after a warm-up) the engine's I/O
         // thread, idle with no call running, which reads no environment (see `set_env`).

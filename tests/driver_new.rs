@@ -52,7 +52,7 @@ fn assert_self_contained(project: &Path) {
                 todo.push(path);
             } else {
                 let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
-                assert!(!text.contains(tree.to_str().unwrap()), "{} names the build tree {}", path.display(), tree.display());
+                assert!(!names_path(&text, tree.to_str().unwrap()), "{} names the build tree {}", path.display(), tree.display());
             }
         }
     }
@@ -69,6 +69,27 @@ fn assert_self_contained(project: &Path) {
         let manifest = Path::new(package["manifest_path"].as_str().unwrap());
         assert!(manifest.starts_with(&project), "{} builds from {} (outside the project)", project.display(), manifest.display());
     }
+}
+
+/// Whether `text` names `path` itself: as a whole path, not as part of a longer name (a build tree at
+/// /tmp/x is not named by /tmp/xyz or /var/tmp/x in some vendored file).
+fn names_path(text: &str, path: &str) -> bool {
+    let name_char = |c: char| c.is_alphanumeric() || "._-".contains(c);
+    text.match_indices(path).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + path.len()..].chars().next();
+        !before.is_some_and(name_char) && !after.is_some_and(name_char)
+    })
+}
+
+#[test]
+fn a_path_is_named_only_whole() {
+    assert!(names_path("path = \"/tmp/x\"", "/tmp/x"));
+    assert!(names_path("/tmp/x/target/debug", "/tmp/x"));
+    assert!(names_path("/tmp/x", "/tmp/x"));
+    assert!(!names_path("see /tmp/xyz for it", "/tmp/x"));
+    assert!(!names_path("/var/tmp/x", "/tmp/x"));
+    assert!(!names_path("/tmp/x.log", "/tmp/x"));
 }
 
 #[test]

@@ -37,6 +37,10 @@ const MOCK_SERVER_ID: &str = "018f3f7e-3333-7000-8000-000000000001";
 struct Install {
     skill: PathBuf,
     home: PathBuf,
+    /// `TMPDIR` for its scripts. agmsg 1.2.1's connect leaves its request-body temp file behind
+    /// (its EXIT trap names function locals that are out of scope by the time it fires), so that
+    /// file lands in the test's directory, removed with it, not in the machine's /tmp.
+    tmp: PathBuf,
     path: String,
     /// `AGMSG_STORAGE_DRIVER` for this install's scripts, when not agmsg's default (sqlite).
     driver: Option<&'static str>,
@@ -51,6 +55,7 @@ impl Install {
             .env_clear()
             .env("PATH", &self.path)
             .env("HOME", &self.home)
+            .env("TMPDIR", &self.tmp)
             .env("AGMSG_CACHE_DIR", common::shared_cache())
             .current_dir(&self.home)
             .stdin(Stdio::null());
@@ -122,9 +127,11 @@ fn terminate(pid: i32) {
 fn install(source: &common::reference::Source, dir: &Path, path: &str, driver: Option<&'static str>) -> Install {
     let skill = dir.join("skill");
     let home = dir.join("home");
+    let tmp = dir.join("tmp");
     std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&tmp).unwrap();
     source.extract(&skill, &["scripts", "tests/helpers/mock_remote_server.py"]);
-    let install = Install { skill, home, path: path.to_owned(), driver };
+    let install = Install { skill, home, tmp, path: path.to_owned(), driver };
     install.ok("internal/init-db.sh", &[]);
     install
 }

@@ -1,8 +1,9 @@
 //! The resident server (issue 37): the same answers as in-process, the caller's environment, working
 //! directory and umask per request, one server per user and build however many clients race to start
 //! it, a private directory or none, confined callers run in-process, idle exit, kill -9 of the server
-//! loses no acknowledged op, a client's signals reach its op, and a warm instance serves only an op of
-//! the same store, driver and grants.
+//! loses no acknowledged op, a client's signals reach its op, a warm instance serves only an op of
+//! the same store, driver and grants, and a child serves the next op only if its op left nothing of
+//! its caller in it.
 //!
 //! Each test has a runtime directory of its own (`XDG_RUNTIME_DIR`), so its server is its own.
 
@@ -307,6 +308,79 @@ fn a_spare_warms_for_the_last_storage_op_and_the_last_terminal_op() {
     spare_ready();
     s.same_as_in_process(&["--driver", "tmux", "terminal", "describe"]);
     assert_eq!(s.warm_ops(), before + 2, "another terminal driver's op took the plain driver's instance");
+}
+
+/// The processes the server has forked that still run (its children, by `/proc`, zombies left out):
+/// its spare, and any child answering a status request meanwhile.
+fn children_of(server: u64) -> Vec<u32> {
+    let mut children = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        // After the command's name, in parentheses: state, then the parent's pid.
+        let mut fields = stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace()).into_iter().flatten();
+        let (state, parent) = (fields.next(), fields.next().and_then(|p| p.parse::<u64>().ok()));
+        if parent == Some(server) && state != Some("Z") {
+            children.push(pid);
+        }
+    }
+    children
+}
+
+/// A process's nice value (`/proc/<pid>/stat`, the 19th field).
+fn nice_of(pid: u32) -> i64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    stat.rsplit_once(')').unwrap().1.split_whitespace().nth(16).unwrap().parse().unwrap()
+}
+
+/// A child whose op ended well, and left nothing of its caller in it, is the next spare, its instance
+/// still warm: ops back to back run in one process, each warm, with the answers of in-process. An op
+/// that ends badly, or whose caller ran at another priority, leaves its process, and the next spare is
+/// a fresh one at the server's priority (seen failing with the priority left out of the rule: the next
+/// spare was the one that took the caller's nice 5).
+#[test]
+fn a_child_that_kept_nothing_of_its_caller_serves_the_next_op_warm() {
+    use std::os::unix::process::CommandExt;
+    let s = Served::new();
+    s.start();
+    let server = s.status().unwrap()["pid"].as_u64().unwrap();
+    s.env.send("t", "alice", "bob", "hello");
+    let spare_ready = || wait_for(|| s.status().is_some_and(|st| st["spare"] == "ready"), "the spare to be ready");
+    let list = ["storage", "list-unread", "t", "bob"];
+    s.same_as_in_process(&list);
+    spare_ready();
+    // The spare, once the child that answered the status request is gone.
+    wait_for(|| children_of(server).len() == 1, "one child of the server");
+    let worker = children_of(server)[0];
+    for round in 0..3 {
+        let before = s.warm_ops();
+        assert!(s.same_as_in_process(&list).contains("hello"));
+        assert_eq!(s.warm_ops(), before + 1, "round {round}: not warm");
+        spare_ready();
+        assert!(children_of(server).contains(&worker), "round {round}: the op's process left");
+    }
+    // A usage error: its process leaves, and a fresh spare comes.
+    let out = run(s.cmd(), &["storage", "list-unread", "t", "bob", "--bogus"], None);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    wait_for(|| !children_of(server).contains(&worker), "the process of a failed op to leave");
+    spare_ready();
+    let fresh = children_of(server).into_iter().find(|&pid| pid != worker).expect("a fresh spare");
+    // A caller at nice 5: its op runs at nice 5, and its process serves no one after it.
+    let mut niced = s.cmd();
+    // SAFETY: setpriority in the child before exec.
+    unsafe {
+        niced.pre_exec(|| {
+            libc::setpriority(libc::PRIO_PROCESS, 0, 5);
+            Ok(())
+        })
+    };
+    let out = run(niced, &list, None);
+    assert!(out.status.success(), "{out:?}");
+    wait_for(|| !children_of(server).contains(&fresh), "the process that took nice 5 to leave");
+    spare_ready();
+    for pid in children_of(server) {
+        assert_eq!(nice_of(pid), nice_of(server as u32), "a child's priority is not the server's");
+    }
 }
 
 /// A spare whose warm-up its driver holds (the read it warms with sleeps 30 s) holds no op: the next op

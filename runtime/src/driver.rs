@@ -163,13 +163,15 @@ impl<'rt, W: DriverWorld> Driver<'rt, W> {
     }
 }
 
-impl<W: DriverWorld> Driver<'_, W> {
-    /// Keep the live instance (one that has answered every call so far) for the next driver opened
-    /// with the same component and grants in this thread ([`crate::warm`]), unless the store changed
-    /// while it ran (a name at its top replaced, made or removed: the files it holds open may be either).
-    pub fn park(mut self) {
-        let (Some(live), Some(key)) = (self.live.take(), self.warm_key.take()) else { return };
-        if warm_key(&self.name, &self.sha256, &self.grants).as_ref() == Some(&key) {
+impl<W: DriverWorld> Drop for Driver<'_, W> {
+    /// Where instances are kept (a resident server's spare or child), the live instance (one that has
+    /// answered every call so far: a failed call drops it) is kept for the next driver opened with the
+    /// same key, unless the store changed while it ran (a name at its top replaced, made or removed:
+    /// the files it holds open may be either) or it still holds the store lock; it keeps no byte-range
+    /// lock.
+    fn drop(&mut self) {
+        let (Some(mut live), Some(key)) = (self.live.take(), self.warm_key.take()) else { return };
+        if live.0.data_mut().release_locks() && warm_key(&self.name, &self.sha256, &self.grants).as_ref() == Some(&key) {
             crate::warm::park(W::AXIS, key, Box::new(live));
         }
     }

@@ -205,6 +205,16 @@ impl WasiView for HostState {
 }
 
 impl HostState {
+    /// Make the instance fit to be kept between ops ([`crate::warm`]): its byte-range locks released.
+    /// False when it holds the store lock, which is then not taken from it: such an instance is not kept.
+    pub fn release_locks(&mut self) -> bool {
+        if self.lock.held() {
+            return false;
+        }
+        self.file_lock.release_all();
+        true
+    }
+
     /// Install a sealer for the op about to run (`agmsg:host/seal`), or remove it when the op ends.
     pub fn set_sealer(&mut self, sealer: Option<Box<dyn Sealer>>) {
         self.seal.set(sealer);

@@ -8,7 +8,8 @@
 //! grants, all compared whole: the store directory by device and inode as the op opened it now, the
 //! granted environment's values, programs, endpoints and limits. Anything else (another store, a plugin
 //! whose file changed, a grant re-trusted differently) finds nothing and instantiates as any process
-//! does. The instance is used for one op and dropped with the process. Only a spare ([`enable`]) makes
+//! does. A driver dropped in such a thread parks its instance again (`Drop` for [`crate::Driver`]), so
+//! a server's child that serves op after op keeps it warm between them. Only a spare ([`enable`]) makes
 //! keys: every other process pays one flag check per driver.
 
 use std::any::Any;
@@ -57,9 +58,11 @@ pub fn opened() -> u8 {
     OPENED.with(Cell::get)
 }
 
-/// The warm-ups are done: the drivers they opened are not the op's (which [`opened`] then tells alone).
+/// The warm-ups are done, or the op before this one in the same process: the drivers they opened and
+/// the instances they took are not the next op's (which [`opened`] and [`taken`] then tell alone).
 pub fn warmed_up() {
     OPENED.with(|o| o.set(0));
+    TAKEN.with(|t| t.set(false));
 }
 
 /// Keep `instance`, of a driver of `axis`, under `key`, for the next driver opened with the same key

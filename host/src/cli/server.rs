@@ -73,20 +73,26 @@ pub fn run(command: ServerCommand, run_args: fn(Vec<OsString>) -> ExitCode, warm
 }
 
 /// What this process does with what `serve` gave it: a spare first makes ready, then waits for its
-/// request and runs it as a child does.
-fn serve_as(served: Served, run_args: fn(Vec<OsString>) -> ExitCode, warm_for: fn(Vec<OsString>)) -> ExitCode {
-    match served {
-        Served::Child(args) => {
-            let code = run_args(args);
-            server::op_ended(exit::number(code));
-            code
-        }
-        Served::Spare(mut spare) => {
-            while let Some(args) = spare.next_warm_up() {
-                warm_for(args);
+/// request and runs it as a child does; a child whose op is done may be a spare again, still warm.
+fn serve_as(mut served: Served, run_args: fn(Vec<OsString>) -> ExitCode, warm_for: fn(Vec<OsString>)) -> ExitCode {
+    loop {
+        served = match served {
+            Served::Child(args) => {
+                let code = run_args(args);
+                let number = exit::number(code);
+                server::op_ended(number);
+                match server::serve_again(number) {
+                    Some(spare) => Served::Spare(spare),
+                    None => return code,
+                }
             }
-            serve_as(spare.wait(), run_args, warm_for)
+            Served::Spare(mut spare) => {
+                while let Some(args) = spare.next_warm_up() {
+                    warm_for(args);
+                }
+                spare.wait()
+            }
+            Served::Ended(result) => return exit::report("server run", result),
         }
-        Served::Ended(result) => exit::report("server run", result),
     }
 }

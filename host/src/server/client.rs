@@ -26,7 +26,7 @@ const START_BACKOFF: Duration = Duration::from_secs(10);
 
 /// Signals a client passes on to its op, which decides what they do (a `watch` stops cleanly on
 /// SIGINT, as in-process); the op's end is then reported as usual.
-const FORWARDED: [libc::c_int; 6] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGUSR1, libc::SIGUSR2];
+pub(super) const FORWARDED: [libc::c_int; 6] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGUSR1, libc::SIGUSR2];
 
 /// What became of an invocation offered to the server.
 pub enum Forward {

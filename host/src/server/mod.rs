@@ -28,7 +28,7 @@ mod serve;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 pub use client::{Forward, Status, forward, status, stop};
-pub use serve::{Served, Spare, op_ended, serve};
+pub use serve::{Served, Spare, op_ended, serve, serve_again};
 
 /// The variable that turns the server on (`on`) for a caller.
 pub const SWITCH: &str = "AGMSG_HOST_SERVER";
@@ -52,17 +52,17 @@ pub fn caller_parent() -> u32 {
     }
 }
 
-/// Set once in a server's child, before the op runs.
+/// Set in a server's child before each op it runs.
 static CALLER_PARENT: AtomicU32 = AtomicU32::new(0);
 
 /// How the user invoked `agmsg-host` (its `argv[0]`): in a server's child, the client's (the child's own
 /// is the server's); else this process's.
 pub fn invoked_as() -> Option<std::ffi::OsString> {
-    match CALLER_ARG0.get() {
-        Some(arg0) => Some(arg0.clone()),
+    match CALLER_ARG0.lock().ok().and_then(|arg0| arg0.clone()) {
+        Some(arg0) => Some(arg0),
         None => std::env::args_os().next(),
     }
 }
 
-/// Set once in a server's child, before the op runs.
-static CALLER_ARG0: std::sync::OnceLock<std::ffi::OsString> = std::sync::OnceLock::new();
+/// Set in a server's child before each op it runs.
+static CALLER_ARG0: std::sync::Mutex<Option<std::ffi::OsString>> = std::sync::Mutex::new(None);

@@ -45,27 +45,53 @@ pub fn admit(pid: u32) -> Result<(), String> {
     Ok(())
 }
 
+/// The resource limits a caller's are compared with and taken over, by name.
+const RESOURCES: [(libc::__rlimit_resource_t, &str); 16] = [
+    (libc::RLIMIT_AS, "AS"),
+    (libc::RLIMIT_CORE, "CORE"),
+    (libc::RLIMIT_CPU, "CPU"),
+    (libc::RLIMIT_DATA, "DATA"),
+    (libc::RLIMIT_FSIZE, "FSIZE"),
+    (libc::RLIMIT_LOCKS, "LOCKS"),
+    (libc::RLIMIT_MEMLOCK, "MEMLOCK"),
+    (libc::RLIMIT_MSGQUEUE, "MSGQUEUE"),
+    (libc::RLIMIT_NICE, "NICE"),
+    (libc::RLIMIT_NOFILE, "NOFILE"),
+    (libc::RLIMIT_NPROC, "NPROC"),
+    (libc::RLIMIT_RSS, "RSS"),
+    (libc::RLIMIT_RTPRIO, "RTPRIO"),
+    (libc::RLIMIT_RTTIME, "RTTIME"),
+    (libc::RLIMIT_SIGPENDING, "SIGPENDING"),
+    (libc::RLIMIT_STACK, "STACK"),
+];
+
+/// This process's resource limits and scheduling priority, as [`take_limits`] sets them: a process that
+/// served a caller serves another only with the limits it had before (`None`: one could not be read).
+pub fn own_limits() -> Option<(Vec<(u64, u64)>, i32)> {
+    let mut limits = Vec::with_capacity(RESOURCES.len());
+    for (resource, _) in RESOURCES {
+        let mut ours = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: a plain syscall writing into the struct above.
+        if unsafe { libc::getrlimit(resource, &mut ours) } != 0 {
+            return None;
+        }
+        limits.push((ours.rlim_cur, ours.rlim_max));
+    }
+    // SAFETY: plain syscalls; errno is cleared first because -1 is a valid priority.
+    let priority = unsafe {
+        *libc::__errno_location() = 0;
+        let priority = libc::getpriority(libc::PRIO_PROCESS, 0);
+        if priority == -1 && *libc::__errno_location() != 0 {
+            return None;
+        }
+        priority
+    };
+    Some((limits, priority))
+}
+
 /// Give this process the caller's resource limits and scheduling priority, as an in-process op would
 /// run with them. `Err` where one cannot be had (a limit above the server's hard limit).
 pub fn take_limits(pid: u32) -> Result<(), String> {
-    const RESOURCES: [(libc::__rlimit_resource_t, &str); 16] = [
-        (libc::RLIMIT_AS, "AS"),
-        (libc::RLIMIT_CORE, "CORE"),
-        (libc::RLIMIT_CPU, "CPU"),
-        (libc::RLIMIT_DATA, "DATA"),
-        (libc::RLIMIT_FSIZE, "FSIZE"),
-        (libc::RLIMIT_LOCKS, "LOCKS"),
-        (libc::RLIMIT_MEMLOCK, "MEMLOCK"),
-        (libc::RLIMIT_MSGQUEUE, "MSGQUEUE"),
-        (libc::RLIMIT_NICE, "NICE"),
-        (libc::RLIMIT_NOFILE, "NOFILE"),
-        (libc::RLIMIT_NPROC, "NPROC"),
-        (libc::RLIMIT_RSS, "RSS"),
-        (libc::RLIMIT_RTPRIO, "RTPRIO"),
-        (libc::RLIMIT_RTTIME, "RTTIME"),
-        (libc::RLIMIT_SIGPENDING, "SIGPENDING"),
-        (libc::RLIMIT_STACK, "STACK"),
-    ];
     for (resource, name) in RESOURCES {
         let mut theirs = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
         let mut ours = libc::rlimit { rlim_cur: 0, rlim_max: 0 };

@@ -45,6 +45,9 @@ const PEEK_WAIT: Duration = Duration::from_millis(50);
 const SPARE_WAIT: Duration = Duration::from_millis(10);
 /// How long a child waits for its request's bytes.
 const REQUEST_WAIT: Duration = Duration::from_secs(5);
+/// How many ops one process serves before it leaves for a fresh one (what it keeps between ops is
+/// bounded anyway: one instance per axis; this bounds what the allocator keeps of them).
+const OPS_PER_PROCESS: u32 = 1000;
 
 /// What `serve` returned to this process.
 pub enum Served {
@@ -198,6 +201,11 @@ struct Running {
     report: OwnedFd,
     /// Whether the child has said, before exiting, that its op is done (see [`Running::take_report`]).
     reported: bool,
+    /// The channel of a child that was a spare: once its op is done it may say it is ready again, to be
+    /// the next spare with its instances still warm ([`serve_again`]).
+    chan: Option<UnixStream>,
+    /// It said so.
+    ready_again: bool,
 }
 
 impl Running {
@@ -285,7 +293,15 @@ impl SpareHandle {
         if !sent {
             return Err((conn, self));
         }
-        Ok(Running { pid: self.pid, pidfd: self.pidfd, conn, report: self.report, reported: false })
+        Ok(Running {
+            pid: self.pid,
+            pidfd: self.pidfd,
+            conn,
+            report: self.report,
+            reported: false,
+            chan: Some(self.chan),
+            ready_again: false,
+        })
     }
 }
 
@@ -359,6 +375,12 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
             events: libc::POLLIN,
             revents: 0,
         }));
+        let agains = polled.len();
+        polled.extend(running.iter().map(|r| libc::pollfd {
+            fd: r.chan.as_ref().filter(|_| r.reported).map_or(-1, |c| c.as_raw_fd()),
+            events: libc::POLLIN,
+            revents: 0,
+        }));
         // SAFETY: `polled` is a valid array of pollfd for its length.
         let n = unsafe { libc::poll(polled.as_mut_ptr(), polled.len() as libc::nfds_t, timeout) };
         if n < 0 {
@@ -389,11 +411,24 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
             warming.ready = rustix::io::read(&warming.chan, &mut byte).is_ok_and(|n| n == 1);
         }
         // Ops that reported (before their process exits): what the next spare warms for.
-        for (i, p) in polled[reports..].iter().enumerate() {
+        for (i, p) in polled[reports..agains].iter().enumerate() {
             if p.revents & libc::POLLIN != 0
                 && let Some(report) = running[i].take_report()
             {
                 last.remember(report);
+            }
+        }
+        // Children whose op is done and that say they are ready again (one byte; an end instead: it
+        // leaves, which its pidfd reports).
+        for (i, p) in polled[agains..].iter().enumerate() {
+            if p.revents != 0
+                && let Some(chan) = running[i].chan.take()
+            {
+                let mut byte = [0u8];
+                if rustix::io::read(&chan, &mut byte).is_ok_and(|n| n == 1) {
+                    running[i].chan = Some(chan);
+                    running[i].ready_again = true;
+                }
             }
         }
         // Ended children next, so that a pidfd's index still matches `running`.
@@ -408,6 +443,20 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
                 }
             }
         }
+        // A child ready again is the next spare, already warm, if there is none; else its channel is
+        // closed and it leaves. Its op's client had its answer from it.
+        while let Some(i) = running.iter().position(|r| r.ready_again) {
+            let again = running.swap_remove(i);
+            match again.chan {
+                Some(chan) if spare.is_none() && listener.is_some() => {
+                    spare = Some(SpareHandle { pid: again.pid, pidfd: again.pidfd, chan, report: again.report, warms: true, ready: true });
+                }
+                _ => running.push(Running { chan: None, ready_again: false, ..again }),
+            }
+            if running.is_empty() {
+                idle_since = Instant::now();
+            }
+        }
         // A spare that warms for nothing (made before any op ended) makes way for one that warms for
         // the op that now has; it is idle, so it ends at once.
         if last.any()
@@ -417,8 +466,9 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
             reap(cold.pid);
         }
         // A spare is forked while no op is still at work (its warm-up then takes no CPU from one, and it
-        // warms for the latest op); an op that arrives with none ready gets a child of its own.
-        if listener.is_some() && spares && spare.is_none() && running.iter().all(|r| r.reported) {
+        // warms for the latest op) and no child that was a spare may become it again; an op that
+        // arrives with none ready gets a child of its own.
+        if listener.is_some() && spares && spare.is_none() && running.iter().all(|r| r.reported && r.chan.is_none()) {
             snapshot.running = running.len();
             match fork_spare(&last, snapshot) {
                 Err(_) | Ok(Forked::Server(None)) => spares = false,
@@ -491,15 +541,15 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
             match fork_process() {
                 Ok(None) => {
                     drop((listener, running, lock, spare, report, pending, for_spare));
-                    return Loop::Child(child(conn, snapshot, reporter));
+                    return Loop::Child(child(conn, snapshot, reporter, None));
                 }
                 Err(_) => {} // the client sees its connection close before "accepted": it runs the op itself
                 Ok(Some((pid, pidfd))) => match pidfd {
-                    Some(pidfd) => running.push(Running { pid, pidfd, conn, report, reported: false }),
+                    Some(pidfd) => running.push(Running { pid, pidfd, conn, report, reported: false, chan: None, ready_again: false }),
                     // Not watchable (a kernel before 5.3): wait for it here rather than lose it.
                     None => {
                         let null = OwnedFd::from(std::fs::File::open("/dev/null").expect("/dev/null"));
-                        report_end(Running { pid, pidfd: null, conn, report, reported: false });
+                        report_end(Running { pid, pidfd: null, conn, report, reported: false, chan: None, ready_again: false });
                     }
                 },
             }
@@ -532,7 +582,7 @@ fn fork_spare(last: &LastOps, snapshot: Snapshot) -> std::io::Result<Forked> {
             drop((report, chan));
             StopSignals::unblock();
             crate::runtime::warm::enable();
-            Forked::Spare(Spare { chan: spare_end, report: reporter, last: last.requests(), snapshot })
+            Forked::Spare(Spare { chan: spare_end, report: reporter, last: last.requests(), snapshot, served: 0 })
         }
         Some((pid, Some(pidfd))) => Forked::Server(Some(SpareHandle { pid, pidfd, chan, report, warms: last.any(), ready: false })),
         Some((_, None)) => Forked::Server(None),
@@ -574,9 +624,10 @@ fn report_end(mut ended: Running) -> Option<Report> {
     ended.take_report()
 }
 
-/// In a child forked for `conn`: read the request, and either answer it (status, stop, declined) or
-/// take on the caller's state and hand back its argv.
-fn child(conn: UnixStream, snapshot: Snapshot, report: OwnedFd) -> Served {
+/// In a child forked for `conn` (or a spare handed it, with its channel and how many ops it served
+/// before): read the request, and either answer it (status, stop, declined) or take on the caller's
+/// state and hand back its argv.
+fn child(conn: UnixStream, snapshot: Snapshot, report: OwnedFd, spare: Option<(UnixStream, u32)>) -> Served {
     StopSignals::unblock();
     // Said before any answer to the client, so that the server knows it before the client's next op.
     let report_fd = report.as_raw_fd();
@@ -605,6 +656,8 @@ fn child(conn: UnixStream, snapshot: Snapshot, report: OwnedFd) -> Served {
         }
         Kind::Run => {}
     }
+    // The limits to serve another caller with, once this one's op is done (see `serve_again`).
+    let own_limits = peer::own_limits();
     let caller = match rustix::net::sockopt::socket_peercred(&conn) {
         Ok(cred) => cred.pid.as_raw_nonzero().get() as u32,
         Err(e) => return ended(Err(format!("peer credentials: {e}"))),
@@ -626,33 +679,57 @@ fn child(conn: UnixStream, snapshot: Snapshot, report: OwnedFd) -> Served {
     // What the process read of its own environment before the fork is the server's: read it again.
     crate::log::reread_level();
     super::CALLER_PARENT.store(request.caller_parent, std::sync::atomic::Ordering::Relaxed);
-    if let Some(arg0) = request.args.first() {
-        let _ = super::CALLER_ARG0.set(arg0.clone());
+    if let Ok(mut arg0) = super::CALLER_ARG0.lock() {
+        *arg0 = request.args.first().cloned();
     }
     if Reply::Accepted.write_to(&mut &conn).is_err() {
         return ended(Ok(()));
     }
     snapshot.counters.ops.fetch_add(1, Ordering::Relaxed);
-    match conn.try_clone() {
-        Ok(reporter) => {
-            let _ = OP_END.set(OpEnd { conn: reporter, report, request: request.encode(), counters: snapshot.counters });
-        }
+    let reporter = match conn.try_clone() {
+        Ok(reporter) => reporter,
         Err(e) => return ended(Err(format!("the connection: {e}"))),
+    };
+    let op = OPS_BEGUN.fetch_add(1, Ordering::SeqCst) + 1;
+    let end = OpEnd {
+        conn: reporter,
+        report,
+        request: request.encode(),
+        snapshot,
+        spare,
+        own_limits,
+        threads: threads(),
+        counters: snapshot.counters,
+    };
+    if let Ok(mut slot) = OP_END.lock() {
+        *slot = Some(end);
     }
-    watch_client(conn);
+    watch_client(conn, op);
     Served::Child(request.args)
 }
 
+/// How many threads this process has (`/proc/self/status`), if it can tell.
+fn threads() -> Option<usize> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status.lines().find_map(|l| l.strip_prefix("Threads:")).and_then(|n| n.trim().parse().ok())
+}
+
 /// What a child does when its op has ended ([`op_ended`]): its connection to its client, and its
-/// report to the server (the request, for the next spare's warm-up).
+/// report to the server (the request, for the next spare's warm-up); and what it needs to serve again
+/// ([`serve_again`]): the channel and count of the spare it was, its limits before the caller's, and
+/// its threads as the op started.
 struct OpEnd {
     conn: UnixStream,
     report: OwnedFd,
     request: Vec<u8>,
+    snapshot: Snapshot,
+    spare: Option<(UnixStream, u32)>,
+    own_limits: Option<(Vec<(u64, u64)>, i32)>,
+    threads: Option<usize>,
     counters: &'static Counters,
 }
 
-static OP_END: std::sync::OnceLock<OpEnd> = std::sync::OnceLock::new();
+static OP_END: std::sync::Mutex<Option<OpEnd>> = std::sync::Mutex::new(None);
 
 /// In a server's child, once the op has returned `code` (everything it held dropped: the store, its
 /// locks, the driver): report an op that ended well on a store to the server (whose next spare makes
@@ -662,10 +739,11 @@ static OP_END: std::sync::OnceLock<OpEnd> = std::sync::OnceLock::new();
 /// nothing of the caller's.
 pub fn op_ended(code: u8) {
     use std::io::Write;
-    let Some(end) = OP_END.get() else { return };
+    let Ok(slot) = OP_END.lock() else { return };
+    let Some(end) = slot.as_ref() else { return };
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
-    OP_DONE.store(true, Ordering::SeqCst);
+    OPS_ENDED.store(OPS_BEGUN.load(Ordering::SeqCst), Ordering::SeqCst);
     if crate::runtime::warm::taken() {
         end.counters.warm.fetch_add(1, Ordering::Relaxed);
     }
@@ -693,14 +771,49 @@ fn done_with_nothing_to_warm(report: BorrowedFd<'_>) {
     let _ = rustix::io::write(report, &[0]);
 }
 
-/// Set once the op has ended: the client leaving is then no reason to end this process.
-static OP_DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// The ops this process has begun and ended, counted: once an op has ended, its client leaving is no
+/// reason to end the process, nor a signal it passes on one to give it (a later op's).
+static OPS_BEGUN: AtomicU64 = AtomicU64::new(0);
+static OPS_ENDED: AtomicU64 = AtomicU64::new(0);
+
+/// In a server's child whose op has ended with `code` ([`op_ended`] done): the spare it becomes again,
+/// its instances kept warm for the next op, if it may. It may when it was a spare (it has a channel to
+/// the server), the op ended well, it served fewer than [`OPS_PER_PROCESS`] ops, and the op left
+/// nothing of the caller's in it: the limits and priority it had before, and no thread the op started
+/// (beyond the one watching the op's client, which ends as that client exits). Signals the op may
+/// have set handlers for are put back to their defaults, what it left unread of its caller's stdin
+/// is dropped, and the working directory is `/`; the next op takes on its own caller's environment,
+/// umask and descriptors as any child does.
+pub fn serve_again(code: u8) -> Option<Spare> {
+    let end = OP_END.lock().ok()?.take()?;
+    let (chan, served) = end.spare?;
+    let threads_left = threads().zip(end.threads).is_some_and(|(now, before)| now <= before + 1);
+    if code != 0 || served + 1 >= OPS_PER_PROCESS || end.own_limits.is_none() || peer::own_limits() != end.own_limits || !threads_left {
+        return None;
+    }
+    for signal in super::client::FORWARDED {
+        // SAFETY: the default disposition, as a fresh process has it.
+        unsafe { libc::signal(signal, libc::SIG_DFL) };
+    }
+    // What the op's reads buffered of its caller's stdin and did not use is the caller's, not the next
+    // op's: dropped (descriptor 0 is /dev/null by now, so this ends at its end).
+    let mut stdin = std::io::stdin().lock();
+    while let Ok(buffered) = std::io::BufRead::fill_buf(&mut stdin).map(<[u8]>::len)
+        && buffered > 0
+    {
+        std::io::BufRead::consume(&mut stdin, buffered);
+    }
+    drop(stdin);
+    let _ = std::env::set_current_dir("/");
+    Some(Spare { chan, report: end.report, last: Vec::new(), snapshot: end.snapshot, served: served + 1 })
+}
 
 /// A process forked ahead of the next request, in the server's place until then: while it waits it makes
 /// ready the drivers the server's last storage op and last terminal op ran on (the same store, driver
 /// and grants, as each op's argv and environment resolve them), so that its op, handed to it with the
 /// request's connection, starts on a warm instance (`crate::runtime::warm`) rather than a new one. A
-/// spare serves one op, as a child forked for it would, and ends; one waits at a time.
+/// spare serves its op as a child forked for it would, then ends or, if it may ([`serve_again`]), is
+/// the spare again; one waits at a time.
 pub struct Spare {
     /// Its end of the server's channel: the connection of a request arrives on it; its end means none
     /// will.
@@ -709,6 +822,8 @@ pub struct Spare {
     /// The server's last ops worth warming for, not yet warmed for: their requests as they arrived.
     last: Vec<Vec<u8>>,
     snapshot: Snapshot,
+    /// How many ops this process served before (a spare again after an op: [`serve_again`]).
+    served: u32,
 }
 
 impl Spare {
@@ -726,7 +841,7 @@ impl Spare {
     /// Wait for a request's connection, then take it as a child forked for it does; its end of the
     /// channel (the server stopped, or is gone) ends the spare.
     pub fn wait(self) -> Served {
-        let Spare { chan, report, mut snapshot, .. } = self;
+        let Spare { chan, report, mut snapshot, served, .. } = self;
         // What the warm-ups opened must not count as the op's: its report would name their axes.
         crate::runtime::warm::warmed_up();
         // Ready: the server hands a request only to a spare that has said so.
@@ -744,7 +859,7 @@ impl Spare {
         match (got, conn) {
             (Ok(got), Some(conn)) if got.bytes == count.len() => {
                 snapshot.running = u32::from_le_bytes(count) as usize;
-                child(UnixStream::from(conn), snapshot, report)
+                child(UnixStream::from(conn), snapshot, report, Some((chan, served)))
             }
             _ => {
                 crate::runtime::warm::discard();
@@ -827,21 +942,22 @@ unsafe fn set_env(entries: &[OsString]) {
     }
 }
 
-/// A thread that delivers the signals the client forwards to the op's process group, and ends the op
-/// (SIGKILL, as a killed process would end) when the client is gone.
-fn watch_client(conn: UnixStream) {
+/// A thread that delivers the signals the client forwards to op number `op`'s process group, and ends
+/// the op (SIGKILL, as a killed process would end) when the client is gone before it ended.
+fn watch_client(conn: UnixStream, op: u64) {
     std::thread::spawn(move || {
         let _ = conn.set_read_timeout(None);
         let mut byte = [0u8];
+        let ended = || OPS_ENDED.load(Ordering::SeqCst) >= op;
         loop {
             match (&conn).read(&mut byte) {
+                // Its op has ended: what its client says or does now is not for this process.
+                _ if ended() => return,
                 Ok(1) => {
                     // SAFETY: a signal to this process's own group.
                     unsafe { libc::kill(-libc::getpid(), byte[0] as libc::c_int) };
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                // The client left after the op ended (it exits on the op's word): nothing to end.
-                _ if OP_DONE.load(Ordering::SeqCst) => return,
                 _ => {
                     // SAFETY: as above, this process only.
                     unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };

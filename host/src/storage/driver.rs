@@ -158,7 +158,7 @@ impl<'rt> Storage<'rt> {
         if self.store_exists()? {
             self.watch_tip(&[Pair { team: team.to_owned(), agent: "warm".to_owned() }])?;
         }
-        self.driver.park();
+        // Dropped here, and so kept (where instances are kept, dropping a driver keeps its instance).
         Ok(())
     }
 

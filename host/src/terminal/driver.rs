@@ -90,7 +90,7 @@ impl<'rt> Terminal<'rt> {
     /// and keep it (a resident server's spare: [`crate::runtime::warm`]). Calls nothing in the driver.
     pub fn warm(mut self) -> Call<()> {
         self.driver.instantiate().map_err(|failure| TerminalError::new(TermFailKind::Unreachable, failure.message))?;
-        self.driver.park();
+        // Dropped here, and so kept (where instances are kept, dropping a driver keeps its instance).
         Ok(())
     }
 

@@ -39,6 +39,18 @@ impl FileLockCtx {
         FileLockCtx { dir, files: HashMap::new() }
     }
 
+    /// Release every byte-range lock the instance holds (an instance kept between ops holds none: its
+    /// driver between transactions holds none either, and one that does is not to block other
+    /// processes while it waits).
+    pub fn release_all(&mut self) {
+        for file in self.files.values() {
+            if let Ok(mut unlock) = flock(libc::F_UNLCK, 0, 0) {
+                // SAFETY: fcntl on a file this context owns, with a valid flock.
+                unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(file), libc::F_OFD_SETLK, &mut unlock) };
+            }
+        }
+    }
+
     fn locked_file(&mut self, name: &str) -> Result<&File, FileLockError> {
         if !valid_name(name) {
             return Err(FileLockError::InvalidPath);

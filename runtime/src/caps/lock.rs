@@ -53,6 +53,11 @@ impl StoreLockCtx {
     pub fn new(dir: Option<StoreDir>) -> StoreLockCtx {
         StoreLockCtx { dir, held: false }
     }
+
+    /// Whether the instance holds the store lock (a guard it has not dropped).
+    pub fn held(&self) -> bool {
+        self.held
+    }
 }
 
 /// What the lock interface sees of an instance's state: its lock, the resource table the guards live

@@ -551,18 +551,11 @@ fn status_words_off_without_a_directory_tabs_and_a_closed_stdout_as_agmsg() {
         vec!["delivery", "modes", "claude-code"],
         vec!["delivery", "set", "both", "claude-code", pr.p()],
     ] {
-        let out = pr.env.cmd().args(&args).stdout(std::process::Stdio::from(closed_pipe().unwrap())).output().unwrap();
+        let out = pr.env.cmd().args(&args).stdout(std::process::Stdio::from(common::closed_pipe())).output().unwrap();
         assert_ne!(out.status.code(), Some(101), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
         assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     }
     assert_eq!(pr.mode("claude-code"), "both");
-}
-
-/// The write end of a pipe whose read end is already closed.
-fn closed_pipe() -> std::io::Result<std::os::fd::OwnedFd> {
-    let (read, write) = std::io::pipe()?;
-    drop(read);
-    Ok(write.into())
 }
 
 /// Issue 24: a trusted plug's answer is only a choice among the host's own forms. Hook commands of its

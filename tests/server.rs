@@ -359,6 +359,16 @@ fn a_child_that_kept_nothing_of_its_caller_serves_the_next_op_warm() {
         spare_ready();
         assert!(children_of(server).contains(&worker), "round {round}: the op's process left");
     }
+    // An op whose caller closed its stdout: what it could not write is not the next op's (seen failing
+    // with the stdout left as the op left it: the next op printed the lost lines before its own).
+    let modes = ["delivery", "modes", "claude-code"];
+    let mut closed = s.cmd();
+    closed.args(modes).stdout(common::closed_pipe()).stderr(Stdio::null());
+    assert!(closed.status().unwrap().success(), "an op whose stdout is closed ends well (as agmsg's)");
+    spare_ready();
+    s.same_as_in_process(&modes);
+    spare_ready();
+    assert!(children_of(server).contains(&worker), "the process left after the op whose stdout was closed");
     // A usage error: its process leaves, and a fresh spare comes.
     let out = run(s.cmd(), &["storage", "list-unread", "t", "bob", "--bogus"], None);
     assert_eq!(out.status.code(), Some(2), "{out:?}");

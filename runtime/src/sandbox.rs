@@ -23,7 +23,6 @@ use wasmtime::Result;
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::error::Context;
 use wasmtime::{Engine, ResourceLimiter, Store};
-use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::sockets::SocketAddrUse;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
@@ -35,6 +34,7 @@ use super::caps::deadline::DeadlineIo;
 use super::caps::file_lock::FileLockCtx;
 use super::caps::lock::{LockView, StoreLockCtx};
 use super::caps::log::LogCtx;
+use super::caps::output::CapturedOutput;
 pub use super::caps::process::ProcessGrant;
 use super::caps::process::ProcessView;
 use super::caps::seal::SealCtx;
@@ -45,7 +45,7 @@ use super::limits::Limits;
 
 /// Where a storage driver's store directory appears inside the sandbox.
 pub const GUEST_STORE_DIR: &str = "/store";
-/// A driver's captured stdout and stderr are cut off (with a trap) beyond this.
+/// A driver's captured stdout and stderr are cut off (with a trap) beyond this, in one call.
 pub const MAX_CAPTURED_OUTPUT: usize = 1 << 20;
 
 /// Everything one driver is granted: built from its capabilities by [`Grants::new`], the one place
@@ -194,8 +194,8 @@ pub struct HostState {
     table: ResourceTable,
     pub limiter: MemoryLimiter,
     wasi: WasiCtx,
-    stdout: MemoryOutputPipe,
-    stderr: MemoryOutputPipe,
+    stdout: CapturedOutput,
+    stderr: CapturedOutput,
 }
 
 impl WasiView for HostState {
@@ -223,8 +223,8 @@ impl HostState {
     /// Route what the driver printed since the last call to the host log, and return its stderr (a
     /// panic message, typically) for error reports.
     pub fn drain_output(&mut self) -> String {
-        let out = take(&mut self.stdout);
-        let err = take(&mut self.stderr);
+        let out = String::from_utf8_lossy(&self.stdout.take()).into_owned();
+        let err = String::from_utf8_lossy(&self.stderr.take()).into_owned();
         self.log.end_call();
         if !out.is_empty() {
             self.log.printed(Severity::Info, &out);
@@ -262,11 +262,6 @@ fn project_seal(state: &mut HostState) -> &mut SealCtx {
 
 fn project_io(state: &mut HostState) -> DeadlineIo<'_> {
     DeadlineIo { table: &mut state.table, deadline: state.deadline }
-}
-
-fn take(pipe: &mut MemoryOutputPipe) -> String {
-    let bytes = std::mem::replace(pipe, MemoryOutputPipe::new(0)).contents();
-    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// Caps linear memory and tables; remembers that it refused, so the failure can say which limit hit.
@@ -326,8 +321,8 @@ pub fn linker(engine: &Engine, axis: Axis) -> Result<Linker<HostState>> {
 /// arguments, the memory cap, no network unless granted (and then only the granted endpoints, resolved
 /// now). By grant: the store preopened at [`GUEST_STORE_DIR`], the granted variables, programs.
 pub fn new_store(engine: &Engine, driver_name: &str, grants: &Grants) -> Result<Store<HostState>> {
-    let stdout = MemoryOutputPipe::new(MAX_CAPTURED_OUTPUT);
-    let stderr = MemoryOutputPipe::new(MAX_CAPTURED_OUTPUT);
+    let stdout = CapturedOutput::new(MAX_CAPTURED_OUTPUT);
+    let stderr = CapturedOutput::new(MAX_CAPTURED_OUTPUT);
     let mut builder = WasiCtxBuilder::new();
     builder
         .stdout(stdout.clone())

@@ -124,6 +124,13 @@ pub fn build_project(project: &Path, crate_file: &str) -> PathBuf {
     target_dir.join("wasm32-wasip2").join("release").join(format!("{crate_file}.wasm"))
 }
 
+/// The write end of a pipe whose read end is already closed (a stdout its reader has closed).
+pub fn closed_pipe() -> std::os::fd::OwnedFd {
+    let (read, write) = std::io::pipe().unwrap();
+    drop(read);
+    write.into()
+}
+
 /// SIGKILL a shell loop and every child of it (agmsg-host processes mid-op).
 pub fn kill_tree(pid: u32) {
     let pid = pid.to_string();

@@ -782,7 +782,7 @@ static OPS_ENDED: AtomicU64 = AtomicU64::new(0);
 /// nothing of the caller's in it: the limits and priority it had before, and no thread the op started
 /// (beyond the one watching the op's client, which ends as that client exits). Signals the op may
 /// have set handlers for are put back to their defaults, what it left unread of its caller's stdin
-/// is dropped, and the working directory is `/`; the next op takes on its own caller's environment,
+/// or unwritten to its stdout is dropped, and the working directory is `/`; the next op takes on its own caller's environment,
 /// umask and descriptors as any child does.
 pub fn serve_again(code: u8) -> Option<Spare> {
     let end = OP_END.lock().ok()?.take()?;
@@ -794,6 +794,11 @@ pub fn serve_again(code: u8) -> Option<Spare> {
     for signal in super::client::FORWARDED {
         // SAFETY: the default disposition, as a fresh process has it.
         unsafe { libc::signal(signal, libc::SIG_DFL) };
+    }
+    // What the op wrote and its caller's stdout did not take (a closed pipe) is still in the buffer:
+    // written to /dev/null (descriptor 1 by now), not to the next caller.
+    if std::io::Write::flush(&mut std::io::stdout()).is_err() {
+        return None;
     }
     // What the op's reads buffered of its caller's stdin and did not use is the caller's, not the next
     // op's: dropped (descriptor 0 is /dev/null by now, so this ends at its end).

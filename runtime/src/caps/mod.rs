@@ -7,6 +7,7 @@ pub mod deadline;
 pub mod file_lock;
 pub mod lock;
 pub mod log;
+pub mod output;
 pub mod process;
 pub mod seal;
 pub mod store;

@@ -58,7 +58,7 @@ pub fn which(program: &str) -> Option<std::path::PathBuf> {
     agmsg_host::runtime::caps::process::find_on_path(program, &std::env::var_os("PATH")?)
 }
 
-/// `agmsg-host` run as one process per op (the resident server switched off, whatever the caller set): what these
+/// `agmsg-host` run as one process per op (the resident server, on by default, switched off): what these
 /// benches measure, unless they say otherwise (`overhead` and `watch_latency` also measure through it).
 pub fn host_command() -> std::process::Command {
     let mut cmd = std::process::Command::new(host_binary());

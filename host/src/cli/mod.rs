@@ -46,7 +46,7 @@ use clap::{Parser, Subcommand};
         AGMSG_DRIVER_TIMEOUT_MS, AGMSG_DRIVER_MEMORY_MB   per-call deadline and memory cap\n  \
         AGMSG_PROCESS_TIMEOUT_MS   time limit of one program a terminal driver runs (default 10000)\n  \
         AGMSG_WATCH_POLL=1    watch polls even a driver that offers live wake-ups\n  \
-        AGMSG_HOST_SERVER=on  run ops through this user's resident server (default: each op in-process)\n  \
+        AGMSG_HOST_SERVER=off run every op in-process, not through this user's resident server\n  \
         AGMSG_HOST_SERVER_IDLE   seconds the resident server waits idle before it exits (default 300)\n  \
         AGMSG_LOG             log level: error, warn (default), info, debug, trace"
 )]

@@ -12,8 +12,8 @@ the bundled drivers' machine code ready, and runs each op in a child of its own 
 working directory, umask, limits and stdin/stdout/stderr, so that answers are those of an op run in-process. \
 A spare child forked ahead of each request makes ready the driver instances of the last storage op and the last \
 terminal op, which the next op takes only for the same driver, store and grants (`warm_ops` in `status` counts them).\n\n\
-Off by default; AGMSG_HOST_SERVER=on sends a caller's ops through it: the first op starts it (and runs in-process \
-meanwhile); it leaves after AGMSG_HOST_SERVER_IDLE seconds without an op (default 300). A caller that is confined (seccomp, no-new-privileges, \
+On by default: the first op starts it (and runs in-process meanwhile); it leaves after AGMSG_HOST_SERVER_IDLE seconds \
+without an op (default 300). AGMSG_HOST_SERVER=off runs every op in-process. A caller that is confined (seccomp, no-new-privileges, \
 other namespaces) or cannot reach the socket runs in-process.";
 
 #[derive(clap::Subcommand, Debug)]

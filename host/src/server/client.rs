@@ -103,7 +103,7 @@ fn lost(why: &str) -> HostError {
         ExitClass::RUNTIME,
         format!(
             "the resident server took this op and ended without saying how it went ({why}); it may or may not have taken \
-             effect. The next op starts a new server (unset AGMSG_HOST_SERVER to run every op in-process)"
+             effect. The next op starts a new server (AGMSG_HOST_SERVER=off runs every op in-process)"
         ),
     )
 }

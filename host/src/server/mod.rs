@@ -30,15 +30,15 @@ use std::sync::atomic::{AtomicU32, Ordering};
 pub use client::{Forward, Status, forward, status, stop};
 pub use serve::{Served, Spare, op_ended, serve, serve_again};
 
-/// The variable that turns the server on (`on`) for a caller.
+/// The variable that turns the server off (`off`) for a caller.
 pub const SWITCH: &str = "AGMSG_HOST_SERVER";
 
-/// Whether [`SWITCH`]'s value sends ops through the server: `on` (or `1`, `true`, `yes`, in any case)
-/// does; unset, empty, `off` or anything else does not. Off by default: measured as agmsg's scripts make
-/// ops (back to back), an op through the server costs more than in-process (README, "The resident
-/// server").
+/// Whether [`SWITCH`]'s value lets ops go through the server: unset, empty or `on` does; `off` (or `0`,
+/// `false`, `no`, as a user may write it) does not. Any other value is read as on, the default: with a
+/// child serving op after op on its kept instances, an op through the server costs less than one
+/// in-process, back to back or spaced (README, "The resident server").
 pub fn switched_on(value: Option<&std::ffi::OsStr>) -> bool {
-    value.is_some_and(|v| ["on", "1", "true", "yes"].iter().any(|on| v.eq_ignore_ascii_case(on)))
+    !value.is_some_and(|v| ["off", "0", "false", "no"].iter().any(|off| v.eq_ignore_ascii_case(off)))
 }
 /// The variable that sets how long an idle server lives on, in seconds.
 pub const IDLE: &str = "AGMSG_HOST_SERVER_IDLE";

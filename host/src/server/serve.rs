@@ -308,8 +308,13 @@ impl SpareHandle {
 /// A new process, forked from this single-threaded one: `None` in the child; in the parent, its pid and
 /// a pidfd to poll (none on a kernel before 5.3).
 fn fork_process() -> std::io::Result<Option<(libc::pid_t, Option<OwnedFd>)>> {
-    // SAFETY: this process has one thread (the loop's: no engine thread runs until a driver call, and
-    // the server makes none), so the child may go on as a normal process.
+    // A child forked beside another thread may inherit a lock that thread held: the server should have
+    // none (no engine thread runs until a driver call, and the server makes none); if it has, it forks
+    // no more (its clients run their ops in-process).
+    if threads() != Some(1) {
+        return Err(std::io::Error::other("the server has more than one thread"));
+    }
+    // SAFETY: this process has one thread (checked above), so the child may go on as a normal process.
     match unsafe { libc::fork() } {
         -1 => Err(std::io::Error::last_os_error()),
         0 => Ok(None),

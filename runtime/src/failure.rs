@@ -41,7 +41,7 @@ pub fn explain(driver: &str, op: &str, error: &wasmtime::Error, limits: &Limits,
                 format!("panicked: {}", panic_message(stderr))
             }
             Some(trap) => format!("trapped: {trap}"),
-            None if format!("{error:#}").contains("write beyond capacity") => {
+            None if error.downcast_ref::<super::caps::output::OutputCapExceeded>().is_some() => {
                 format!("wrote more than {} bytes to its stdout or stderr", super::sandbox::MAX_CAPTURED_OUTPUT)
             }
             None => format!("failed: {error:#}"),

@@ -13,6 +13,19 @@ use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamError};
 use wasmtime_wasi_io::bytes::Bytes;
 
+/// A call printed more than a captured stream takes in one call (the trap's error, which the failure
+/// report names).
+#[derive(Debug, Clone, Copy)]
+pub struct OutputCapExceeded;
+
+impl std::fmt::Display for OutputCapExceeded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the driver printed more than its stdout or stderr takes in one call")
+    }
+}
+
+impl std::error::Error for OutputCapExceeded {}
+
 /// One captured stream. Clones share the buffer: the WASI context holds one, the host another.
 #[derive(Clone)]
 pub struct CapturedOutput {
@@ -66,7 +79,7 @@ impl OutputStream for CapturedOutput {
     fn write(&mut self, bytes: Bytes) -> Result<(), StreamError> {
         let mut buffer = self.lock();
         if bytes.len() > self.capacity.saturating_sub(buffer.len()) {
-            return Err(StreamError::Trap(wasmtime::format_err!("the driver printed more than {} bytes in one call", self.capacity)));
+            return Err(StreamError::Trap(wasmtime::Error::new(OutputCapExceeded)));
         }
         buffer.extend_from_slice(&bytes);
         Ok(())
@@ -116,5 +129,21 @@ mod tests {
         guest.write(Bytes::from_static(b"defg")).unwrap();
         assert_eq!(host.take(), b"defg", "what the guest wrote after a take reaches the host");
         assert_eq!(guest.check_write().unwrap(), 4);
+    }
+
+    /// The trap a write past the cap makes is the one the failure report names as the output limit.
+    #[test]
+    fn a_write_past_the_cap_is_reported_as_the_output_limit() {
+        let mut guest = CapturedOutput::new(2);
+        let Err(StreamError::Trap(trap)) = guest.write(Bytes::from_static(b"abc")) else { panic!("no trap") };
+        let limits = crate::limits::Limits {
+            call_timeout: std::time::Duration::from_secs(1),
+            memory_bytes: 1 << 20,
+            process_timeout: std::time::Duration::from_secs(1),
+            op_timeout: std::time::Duration::from_secs(1),
+            max_export_bytes: 1,
+        };
+        let failure = crate::failure::explain("d", "op", &trap, &limits, false, "");
+        assert!(failure.message.contains("wrote more than"), "{}", failure.message);
     }
 }

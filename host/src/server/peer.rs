@@ -77,45 +77,39 @@ pub fn own_limits() -> Option<(Vec<(u64, u64)>, i32)> {
         }
         limits.push((ours.rlim_cur, ours.rlim_max));
     }
+    Some((limits, priority(0)?))
+}
+
+/// Process `pid`'s scheduling priority (0: this process's).
+fn priority(pid: libc::id_t) -> Option<i32> {
     // SAFETY: plain syscalls; errno is cleared first because -1 is a valid priority.
-    let priority = unsafe {
+    unsafe {
         *libc::__errno_location() = 0;
-        let priority = libc::getpriority(libc::PRIO_PROCESS, 0);
-        if priority == -1 && *libc::__errno_location() != 0 {
-            return None;
-        }
-        priority
-    };
-    Some((limits, priority))
+        let priority = libc::getpriority(libc::PRIO_PROCESS, pid);
+        (priority != -1 || *libc::__errno_location() == 0).then_some(priority)
+    }
 }
 
 /// Give this process the caller's resource limits and scheduling priority, as an in-process op would
 /// run with them. `Err` where one cannot be had (a limit above the server's hard limit).
 pub fn take_limits(pid: u32) -> Result<(), String> {
-    for (resource, name) in RESOURCES {
+    let (ours, our_priority) = own_limits().ok_or("cannot read this process's limits")?;
+    for (&(resource, name), ours) in RESOURCES.iter().zip(ours) {
         let mut theirs = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-        let mut ours = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-        // SAFETY: plain syscalls writing into the two structs above.
+        // SAFETY: plain syscalls, the first writing into the struct above.
         unsafe {
-            if libc::prlimit(pid as libc::pid_t, resource, std::ptr::null(), &mut theirs) != 0 || libc::getrlimit(resource, &mut ours) != 0
-            {
+            if libc::prlimit(pid as libc::pid_t, resource, std::ptr::null(), &mut theirs) != 0 {
                 return Err(format!("cannot read the caller's RLIMIT_{name}: {}", std::io::Error::last_os_error()));
             }
-            if (theirs.rlim_cur, theirs.rlim_max) != (ours.rlim_cur, ours.rlim_max) && libc::setrlimit(resource, &theirs) != 0 {
+            if (theirs.rlim_cur, theirs.rlim_max) != ours && libc::setrlimit(resource, &theirs) != 0 {
                 return Err(format!("the caller's RLIMIT_{name} is above the server's"));
             }
         }
     }
-    // SAFETY: plain syscalls; errno is cleared first because -1 is a valid priority.
-    unsafe {
-        *libc::__errno_location() = 0;
-        let theirs = libc::getpriority(libc::PRIO_PROCESS, pid as libc::id_t);
-        if theirs == -1 && *libc::__errno_location() != 0 {
-            return Err("cannot read the caller's priority".into());
-        }
-        if theirs != libc::getpriority(libc::PRIO_PROCESS, 0) && libc::setpriority(libc::PRIO_PROCESS, 0, theirs) != 0 {
-            return Err("the caller's priority is above the server's".into());
-        }
+    let theirs = priority(pid as libc::id_t).ok_or("cannot read the caller's priority")?;
+    // SAFETY: a plain syscall on this process.
+    if theirs != our_priority && unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, theirs) } != 0 {
+        return Err("the caller's priority is above the server's".into());
     }
     Ok(())
 }

@@ -661,8 +661,9 @@ fn child(conn: UnixStream, snapshot: Snapshot, report: OwnedFd, spare: Option<(U
         }
         Kind::Run => {}
     }
-    // The limits to serve another caller with, once this one's op is done (see `serve_again`).
-    let own_limits = peer::own_limits();
+    // The limits to serve another caller with, once this one's op is done (see `serve_again`): only a
+    // child that was a spare may.
+    let own_limits = spare.as_ref().and_then(|_| peer::own_limits());
     let caller = match rustix::net::sockopt::socket_peercred(&conn) {
         Ok(cred) => cred.pid.as_raw_nonzero().get() as u32,
         Err(e) => return ended(Err(format!("peer credentials: {e}"))),
@@ -701,10 +702,9 @@ fn child(conn: UnixStream, snapshot: Snapshot, report: OwnedFd, spare: Option<(U
         report,
         request: request.encode(),
         snapshot,
+        threads: spare.as_ref().and_then(|_| threads()),
         spare,
         own_limits,
-        threads: threads(),
-        counters: snapshot.counters,
     };
     if let Ok(mut slot) = OP_END.lock() {
         *slot = Some(end);
@@ -731,7 +731,6 @@ struct OpEnd {
     spare: Option<(UnixStream, u32)>,
     own_limits: Option<(Vec<(u64, u64)>, i32)>,
     threads: Option<usize>,
-    counters: &'static Counters,
 }
 
 static OP_END: std::sync::Mutex<Option<OpEnd>> = std::sync::Mutex::new(None);
@@ -750,7 +749,7 @@ pub fn op_ended(code: u8) {
     let _ = std::io::stderr().flush();
     OPS_ENDED.store(OPS_BEGUN.load(Ordering::SeqCst), Ordering::SeqCst);
     if crate::runtime::warm::taken() {
-        end.counters.warm.fetch_add(1, Ordering::Relaxed);
+        end.snapshot.counters.warm.fetch_add(1, Ordering::Relaxed);
     }
     let axes = crate::runtime::warm::opened();
     if code == 0 && axes != 0 {

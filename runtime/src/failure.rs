@@ -57,3 +57,26 @@ fn panic_message(stderr: &str) -> String {
     let detail = lines.next().unwrap_or_default().trim();
     if detail.is_empty() { head.to_owned() } else { format!("{head} {detail}") }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::caps::output::CapturedOutput;
+    use wasmtime_wasi::p2::{OutputStream, StreamError};
+
+    /// The trap a captured stream makes past its cap is the one reported as the output limit.
+    #[test]
+    fn a_write_past_the_output_cap_is_reported_as_that_limit() {
+        let mut guest = CapturedOutput::new(2);
+        let Err(StreamError::Trap(trap)) = guest.write(wasmtime_wasi_io::bytes::Bytes::from_static(b"abc")) else { panic!("no trap") };
+        let limits = Limits {
+            call_timeout: std::time::Duration::from_secs(1),
+            memory_bytes: 1 << 20,
+            process_timeout: std::time::Duration::from_secs(1),
+            op_timeout: std::time::Duration::from_secs(1),
+            max_export_bytes: 1,
+        };
+        let failure = explain("d", "op", &trap, &limits, false, "");
+        assert!(failure.message.contains("wrote more than"), "{}", failure.message);
+    }
+}

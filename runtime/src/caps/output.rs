@@ -130,20 +130,4 @@ mod tests {
         assert_eq!(host.take(), b"defg", "what the guest wrote after a take reaches the host");
         assert_eq!(guest.check_write().unwrap(), 4);
     }
-
-    /// The trap a write past the cap makes is the one the failure report names as the output limit.
-    #[test]
-    fn a_write_past_the_cap_is_reported_as_the_output_limit() {
-        let mut guest = CapturedOutput::new(2);
-        let Err(StreamError::Trap(trap)) = guest.write(Bytes::from_static(b"abc")) else { panic!("no trap") };
-        let limits = crate::limits::Limits {
-            call_timeout: std::time::Duration::from_secs(1),
-            memory_bytes: 1 << 20,
-            process_timeout: std::time::Duration::from_secs(1),
-            op_timeout: std::time::Duration::from_secs(1),
-            max_export_bytes: 1,
-        };
-        let failure = crate::failure::explain("d", "op", &trap, &limits, false, "");
-        assert!(failure.message.contains("wrote more than"), "{}", failure.message);
-    }
 }

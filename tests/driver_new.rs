@@ -14,14 +14,8 @@ use common::{Env, Run, build_project as build};
 /// project must build from what it holds and a registry: no file of it names the build tree, and
 /// every crate cargo builds it from that is not from a registry is inside it.
 fn new_project(env: &Env, axis: &str, name: &str) -> PathBuf {
-    let bin = env.dir.path().join("bin").join("agmsg-host");
-    if !bin.exists() {
-        std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
-        // A link writes nothing; a copy (another file system) may meet ETXTBSY below.
-        if std::fs::hard_link(common::BIN, &bin).is_err() {
-            std::fs::copy(common::BIN, &bin).unwrap();
-        }
-    }
+    // Linked, else copied (another file system: a copy may meet ETXTBSY below).
+    let bin = common::install_binary(&env.dir.path().join("bin"));
     let projects = env.dir.path().join("projects");
     std::fs::create_dir_all(&projects).unwrap();
     // A test thread that forks while this copy's file is still open for writing gives the child that

@@ -282,10 +282,7 @@ fn the_pinned_binary_path_is_quoted() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let odd = dir.path().join("it's $(cd;touch PWNED-7) `cd;touch PWNED-8`\nbin");
     std::fs::create_dir(&odd).unwrap();
-    let bin = odd.join("agmsg-host");
-    if std::fs::hard_link(common::BIN, &bin).is_err() {
-        std::fs::copy(common::BIN, &bin).unwrap();
-    }
+    let bin = common::install_binary(&odd);
     let out = env.dir.path().join("drivers");
     std::fs::create_dir(&out).unwrap();
     let mut cmd = env.program(&bin);

@@ -21,6 +21,21 @@ pub mod registry;
 pub mod sync;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_agmsg-host");
+/// The whole host, which `BIN` (a small front) runs beside it.
+pub const ENGINE: &str = env!("CARGO_BIN_EXE_agmsg-host-engine");
+
+/// agmsg-host placed into `dir` as an install places it: the program and its engine beside it (hard
+/// links, which write nothing; copies across file systems). The program's path.
+pub fn install_binary(dir: &Path) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    for (built, name) in [(ENGINE, "agmsg-host-engine"), (BIN, "agmsg-host")] {
+        let placed = dir.join(name);
+        if !placed.exists() && std::fs::hard_link(built, &placed).is_err() {
+            std::fs::copy(built, &placed).unwrap();
+        }
+    }
+    dir.join("agmsg-host")
+}
 
 pub fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()

@@ -69,9 +69,10 @@ pub fn host_command() -> std::process::Command {
 /// The variable that turns the resident server on or off for an `agmsg-host` process.
 pub const SERVER_SWITCH: &str = "AGMSG_HOST_SERVER";
 
-/// The `agmsg-host` binary the benchmarks run: `AGMSG_HOST_BIN`, else cargo's build of this tree,
-/// copied once per bench process into cargo's temporary directory, as `cargo install` or a package
-/// places it. The copy is what users run, and it matters: the file the linker has just written is
+/// The `agmsg-host` binary the benchmarks run: `AGMSG_HOST_BIN`, else cargo's build of this tree, copied
+/// once per bench process into a directory of cargo's temporary one with its engine
+/// (`agmsg-host-engine`, beside it wherever it is built or installed), as `cargo install` or a package
+/// places them. The copy is what users run, and it matters: the file the linker has just written is
 /// served from page cache the linker filled through its own mapping, in small pages, and every process
 /// that maps it takes more page faults. On the project's VM a whole `storage list-unread` took 20% more
 /// CPU from the linker's file than from a copy of it (787 against 674 page faults, 100 alternating
@@ -81,14 +82,19 @@ pub fn host_binary() -> &'static std::path::Path {
     COPY.get_or_init(|| {
         let built =
             std::env::var_os("AGMSG_HOST_BIN").map(std::path::PathBuf::from).unwrap_or_else(|| env!("CARGO_BIN_EXE_agmsg-host").into());
-        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
-        let copy = dir.join("agmsg-host-bench");
-        // Copied under a name of this process, then renamed: a bench running beside this one keeps
-        // the file it is running.
-        let partial = dir.join(format!("agmsg-host-bench.{}", std::process::id()));
-        std::fs::copy(&built, &partial)
-            .and_then(|_| std::fs::rename(&partial, &copy))
-            .unwrap_or_else(|e| panic!("copying {} to {}: {e}", built.display(), copy.display()));
-        copy
+        let base = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+        // Copied into a directory of this process's, then renamed: a bench running beside this one keeps
+        // the files it is running.
+        let partial = base.join(format!("agmsg-host-bench.{}", std::process::id()));
+        let dir = base.join("agmsg-host-bench");
+        let copied = std::fs::create_dir_all(&partial).and_then(|_| {
+            for name in ["agmsg-host", "agmsg-host-engine"] {
+                std::fs::copy(built.with_file_name(name), partial.join(name))?;
+            }
+            let _ = std::fs::remove_dir_all(&dir).or_else(|_| std::fs::remove_file(&dir));
+            std::fs::rename(&partial, &dir)
+        });
+        copied.unwrap_or_else(|e| panic!("copying {} and its engine to {}: {e}", built.display(), dir.display()));
+        dir.join("agmsg-host")
     })
 }

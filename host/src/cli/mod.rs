@@ -307,9 +307,15 @@ mod seconds {
 }
 
 /// The process's entry: the op goes to this user's resident server when one takes it, else runs here.
+/// Run by the small `agmsg-host` (`front.rs`), which offered it already, it runs here.
 pub fn main() -> ExitCode {
+    let offered = agmsg_host::server::offered_already();
     let args: Vec<OsString> = std::env::args_os().collect();
-    match agmsg_host::server::forward(&args) {
+    let engine = match std::env::current_exe() {
+        Ok(engine) if !offered => engine,
+        _ => return run(args),
+    };
+    match agmsg_host::server::forward(&args, &engine) {
         agmsg_host::server::Forward::InProcess => run(args),
         agmsg_host::server::Forward::Answered(code) => ExitCode::from(code),
         agmsg_host::server::Forward::Lost(e) => exit::fail("server", &e),

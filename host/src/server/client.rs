@@ -10,6 +10,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStringExt;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, SystemTime};
 
@@ -38,19 +39,20 @@ pub enum Forward {
     Lost(HostError),
 }
 
-/// Offer `args` (this process's whole argv) to the server.
-pub fn forward(args: &[OsString]) -> Forward {
+/// Offer `args` (this process's whole argv) to the server of the build whose engine is the file
+/// `engine` (which starts one when there is none).
+pub fn forward(args: &[OsString], engine: &Path) -> Forward {
     if !super::switched_on(std::env::var_os(SWITCH).as_deref()) || is_server_command(args) {
         return Forward::InProcess;
     }
-    let Ok(rendezvous) = Rendezvous::locate(|name| std::env::var_os(name)) else {
+    let Ok(rendezvous) = Rendezvous::locate(|name| std::env::var_os(name), engine) else {
         return Forward::InProcess;
     };
     let conn = match UnixStream::connect(&rendezvous.socket) {
         Ok(conn) => conn,
         Err(e) => {
             if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused) {
-                start_server(&rendezvous);
+                start_server(&rendezvous, engine);
             }
             return Forward::InProcess;
         }
@@ -211,9 +213,9 @@ fn is_server_command(args: &[OsString]) -> bool {
     false
 }
 
-/// Start a server for the next op, unless one was started moments ago: `agmsg-host server run
+/// Start a server for the next op, unless one was started moments ago: `agmsg-host-engine server run
 /// --detach`, which leaves at once (a thread reaps it).
-fn start_server(rendezvous: &Rendezvous) {
+fn start_server(rendezvous: &Rendezvous, engine: &Path) {
     let recent = std::fs::metadata(&rendezvous.started)
         .and_then(|m| m.modified())
         .is_ok_and(|at| SystemTime::now().duration_since(at).is_ok_and(|ago| ago < START_BACKOFF));
@@ -224,8 +226,7 @@ fn start_server(rendezvous: &Rendezvous) {
     if touched.is_err() {
         return;
     }
-    let Ok(exe) = std::env::current_exe() else { return };
-    let mut command = std::process::Command::new(exe);
+    let mut command = std::process::Command::new(engine);
     command
         .args(["server", "run", "--detach"])
         .stdin(std::process::Stdio::null())
@@ -256,8 +257,8 @@ pub fn stop() -> Result<Status, HostError> {
 }
 
 fn ask(kind: Kind) -> Result<Status, HostError> {
-    let rendezvous =
-        Rendezvous::locate(|name| std::env::var_os(name)).map_err(|why| HostError::refused(format!("no server directory: {why}")))?;
+    let rendezvous = Rendezvous::locate(|name| std::env::var_os(name), Path::new(super::OWN_FILE))
+        .map_err(|why| HostError::refused(format!("no server directory: {why}")))?;
     let socket = rendezvous.socket.clone();
     let Ok(mut conn) = UnixStream::connect(&rendezvous.socket) else { return Ok(Status { socket, json: None }) };
     let request = Request { kind, caller_parent: 0, umask: 0, args: Vec::new(), env: Vec::new() };

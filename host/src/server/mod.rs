@@ -30,6 +30,34 @@ use std::sync::atomic::{AtomicU32, Ordering};
 pub use client::{Forward, Status, forward, status, stop};
 pub use serve::{Served, Spare, op_ended, serve, serve_again};
 
+/// The engine's file name: the whole host, beside the small `agmsg-host` that users and agmsg's scripts
+/// run (`host/src/front.rs`), which offers each op to the server and becomes the engine (exec) for an
+/// op none takes. A server is an engine's; the build's identity is its engine file's.
+pub const ENGINE: &str = "agmsg-host-engine";
+
+/// The small program's file name, beside the engine: what shims run.
+pub const FRONT: &str = "agmsg-host";
+
+/// Set by the small `agmsg-host` in the environment of the engine it becomes: the op was offered to the
+/// server already (and a server started if none ran), so the engine runs it without offering it again.
+pub const OFFERED: &str = "AGMSG_HOST_OFFERED";
+
+/// Whether this engine is what the small `agmsg-host` became after offering its op ([`OFFERED`]). The
+/// variable is taken out of the environment, so that nothing the op starts inherits it. Called first
+/// thing in `main`, while the process has one thread.
+pub fn offered_already() -> bool {
+    if std::env::var_os(OFFERED).is_none() {
+        return false;
+    }
+    // SAFETY: the process's only thread (nothing has started another yet), so no one reads the
+    // environment meanwhile.
+    unsafe { std::env::remove_var(OFFERED) };
+    true
+}
+
+/// The running program's own file, whoever renamed or replaced its path since.
+pub const OWN_FILE: &str = "/proc/self/exe";
+
 /// The variable that turns the server off (`off`) for a caller.
 pub const SWITCH: &str = "AGMSG_HOST_SERVER";
 

@@ -1,14 +1,14 @@
 //! Where a user's server of one build listens: `$XDG_RUNTIME_DIR/agmsg-host/`, else
 //! `/tmp/agmsg-host-<uid>/`, a directory only the user can enter, checked every
 //! time (owned by the user, mode 0700, not a link), and in it one socket per build. The build's identity
-//! (the executable file's device, inode, size and modification time) is in the socket's name, so a
-//! client never talks to a server of another build, and a rebuilt or reinstalled binary gets a server of
-//! its own while the old one idles out.
+//! (the engine file's device, inode, size and modification time, with the protocol's version) is in the
+//! socket's name, so a client never talks to a server of another build, and a rebuilt or reinstalled
+//! engine gets a server of its own while the old one idles out.
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use agmsg_runtime::private_dir::{self, ClosedTo};
 use sha2::{Digest, Sha256};
@@ -26,9 +26,10 @@ pub struct Rendezvous {
 }
 
 impl Rendezvous {
-    /// This build's rendezvous for the user running it, the directory made if missing; an error says
-    /// why there is none (a directory someone else owns, a link, too long a path).
-    pub fn locate(var: impl Fn(&str) -> Option<OsString>) -> Result<Rendezvous, String> {
+    /// The rendezvous of the build whose engine is the file `engine` (a server passes its own,
+    /// `/proc/self/exe`), for the user running this, the directory made if missing; an error says why
+    /// there is none (a directory someone else owns, a link, too long a path, no engine there).
+    pub fn locate(var: impl Fn(&str) -> Option<OsString>, engine: &Path) -> Result<Rendezvous, String> {
         let uid = rustix::process::geteuid().as_raw();
         let dir = match var("XDG_RUNTIME_DIR").map(PathBuf::from).filter(|p| p.is_absolute()) {
             Some(runtime) => {
@@ -40,7 +41,7 @@ impl Rendezvous {
             None => PathBuf::from(format!("/tmp/agmsg-host-{uid}")),
         };
         private_dir::ensure(&dir, ClosedTo::Entering).map_err(|e| e.to_string())?;
-        let id = build_identity()?;
+        let id = build_identity(engine)?;
         let socket = dir.join(format!("{id}.sock"));
         if socket.as_os_str().as_bytes().len() > SOCKET_PATH_MAX {
             return Err(format!("{} is too long for a socket path", socket.display()));
@@ -49,12 +50,13 @@ impl Rendezvous {
     }
 }
 
-/// This build's identity: a hash of the running executable file's device, inode, size and
-/// modification time (one `stat`, cheap enough for every invocation).
-fn build_identity() -> Result<String, String> {
-    let meta = std::fs::metadata("/proc/self/exe").map_err(|e| format!("cannot stat this program: {e}"))?;
+/// A build's identity: a hash of its engine file's device, inode, size and modification time (one
+/// `stat`, cheap enough for every invocation), and of the version of what client and server say.
+fn build_identity(engine: &Path) -> Result<String, String> {
+    let meta = std::fs::metadata(engine).map_err(|e| format!("cannot stat {}: {e}", engine.display()))?;
     let mut hash = Sha256::new();
     hash.update(env!("CARGO_PKG_VERSION").as_bytes());
+    hash.update([super::protocol::VERSION]);
     for n in [meta.dev(), meta.ino(), meta.size(), meta.mtime() as u64, meta.mtime_nsec() as u64] {
         hash.update(n.to_le_bytes());
     }
@@ -71,7 +73,7 @@ mod tests {
 
     fn locate_in(runtime: &Path) -> Result<Rendezvous, String> {
         let runtime = runtime.as_os_str().to_owned();
-        Rendezvous::locate(|name| (name == "XDG_RUNTIME_DIR").then(|| runtime.clone()))
+        Rendezvous::locate(|name| (name == "XDG_RUNTIME_DIR").then(|| runtime.clone()), Path::new(super::super::OWN_FILE))
     }
 
     #[test]

@@ -103,7 +103,7 @@ impl Counters {
 /// `/` as working directory). Another server already serving ends this one at once, successfully.
 pub fn serve(detach: bool) -> Served {
     let refused = |why: String| Served::Ended(Err(HostError::refused(why)));
-    let rendezvous = match Rendezvous::locate(|name| std::env::var_os(name)) {
+    let rendezvous = match Rendezvous::locate(|name| std::env::var_os(name), std::path::Path::new(super::OWN_FILE)) {
         Ok(r) => r,
         Err(why) => return refused(format!("no private directory for the server: {why}")),
     };

@@ -28,10 +28,14 @@ pub const GONE_ADVICE: &str =
 
 /// The path this agmsg-host was run by, as the user named it: `argv[0]` made absolute when it holds a
 /// `/`, else the first `PATH` entry holding it (what a shell ran); links in it are kept, not resolved.
-/// When that path is not this very program (`argv[0]` is the caller's to set), the program's own
-/// resolved path. Refused when neither can be found or the path is not UTF-8 (a shim is bash text).
+/// When that path is not the program shims run (`argv[0]` is the caller's to set), that program's own
+/// resolved path. The program shims run is the small `agmsg-host` beside this engine (the one that
+/// gets an op to the resident server at the least cost), else this program itself (an engine run
+/// alone). Refused when neither can be found or the path is not UTF-8 (a shim is bash text).
 pub fn invoked_binary() -> Result<String, HostError> {
-    let exe = std::env::current_exe().map_err(|e| HostError::refused(format!("cannot locate agmsg-host itself: {e}")))?;
+    let own = std::env::current_exe().map_err(|e| HostError::refused(format!("cannot locate agmsg-host itself: {e}")))?;
+    let front = own.with_file_name(crate::server::FRONT);
+    let exe = if front.is_file() { front } else { own };
     let invoked = crate::server::invoked_as().and_then(|arg0| invoked_path(Path::new(&arg0), std::env::var_os("PATH").as_deref()));
     let path = match invoked {
         Some(path) if same_file(&path, &exe) => path,
@@ -42,7 +46,7 @@ pub fn invoked_binary() -> Result<String, HostError> {
 
 /// Where `arg0` leads as a shell runs it: a path with a `/` (made absolute, not resolved), else the
 /// first executable of that name on `path`.
-fn invoked_path(arg0: &Path, path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+pub fn invoked_path(arg0: &Path, path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
     if arg0.as_os_str().is_empty() {
         return None;
     }

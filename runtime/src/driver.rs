@@ -2,7 +2,7 @@
 //!
 //! [`Driver::open`] loads the component (through the compile cache, or the machine code the host embedded
 //! in its binary), builds its [`Grants`] from its capabilities, refuses it if it imports beyond them
-//! ([`sandbox::admit`]), and links it with its axis's linker. Instances are created on the first call.
+//! ([`sandbox::admit`]), and links it with its axis's linker (once per process and component). Instances are created on the first call.
 //! Every call sets the deadline, runs, routes the driver's captured output to the log, and on a trap or
 //! limit drops the instance, so a poisoned instance is never entered again (the next call gets a fresh
 //! one, and dropping the store releases whatever the instance held, such as the store lock).
@@ -11,11 +11,13 @@
 //! [`crate::world::driver_world!`] with its bindings and optional interfaces, and the macro generates
 //! the world, its pre-linked form and this impl.
 
+use std::any::Any;
 use std::borrow::Cow;
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 use wasmtime::Store;
-use wasmtime::component::InstancePre;
+use wasmtime::component::{Component, InstancePre};
 
 use super::engine::Runtime;
 use super::failure::{self, CallFailure};
@@ -29,7 +31,7 @@ use crate::capabilities::Capabilities;
 pub trait DriverWorld: Sized + 'static {
     const AXIS: Axis;
     /// The world's pre-instantiated form (`<World>Pre<HostState>`).
-    type Pre;
+    type Pre: Clone + Send + 'static;
     fn pre(instance_pre: InstancePre<HostState>) -> wasmtime::Result<Self::Pre>;
     fn instantiate(pre: &Self::Pre, store: &mut Store<HostState>) -> wasmtime::Result<Self>;
 }
@@ -74,11 +76,7 @@ impl<'rt, W: DriverWorld> Driver<'rt, W> {
         grants.env.retain(|(name, _)| !source.settings.iter().any(|(set, _)| set == name));
         grants.env.extend(source.settings.iter().cloned());
         sandbox::admit(&runtime.engine, &component, &grants).map_err(load_error)?;
-        let pre = runtime
-            .linker(W::AXIS)
-            .and_then(|linker| linker.instantiate_pre(&component))
-            .and_then(W::pre)
-            .map_err(|e| load_error(format!("{e:#}")))?;
+        let pre = linked::<W>(runtime, &component, &source.sha256).map_err(|e| load_error(format!("{e:#}")))?;
         let warm_key = if crate::warm::enabled() { warm_key(&source.name, &source.sha256, &grants) } else { None };
         crate::warm::note_opened(W::AXIS);
         Ok(Driver { runtime, name: source.name.clone(), sha256: source.sha256.clone(), pre, grants, warm_key, live: None })
@@ -175,6 +173,33 @@ impl<W: DriverWorld> Drop for Driver<'_, W> {
             crate::warm::park(W::AXIS, key, Box::new(live));
         }
     }
+}
+
+/// The components this process has linked, by axis and sha256, the most recent last: linking
+/// type-checks a component against its axis's linker (the process's one), the same work for every open
+/// of the same bytes, and a resident server's child opens the same driver op after op. A few are kept.
+static LINKED: Mutex<Vec<Linked>> = Mutex::new(Vec::new());
+/// A linked component: its axis, its sha256, its world's `Pre`.
+type Linked = (Axis, String, Box<dyn Any + Send>);
+const LINKED_KEPT: usize = 8;
+
+/// `component` (whose bytes hash to `sha256`) linked for world `W`: as linked before, else now.
+fn linked<W: DriverWorld>(runtime: &Runtime, component: &Component, sha256: &str) -> wasmtime::Result<W::Pre> {
+    let before = LINKED.lock().ok().and_then(|linked| {
+        let (_, _, pre) = linked.iter().find(|(axis, hash, _)| *axis == W::AXIS && hash == sha256)?;
+        pre.downcast_ref::<W::Pre>().cloned()
+    });
+    if let Some(pre) = before {
+        return Ok(pre);
+    }
+    let pre = W::pre(runtime.linker(W::AXIS)?.instantiate_pre(component)?)?;
+    if let Ok(mut linked) = LINKED.lock() {
+        if linked.len() >= LINKED_KEPT {
+            linked.remove(0);
+        }
+        linked.push((W::AXIS, sha256.to_owned(), Box::new(pre.clone())));
+    }
+    Ok(pre)
 }
 
 /// Everything an instance was made with, as one comparable text: the axis, the driver's name and

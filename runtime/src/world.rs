@@ -60,6 +60,7 @@ macro_rules! driver_world {
         }
 
         /// A pre-linked driver: where its exports are, found once at load.
+        #[derive(Clone)]
         pub struct $Pre {
             instance_pre: wasmtime::component::InstancePre<$crate::HostState>,
             core: bindings::$Indices,

@@ -7,6 +7,8 @@
 //! confinement to every caller.
 
 use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+use std::sync::OnceLock;
 
 /// Namespaces a caller must share with the server (those the kernel has; a missing one on both
 /// sides is equal).
@@ -31,10 +33,9 @@ pub fn admit(pid: u32) -> Result<(), String> {
     if let Some(why) = confinement(&pid.to_string())? {
         return Err(format!("the caller is confined ({why})"));
     }
-    for ns in NAMESPACES {
+    for (ns, ours) in NAMESPACES.iter().zip(own_namespaces()) {
         let theirs = std::fs::read_link(format!("/proc/{pid}/ns/{ns}")).ok();
-        let ours = std::fs::read_link(format!("/proc/self/ns/{ns}")).ok();
-        if theirs != ours {
+        if theirs != *ours {
             return Err(format!("the caller is in another {ns} namespace"));
         }
     }
@@ -43,6 +44,13 @@ pub fn admit(pid: u32) -> Result<(), String> {
         return Err("the caller has another root directory".into());
     }
     Ok(())
+}
+
+/// This process's namespaces ([`NAMESPACES`], in order), read once: a server and its children never
+/// change theirs.
+fn own_namespaces() -> &'static [Option<PathBuf>] {
+    static OURS: OnceLock<Vec<Option<PathBuf>>> = OnceLock::new();
+    OURS.get_or_init(|| NAMESPACES.iter().map(|ns| std::fs::read_link(format!("/proc/self/ns/{ns}")).ok()).collect())
 }
 
 /// The resource limits a caller's are compared with and taken over, by name.

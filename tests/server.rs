@@ -333,6 +333,26 @@ fn a_spare_warms_for_the_last_storage_op_and_the_last_terminal_op() {
     assert_eq!(s.warm_ops(), before + 2, "another terminal driver's op took the plain driver's instance");
 }
 
+/// A server started by an op's first use (the engine, under its own name, not `agmsg-host server run`)
+/// serves the next ops warm, as one started by hand does: what it made ready before forking (its
+/// command-line parser, named for the engine) is made again for the ops' `agmsg-host`.
+#[test]
+fn a_server_started_by_first_use_serves_warm() {
+    let s = Served::new();
+    s.env.send("t", "alice", "bob", "hello");
+    let list = ["storage", "list-unread", "t", "bob"];
+    s.same_as_in_process(&list);
+    wait_for(|| s.status().is_some(), "the server started by the first op to answer");
+    let spare_ready = || wait_for(|| s.status().is_some_and(|st| st["spare"] == "ready"), "the spare to be ready");
+    s.same_as_in_process(&list);
+    spare_ready();
+    let before = s.warm_ops();
+    s.same_as_in_process(&list);
+    spare_ready();
+    s.same_as_in_process(&list);
+    assert_eq!(s.warm_ops(), before + 2, "ops on the same store were not warm");
+}
+
 /// The processes the server has forked that still run (its children, by `/proc`, zombies left out):
 /// its spare, and any child answering a status request meanwhile.
 fn children_of(server: u64) -> Vec<u32> {
@@ -579,7 +599,9 @@ fn a_clients_signal_reaches_its_op() {
     s.start();
     s.env.send("t", "alice", "bob", "hello");
     let mut outcomes = Vec::new();
-    for mut cmd in [s.cmd(), s.in_process()] {
+    // Twice through the server: the second op's process served ops before (a spare again), whose one
+    // watcher of its clients moved on to this op's.
+    for mut cmd in [s.cmd(), s.cmd(), s.in_process()] {
         let child = cmd.args(["watch", "t", "bob", "--interval", "0.2"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
         std::thread::sleep(Duration::from_millis(1500));
         // SAFETY: a signal to the child this test started.
@@ -588,5 +610,6 @@ fn a_clients_signal_reaches_its_op() {
         outcomes.push((out.status.code(), std::os::unix::process::ExitStatusExt::signal(&out.status), !out.stdout.is_empty()));
         s.env.send("t", "alice", "bob", "again");
     }
-    assert_eq!(outcomes[0], outcomes[1], "through the server, then in-process");
+    assert_eq!(outcomes[0], outcomes[2], "through the server, then in-process");
+    assert_eq!(outcomes[1], outcomes[2], "through the server again, then in-process");
 }

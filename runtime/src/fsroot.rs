@@ -312,6 +312,19 @@ impl Dir {
         Ok(names)
     }
 
+    /// The names in this directory (`.` and `..` left out), unsorted, each with its inode number as the
+    /// directory entry gives it (no name is looked up: a file replaced under its name has another).
+    pub fn list_inodes(&self) -> Result<Vec<(OsString, u64)>> {
+        use std::os::unix::fs::DirEntryExt as _;
+        let io_error = |e| Error::new(self.path.clone(), Why::Io(e));
+        let mut names = Vec::new();
+        for entry in self.dir.entries().map_err(io_error)? {
+            let entry = entry.map_err(io_error)?;
+            names.push((entry.file_name(), entry.ino()));
+        }
+        Ok(names)
+    }
+
     /// Remove the file (or link) `rel`; `false` when it was not there.
     pub fn remove_file(&self, rel: impl AsRef<Path>) -> Result<bool> {
         let (dir, name) = self.parent_of(rel.as_ref())?;

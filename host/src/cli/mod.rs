@@ -325,16 +325,33 @@ pub fn main() -> ExitCode {
 /// In a resident server's spare: make ready what the op `args` (one of its last ops' argv) would run on,
 /// so that its next op, likely the same kind on the same store or terminal, starts warm. Prints nothing.
 fn warm(args: Vec<OsString>) {
-    match Cli::try_parse_from(args).map(|cli| (cli.store, cli.driver, cli.command)) {
-        Ok((store, driver, Command::Storage { op, args })) => storage::warm(store, driver, op.as_deref(), &args),
-        Ok((_, driver, Command::Terminal { op, args })) => terminal::warm(driver, op.as_deref(), &args),
+    match parse(&args).map(|cli| (cli.store, cli.driver, cli.command)) {
+        Some((store, driver, Command::Storage { op, args })) => storage::warm(store, driver, op.as_deref(), &args),
+        Some((_, driver, Command::Terminal { op, args })) => terminal::warm(driver, op.as_deref(), &args),
         _ => {}
     }
 }
 
+/// `args` parsed by this process's one built parser: building clap's tree of commands was 4% of a warm
+/// op's CPU, and a resident server's spare serves op after op (and builds it while it warms up). The
+/// parser is built anew for another program name than the one it parsed (clap keeps it for its usage
+/// lines: a server's, forked from `agmsg-host-engine server run`, has the engine's). `None` for anything
+/// but a successful parse (an error, help, version: printed by a fresh parse, as always).
+fn parse(args: &[OsString]) -> Option<Cli> {
+    static PARSER: std::sync::Mutex<Option<(Option<OsString>, clap::Command)>> = std::sync::Mutex::new(None);
+    let program = args.first().and_then(|arg0| std::path::Path::new(arg0).file_name()).map(OsString::from);
+    let mut parser = PARSER.lock().ok()?;
+    if parser.as_ref().is_none_or(|(named, _)| *named != program) {
+        *parser = Some((program, <Cli as clap::CommandFactory>::command()));
+    }
+    let (_, command) = parser.as_mut()?;
+    let mut matches = command.try_get_matches_from_mut(args).ok()?;
+    <Cli as clap::FromArgMatches>::from_arg_matches_mut(&mut matches).ok()
+}
+
 /// Parse `args` and run the command (in this process, or in a server's child for its client).
 fn run(args: Vec<OsString>) -> ExitCode {
-    let cli = Cli::parse_from(args);
+    let cli = parse(&args).unwrap_or_else(|| Cli::parse_from(args));
     match cli.command {
         Command::Storage { op, args } => storage::run(cli.store, cli.driver, op.as_deref(), &args),
         Command::Terminal { op, args } => terminal::run(cli.driver, op.as_deref(), &args),

@@ -767,6 +767,8 @@ pub fn op_ended(code: u8) {
         }
     }
     let _ = Reply::OpEnded(code).write_to(&mut &end.conn);
+    // Its watcher reads no more of this client (a read returns at once), free for the next op's.
+    let _ = end.conn.shutdown(std::net::Shutdown::Read);
 }
 
 /// Tell the server, on the report pipe, that this child is done and leaves nothing to warm for (one
@@ -784,7 +786,7 @@ static OPS_ENDED: AtomicU64 = AtomicU64::new(0);
 /// its instances kept warm for the next op, if it may. It may when it was a spare (it has a channel to
 /// the server), the op ended well, it served fewer than [`OPS_PER_PROCESS`] ops, and the op left
 /// nothing of the caller's in it: the limits and priority it had before, and no thread the op started
-/// (beyond the one watching the op's client, which ends as that client exits). Signals the op may
+/// (beyond the watcher of its clients, started with its first op: [`watch_client`]). Signals the op may
 /// have set handlers for are put back to their defaults, what it left unread of its caller's stdin
 /// or unwritten to its stdout is dropped, and the working directory is `/`; the next op takes on its own caller's environment,
 /// umask and descriptors as any child does.
@@ -951,29 +953,52 @@ unsafe fn set_env(entries: &[OsString]) {
     }
 }
 
-/// A thread that delivers the signals the client forwards to op number `op`'s process group, and ends
-/// the op (SIGKILL, as a killed process would end) when the client is gone before it ended.
+/// Hand op number `op`'s client connection to this process's watcher: the one thread (started with the
+/// first op, as a spare serves op after op and a thread started per op was 7% of a warm op's CPU) that
+/// delivers the signals the client forwards to the op's process group, and ends the op (SIGKILL, as a
+/// killed process would end) when the client is gone before it ended. [`op_ended`] shuts the
+/// connection for reading, which frees the watcher for the next op's at once.
 fn watch_client(conn: UnixStream, op: u64) {
+    type Watched = (UnixStream, u64);
+    static WATCHER: std::sync::Mutex<Option<std::sync::mpsc::Sender<Watched>>> = std::sync::Mutex::new(None);
+    let Ok(mut watcher) = WATCHER.lock() else { return };
+    let watched = match watcher.as_ref() {
+        Some(sender) => match sender.send((conn, op)) {
+            Ok(()) => return,
+            Err(std::sync::mpsc::SendError(watched)) => watched,
+        },
+        None => (conn, op),
+    };
+    let (sender, ops) = std::sync::mpsc::channel::<Watched>();
+    let _ = sender.send(watched);
     std::thread::spawn(move || {
-        let _ = conn.set_read_timeout(None);
-        let mut byte = [0u8];
-        let ended = || OPS_ENDED.load(Ordering::SeqCst) >= op;
-        loop {
-            match (&conn).read(&mut byte) {
-                // Its op has ended: what its client says or does now is not for this process.
-                _ if ended() => return,
-                Ok(1) => {
-                    // SAFETY: a signal to this process's own group.
-                    unsafe { libc::kill(-libc::getpid(), byte[0] as libc::c_int) };
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                _ => {
-                    // SAFETY: as above, this process only.
-                    unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
-                }
-            }
+        for (conn, op) in ops {
+            watch(&conn, op);
         }
     });
+    *watcher = Some(sender);
+}
+
+/// Watch op number `op`'s client until the op has ended (see [`watch_client`]).
+fn watch(conn: &UnixStream, op: u64) {
+    let _ = conn.set_read_timeout(None);
+    let mut byte = [0u8];
+    let ended = || OPS_ENDED.load(Ordering::SeqCst) >= op;
+    loop {
+        match (&*conn).read(&mut byte) {
+            // Its op has ended: what its client says or does now is not for this process.
+            _ if ended() => return,
+            Ok(1) => {
+                // SAFETY: a signal to this process's own group.
+                unsafe { libc::kill(-libc::getpid(), byte[0] as libc::c_int) };
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            _ => {
+                // SAFETY: as above, this process only.
+                unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+            }
+        }
+    }
 }
 
 fn status_text(s: Snapshot) -> String {

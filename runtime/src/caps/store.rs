@@ -106,13 +106,7 @@ impl StoreDir {
     /// Each name at the top of the store with its inode, sorted: a file replaced under its name (a new
     /// inode) tells an instance made earlier, which may hold the old file open, from one made now.
     pub fn entries(&self) -> io::Result<Vec<(std::ffi::OsString, u64)>> {
-        use cap_std::fs::MetadataExt as _;
-        let mut all = Vec::new();
-        for name in self.dir.list().map_err(store_error)? {
-            if let Some(meta) = self.dir.symlink_metadata(&name).map_err(store_error)? {
-                all.push((name, meta.ino()));
-            }
-        }
+        let mut all = self.dir.list_inodes().map_err(store_error)?;
         all.sort();
         Ok(all)
     }

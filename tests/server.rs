@@ -461,6 +461,52 @@ fn a_spare_held_by_its_warm_up_holds_no_op() {
     assert!(started.elapsed() < Duration::from_secs(20), "the op waited {:?} for another op's driver", started.elapsed());
 }
 
+/// The spare ready for the next op is lent the listener and accepts that op itself: its client wakes
+/// the spare, not the server first (one process fewer on every op's path). Seen here with the server
+/// stopped (SIGSTOP) while the op runs: it is answered all the same, warm, and the server, once it
+/// runs again, counts it and serves on (seen failing, timed out, while the server accepted every op).
+#[test]
+fn a_ready_spare_takes_the_next_op_itself() {
+    let s = Served::new();
+    s.start();
+    s.env.send("t", "alice", "bob", "hello");
+    let list = ["storage", "list-unread", "t", "bob"];
+    s.same_as_in_process(&list);
+    wait_for(|| s.status().is_some_and(|st| st["spare"] == "ready"), "the spare to be ready");
+    let status = s.status().unwrap();
+    let (server, ops, warm) =
+        (status["pid"].as_i64().unwrap() as i32, status["ops"].as_u64().unwrap(), status["warm_ops"].as_u64().unwrap());
+    // The spare is lent the listener once the server has read its "ready": a moment after status
+    // says so.
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: signals to the test's own server, continued below whatever happens.
+    unsafe { libc::kill(server, libc::SIGSTOP) };
+    struct Continue(i32);
+    impl Drop for Continue {
+        fn drop(&mut self) {
+            // SAFETY: as above.
+            unsafe { libc::kill(self.0, libc::SIGCONT) };
+        }
+    }
+    let continued = Continue(server);
+    let mut child = s.cmd().args(list).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let until = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let answered = child.try_wait().unwrap().is_some();
+    let _ = child.kill();
+    drop(continued);
+    let out = child.wait_with_output().unwrap();
+    assert!(answered, "the op waited for the stopped server: {out:?}");
+    let theirs = run(s.in_process(), &list, None);
+    assert_eq!((out.status.code(), &out.stdout, &out.stderr), (theirs.status.code(), &theirs.stdout, &theirs.stderr));
+    let status = s.status().unwrap();
+    assert_eq!(status["ops"].as_u64().unwrap(), ops + 1, "{status}");
+    assert_eq!(status["warm_ops"].as_u64().unwrap(), warm + 1, "{status}");
+    s.same_as_in_process(&list);
+}
+
 /// A runtime directory others may enter is not used: the server does not start, ops run in-process.
 #[test]
 fn a_runtime_directory_others_may_enter_is_refused() {

@@ -277,32 +277,65 @@ struct SpareHandle {
     /// Whether it has said it is ready (its warm-up done): only then is it handed a request, so that
     /// a warm-up that takes its driver's whole deadline holds no op.
     ready: bool,
+    /// Whether it holds the listener ([`SpareHandle::lend_listener`]): it accepts the next op itself,
+    /// and the server neither accepts nor hands it anything until it says it took one.
+    owns_listener: bool,
 }
 
 impl SpareHandle {
+    /// Lend the ready spare the listener: the next op's client then wakes the spare directly, not the
+    /// server first (one process and one wake-up fewer on every op's path). `false`: it is gone.
+    fn lend_listener(&mut self, listener: &UnixListener) -> bool {
+        self.owns_listener = send_with_fd(&self.chan, &LISTENER_LENT.to_le_bytes(), listener.as_fd());
+        self.owns_listener
+    }
+
+    /// The spare that took the op on `conn` from the listener, as a running op.
+    fn took(self, conn: UnixStream) -> Running {
+        Running { pid: self.pid, pidfd: self.pidfd, conn, report: self.report, reported: false, chan: Some(self.chan), ready_again: false }
+    }
+
     /// Hand `conn` to the spare (with how many ops are running, for `server status`); the connection
     /// back when the spare cannot take it (it is gone).
     fn hand(self, conn: UnixStream, running: usize) -> Result<Running, (UnixStream, SpareHandle)> {
-        let fds = [conn.as_fd()];
-        let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(1))];
-        let mut control = rustix::net::SendAncillaryBuffer::new(&mut space);
-        let count = (running as u32).to_le_bytes();
-        let sent = control.push(rustix::net::SendAncillaryMessage::ScmRights(&fds))
-            && rustix::net::sendmsg(&self.chan, &[std::io::IoSlice::new(&count)], &mut control, rustix::net::SendFlags::NOSIGNAL)
-                .is_ok_and(|n| n == count.len());
-        if !sent {
+        let count = (running as u32).min(LISTENER_LENT - 1).to_le_bytes();
+        if !send_with_fd(&self.chan, &count, conn.as_fd()) {
             return Err((conn, self));
         }
-        Ok(Running {
-            pid: self.pid,
-            pidfd: self.pidfd,
-            conn,
-            report: self.report,
-            reported: false,
-            chan: Some(self.chan),
-            ready_again: false,
-        })
+        Ok(self.took(conn))
     }
+}
+
+/// What the server writes on a spare's channel with the listener (with a connection it writes the
+/// count of running ops, always less).
+const LISTENER_LENT: u32 = u32::MAX;
+/// What a spare that holds the listener writes on its channel with a connection it accepted: it took
+/// it (an op), or hands it to the server (a status or stop request).
+const TOOK: u8 = b'T';
+const FOR_SERVER: u8 = b'S';
+
+/// Send `bytes` with descriptor `fd` on `chan`, all of them; whether it was sent.
+fn send_with_fd(chan: &UnixStream, bytes: &[u8], fd: BorrowedFd<'_>) -> bool {
+    let fds = [fd];
+    let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut control = rustix::net::SendAncillaryBuffer::new(&mut space);
+    control.push(rustix::net::SendAncillaryMessage::ScmRights(&fds))
+        && rustix::net::sendmsg(chan, &[std::io::IoSlice::new(bytes)], &mut control, rustix::net::SendFlags::NOSIGNAL)
+            .is_ok_and(|n| n == bytes.len())
+}
+
+/// Receive `N` bytes and the descriptor sent with them on `chan` (blocking); `None` at its end, on an
+/// error, or when no descriptor came.
+fn receive_with_fd<const N: usize>(chan: &UnixStream) -> Option<([u8; N], OwnedFd)> {
+    let mut bytes = [0u8; N];
+    let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    let got = rustix::net::recvmsg(chan, &mut [IoSliceMut::new(&mut bytes)], &mut control, RecvFlags::CMSG_CLOEXEC).ok()?;
+    let fd = control.drain().find_map(|message| match message {
+        RecvAncillaryMessage::ScmRights(mut fds) => fds.next(),
+        _ => None,
+    })?;
+    (got.bytes == N).then_some((bytes, fd))
 }
 
 /// A new process, forked from this single-threaded one: `None` in the child; in the parent, its pid and
@@ -366,9 +399,12 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
         }
         let mut polled: Vec<libc::pollfd> = Vec::with_capacity(4 + pending.len() + 2 * running.len());
         polled.push(libc::pollfd { fd: signals.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 });
-        polled.push(libc::pollfd { fd: listener.as_ref().map_or(-1, |l| l.as_raw_fd()), events: libc::POLLIN, revents: 0 });
+        // A spare that holds the listener accepts; the server listens only otherwise.
+        let accepting = listener.as_ref().filter(|_| !spare.as_ref().is_some_and(|s| s.owns_listener));
+        polled.push(libc::pollfd { fd: accepting.map_or(-1, |l| l.as_raw_fd()), events: libc::POLLIN, revents: 0 });
         polled.push(libc::pollfd { fd: spare.as_ref().map_or(-1, |s| s.pidfd.as_raw_fd()), events: libc::POLLIN, revents: 0 });
-        let waiting = spare.as_ref().filter(|s| !s.ready).map_or(-1, |s| s.chan.as_raw_fd());
+        // The spare's channel: for its "ready", then (holding the listener) for a connection it accepted.
+        let waiting = spare.as_ref().filter(|s| !s.ready || s.owns_listener).map_or(-1, |s| s.chan.as_raw_fd());
         polled.push(libc::pollfd { fd: waiting, events: libc::POLLIN, revents: 0 });
         let pending_at = polled.len();
         polled.extend(pending.iter().map(|(c, _)| libc::pollfd { fd: c.as_raw_fd(), events: libc::POLLIN, revents: 0 }));
@@ -408,12 +444,30 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
             reap(gone.pid);
             last = LastOps::default();
         }
+        // Connections the spare holding the listener accepted and hands back (status and stop
+        // requests), looked at below with those the server accepted.
+        let mut handed_back: Vec<UnixStream> = Vec::new();
         if polled[3].revents != 0
-            && let Some(warming) = spare.as_mut()
+            && let Some(waiting) = spare.take()
         {
-            // One byte: ready (an end instead: the spare is gone, which its pidfd reports).
-            let mut byte = [0u8];
-            warming.ready = rustix::io::read(&warming.chan, &mut byte).is_ok_and(|n| n == 1);
+            if !waiting.owns_listener {
+                // One byte: ready (an end instead: the spare is gone, which its pidfd reports).
+                let mut byte = [0u8];
+                let ready = rustix::io::read(&waiting.chan, &mut byte).is_ok_and(|n| n == 1);
+                spare = Some(SpareHandle { ready, ..waiting });
+            } else {
+                match receive_with_fd::<1>(&waiting.chan) {
+                    // It took an op: it runs it, reported as any child's.
+                    Some(([TOOK], conn)) => running.push(waiting.took(UnixStream::from(conn))),
+                    Some(([FOR_SERVER], conn)) => {
+                        handed_back.push(UnixStream::from(conn));
+                        spare = Some(waiting);
+                    }
+                    // Its end (gone, which its pidfd reports) or a word it has no reason to say: no
+                    // longer lent the listener, and handed nothing.
+                    _ => spare = Some(SpareHandle { owns_listener: false, ready: false, ..waiting }),
+                }
+            }
         }
         // Ops that reported (before their process exits): what the next spare warms for.
         for (i, p) in polled[reports..agains].iter().enumerate() {
@@ -454,7 +508,15 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
             let again = running.swap_remove(i);
             match again.chan {
                 Some(chan) if spare.is_none() && listener.is_some() => {
-                    spare = Some(SpareHandle { pid: again.pid, pidfd: again.pidfd, chan, report: again.report, warms: true, ready: true });
+                    spare = Some(SpareHandle {
+                        pid: again.pid,
+                        pidfd: again.pidfd,
+                        chan,
+                        report: again.report,
+                        warms: true,
+                        ready: true,
+                        owns_listener: false,
+                    });
                 }
                 _ => running.push(Running { chan: None, ready_again: false, ..again }),
             }
@@ -463,9 +525,10 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
             }
         }
         // A spare that warms for nothing (made before any op ended) makes way for one that warms for
-        // the op that now has; it is idle, so it ends at once.
+        // the op that now has; it is idle, so it ends at once. Not one lent the listener, which may be
+        // taking an op this moment: it serves that op, then is warm for it.
         if last.any()
-            && let Some(cold) = spare.take_if(|s| !s.warms)
+            && let Some(cold) = spare.take_if(|s| !s.warms && !s.owns_listener)
         {
             drop(cold.chan);
             reap(cold.pid);
@@ -499,8 +562,12 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
                 arrived.push((conn, kind, false));
             }
         }
+        for conn in handed_back {
+            let kind = peek_kind(&conn);
+            arrived.push((conn, kind, false));
+        }
         if polled[1].revents != 0
-            && let Some(l) = listener.as_ref()
+            && let Some(l) = listener.as_ref().filter(|_| !spare.as_ref().is_some_and(|s| s.owns_listener))
         {
             while let Ok((conn, _)) = l.accept() {
                 if !same_user(&conn) {
@@ -521,7 +588,9 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
                 for_spare = Some((conn, Instant::now() + SPARE_WAIT));
                 continue;
             }
-            let conn = match spare.take_if(|s| s.ready && op) {
+            // A spare that holds the listener may be taking another op this moment: this one gets a
+            // child of its own.
+            let conn = match spare.take_if(|s| s.ready && !s.owns_listener && op) {
                 None => conn,
                 Some(ready) => match ready.hand(conn, running.len()) {
                     Ok(taken) => {
@@ -559,6 +628,15 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
                 },
             }
         }
+        // A ready spare with no op waiting for it is lent the listener.
+        if for_spare.is_none()
+            && let Some(l) = listener.as_ref()
+            && let Some(ready) = spare.as_mut().filter(|s| s.ready && !s.owns_listener)
+            && !ready.lend_listener(l)
+        {
+            // Gone: its pidfd reports it.
+            ready.ready = false;
+        }
     }
 }
 
@@ -589,7 +667,9 @@ fn fork_spare(last: &LastOps, snapshot: Snapshot) -> std::io::Result<Forked> {
             crate::runtime::warm::enable();
             Forked::Spare(Spare { chan: spare_end, report: reporter, last: last.requests(), snapshot, served: 0 })
         }
-        Some((pid, Some(pidfd))) => Forked::Server(Some(SpareHandle { pid, pidfd, chan, report, warms: last.any(), ready: false })),
+        Some((pid, Some(pidfd))) => {
+            Forked::Server(Some(SpareHandle { pid, pidfd, chan, report, warms: last.any(), ready: false, owns_listener: false }))
+        }
         Some((_, None)) => Forked::Server(None),
     })
 }
@@ -849,8 +929,9 @@ impl Spare {
         Some(request.args)
     }
 
-    /// Wait for a request's connection, then take it as a child forked for it does; its end of the
-    /// channel (the server stopped, or is gone) ends the spare.
+    /// Wait for a request's connection (handed by the server, or accepted on the listener it lends),
+    /// then take it as a child forked for it does; its end of the channel (the server stopped, or is
+    /// gone) ends the spare.
     pub fn wait(self) -> Served {
         let Spare { chan, report, mut snapshot, served, .. } = self;
         // What the warm-ups opened must not count as the op's: its report would name their axes.
@@ -859,24 +940,67 @@ impl Spare {
         if rustix::io::write(&chan, b"R").is_err() {
             return Served::Ended(Ok(()));
         }
-        let mut count = [0u8; 4];
-        let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(1))];
-        let mut control = RecvAncillaryBuffer::new(&mut space);
-        let got = rustix::net::recvmsg(&chan, &mut [IoSliceMut::new(&mut count)], &mut control, RecvFlags::CMSG_CLOEXEC);
-        let conn = control.drain().find_map(|message| match message {
-            RecvAncillaryMessage::ScmRights(mut fds) => fds.next(),
-            _ => None,
-        });
-        match (got, conn) {
-            (Ok(got), Some(conn)) if got.bytes == count.len() => {
+        let conn = match receive_with_fd::<4>(&chan) {
+            Some((word, listener)) if u32::from_le_bytes(word) == LISTENER_LENT => accept_op(&chan, UnixListener::from(listener)),
+            Some((count, conn)) => {
                 snapshot.running = u32::from_le_bytes(count) as usize;
-                child(UnixStream::from(conn), snapshot, report, Some((chan, served)))
+                Some(UnixStream::from(conn))
             }
-            _ => {
+            None => None,
+        };
+        match conn {
+            Some(conn) => child(conn, snapshot, report, Some((chan, served))),
+            None => {
                 crate::runtime::warm::discard();
                 Served::Ended(Ok(()))
             }
         }
+    }
+}
+
+/// In a spare the server lent its listener: accept until an op's connection comes (each other request
+/// is handed back to the server, with this user's connections only) and return it, the listener given
+/// back (closed here: a process at work on an op never holds it, so that with the server gone a client
+/// finds no one listening rather than no one answering); `None` once the channel says anything (its
+/// end: the server stopped or is gone).
+fn accept_op(chan: &UnixStream, listener: UnixListener) -> Option<UnixStream> {
+    loop {
+        let mut polled = [
+            libc::pollfd { fd: chan.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: listener.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+        ];
+        // SAFETY: `polled` is a valid array of pollfd for its length.
+        if unsafe { libc::poll(polled.as_mut_ptr(), polled.len() as libc::nfds_t, -1) } < 0 {
+            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return None;
+        }
+        if polled[0].revents != 0 {
+            return None;
+        }
+        // Non-blocking (the server's listener): another process may not have it, but a connection
+        // gone before it was accepted leaves nothing to take.
+        let Ok((conn, _)) = listener.accept() else { continue };
+        if !same_user(&conn) {
+            continue;
+        }
+        // Its request follows the connection at once (see `PEEK_WAIT`); a status or stop request is
+        // the server's, which answers it from its own state.
+        let mut arrived = [libc::pollfd { fd: conn.as_raw_fd(), events: libc::POLLIN, revents: 0 }];
+        // SAFETY: as above.
+        unsafe { libc::poll(arrived.as_mut_ptr(), 1, PEEK_WAIT.as_millis() as libc::c_int) };
+        if peek_kind(&conn).is_some_and(|kind| kind != Kind::Run) {
+            if !send_with_fd(chan, &[FOR_SERVER], conn.as_fd()) {
+                return None;
+            }
+            continue;
+        }
+        drop(listener);
+        // The server learns of the op as its client waits for the op, not before it starts; were the
+        // server gone, the op still runs for its client, who waits for it.
+        let _ = send_with_fd(chan, &[TOOK], conn.as_fd());
+        return Some(conn);
     }
 }
 

@@ -50,10 +50,11 @@ pub fn admit(pid: u32) -> Result<(), String> {
     if let Some(why) = confinement_in(&status) {
         return Err(format!("the caller is confined ({why})"));
     }
+    let namespaces = rustix::fs::openat(&proc, "ns", OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+        .map_err(|e| format!("cannot open {path}/ns: {e}"))?;
     for (ns, ours) in NAMESPACES.iter().zip(own_namespaces()) {
-        let theirs = rustix::fs::readlinkat(&proc, format!("ns/{ns}"), Vec::new())
-            .ok()
-            .map(|link| PathBuf::from(OsString::from_vec(link.into_bytes())));
+        let theirs =
+            rustix::fs::readlinkat(&namespaces, *ns, Vec::new()).ok().map(|link| PathBuf::from(OsString::from_vec(link.into_bytes())));
         if theirs != *ours {
             return Err(format!("the caller is in another {ns} namespace"));
         }
@@ -126,9 +127,10 @@ fn priority(pid: libc::id_t) -> Option<i32> {
 }
 
 /// Give this process the caller's resource limits and scheduling priority, as an in-process op would
-/// run with them. `Err` where one cannot be had (a limit above the server's hard limit).
-pub fn take_limits(pid: u32) -> Result<(), String> {
-    let (ours, our_priority) = own_limits().ok_or("cannot read this process's limits")?;
+/// run with them, from `ours` ([`own_limits`]). `Err` where one cannot be had (a limit above the
+/// server's hard limit).
+pub fn take_limits(pid: u32, ours: Option<&(Vec<(u64, u64)>, i32)>) -> Result<(), String> {
+    let (ours, our_priority) = ours.cloned().ok_or("cannot read this process's limits")?;
     for (&(resource, name), ours) in RESOURCES.iter().zip(ours) {
         let mut theirs = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
         // SAFETY: plain syscalls, the first writing into the struct above.
@@ -158,7 +160,7 @@ mod tests {
         assert!(confinement("self").is_ok());
         let me = std::process::id();
         admit(me).unwrap();
-        take_limits(me).unwrap();
+        take_limits(me, own_limits().as_ref()).unwrap();
         assert!(admit(u32::MAX).is_err(), "a process that is not there");
     }
 }

@@ -741,9 +741,10 @@ fn child(conn: UnixStream, snapshot: Snapshot, report: OwnedFd, spare: Option<(U
         }
         Kind::Run => {}
     }
-    // The limits to serve another caller with, once this one's op is done (see `serve_again`): only a
-    // child that was a spare may.
-    let own_limits = spare.as_ref().and_then(|_| peer::own_limits());
+    // This process's limits before the caller's: what they are changed from, and (a child that was a
+    // spare) what it may serve another caller with once this one's op is done (see `serve_again`).
+    let limits_before = peer::own_limits();
+    let own_limits = spare.as_ref().and(limits_before.clone());
     let caller = match rustix::net::sockopt::socket_peercred(&conn) {
         Ok(cred) => cred.pid.as_raw_nonzero().get() as u32,
         Err(e) => return ended(Err(format!("peer credentials: {e}"))),
@@ -751,7 +752,7 @@ fn child(conn: UnixStream, snapshot: Snapshot, report: OwnedFd, spare: Option<(U
     let admitted = if fds.len() != FDS {
         Err("the caller's descriptors did not arrive".to_owned())
     } else {
-        peer::admit(caller).and_then(|()| peer::take_limits(caller))
+        peer::admit(caller).and_then(|()| peer::take_limits(caller, limits_before.as_ref()))
     };
     if let Err(why) = admitted {
         snapshot.counters.declined.fetch_add(1, Ordering::Relaxed);
@@ -1063,15 +1064,25 @@ fn take_on(request: &Request, fds: &[OwnedFd]) -> Result<(), String> {
 /// No other thread may read or write the environment meanwhile: the process has one thread, or (a
 /// spare, after its warm-up) the engine's I/O thread, idle with no call running, which reads none.
 unsafe fn set_env(entries: &[OsString]) {
+    let wanted: std::collections::BTreeMap<&std::ffi::OsStr, &std::ffi::OsStr> = entries
+        .iter()
+        .filter_map(|entry| {
+            let bytes = entry.as_bytes();
+            let eq = bytes.iter().position(|&b| b == b'=').filter(|&eq| eq > 0)?;
+            Some((std::ffi::OsStr::from_bytes(&bytes[..eq]), std::ffi::OsStr::from_bytes(&bytes[eq + 1..])))
+        })
+        .collect();
+    // Only what differs is changed: a spare serving the same caller again changes nothing.
     // SAFETY: as the caller promises.
     unsafe {
         for (name, _) in std::env::vars_os() {
-            std::env::remove_var(name);
+            if !wanted.contains_key(name.as_os_str()) {
+                std::env::remove_var(name);
+            }
         }
-        for entry in entries {
-            let bytes = entry.as_bytes();
-            if let Some(eq) = bytes.iter().position(|&b| b == b'=').filter(|&eq| eq > 0) {
-                std::env::set_var(std::ffi::OsStr::from_bytes(&bytes[..eq]), std::ffi::OsStr::from_bytes(&bytes[eq + 1..]));
+        for (name, value) in &wanted {
+            if std::env::var_os(name).as_deref() != Some(*value) {
+                std::env::set_var(name, value);
             }
         }
     }

@@ -44,8 +44,11 @@ fn conf_capabilities(manifest: &TerminalManifest) -> Capabilities {
 }
 
 impl TerminalSource {
-    fn bundled() -> Vec<TerminalSource> {
-        bundled::of(Axis::Terminal).map(Self::of_bundled).collect()
+    /// The bundled drivers, their manifests (the binary's own) parsed once per process: a resident
+    /// server's child resolves a driver op after op.
+    fn bundled() -> &'static [TerminalSource] {
+        static PARSED: std::sync::OnceLock<Vec<TerminalSource>> = std::sync::OnceLock::new();
+        PARSED.get_or_init(|| bundled::of(Axis::Terminal).map(Self::of_bundled).collect())
     }
 
     fn of_bundled(d: &'static bundled::BundledDriver) -> TerminalSource {
@@ -96,7 +99,7 @@ impl TerminalSource {
 
     /// A bundled driver by name (never a plugin).
     pub fn resolve_bundled(name: &str) -> Option<TerminalSource> {
-        Self::bundled().into_iter().find(|d| d.manifest.name == name)
+        Self::bundled().iter().find(|d| d.manifest.name == name).cloned()
     }
 
     /// A trusted plugin (the registry has checked it can run): agmsg's manifest keys come from its

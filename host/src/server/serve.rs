@@ -13,7 +13,9 @@
 //! handed may start warm. It is forked from the single-threaded server like any child, once no op is
 //! at work; its warm-up starts its own threads, in its own process. It is handed an op (never a status
 //! or stop request: the server peeks at the header) only once it has said it is ready, so no warm-up
-//! holds an op.
+//! holds an op. A ready spare with no op waiting for it is lent the listener ([`accept_op`]): it
+//! accepts the next op itself, so that the op's client wakes it and not the server first, hands a
+//! status or stop request back, and gives the listener back as it takes an op.
 
 use std::ffi::OsString;
 use std::io::{IoSliceMut, Read};

@@ -1043,7 +1043,8 @@ fn read_request(conn: &UnixStream) -> Result<(Request, Vec<OwnedFd>), String> {
 /// environment, working directory, umask and stdio.
 fn take_on(request: &Request, fds: &[OwnedFd]) -> Result<(), String> {
     // SAFETY: plain syscalls on this process; replacing the environment races with no reader (see
-    // `set_env`: a child has one thread here; a spare, also the idle I/O thread of its warm-up).
+    // `set_env`: a child has one thread here; a spare, also the idle I/O thread of its warm-up and,
+    // after an op, the watcher of its clients).
     unsafe {
         libc::setsid();
         set_env(&request.env);
@@ -1064,7 +1065,8 @@ fn take_on(request: &Request, fds: &[OwnedFd]) -> Result<(), String> {
 ///
 /// # Safety
 /// No other thread may read or write the environment meanwhile: the process has one thread, or (a
-/// spare, after its warm-up) the engine's I/O thread, idle with no call running, which reads none.
+/// spare, after its warm-up) the engine's I/O thread, idle with no call running, and (after an op) the
+/// watcher of its clients, neither of which reads it.
 unsafe fn set_env(entries: &[OsString]) {
     let wanted: std::collections::BTreeMap<&std::ffi::OsStr, &std::ffi::OsStr> = entries
         .iter()

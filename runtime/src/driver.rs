@@ -2,10 +2,11 @@
 //!
 //! [`Driver::open`] loads the component (through the compile cache, or the machine code the host embedded
 //! in its binary), builds its [`Grants`] from its capabilities, refuses it if it imports beyond them
-//! ([`sandbox::admit`]), and links it with its axis's linker (once per process and component). Instances are created on the first call.
-//! Every call sets the deadline, runs, routes the driver's captured output to the log, and on a trap or
-//! limit drops the instance, so a poisoned instance is never entered again (the next call gets a fresh
-//! one, and dropping the store releases whatever the instance held, such as the store lock).
+//! ([`sandbox::admit`]), and links it with its axis's linker (once per process and component).
+//! Instances are created on the first call. Every call sets the deadline, runs, routes the driver's
+//! captured output to the log, and on a trap or limit drops the instance, so a poisoned instance is
+//! never entered again (the next call gets a fresh one, and dropping the store releases whatever the
+//! instance held, such as the store lock).
 //!
 //! An axis plugs in through [`DriverWorld`], which no one writes by hand: the axis's `world.rs` invokes
 //! [`crate::world::driver_world!`] with its bindings and optional interfaces, and the macro generates

@@ -130,8 +130,8 @@ fn priority(pid: libc::id_t) -> Option<i32> {
 /// run with them, from `ours` ([`own_limits`]). `Err` where one cannot be had (a limit above the
 /// server's hard limit).
 pub fn take_limits(pid: u32, ours: Option<&(Vec<(u64, u64)>, i32)>) -> Result<(), String> {
-    let (ours, our_priority) = ours.cloned().ok_or("cannot read this process's limits")?;
-    for (&(resource, name), ours) in RESOURCES.iter().zip(ours) {
+    let (ours, our_priority) = ours.ok_or("cannot read this process's limits")?;
+    for (&(resource, name), &ours) in RESOURCES.iter().zip(ours) {
         let mut theirs = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
         // SAFETY: plain syscalls, the first writing into the struct above.
         unsafe {
@@ -145,7 +145,7 @@ pub fn take_limits(pid: u32, ours: Option<&(Vec<(u64, u64)>, i32)>) -> Result<()
     }
     let theirs = priority(pid as libc::id_t).ok_or("cannot read the caller's priority")?;
     // SAFETY: a plain syscall on this process.
-    if theirs != our_priority && unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, theirs) } != 0 {
+    if theirs != *our_priority && unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, theirs) } != 0 {
         return Err("the caller's priority is above the server's".into());
     }
     Ok(())

@@ -799,7 +799,7 @@ fn child(conn: UnixStream, snapshot: Snapshot, report: OwnedFd, spare: Option<(U
 /// How many threads this process has (the entries of `/proc/self/task`; `/proc/self/status`, which
 /// the kernel fills with memory figures too, was 4% of a warm op's CPU), if it can tell.
 fn threads() -> Option<usize> {
-    std::fs::read_dir("/proc/self/task").ok()?.map(|task| task.ok().map(|_| ())).collect::<Option<Vec<()>>>().map(|tasks| tasks.len())
+    Some(std::fs::read_dir("/proc/self/task").ok()?.count())
 }
 
 /// What a child does when its op has ended ([`op_ended`]): its connection to its client, and its

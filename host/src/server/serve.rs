@@ -438,16 +438,9 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
             listener = None;
             spare = None;
         }
-        if polled[2].revents != 0
-            && let Some(gone) = spare.take()
-        {
-            // A spare that ended before any request (its warm-up failed hard): reaped, and the next one
-            // warms for nothing rather than for what may have ended this one.
-            reap(gone.pid);
-            last = LastOps::default();
-        }
         // Connections the spare holding the listener accepted and hands back (status and stop
-        // requests), looked at below with those the server accepted.
+        // requests), looked at below with those the server accepted. Read before its end: a spare that
+        // took an op it ended at once (help, a usage error) has said so on the channel first.
         let mut handed_back: Vec<UnixStream> = Vec::new();
         if polled[3].revents != 0
             && let Some(waiting) = spare.take()
@@ -470,6 +463,14 @@ fn serve_loop(listener: UnixListener, signals: &StopSignals, lock: std::fs::File
                     _ => spare = Some(SpareHandle { owns_listener: false, ready: false, ..waiting }),
                 }
             }
+        }
+        if polled[2].revents != 0
+            && let Some(gone) = spare.take()
+        {
+            // A spare that ended before any request (its warm-up failed hard): reaped, and the next one
+            // warms for nothing rather than for what may have ended this one.
+            reap(gone.pid);
+            last = LastOps::default();
         }
         // Ops that reported (before their process exits): what the next spare warms for.
         for (i, p) in polled[reports..agains].iter().enumerate() {

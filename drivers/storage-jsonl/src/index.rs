@@ -43,6 +43,8 @@ const BATCH: usize = 1 << 15;
 /// comes first: whatever the machine's speed, an op stopped by its deadline leaves progress behind.
 const CHECKPOINT_BYTES: u64 = 8 << 20;
 const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+/// A catch-up of at least this much log saves its final meta synced (see [`Index::refresh`]).
+const SYNCED_CATCH_UP: u64 = CHECKPOINT_BYTES;
 /// A catch-up longer than this says what it is doing (the first op on a big log).
 const ANNOUNCE_BYTES: u64 = 64 << 20;
 /// Log bytes per message, to size the id table of a first build (a typical agmsg message line is about
@@ -256,7 +258,11 @@ impl Index {
         if start != first {
             crate::host::debug(&format!("jsonl index: parsed bytes {first}..{start} of the log ({} lines so far)", self.meta.lines));
         }
-        self.save(true)?;
+        // Synced only after a long catch-up. The index is the log's cache: a meta that a power cut
+        // loses or tears is rebuilt, and one that lags is caught up again. A watcher catching up one
+        // new message should not wait for the disk (an fsync here was half its send-to-print time);
+        // a first build of a big log should not be lost to a power cut and redone.
+        self.save(start - first >= SYNCED_CATCH_UP)?;
         if let Some(p) = &progress {
             crate::host::info(&format!("jsonl index: done, {} messages in {:.1} s", self.tip(), p.started.elapsed().as_secs_f64()));
         }

@@ -305,7 +305,11 @@ impl StorageDriver for Jsonl {
     }
 
     fn read_cursor_get(&self, team: &str, agent: &str) -> Result<String, DriverError> {
-        self.with_store(|_| Ok(Cursors::load()?.get(team, agent).to_string()))
+        // The cursor file alone: no need to catch the index up (a watch round asks this first, and its
+        // `watch-after` then catches up once).
+        let _lock = lock_log()?;
+        ensure_store()?;
+        Ok(Cursors::load()?.get(team, agent).to_string())
     }
 
     fn read_cursor_consume(&self, team: &str, agent: &str, cursor: &str, ids: &[String]) -> Result<(), DriverError> {

@@ -24,7 +24,8 @@
 //! The postgres cluster is a throwaway one, started with the tests' helper (`tests/common/postgres.rs`;
 //! PostgreSQL's server binaries from `scripts/setup`).
 //!
-//! Run: `cargo bench -p agmsg-host --bench watch_latency` (release build).
+//! Run: `cargo bench -p agmsg-host --bench watch_latency` (release build); `-- jsonl sqlite` runs only
+//! the stores named (the idle measurements too).
 
 mod common;
 #[path = "../../tests/common/lines.rs"]
@@ -255,10 +256,13 @@ fn main() {
         ("sqlite", &sqlite, &sqlite, polled(("store watch (inotify), --interval 10", "10"))),
         ("jsonl", &jsonl, &jsonl, polled(("store watch (inotify), --interval 10", "10"))),
     ];
+    // Stores named on the command line (cargo passes `--bench` too), or all of them.
+    let named: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let chosen = |store: &str| named.is_empty() || named.iter().any(|n| n == store);
     println!("send-to-watch latency, {N} sends each (from the send process's start to the printed line)");
     println!("{:<56} {:>10} {:>10} {:>10}", "", "median", "p90", "max");
     let mut ratios = Vec::new();
-    for (store, watching, sender, configurations) in stores {
+    for (store, watching, sender, configurations) in stores.into_iter().filter(|s| chosen(s.0)) {
         let mut medians = Vec::new();
         let mut send_walls = Vec::new();
         for (i, (name, interval, poll, served)) in configurations.iter().enumerate() {
@@ -287,7 +291,7 @@ fn main() {
     println!();
     println!("idle watcher, CPU time over {} s with nothing to deliver", IDLE.as_secs());
     println!("{:<56} {:>13} {:>13}", "", "utime+stime", "on-CPU");
-    for (store, home) in [("sqlite", &sqlite), ("jsonl", &jsonl)] {
+    for (store, home) in [("sqlite", &sqlite), ("jsonl", &jsonl)].into_iter().filter(|s| chosen(s.0)) {
         for (name, interval, poll) in [
             ("store watch (inotify), --interval 10", "10", false),
             ("store watch (inotify), --interval 1", "1", false),

@@ -158,7 +158,9 @@ pub fn wait_for_next_round(
     interval: Duration,
     stopped: impl Fn() -> bool,
 ) -> Result<(), StorageError> {
-    let until = Instant::now() + interval;
+    // The last round ended as this wait began.
+    let round_ended = Instant::now();
+    let until = round_ended + interval;
     let pair = [Pair { team: team.to_owned(), agent: agent.to_owned() }];
     loop {
         let started = Instant::now();
@@ -166,31 +168,34 @@ pub fn wait_for_next_round(
         if left.is_zero() || stopped() {
             return Ok(());
         }
-        let (woken, spacing) = match waiter {
+        // Woken or not, and the instant before which the next step must not start. A store's spacing
+        // counts from the round's end, not from this wait's start: a writer's lock file wakes us just
+        // before its store file does, and the store's wake must not then wait the spacing out again.
+        let (woken, not_before) = match waiter {
             Waiter::Poll => {
                 std::thread::sleep(left.min(POLL_STEP));
                 continue;
             }
             Waiter::Live => match driver.wait_after(cursor, &pair, left.min(WAIT_SLICE))? {
-                Some(Wake::Changed) => (true, LIVE_SPACING),
-                Some(Wake::TimedOut) => (false, LIVE_SPACING),
+                Some(Wake::Changed) => (true, started + LIVE_SPACING),
+                Some(Wake::TimedOut) => (false, started + LIVE_SPACING),
                 None => {
                     *waiter = Waiter::Poll;
-                    (false, Duration::ZERO)
+                    (false, started)
                 }
             },
             Waiter::Store(watch) => match watch.wait(left.min(WAIT_SLICE)) {
-                Ok(Change::Changed) => (true, STORE_SPACING),
-                Ok(Change::Quiet) => (false, QUIET_PAUSE),
+                Ok(Change::Changed) => (true, round_ended + STORE_SPACING),
+                Ok(Change::Quiet) => (false, started + QUIET_PAUSE),
                 ended => {
                     let why = ended.err().unwrap_or_else(|| "the store directory was removed or unmounted".to_owned());
                     host_log::debug(&format!("watch: polling from now on: {why}"));
                     *waiter = Waiter::Poll;
-                    (false, Duration::ZERO)
+                    (false, started)
                 }
             },
         };
-        std::thread::sleep(spacing.saturating_sub(started.elapsed()));
+        std::thread::sleep(not_before.saturating_duration_since(Instant::now()));
         if woken {
             // What the writer wrote while we slept is part of this wake: the round reads it.
             if let Waiter::Store(watch) = waiter

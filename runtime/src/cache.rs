@@ -12,7 +12,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use wasmtime::Engine;
 use wasmtime::Result;
@@ -47,37 +47,42 @@ unsafe impl EmbeddedCode for NoEmbeddedCode {
 }
 
 pub struct CompileCache {
-    dir: Option<PathBuf>,
+    /// The directory named, made and checked at its first use: an op on bundled drivers, which run
+    /// their embedded code, never touches it.
+    named: Option<PathBuf>,
+    checked: OnceLock<Option<PathBuf>>,
 }
 
 impl CompileCache {
     /// No cache: compile in memory every time.
     pub fn disabled() -> CompileCache {
-        CompileCache { dir: None }
+        CompileCache { named: None, checked: OnceLock::new() }
     }
 
     /// The cache at `AGMSG_CACHE_DIR`, else `$XDG_CACHE_HOME/agmsg-host`, else `~/.cache/agmsg-host`.
-    /// A directory that is not private to this user is not used (with a warning).
+    /// A directory that is not private to this user is not used (with a warning, when it would be).
     pub fn from_env() -> CompileCache {
-        let dir = std::env::var_os("AGMSG_CACHE_DIR")
+        let named = std::env::var_os("AGMSG_CACHE_DIR")
             .map(PathBuf::from)
             .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("agmsg-host")))
             .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("agmsg-host")));
-        match dir {
-            Some(dir) => match private_dir::ensure(&dir, ClosedTo::Writing) {
-                Ok(()) => CompileCache { dir: Some(dir) },
-                Err(e) => {
-                    host_log::warn(&format!("compile cache disabled: {e:#}"));
-                    CompileCache::disabled()
-                }
-            },
-            None => CompileCache::disabled(),
-        }
+        CompileCache { named, checked: OnceLock::new() }
     }
 
-    /// The cache directory, if caching is on.
+    /// The cache directory, if caching is on (made if missing, and checked, the first time).
     pub fn dir(&self) -> Option<&std::path::Path> {
-        self.dir.as_deref()
+        self.checked
+            .get_or_init(|| {
+                let dir = self.named.clone()?;
+                match private_dir::ensure(&dir, ClosedTo::Writing) {
+                    Ok(()) => Some(dir),
+                    Err(e) => {
+                        host_log::warn(&format!("compile cache disabled: {e:#}"));
+                        None
+                    }
+                }
+            })
+            .as_deref()
     }
 
     /// Load the component `wasm` (whose sha256 is `sha256`). If `embedded` has machine code for it (a
@@ -108,7 +113,7 @@ impl CompileCache {
                 Err(e) => host_log::debug(&format!("bundled machine code does not fit this engine or CPU ({e}); compiling")),
             }
         }
-        let path = self.dir.as_ref().map(|dir| dir.join(format!("{sha256}-{:016x}.cwasm", engine_key(engine))));
+        let path = self.dir().map(|dir| dir.join(format!("{sha256}-{:016x}.cwasm", engine_key(engine))));
         let mut rebuilt = false;
         if let Some(path) = path.as_ref().filter(|p| p.exists()) {
             // SAFETY: the file is in a directory only this user can write, named after the content hash
@@ -125,7 +130,7 @@ impl CompileCache {
             }
         }
         let artifact = engine.precompile_component(wasm).context("compiling the driver component")?;
-        if let (Some(dir), Some(path)) = (&self.dir, &path) {
+        if let (Some(dir), Some(path)) = (self.dir(), &path) {
             if let Err(e) = store(dir, path, &artifact) {
                 host_log::warn(&format!("compile cache: cannot write {}: {e:#}", path.display()));
             }

@@ -43,11 +43,14 @@ pub fn admit(pid: u32) -> Result<(), String> {
     let path = format!("/proc/{pid}");
     let proc = rustix::fs::open(&path, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
         .map_err(|e| format!("cannot open {path}: {e}"))?;
-    let status = rustix::fs::openat(&proc, "status", OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
+    // Read into room for all of it: the file reports no size, and from an empty buffer the standard
+    // library reads 32 bytes first, then doubles (seven reads, each formatting the whole file anew).
+    let mut status = Vec::with_capacity(8 << 10);
+    rustix::fs::openat(&proc, "status", OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
         .map_err(std::io::Error::from)
-        .and_then(|fd| std::io::read_to_string(std::fs::File::from(fd)))
+        .and_then(|fd| std::io::Read::read_to_end(&mut std::fs::File::from(fd), &mut status))
         .map_err(|e| format!("cannot read {path}/status: {e}"))?;
-    if let Some(why) = confinement_in(&status) {
+    if let Some(why) = confinement_in(&String::from_utf8_lossy(&status)) {
         return Err(format!("the caller is confined ({why})"));
     }
     let namespaces = rustix::fs::openat(&proc, "ns", OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
@@ -101,9 +104,12 @@ const RESOURCES: [(ResourceId, &str); 16] = [
     (libc::RLIMIT_STACK, "STACK"),
 ];
 
+/// A process's resource limits (soft and hard, in [`RESOURCES`]' order) and scheduling priority.
+pub type ProcessLimits = (Vec<(u64, u64)>, i32);
+
 /// This process's resource limits and scheduling priority, as [`take_limits`] sets them: a process that
 /// served a caller serves another only with the limits it had before (`None`: one could not be read).
-pub fn own_limits() -> Option<(Vec<(u64, u64)>, i32)> {
+pub fn own_limits() -> Option<ProcessLimits> {
     let mut limits = Vec::with_capacity(RESOURCES.len());
     for (resource, _) in RESOURCES {
         let mut ours = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
@@ -114,6 +120,14 @@ pub fn own_limits() -> Option<(Vec<(u64, u64)>, i32)> {
         limits.push((ours.rlim_cur, ours.rlim_max));
     }
     Some((limits, priority(0)?))
+}
+
+/// This process's limits and priority as it was forked with them (the server's): read at its first op,
+/// before any caller's were taken. A process serves another op only with these (`serve_again` checks),
+/// so they hold at the start of every op it serves.
+pub fn limits_as_forked() -> Option<&'static ProcessLimits> {
+    static FORKED_WITH: OnceLock<Option<ProcessLimits>> = OnceLock::new();
+    FORKED_WITH.get_or_init(own_limits).as_ref()
 }
 
 /// Process `pid`'s scheduling priority (0: this process's).
@@ -129,7 +143,7 @@ fn priority(pid: libc::id_t) -> Option<i32> {
 /// Give this process the caller's resource limits and scheduling priority, as an in-process op would
 /// run with them, from `ours` ([`own_limits`]). `Err` where one cannot be had (a limit above the
 /// server's hard limit).
-pub fn take_limits(pid: u32, ours: Option<&(Vec<(u64, u64)>, i32)>) -> Result<(), String> {
+pub fn take_limits(pid: u32, ours: Option<&ProcessLimits>) -> Result<(), String> {
     let (ours, our_priority) = ours.ok_or("cannot read this process's limits")?;
     for (&(resource, name), &ours) in RESOURCES.iter().zip(ours) {
         let mut theirs = libc::rlimit { rlim_cur: 0, rlim_max: 0 };

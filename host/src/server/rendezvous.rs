@@ -11,7 +11,6 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use agmsg_runtime::private_dir::{self, ClosedTo};
-use sha2::{Digest, Sha256};
 
 /// The most a socket path may hold (`sun_path` is 108 bytes with its terminating NUL).
 const SOCKET_PATH_MAX: usize = 107;
@@ -52,16 +51,19 @@ impl Rendezvous {
 
 /// A build's identity: a hash of its engine file's device, inode, size and modification time (one
 /// `stat`, cheap enough for every invocation), and of the version of what client and server say.
+/// FNV-1a, a fixed function: the front and the engine compute it apart, and it only tells one user's
+/// builds apart, in a directory only that user enters. (SHA-256's crate asks the CPU for its features
+/// first, a trap to the hypervisor on a virtual machine, on every run of the front.)
 fn build_identity(engine: &Path) -> Result<String, String> {
+    use std::hash::Hasher;
     let meta = std::fs::metadata(engine).map_err(|e| format!("cannot stat {}: {e}", engine.display()))?;
-    let mut hash = Sha256::new();
-    hash.update(env!("CARGO_PKG_VERSION").as_bytes());
-    hash.update([super::protocol::VERSION]);
+    let mut hash = fnv::FnvHasher::default();
+    hash.write(env!("CARGO_PKG_VERSION").as_bytes());
+    hash.write(&[super::protocol::VERSION]);
     for n in [meta.dev(), meta.ino(), meta.size(), meta.mtime() as u64, meta.mtime_nsec() as u64] {
-        hash.update(n.to_le_bytes());
+        hash.write(&n.to_le_bytes());
     }
-    let digest = hash.finalize();
-    Ok(digest[..8].iter().map(|b| format!("{b:02x}")).collect())
+    Ok(format!("{:016x}", hash.finish()))
 }
 
 #[cfg(test)]

@@ -746,8 +746,8 @@ fn child(conn: UnixStream, snapshot: Snapshot, report: OwnedFd, spare: Option<(U
     }
     // This process's limits before the caller's: what they are changed from, and (a child that was a
     // spare) what it may serve another caller with once this one's op is done (see `serve_again`).
-    let limits_before = peer::own_limits();
-    let own_limits = spare.as_ref().and(limits_before.clone());
+    let limits_before = peer::limits_as_forked();
+    let own_limits = spare.as_ref().and(limits_before.cloned());
     let caller = match rustix::net::sockopt::socket_peercred(&conn) {
         Ok(cred) => cred.pid.as_raw_nonzero().get() as u32,
         Err(e) => return ended(Err(format!("peer credentials: {e}"))),
@@ -755,7 +755,7 @@ fn child(conn: UnixStream, snapshot: Snapshot, report: OwnedFd, spare: Option<(U
     let admitted = if fds.len() != FDS {
         Err("the caller's descriptors did not arrive".to_owned())
     } else {
-        peer::admit(caller).and_then(|()| peer::take_limits(caller, limits_before.as_ref()))
+        peer::admit(caller).and_then(|()| peer::take_limits(caller, limits_before))
     };
     if let Err(why) = admitted {
         snapshot.counters.declined.fetch_add(1, Ordering::Relaxed);
@@ -813,7 +813,7 @@ struct OpEnd {
     request: Vec<u8>,
     snapshot: Snapshot,
     spare: Option<(UnixStream, u32)>,
-    own_limits: Option<(Vec<(u64, u64)>, i32)>,
+    own_limits: Option<peer::ProcessLimits>,
     threads: Option<usize>,
 }
 
@@ -844,7 +844,9 @@ pub fn op_ended(code: u8) {
     } else {
         done_with_nothing_to_warm(end.report.as_fd());
     }
-    if let Ok(null) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null") {
+    // Opened once per process, which serves op after op.
+    static NULL: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
+    if let Some(null) = NULL.get_or_init(|| std::fs::OpenOptions::new().read(true).write(true).open("/dev/null").ok()) {
         for target in 0..3 {
             // SAFETY: dup2 onto this process's own stdio, which nothing uses any more.
             unsafe { libc::dup2(null.as_raw_fd(), target) };

@@ -1,8 +1,8 @@
 //! `agmsg:host/process`: the programs a terminal driver's manifest declares, and nothing else.
 //!
-//! Each declared name is resolved to an absolute path once, when the driver is loaded, from the host's
-//! `PATH`; a call must use the declared bare name, so neither an undeclared program nor a path (even to
-//! the same file) can run. The program gets the declared environment variables only, `/` as its working
+//! A call must use a declared bare name, which is resolved to an absolute path on the host's `PATH` (as
+//! the driver was loaded with it) when it is run, so neither an undeclared program nor a path (even to
+//! the same file) can run, and a driver that declares several programs pays only for those it runs. The program gets the declared environment variables only, `/` as its working
 //! directory, a time limit (its own, cut to what is left of the driver call's deadline), and its stdout
 //! and stderr captured up to a cap. It runs in a process group of its own, and a time-out kills the
 //! whole group, so a declared shell cannot leave grandchildren behind.
@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -30,8 +30,10 @@ const PIPE_GRACE: Duration = Duration::from_millis(200);
 /// What a driver may run, fixed when the driver is loaded.
 #[derive(Clone, Debug)]
 pub struct ProcessGrant {
-    /// Declared name -> absolute path (`None`: declared but not installed here).
-    programs: BTreeMap<String, Option<PathBuf>>,
+    /// The declared names.
+    programs: Vec<String>,
+    /// The host's `PATH` as the driver was loaded, which they are looked up on.
+    path: OsString,
     /// Declared name -> the argument vectors it may be given (absent: any).
     arg_patterns: BTreeMap<String, Vec<Vec<String>>>,
     /// The declared variable names, and those set in the host's environment with their values.
@@ -41,8 +43,8 @@ pub struct ProcessGrant {
 }
 
 impl ProcessGrant {
-    /// Resolve the declared programs on the host's `PATH` and pick the declared variables out of the
-    /// host's environment.
+    /// Take the declared programs, to be looked up on the host's `PATH`, and pick the declared
+    /// variables out of the host's environment.
     /// `programs`: each name with the argument patterns it is limited to (`None`: any arguments; see
     /// [`crate::capabilities::args_match`]).
     pub fn resolve(programs: &[(String, Option<Vec<Vec<String>>>)], env: &[String], timeout: Duration) -> ProcessGrant {
@@ -57,10 +59,12 @@ impl ProcessGrant {
                 arg_patterns.entry(name.clone()).or_default().extend(args.iter().cloned());
             }
         }
-        let programs = programs.iter().map(|(name, _)| (name.clone(), find_on_path(name, &path))).collect();
+        let mut names: Vec<String> = programs.iter().map(|(name, _)| name.clone()).collect();
+        names.sort();
+        names.dedup();
         let declared_env = env.to_vec();
         let env = env.iter().filter_map(|name| Some((name.clone(), std::env::var_os(name)?))).collect();
-        ProcessGrant { programs, arg_patterns, declared_env, env, timeout }
+        ProcessGrant { programs: names, path, arg_patterns, declared_env, env, timeout }
     }
 
     /// The declared variables present on the host, which the driver also sees as its environment.
@@ -68,21 +72,17 @@ impl ProcessGrant {
         &self.env
     }
 
-    fn program(&self, name: &str) -> Result<&Path, ProcessError> {
+    fn program(&self, name: &str) -> Result<PathBuf, ProcessError> {
         if name.contains('/') {
             return Err(ProcessError::NotAllowed(format!("programs are named, never given by path ({name:?})")));
         }
-        match self.programs.get(name) {
-            Some(Some(path)) => Ok(path),
-            Some(None) => Err(ProcessError::NotFound(name.to_owned())),
-            None => {
-                let declared: Vec<&str> = self.programs.keys().map(String::as_str).collect();
-                Err(ProcessError::NotAllowed(format!(
-                    "{name:?} is not declared in the driver's manifest (programs={})",
-                    declared.join(" ")
-                )))
-            }
+        if !self.programs.iter().any(|declared| declared == name) {
+            return Err(ProcessError::NotAllowed(format!(
+                "{name:?} is not declared in the driver's manifest (programs={})",
+                self.programs.join(" ")
+            )));
         }
+        find_on_path(name, &self.path).ok_or_else(|| ProcessError::NotFound(name.to_owned()))
     }
 
     /// Run a declared program to completion (or its time limit, or `deadline`, whichever is first).

@@ -157,4 +157,39 @@ mod arena {
             }
         }
     }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn blocks_are_aligned_distinct_given_back_last_first_and_past_the_arena_are_the_systems() {
+            let arena = Box::new(Arena::new());
+            // SAFETY: layouts of non-zero size; each block is used within its size and given back once.
+            unsafe {
+                let a = arena.alloc(Layout::from_size_align(3, 1).unwrap());
+                let b = arena.alloc(Layout::from_size_align(16, 16).unwrap());
+                assert!(arena.holds(a) && arena.holds(b));
+                assert_eq!(b as usize % 16, 0);
+                assert!(b as usize >= a as usize + 3, "blocks overlap");
+                b.write_bytes(0xab, 16);
+                // The last block grows in place; given back, its room is handed out again.
+                let grown = arena.realloc(b, Layout::from_size_align(16, 16).unwrap(), 64);
+                assert_eq!(grown, b);
+                assert_eq!(*grown.add(15), 0xab);
+                arena.dealloc(grown, Layout::from_size_align(64, 16).unwrap());
+                assert_eq!(arena.alloc(Layout::from_size_align(16, 16).unwrap()), b);
+                // A block that is not the last one moves when it grows, its bytes with it.
+                a.write_bytes(7, 3);
+                let moved = arena.realloc(a, Layout::from_size_align(3, 1).unwrap(), 10);
+                assert_ne!(moved, a);
+                assert_eq!(std::slice::from_raw_parts(moved, 3), &[7, 7, 7]);
+                // More than is left: the system's, and given back to it.
+                let big = Layout::from_size_align(SIZE, 8).unwrap();
+                let outside = arena.alloc(big);
+                assert!(!outside.is_null() && !arena.holds(outside));
+                arena.dealloc(outside, big);
+            }
+        }
+    }
 }

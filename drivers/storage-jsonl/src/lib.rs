@@ -171,10 +171,16 @@ impl Jsonl {
     /// Lock the store, create it if needed (with the one-time cursor migration), and open its index,
     /// brought up to date with the log; then run `f`.
     fn with_store<T>(&self, f: impl FnOnce(&mut Index) -> Result<T, DriverError>) -> Result<T, DriverError> {
-        let _lock = lock_log()?;
-        ensure_store()?;
+        let _lock = lock_store()?;
         f(&mut Index::open()?)
     }
+}
+
+/// Lock the store and create it if needed (with the one-time cursor migration); held until dropped.
+fn lock_store() -> Result<LogLock, DriverError> {
+    let lock = lock_log()?;
+    ensure_store()?;
+    Ok(lock)
 }
 
 /// Create the log if it is missing and run the one-time cursor migration if it has not run. Only the
@@ -278,8 +284,7 @@ impl StorageDriver for Jsonl {
     fn send(&self, team: &str, from: &str, to: &str, body: &str) -> Result<String, DriverError> {
         // A send only appends: it never needs the index, so it costs the same at any log size (the next
         // read picks the line up incrementally).
-        let _lock = lock_log()?;
-        ensure_store()?;
+        let _lock = lock_store()?;
         let message = Message { id: new_id(), team: team.into(), from: from.into(), to: to.into(), body: body.into(), at: now_utc() };
         append(&[sent_line(&message)])?;
         Ok(message.id)
@@ -307,8 +312,7 @@ impl StorageDriver for Jsonl {
     fn read_cursor_get(&self, team: &str, agent: &str) -> Result<String, DriverError> {
         // The cursor file alone: no need to catch the index up (a watch round asks this first, and its
         // `watch-after` then catches up once).
-        let _lock = lock_log()?;
-        ensure_store()?;
+        let _lock = lock_store()?;
         Ok(Cursors::load()?.get(team, agent).to_string())
     }
 

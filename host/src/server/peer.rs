@@ -141,7 +141,7 @@ fn priority(pid: libc::id_t) -> Option<i32> {
 }
 
 /// Give this process the caller's resource limits and scheduling priority, as an in-process op would
-/// run with them, from `ours` ([`own_limits`]). `Err` where one cannot be had (a limit above the
+/// run with them, from `ours` (this process's: [`limits_as_forked`]). `Err` where one cannot be had (a limit above the
 /// server's hard limit).
 pub fn take_limits(pid: u32, ours: Option<&ProcessLimits>) -> Result<(), String> {
     let (ours, our_priority) = ours.ok_or("cannot read this process's limits")?;

@@ -2,10 +2,11 @@
 //!
 //! A call must use a declared bare name, which is resolved to an absolute path on the host's `PATH` (as
 //! the driver was loaded with it) when it is run, so neither an undeclared program nor a path (even to
-//! the same file) can run, and a driver that declares several programs pays only for those it runs. The program gets the declared environment variables only, `/` as its working
-//! directory, a time limit (its own, cut to what is left of the driver call's deadline), and its stdout
-//! and stderr captured up to a cap. It runs in a process group of its own, and a time-out kills the
-//! whole group, so a declared shell cannot leave grandchildren behind.
+//! the same file) can run, and a driver that declares several programs pays only for those it runs.
+//! The program gets the declared environment variables only, `/` as its working directory, a time
+//! limit (its own, cut to what is left of the driver call's deadline), and its stdout and stderr
+//! captured up to a cap. It runs in a process group of its own, and a time-out kills the whole group,
+//! so a declared shell cannot leave grandchildren behind.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;

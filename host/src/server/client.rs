@@ -135,7 +135,7 @@ fn exchange(conn: &UnixStream, request: &Request, cwd: &OwnedFd) -> Exchange {
     if (&*conn).write_all(&bytes[sent..]).is_err() {
         return Exchange::NotTaken;
     }
-    let mut reader = conn;
+    let mut reader = Replies(conn);
     match Reply::read_from(&mut reader) {
         Ok(Some(Reply::Accepted)) => {}
         Ok(Some(Reply::Declined(why))) => {
@@ -157,6 +157,28 @@ fn exchange(conn: &UnixStream, request: &Request, cwd: &OwnedFd) -> Exchange {
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Exchange::Broken(e.to_string()),
         }
+    }
+}
+
+/// The server's replies as this client waits for them: each read waits in `poll` for the connection
+/// to be readable first. A read blocked on the socket itself is woken by every event on it, the
+/// server taking in the request among them (room to write again), which cost the op a context switch
+/// of this process as its server began it; `poll` wakes for data only.
+struct Replies<'a>(&'a UnixStream);
+
+impl std::io::Read for Replies<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use rustix::event::{PollFd, PollFlags, poll};
+        let mut readable = [PollFd::new(self.0, PollFlags::IN)];
+        // A signal the client passes on interrupts the wait, which goes on (as a read restarts).
+        loop {
+            match poll(&mut readable, None) {
+                Ok(_) => break,
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        std::io::Read::read(&mut &*self.0, buf)
     }
 }
 

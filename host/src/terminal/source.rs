@@ -141,6 +141,9 @@ impl TerminalSource {
 #[derive(Default)]
 pub struct Candidates {
     all: std::cell::OnceCell<Vec<TerminalSource>>,
+    /// The names, as [`Candidates::names`] first found them: an op resolves its driver and its id from
+    /// one listing of the plugin directories.
+    names: std::cell::OnceCell<Vec<String>>,
 }
 
 impl Candidates {
@@ -160,13 +163,16 @@ impl Candidates {
         if let Some(all) = self.all.get() {
             return all.iter().map(|d| d.manifest.name.clone()).collect();
         }
-        let mut names: Vec<String> = bundled::of(Axis::Terminal).map(|d| d.name.to_owned()).collect();
-        for name in registry::names(Axis::Terminal) {
-            if !names.contains(&name) {
-                names.push(name);
+        let listed = self.names.get_or_init(|| {
+            let mut names: Vec<String> = bundled::of(Axis::Terminal).map(|d| d.name.to_owned()).collect();
+            for name in registry::names(Axis::Terminal) {
+                if !names.contains(&name) {
+                    names.push(name);
+                }
             }
-        }
-        names
+            names
+        });
+        listed.clone()
     }
 
     /// `name` is a driver name (a trusted plugin of that name, else the bundled driver), or else the

@@ -169,6 +169,9 @@ pub fn run_bounded(name: &str, mut command: Command, stdin: Option<&[u8]>, timeo
     Ok(Output { status: status.code(), truncated: stdout.cut || stderr.cut, stdout: stdout.kept, stderr: stderr.kept })
 }
 
+/// The room a capture has for each read at least: a read takes what the pipe holds, up to this.
+const READ_ROOM: usize = 16 << 10;
+
 /// One of the program's output pipes as it is read: at most [`MAX_PROCESS_OUTPUT`] bytes kept.
 struct Capture {
     pipe: Option<OwnedFd>,
@@ -182,16 +185,24 @@ impl Capture {
     }
 
     /// Read what the pipe holds now (it was reported ready, so this does not block); closed at its end.
-    fn read(&mut self, buf: &mut [u8]) {
+    /// Read straight into what is kept (no buffer zeroed and copied from for each program run), and
+    /// past the cap into a scratch buffer that is dropped.
+    fn read(&mut self) {
         let Some(pipe) = &self.pipe else { return };
-        match rustix::io::read(pipe, &mut *buf) {
+        let got = if self.kept.len() < MAX_PROCESS_OUTPUT {
+            self.kept.reserve(READ_ROOM);
+            rustix::io::read(pipe, rustix::buffer::spare_capacity(&mut self.kept))
+        } else {
+            let mut scratch = [0u8; 4096];
+            rustix::io::read(pipe, &mut scratch[..]).inspect(|&n| self.cut |= n > 0)
+        };
+        match got {
             Ok(0) => self.pipe = None,
-            Ok(n) => {
-                let room = MAX_PROCESS_OUTPUT - self.kept.len();
-                self.kept.extend_from_slice(&buf[..n.min(room)]);
-                self.cut |= n > room;
+            Ok(_) if self.kept.len() > MAX_PROCESS_OUTPUT => {
+                self.kept.truncate(MAX_PROCESS_OUTPUT);
+                self.cut = true;
             }
-            Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => {}
+            Ok(_) | Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => {}
             Err(_) => self.pipe = None,
         }
     }
@@ -219,7 +230,6 @@ fn exchange(child: &mut Child, input: Option<&[u8]>, limit: Instant) -> std::io:
         .and_then(|pid| rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok());
     let mut exited = None;
     let mut grace_end = limit;
-    let mut buf = vec![0u8; 64 << 10];
     loop {
         if exited.is_none() && pidfd.is_none() {
             exited = child.try_wait()?;
@@ -271,8 +281,8 @@ fn exchange(child: &mut Child, input: Option<&[u8]>, limit: Instant) -> std::io:
         drop(fds);
         for w in ready {
             match w {
-                0 => stdout.read(&mut buf),
-                1 => stderr.read(&mut buf),
+                0 => stdout.read(),
+                1 => stderr.read(),
                 2 => {
                     let pipe = stdin.as_ref().expect("polled");
                     match rustix::io::write(pipe, input) {

@@ -190,7 +190,8 @@ impl Capture {
     fn read(&mut self) {
         let Some(pipe) = &self.pipe else { return };
         let got = if self.kept.len() < MAX_PROCESS_OUTPUT {
-            self.kept.reserve(READ_ROOM);
+            // Never room past the cap: grown by doubling from READ_ROOM, the capture stops at the cap.
+            self.kept.reserve(READ_ROOM.min(MAX_PROCESS_OUTPUT - self.kept.len()));
             rustix::io::read(pipe, rustix::buffer::spare_capacity(&mut self.kept))
         } else {
             let mut scratch = [0u8; 4096];
@@ -388,6 +389,33 @@ mod tests {
         let out = grant(&["sh"], Duration::from_secs(20)).run("sh", &["-c".into(), script.into()], None, &[], far()).unwrap();
         assert_eq!((out.status, out.stderr.as_slice(), out.truncated), (Some(3), &b"err"[..], true));
         assert_eq!((out.stdout.len(), &out.stdout[..3]), (MAX_PROCESS_OUTPUT, &b"out"[..]));
+    }
+
+    #[test]
+    fn a_capture_holds_no_more_memory_than_its_cap() {
+        use std::io::Write;
+        let (reader, mut writer) = std::io::pipe().unwrap();
+        let (more, wanted) = std::sync::mpsc::channel::<usize>();
+        let writing = std::thread::spawn(move || {
+            for n in wanted {
+                writer.write_all(&vec![b'x'; n]).unwrap();
+            }
+        });
+        let mut capture = Capture::new(Some(reader));
+        // Filled to just short of the cap (its room then less than a read's), then past it.
+        let short = MAX_PROCESS_OUTPUT - 8192;
+        more.send(short).unwrap();
+        while capture.kept.len() < short {
+            capture.read();
+        }
+        more.send(64 << 10).unwrap();
+        drop(more);
+        while capture.pipe.is_some() {
+            capture.read();
+        }
+        writing.join().unwrap();
+        assert_eq!((capture.kept.len(), capture.cut), (MAX_PROCESS_OUTPUT, true));
+        assert!(capture.kept.capacity() <= MAX_PROCESS_OUTPUT, "{}", capture.kept.capacity());
     }
 
     #[test]

@@ -814,10 +814,11 @@ fn threads_linked() -> Option<usize> {
 }
 
 /// Whether this system's `/proc` keeps that rule (another kernel, or a sandbox's `/proc`, may not):
-/// seen to once, by the process's first look.
+/// seen to once, by the process's first look, which takes a few tries (a thread that starts or ends
+/// between the two counts makes them differ once, a `/proc` without the rule every time).
 fn task_links_count_threads() -> bool {
     static KEPT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *KEPT.get_or_init(|| threads_linked().is_some_and(|n| n > 0 && Some(n) == threads_listed()))
+    *KEPT.get_or_init(|| (0..3).any(|_| threads_linked().is_some_and(|n| n > 0 && Some(n) == threads_listed())))
 }
 
 /// What a child does when its op has ended ([`op_ended`]): its connection to its client, and its

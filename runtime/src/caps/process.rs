@@ -199,6 +199,8 @@ impl Capture {
         };
         match got {
             Ok(0) => self.pipe = None,
+            // Not reached while the vector grows by doubling from READ_ROOM (its capacity then stops at
+            // the cap); kept so that the cap holds whatever room the vector was given.
             Ok(_) if self.kept.len() > MAX_PROCESS_OUTPUT => {
                 self.kept.truncate(MAX_PROCESS_OUTPUT);
                 self.cut = true;
